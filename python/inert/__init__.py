@@ -1,0 +1,78 @@
+"""inert keeps rejected draft tokens inert when an LLM inference loop combines
+speculative decoding with tool calls dispatched from the stream.
+
+Reads may run on draft tokens; writes wait until every token of their block
+is accepted; one commit key ties dispatch, journal and reconciliation together.
+"""
+
+from __future__ import annotations
+
+from importlib.metadata import PackageNotFoundError, version
+
+from ._core import BlockEvent, TokenStream, commit_key, formats
+from .effects import EffectClass, EffectTable, Footprint, ToolSpec
+from .errors import (
+    EffectTableError,
+    InertError,
+    InertTypeError,
+    InertValueError,
+    MissingToolError,
+    PieceTypeError,
+    PolicyError,
+    SpeculativeEffectViolation,
+    StreamFinishedError,
+    StreamLimitError,
+    UnknownFormatError,
+    VerifyError,
+    VocabularyError,
+)
+from .journal import Journal, MemoryJournal
+from .orchestrator import POLICIES, Orchestrator, Step
+from .parse import ParsedCall, parse
+from .reconcile import reconcile
+from .report import AcceptedCall, CallResult, DiscardedCall, DispatchRecord, MalformedBlock, Report, Violation
+
+try:
+    __version__ = version("inert")
+except PackageNotFoundError:  # running from a source tree without metadata
+    __version__ = "0.0.0"
+
+__all__ = [
+    "__version__",
+    "AcceptedCall",
+    "BlockEvent",
+    "CallResult",
+    "DiscardedCall",
+    "DispatchRecord",
+    "EffectClass",
+    "EffectTable",
+    "EffectTableError",
+    "Footprint",
+    "InertError",
+    "InertTypeError",
+    "InertValueError",
+    "Journal",
+    "MalformedBlock",
+    "MemoryJournal",
+    "MissingToolError",
+    "Orchestrator",
+    "POLICIES",
+    "ParsedCall",
+    "PieceTypeError",
+    "PolicyError",
+    "Report",
+    "SpeculativeEffectViolation",
+    "Step",
+    "StreamFinishedError",
+    "StreamLimitError",
+    "TokenStream",
+    "ToolSpec",
+    "UnknownFormatError",
+    "VerifyError",
+    "Violation",
+    "VocabularyError",
+    "commit_key",
+    "formats",
+    "parse",
+    "reconcile",
+]

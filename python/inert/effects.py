@@ -1,0 +1,216 @@
+"""Effect classes and the table that assigns them to tools.
+
+A tool's effect class decides when the gate may dispatch it; its footprint
+(the resources it reads and writes) decides which calls it must not overtake.
+"""
+
+from __future__ import annotations
+
+import enum
+import tomllib
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from os import PathLike
+from typing import Any, Union
+
+from .errors import EffectTableError
+
+__all__ = ["EffectClass", "ToolSpec", "EffectTable", "Footprint", "FootprintFn"]
+
+
+class EffectClass(str, enum.Enum):
+    """What running a tool does to the world."""
+
+    READ_ONLY = "read_only"
+    """Observes only: may run on draft tokens; its result counts only once accepted."""
+    IDEMPOTENT = "idempotent"
+    """Changes the world, but repeating it with the same idempotency key is harmless."""
+    WRITE = "write"
+    """Changes the world: runs only after every token of its block is accepted."""
+
+    @classmethod
+    def parse(cls, value: EffectClass | str) -> EffectClass:
+        try:
+            return cls(value)
+        except ValueError:
+            known = ", ".join(repr(e.value) for e in cls)
+            raise EffectTableError(f"unknown effect class {value!r}; use one of {known}") from None
+
+
+FootprintFn = Callable[[Mapping[str, Any]], Iterable[Any]]
+"""Maps a call's arguments to the resource keys it touches."""
+
+FootprintSpec = Union[FootprintFn, str, Iterable[str], None]
+
+
+def _footprint_fn(spec: FootprintSpec, what: str) -> FootprintFn | None:
+    """A callable, or the names of the arguments whose values are the resource keys."""
+    if spec is None or callable(spec):
+        return spec
+    names = (spec,) if isinstance(spec, str) else tuple(spec)
+    if not all(isinstance(n, str) for n in names):
+        raise EffectTableError(f"{what} must be a callable, an argument name or a list of argument names")
+    return lambda arguments: [arguments[n] for n in names if n in arguments]
+
+
+@dataclass(frozen=True)
+class Footprint:
+    """The resources a call may read and write; ``None`` means unknown, which overlaps everything."""
+
+    reads: frozenset[Any] | None
+    writes: frozenset[Any] | None
+
+    @staticmethod
+    def _overlap(a: frozenset[Any] | None, b: frozenset[Any] | None) -> bool:
+        if a is None:
+            return b is None or bool(b)
+        if b is None:
+            return bool(a)
+        return not a.isdisjoint(b)
+
+    def conflicts(self, later: Footprint) -> bool:
+        """Whether ``later`` must not run before ``self`` finishes: a write meets a read or a write."""
+        return (
+            self._overlap(self.writes, later.reads)
+            or self._overlap(self.writes, later.writes)
+            or self._overlap(self.reads, later.writes)
+        )
+
+    def as_json(self) -> dict[str, list[str] | None]:
+        def keys(s: frozenset[Any] | None) -> list[str] | None:
+            return None if s is None else sorted(map(str, s))
+
+        return {"reads": keys(self.reads), "writes": keys(self.writes)}
+
+
+@dataclass(frozen=True, init=False)
+class ToolSpec:
+    """A tool's effect class and footprint.
+
+    Args:
+        effect: the tool's effect class (or its string value).
+        reads: the resources it reads, as ``callable(arguments) -> iterable of keys``,
+            an argument name, or a list of argument names whose values are keys.
+            ``None`` means unknown: overlaps every other footprint.
+        writes: the same for the resources it writes; ignored for read-only tools.
+    """
+
+    effect: EffectClass
+    reads: FootprintFn | None
+    writes: FootprintFn | None
+
+    def __init__(self, effect: EffectClass | str, reads: FootprintSpec = None, writes: FootprintSpec = None) -> None:
+        object.__setattr__(self, "effect", EffectClass.parse(effect))
+        object.__setattr__(self, "reads", _footprint_fn(reads, "reads"))
+        object.__setattr__(self, "writes", _footprint_fn(writes, "writes"))
+
+    def footprint(self, arguments: Mapping[str, Any]) -> Footprint:
+        """The footprint of one call; a footprint function that fails means unknown."""
+        writes = frozenset() if self.effect is EffectClass.READ_ONLY else _apply(self.writes, arguments)
+        return Footprint(reads=_apply(self.reads, arguments), writes=writes)
+
+
+def _apply(fn: FootprintFn | None, arguments: Mapping[str, Any]) -> frozenset[Any] | None:
+    if fn is None:
+        return None
+    try:
+        return frozenset(fn(arguments))
+    except Exception:  # noqa: BLE001 - model-written arguments: an unusable footprint is an unknown one
+        return None
+
+
+EffectLike = Union[EffectClass, str, ToolSpec]
+
+
+class EffectTable:
+    """Tool name -> :class:`ToolSpec`. Tools missing from the table get ``default``
+    (``WRITE`` unless you choose otherwise), so an unknown tool never runs early.
+
+    Args:
+        mapping: tool name -> ``EffectClass``, its string value, or a ``ToolSpec``.
+        default: the effect class of tools not in ``mapping``.
+
+    Raises:
+        EffectTableError: an entry is not an effect class or a ``ToolSpec``.
+    """
+
+    def __init__(self, mapping: Mapping[str, EffectLike] | None = None, default: EffectClass | str = EffectClass.WRITE) -> None:
+        self.default = ToolSpec(EffectClass.parse(default))
+        self._specs: dict[str, ToolSpec] = {}
+        for name, entry in (mapping or {}).items():
+            if isinstance(entry, ToolSpec):
+                self._specs[name] = entry
+            elif isinstance(entry, (EffectClass, str)):
+                self._specs[name] = ToolSpec(entry)
+            else:
+                raise EffectTableError(
+                    f"effect table entry for {name!r} is {type(entry).__name__}; use an EffectClass, its value, or a ToolSpec"
+                )
+
+    def spec(self, name: str) -> ToolSpec:
+        """The spec of tool ``name`` (the default spec for unknown tools)."""
+        return self._specs.get(name, self.default)
+
+    def classify(self, name: str) -> EffectClass:
+        """The effect class of tool ``name``; unknown tools get the table's default."""
+        return self.spec(name).effect
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._specs
+
+    def __repr__(self) -> str:
+        entries = ", ".join(f"{n!r}: {s.effect.value!r}" for n, s in self._specs.items())
+        return f"EffectTable({{{entries}}}, default={self.default.effect.value!r})"
+
+    @classmethod
+    def from_mcp(cls, tools: Iterable[Any], *, trusted: bool = False, overrides: Mapping[str, EffectLike] | None = None) -> EffectTable:
+        """A table from MCP ``Tool`` objects or their dicts.
+
+        ``readOnlyHint`` makes a tool read-only only when ``trusted`` (MCP
+        annotations are untrusted hints otherwise); ``idempotentHint`` makes it
+        idempotent; everything else is a write. ``overrides`` win.
+        """
+        mapping: dict[str, EffectLike] = {}
+        for tool in tools:
+            data = tool.model_dump(by_alias=True) if hasattr(tool, "model_dump") else dict(tool)
+            annotations = data.get("annotations") or {}
+            if trusted and annotations.get("readOnlyHint") is True:
+                mapping[data["name"]] = EffectClass.READ_ONLY
+            elif annotations.get("idempotentHint") is True:
+                mapping[data["name"]] = EffectClass.IDEMPOTENT
+            else:
+                mapping[data["name"]] = EffectClass.WRITE
+        mapping.update(overrides or {})
+        return cls(mapping)
+
+    @classmethod
+    def from_openai(cls, tools: Iterable[Mapping[str, Any]], effects: Mapping[str, EffectLike]) -> EffectTable:
+        """A table from an OpenAI ``tools`` list and a name -> effect mapping;
+        listed tools without an entry in ``effects`` are writes."""
+        mapping: dict[str, EffectLike] = {}
+        for tool in tools:
+            fn = tool.get("function", tool)
+            mapping[fn["name"]] = EffectClass.WRITE
+        mapping.update(effects)
+        return cls(mapping)
+
+    @classmethod
+    def from_toml(cls, path: str | PathLike[str]) -> EffectTable:
+        """A table from a TOML file::
+
+            default = "write"            # optional
+            [tools]
+            get_weather = "read_only"
+            [tools.delete_file]
+            effect = "idempotent"
+            writes = ["path"]            # argument names whose values are resource keys
+        """
+        with open(path, "rb") as f:
+            doc = tomllib.load(f)
+        mapping: dict[str, EffectLike] = {}
+        for name, entry in doc.get("tools", {}).items():
+            if isinstance(entry, dict):
+                mapping[name] = ToolSpec(entry.get("effect", EffectClass.WRITE), entry.get("reads"), entry.get("writes"))
+            else:
+                mapping[name] = entry
+        return cls(mapping, default=doc.get("default", EffectClass.WRITE))

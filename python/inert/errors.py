@@ -1,0 +1,93 @@
+"""inert's exception hierarchy, declared once.
+
+Every error the package raises derives from :class:`InertError`. Caller
+mistakes also derive from the matching builtin, so ``except ValueError`` keeps
+working. Bad model output never raises: it is reported as data.
+
+The Rust core raises these classes by name; keep the names stable.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .report import Report, Violation
+
+__all__ = [
+    "InertError",
+    "InertValueError",
+    "InertTypeError",
+    "VerifyError",
+    "UnknownFormatError",
+    "VocabularyError",
+    "StreamLimitError",
+    "StreamFinishedError",
+    "PieceTypeError",
+    "EffectTableError",
+    "PolicyError",
+    "MissingToolError",
+    "SpeculativeEffectViolation",
+]
+
+
+class InertError(Exception):
+    """Base of every error inert raises."""
+
+
+class InertValueError(InertError, ValueError):
+    """A call was given a value it cannot use."""
+
+
+class InertTypeError(InertError, TypeError):
+    """A call was given an object of the wrong type."""
+
+
+class VerifyError(InertValueError):
+    """``verify(n)`` with a negative ``n`` or more tokens than are pending."""
+
+
+class UnknownFormatError(InertValueError):
+    """A tool-call format name inert does not know; the message lists the known ones."""
+
+
+class VocabularyError(InertValueError):
+    """A token id that the stream's vocabulary does not hold, or a bad vocabulary entry."""
+
+
+class StreamLimitError(InertValueError):
+    """A turn grew past what the core addresses (4 GiB of text)."""
+
+
+class StreamFinishedError(InertError, RuntimeError):
+    """Tokens were given to a turn after ``finish()``."""
+
+
+class PieceTypeError(InertTypeError):
+    """A token that is neither a ``str`` or ``bytes`` piece nor an ``int`` id."""
+
+
+class EffectTableError(InertValueError):
+    """An effect table entry that is not an effect class or a ``ToolSpec``."""
+
+
+class PolicyError(InertValueError):
+    """An unknown dispatch policy."""
+
+
+class MissingToolError(InertError, LookupError):
+    """Recorded (not raised) as the error of a call whose tool has no callable."""
+
+
+class SpeculativeEffectViolation(InertError, RuntimeError):
+    """A dispatched effect diverged from the accepted stream.
+
+    Raised by ``Orchestrator.finish()``; ``report`` holds the whole
+    reconciliation and ``violations`` what diverged.
+    """
+
+    def __init__(self, report: Report) -> None:
+        self.report = report
+        self.violations: list[Violation] = list(report.violations)
+        lines = [v.message for v in self.violations]
+        super().__init__(f"{len(lines)} speculative-effect violation(s):\n  " + "\n  ".join(lines))

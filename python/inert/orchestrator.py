@@ -1,0 +1,207 @@
+"""The gate between the inference loop and the tools: it applies inert's
+invariants to every block event the core reports."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Union
+
+from . import _core
+from .dispatch import Dispatcher, Node
+from .effects import EffectClass, EffectLike, EffectTable
+from .errors import PolicyError, SpeculativeEffectViolation
+from .journal import Journal, MemoryJournal
+from .reconcile import reconcile
+from .report import AcceptedCall, DispatchRecord, MalformedBlock, Report
+
+__all__ = ["Orchestrator", "Step", "POLICIES"]
+
+Token = Union[str, bytes, int]
+
+POLICIES = ("read_eager", "defer", "eager_unsafe")
+"""``read_eager``: reads run when their block closes in the draft, effects after
+acceptance. ``defer``: everything after acceptance. ``eager_unsafe``: everything
+when its block closes in the draft, no ordering (measurement only)."""
+
+
+@dataclass(frozen=True)
+class Step:
+    """What one ``draft`` or ``verify`` call did."""
+
+    events: tuple[_core.BlockEvent, ...]
+    """The core's block events, in order."""
+    dispatched: tuple[DispatchRecord, ...] = field(default=())
+    """Calls the gate let go during this step (they may still wait for earlier conflicting calls)."""
+
+
+@dataclass
+class _Candidate:
+    """A closed (or malformed) block, not yet accepted or retracted."""
+
+    event: _core.BlockEvent
+    node: Node | None = None
+
+
+class Orchestrator:
+    """Gates tool dispatch on speculative verification for one assistant turn.
+
+    Call ``draft(tokens)`` for every draft window and ``verify(n, correction)``
+    after the target model scores it, then ``finish()`` once at the end of the turn.
+    One orchestrator per turn and per sequence; not shared between threads.
+
+    Args:
+        effects: an ``EffectTable``, or a mapping it is built from. Unknown tools are writes.
+        tools: tool name -> callable, called as ``tool(**arguments)``; idempotent tools
+            also get ``idempotency_key=<commit key>``.
+        format: the tool-call format, named as in vLLM's ``--tool-call-parser``.
+        turn_key: seeds the commit keys; make it unique per turn.
+        policy: ``"read_eager"`` (default), ``"defer"`` or ``"eager_unsafe"`` (measurement only).
+        vocab: token id -> piece (a mapping, or a sequence indexed by id), to draft ``int`` tokens.
+        special_tokens: token id -> spelling of the model's special tokens; those that spell
+            a delimiter are matched by id.
+        max_block_bytes: a block longer than this is malformed and never dispatched.
+        max_workers: worker threads for tool calls.
+        journal: where dispatches are recorded (in memory by default).
+
+    Raises:
+        UnknownFormatError: ``format`` is not a known format.
+        PolicyError: ``policy`` is not one of ``POLICIES``.
+        VocabularyError: a bad ``vocab`` or ``special_tokens`` entry.
+    """
+
+    def __init__(
+        self,
+        effects: EffectTable | Mapping[str, EffectLike] | None = None,
+        tools: Mapping[str, Callable[..., Any]] | None = None,
+        *,
+        format: str = "hermes",
+        turn_key: str = "turn",
+        policy: str = "read_eager",
+        vocab: Mapping[int, str | bytes] | Sequence[str | bytes] | None = None,
+        special_tokens: Mapping[int, str | bytes] | None = None,
+        max_block_bytes: int = 1 << 20,
+        max_workers: int = 8,
+        journal: Journal | None = None,
+    ) -> None:
+        if policy not in POLICIES:
+            raise PolicyError(f"unknown policy {policy!r}; use one of {', '.join(POLICIES)}")
+        if policy == "eager_unsafe":
+            warnings.warn(
+                "policy='eager_unsafe' dispatches calls from unverified draft tokens; use it only to measure",
+                stacklevel=2,
+            )
+        self.effects = effects if isinstance(effects, EffectTable) else EffectTable(effects)
+        self.tools = dict(tools or {})
+        self.policy = policy
+        self.turn_key = turn_key
+        self.stream = _core.TokenStream(
+            format, turn_key, vocab=vocab, special_tokens=special_tokens, max_block_bytes=max_block_bytes
+        )
+        self.journal: Journal = journal if journal is not None else MemoryJournal()
+        self._dispatcher = Dispatcher(self.journal, max_workers=max_workers, ordered=policy != "eager_unsafe")
+        self._candidates: dict[int, _Candidate] = {}
+        self._accepted: list[_Candidate] = []
+
+    def draft(self, tokens: Sequence[Token]) -> Step:
+        """Appends a draft window (several calls extend the pending window).
+
+        Raises:
+            PieceTypeError: a token is not ``str``, ``bytes`` or ``int``; nothing changes.
+            VocabularyError: an ``int`` token is not in the vocabulary; nothing changes.
+            StreamFinishedError: the turn is finished.
+        """
+        return self._apply(self.stream.draft(tokens))
+
+    def verify(self, n_accepted: int, correction: Token | None = None) -> Step:
+        """Accepts the first ``n_accepted`` pending tokens, rejects the rest, then
+        appends ``correction`` (the target's own next token) as accepted.
+
+        Raises:
+            VerifyError: ``n_accepted`` is negative or more than are pending; nothing changes.
+        """
+        return self._apply(self.stream.verify(n_accepted, correction))
+
+    def finish(self, *, strict: bool = True) -> Report:
+        """Ends the turn: rejects tokens never verified, waits for every dispatched
+        call, and reconciles the dispatch log with the accepted stream.
+
+        Raises:
+            SpeculativeEffectViolation: anything diverged (``strict``); the exception holds the report.
+        """
+        self._apply(self.stream.finish())
+        self._dispatcher.drain()
+        report = self._reconcile()
+        if strict and report.violations:
+            raise SpeculativeEffectViolation(report)
+        return report
+
+    @property
+    def pending(self) -> int:
+        """Tokens drafted and not yet verified."""
+        return self.stream.pending_len
+
+    # -- the gate --
+
+    def _apply(self, events: list[_core.BlockEvent]) -> Step:
+        dispatched: list[DispatchRecord] = []
+        for ev in events:
+            kind = ev.kind
+            if kind == "closed":
+                self._on_closed(ev, dispatched)
+            elif kind == "malformed":
+                self._candidates[ev.block] = _Candidate(ev)
+            elif kind == "accepted":
+                self._on_accepted(ev, dispatched)
+            elif kind == "retracted":
+                self._on_retracted(ev)
+        return Step(tuple(events), tuple(dispatched))
+
+    def _on_closed(self, ev: _core.BlockEvent, dispatched: list[DispatchRecord]) -> None:
+        name, arguments = ev.name, ev.arguments
+        assert name is not None and arguments is not None and ev.commit_key is not None
+        # The table is consulted once, here, when the gate decides (invariant 5).
+        spec = self.effects.spec(name)
+        record = DispatchRecord(
+            commit_key=ev.commit_key,
+            name=name,
+            arguments=arguments,
+            effect=spec.effect,
+            footprint=spec.footprint(arguments),
+            span=(ev.start or 0, ev.end or 0),
+            early=False,
+        )
+        node = self._dispatcher.register(record, self.tools.get(name))
+        self._candidates[ev.block] = _Candidate(ev, node)
+        if self.policy == "eager_unsafe" or (self.policy == "read_eager" and spec.effect is EffectClass.READ_ONLY):
+            self._dispatcher.permit(node, early=True)
+            dispatched.append(record)
+
+    def _on_accepted(self, ev: _core.BlockEvent, dispatched: list[DispatchRecord]) -> None:
+        candidate = self._candidates.pop(ev.block, None)
+        if candidate is None:
+            return
+        self._accepted.append(candidate)
+        if candidate.node is not None and self._dispatcher.confirm(candidate.node):
+            dispatched.append(candidate.node.record)
+
+    def _on_retracted(self, ev: _core.BlockEvent) -> None:
+        candidate = self._candidates.pop(ev.block, None)
+        if candidate is not None and candidate.node is not None:
+            self._dispatcher.retract(candidate.node)
+
+    def _reconcile(self) -> Report:
+        accepted_calls: list[AcceptedCall] = []
+        malformed: list[MalformedBlock] = []
+        for c in self._accepted:
+            ev = c.event
+            span = (ev.start or 0, ev.end or 0)
+            key = ev.commit_key or ""
+            if ev.kind == "malformed":
+                malformed.append(MalformedBlock(span, ev.reason or "", key))
+            else:
+                accepted_calls.append(AcceptedCall(key, ev.name or "", ev.arguments or {}, span))
+        report = reconcile(self.journal.records(), accepted_calls)
+        report.malformed = malformed
+        return report

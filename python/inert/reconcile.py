@@ -1,0 +1,119 @@
+"""Reconciliation: compare what was dispatched with what was accepted, keyed
+by the one commit key both sides compute."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from .effects import EffectClass, Footprint
+from .report import AcceptedCall, CallResult, DiscardedCall, DispatchRecord, Report, Violation
+
+__all__ = ["reconcile"]
+
+
+def _record(r: DispatchRecord | Mapping[str, Any]) -> DispatchRecord:
+    if isinstance(r, DispatchRecord):
+        return r
+    fp = r.get("footprint") or {}
+    as_set = lambda v: None if v is None else frozenset(v)  # noqa: E731
+    return DispatchRecord(
+        commit_key=r["commit_key"],
+        name=r["name"],
+        arguments=dict(r.get("arguments") or {}),
+        effect=EffectClass.parse(r.get("effect", EffectClass.WRITE)),
+        footprint=Footprint(as_set(fp.get("reads")), as_set(fp.get("writes"))),
+        span=tuple(r.get("span", (0, 0))),  # type: ignore[arg-type]
+        early=bool(r.get("early", False)),
+        started=r.get("started"),
+        finished=r.get("finished"),
+        result=r.get("result"),
+        error=r.get("error"),
+    )
+
+
+def _accepted(a: AcceptedCall | Mapping[str, Any]) -> AcceptedCall:
+    if isinstance(a, AcceptedCall):
+        return a
+    return AcceptedCall(a["commit_key"], a["name"], dict(a.get("arguments") or {}), tuple(a.get("span", (0, 0))))  # type: ignore[arg-type]
+
+
+def _is_effect(r: DispatchRecord) -> bool:
+    return r.effect is not EffectClass.READ_ONLY
+
+
+def reconcile(
+    dispatch_log: Iterable[DispatchRecord | Mapping[str, Any]],
+    accepted_stream: Iterable[AcceptedCall | Mapping[str, Any]],
+) -> Report:
+    """Reconciles a dispatch log with the accepted calls of the same turn.
+
+    Args:
+        dispatch_log: every dispatch, with its commit key, effect, footprint and
+            start/finish times (``DispatchRecord`` or a dict with those fields).
+        accepted_stream: the calls of the accepted stream, in stream order.
+
+    Returns:
+        A ``Report`` whose ``violations`` name every orphaned effect, accepted
+        call never dispatched, duplicate or diverging dispatch, and pair of
+        conflicting accepted calls that ran out of stream order.
+    """
+    log = [_record(r) for r in dispatch_log]
+    accepted = [_accepted(a) for a in accepted_stream]
+    report = Report(dispatch_log=log, accepted=accepted)
+    by_key: dict[str, list[DispatchRecord]] = {}
+    for r in log:
+        by_key.setdefault(r.commit_key, []).append(r)
+    accepted_keys = {a.commit_key for a in accepted}
+
+    for r in log:
+        if r.commit_key in accepted_keys:
+            continue
+        if _is_effect(r):
+            report.violations.append(Violation(
+                "orphan", r.name, r.span, r.commit_key,
+                f"orphaned effect: {r.effect.value} tool {r.name!r} ran from tokens {r.span} under key {r.commit_key}, "
+                "but that block was never accepted; nothing compensates it",
+            ))
+        else:
+            report.discarded.append(DiscardedCall(r.name, r.arguments, r.commit_key, r.span, r.done))
+
+    ran: list[tuple[AcceptedCall, DispatchRecord]] = []
+    for a in accepted:
+        records = by_key.get(a.commit_key, [])
+        if not records:
+            report.violations.append(Violation(
+                "missed", a.name, a.span, a.commit_key,
+                f"accepted call {a.name!r} at tokens {a.span} (key {a.commit_key}) was never dispatched",
+            ))
+            continue
+        r = records[0]
+        if len(records) > 1 and _is_effect(r):
+            report.violations.append(Violation(
+                "duplicate", a.name, a.span, a.commit_key,
+                f"{r.effect.value} tool {a.name!r} at tokens {a.span} ran {len(records)} times under key {a.commit_key}",
+            ))
+        if r.name != a.name or r.arguments != a.arguments:
+            report.violations.append(Violation(
+                "key_divergence", a.name, a.span, a.commit_key,
+                f"key {a.commit_key} was dispatched as {r.name}({r.arguments}) but accepted as {a.name}({a.arguments})",
+            ))
+        ran.append((a, r))
+        report.results.append(CallResult(a.name, a.arguments, r.effect, a.commit_key, r.result, r.error, r.early, a.span))
+
+    for i, (ea, er) in enumerate(ran):
+        for la, lr in ran[i + 1:]:
+            if er.footprint.conflicts(lr.footprint) and _overtook(er, lr):
+                report.violations.append(Violation(
+                    "stale_read", la.name, la.span, la.commit_key,
+                    f"{la.name!r} at tokens {la.span} (key {la.commit_key}) started before the earlier conflicting "
+                    f"{ea.name!r} at tokens {ea.span} (key {ea.commit_key}) finished: it observed the world out of stream order",
+                    other_key=ea.commit_key,
+                ))
+    return report
+
+
+def _overtook(earlier: DispatchRecord, later: DispatchRecord) -> bool:
+    if later.started is None:
+        return False
+    return earlier.finished is None or later.started < earlier.finished

@@ -1,0 +1,118 @@
+"""The records a turn leaves behind: what was dispatched, what was accepted,
+and the report that reconciles the two."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .effects import EffectClass, Footprint
+
+__all__ = ["DispatchRecord", "AcceptedCall", "CallResult", "DiscardedCall", "MalformedBlock", "Violation", "Report"]
+
+Span = tuple[int, int]
+"""Token positions ``(start, end)`` on the accepted stream, ``end`` exclusive."""
+
+
+@dataclass
+class DispatchRecord:
+    """One dispatch of a tool call, as the journal holds it: written (intent)
+    before the call, completed (outcome) after. Times are ``time.perf_counter()``."""
+
+    commit_key: str
+    name: str
+    arguments: dict[str, Any]
+    effect: EffectClass
+    footprint: Footprint
+    span: Span
+    early: bool
+    started: float | None = None
+    finished: float | None = None
+    result: Any = None
+    error: BaseException | None = None
+
+    @property
+    def done(self) -> bool:
+        return self.finished is not None
+
+
+@dataclass(frozen=True)
+class AcceptedCall:
+    """A call whose block was accepted whole, in stream order."""
+
+    commit_key: str
+    name: str
+    arguments: dict[str, Any]
+    span: Span
+
+
+@dataclass(frozen=True)
+class CallResult:
+    """A committed call and its outcome."""
+
+    name: str
+    arguments: dict[str, Any]
+    effect: EffectClass
+    commit_key: str
+    result: Any
+    error: BaseException | None
+    early: bool
+    """Dispatched before its block was accepted (a speculative read that was confirmed)."""
+    span: Span
+
+
+@dataclass(frozen=True)
+class DiscardedCall:
+    """A speculative read whose block was rejected: its result never counts."""
+
+    name: str
+    arguments: dict[str, Any]
+    commit_key: str
+    span: Span
+    finished: bool
+    """Whether it had already run to completion when it was discarded."""
+
+
+@dataclass(frozen=True)
+class MalformedBlock:
+    """An accepted block that could not be parsed or outgrew the byte limit; never dispatched."""
+
+    span: Span
+    reason: str
+    commit_key: str
+
+
+@dataclass(frozen=True)
+class Violation:
+    """A divergence between what ran and what the accepted stream says.
+
+    ``kind`` is one of ``"orphan"`` (an effect whose block was never accepted),
+    ``"missed"`` (an accepted call never dispatched), ``"duplicate"`` (an effect
+    dispatched twice under one key), ``"key_divergence"`` (dispatched under an
+    accepted key with other arguments), ``"stale_read"`` (conflicting accepted
+    calls that ran out of stream order).
+    """
+
+    kind: str
+    tool: str
+    span: Span | None
+    commit_key: str
+    message: str
+    other_key: str | None = None
+
+
+@dataclass
+class Report:
+    """What a turn did, reconciled against what it said."""
+
+    results: list[CallResult] = field(default_factory=list)
+    discarded: list[DiscardedCall] = field(default_factory=list)
+    malformed: list[MalformedBlock] = field(default_factory=list)
+    violations: list[Violation] = field(default_factory=list)
+    dispatch_log: list[DispatchRecord] = field(default_factory=list)
+    accepted: list[AcceptedCall] = field(default_factory=list)
+
+    @property
+    def consistent(self) -> bool:
+        """No violation: the world saw exactly the accepted calls, in stream order."""
+        return not self.violations
