@@ -1,0 +1,114 @@
+"""The `inert` command line."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import textwrap
+from collections.abc import Sequence
+from typing import Any
+
+from . import __version__
+from .demo import DemoRun, demo_ok, run_demo
+
+COL = 52
+
+
+def _columns(left: list[str], right: list[str]) -> list[str]:
+    rows = max(len(left), len(right))
+    left, right = left + [""] * (rows - len(left)), right + [""] * (rows - len(right))
+    return [f"  {a:<{COL}}  {b}".rstrip() for a, b in zip(left, right)]
+
+
+def _ops(run: DemoRun) -> list[str]:
+    return [f"{o['t_ms']:6.1f} ms  {o['op']:<6} {o['name']:<11} {o['outcome']}" for o in run.operations]
+
+
+def _rows(run: DemoRun) -> list[str]:
+    return [f"{name:<11} {body}" for name, body in run.rows.items()]
+
+
+def _verdict(run: DemoRun) -> list[str]:
+    r = run.report
+    kinds: dict[str, int] = {}
+    for v in r.violations:
+        kinds[v.kind] = kinds.get(v.kind, 0) + 1
+    found = ", ".join(f"{n} {k}" for k, n in kinds.items()) or "none"
+    return [
+        f"dispatched {len(r.dispatch_log)}, committed {len(r.results)}, discarded reads {len(r.discarded)}",
+        f"violations: {found}",
+        "world matches the accepted stream" if not run.divergences else f"world diverges in {len(run.divergences)} place(s)",
+    ]
+
+
+def render_demo(runs: list[DemoRun]) -> str:
+    unsafe, safe = runs
+    out = [
+        "inert demo: one Hermes turn, three calls, one draft slip in the first call's arguments",
+        "  A create_report(reports/q3)   B delete_report(reports/q2)   C read_report(reports/q2)",
+        "  the draft wrote 'reprots/q3'; the verifier rejected from that token and decoding went on",
+        "",
+        *_columns(["eager_unsafe: dispatch on draft close", "-" * 38], ["read_eager: inert's gate", "-" * 24]),
+        "",
+        "operations against the database",
+        *_columns(_ops(unsafe), _ops(safe)),
+        "",
+        "final rows",
+        *_columns(_rows(unsafe), _rows(safe)),
+        "",
+        "inert's report",
+        *_columns(_verdict(unsafe), _verdict(safe)),
+        "",
+        "accepted calls (the same stream under both policies)",
+    ]
+    for c in safe.report.results:
+        out.append(f"  {c.name}({json.dumps(c.arguments)}) -> {c.result!r}{'  [early]' if c.early else ''}")
+    out += ["", "what reconciliation named in the eager_unsafe run"]
+    for v in unsafe.report.violations:
+        out += textwrap.wrap(f"[{v.kind}] {v.message}", width=110, initial_indent="  ", subsequent_indent="    ")
+    for d in unsafe.unexplained:
+        out.append(f"  NOT NAMED: {d}")
+    ok = demo_ok(runs)
+    out += ["", "verdict: " + ("inert kept the rejected tokens inert; every divergence of the unsafe run was named"
+                                if ok else "FAILED: inert's run diverged or a divergence went unnamed")]
+    return "\n".join(out)
+
+
+def _demo_json(runs: list[DemoRun]) -> dict[str, Any]:
+    def one(run: DemoRun) -> dict[str, Any]:
+        r = run.report
+        return {
+            "policy": run.policy,
+            "operations": run.operations,
+            "rows": run.rows,
+            "accepted": [{"name": c.name, "arguments": c.arguments, "commit_key": c.commit_key, "result": c.result,
+                          "error": None if c.error is None else repr(c.error), "early": c.early} for c in r.results],
+            "discarded": [{"name": d.name, "arguments": d.arguments, "commit_key": d.commit_key} for d in r.discarded],
+            "violations": [{"kind": v.kind, "tool": v.tool, "span": v.span, "commit_key": v.commit_key,
+                            "message": v.message} for v in r.violations],
+            "divergences": run.divergences,
+            "unexplained": run.unexplained,
+        }
+
+    return {"ok": demo_ok(runs), "runs": [one(r) for r in runs]}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="inert", description="Keep rejected speculative tokens inert.")
+    parser.add_argument("--version", action="version", version=f"inert {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    demo = sub.add_parser("demo", help="replay the speculative tool-dispatch incident, with and without inert")
+    demo.add_argument("--db", metavar="PATH", help="SQLite file to run against (default: a temporary file)")
+    demo.add_argument("--json", action="store_true", help="machine-readable output")
+    args = parser.parse_args(argv)
+
+    if args.command == "demo":
+        runs = run_demo(args.db)
+        print(json.dumps(_demo_json(runs), indent=2) if args.json else render_demo(runs))
+        return 0 if demo_ok(runs) else 1
+    return 2  # pragma: no cover - argparse rejects unknown commands
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
