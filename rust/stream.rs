@@ -8,6 +8,10 @@ use crate::scan::{BlockEvent, Call, Format, ScanEvent, ScanState, Scanner, Token
 use crate::vocab::Vocab;
 use std::collections::HashMap;
 
+/// The key ordinal of a block the turn ended inside: apart from the blocks
+/// that close in the same last token.
+const UNTERMINATED: u32 = u32::MAX;
+
 /// A token as the caller hands it in.
 #[derive(Debug, Clone, Copy)]
 pub enum TokenIn<'a> {
@@ -240,7 +244,7 @@ impl TokenStream {
             if let Some(block) = self.live.blocks.iter_mut().find(|b| b.terminal.is_none()) {
                 block.terminal = Some(end.saturating_sub(1));
                 let (id, start) = (block.id, block.start);
-                events.push(BlockEvent::Malformed { block: id, span: start..end, reason, key: self.live.base.hash.key() });
+                events.push(BlockEvent::Malformed { block: id, span: start..end, reason, key: self.live.base.hash.key(UNTERMINATED) });
                 events.push(BlockEvent::Accepted { block: id });
                 self.live.blocks.clear();
             }
@@ -288,14 +292,17 @@ impl Live {
 
         let mut out = std::mem::take(&mut self.scan_out);
         scanner.scan(&mut cp.scan, &self.text, start..self.text.len(), token.role, &mut out);
+        let mut ended = 0;
         for ev in out.drain(..) {
-            self.record(ev, pos, &cp, events);
+            self.record(ev, pos, cp.hash, &mut ended, events);
         }
         self.scan_out = out;
         self.pending.push(cp);
     }
 
-    fn record(&mut self, ev: ScanEvent, pos: usize, cp: &Checkpoint, events: &mut Vec<BlockEvent>) {
+    /// Turns one scan event at live position `pos` into a block event;
+    /// `ended` counts the blocks already ended in this token (for their keys).
+    fn record(&mut self, ev: ScanEvent, pos: usize, hash: CommitHasher, ended: &mut u32, events: &mut Vec<BlockEvent>) {
         match ev {
             ScanEvent::Opened { delimiter_start } => {
                 let start = self.text_ends.partition_point(|&end| end as usize <= delimiter_start);
@@ -306,12 +313,14 @@ impl Live {
             }
             ScanEvent::Closed(call) => {
                 if let Some((block, span)) = self.terminate(pos) {
-                    events.push(BlockEvent::Closed { block, span, call, key: cp.hash.key() });
+                    events.push(BlockEvent::Closed { block, span, call, key: hash.key(*ended) });
+                    *ended += 1;
                 }
             }
             ScanEvent::Malformed(reason) => {
                 if let Some((block, span)) = self.terminate(pos) {
-                    events.push(BlockEvent::Malformed { block, span, reason, key: cp.hash.key() });
+                    events.push(BlockEvent::Malformed { block, span, reason, key: hash.key(*ended) });
+                    *ended += 1;
                 }
             }
         }

@@ -14,6 +14,7 @@ const DERIVE_KEY: [u8; 16] = *b"inert/commit/v1\0";
 
 const TAG_PIECE: u8 = 0x01;
 const TAG_ID: u8 = 0x02;
+const TAG_BLOCK: u8 = 0x03;
 
 /// A block's commit key: the same value for dispatch, journal, reconciliation
 /// and the idempotency key given to `idempotent` tools.
@@ -55,10 +56,14 @@ impl CommitHasher {
         self.0.write_u32(id);
     }
 
-    /// The key of the stream absorbed so far.
+    /// The key of the `ordinal`-th block (from 0) that ends in the last token
+    /// absorbed: one token can close several blocks, and each needs its own key.
     #[must_use]
-    pub fn key(&self) -> CommitKey {
-        CommitKey(self.0.finish128().as_u128())
+    pub fn key(&self, ordinal: u32) -> CommitKey {
+        let mut h = self.0;
+        h.write_u8(TAG_BLOCK);
+        h.write_u32(ordinal);
+        CommitKey(h.finish128().as_u128())
     }
 }
 
@@ -69,7 +74,7 @@ mod tests {
     fn key_of(turn: &str, pieces: &[&str]) -> CommitKey {
         let mut h = CommitHasher::new(turn);
         pieces.iter().for_each(|p| h.absorb_piece(p.as_bytes()));
-        h.key()
+        h.key(0)
     }
 
     #[test]
@@ -86,7 +91,7 @@ mod tests {
         a.absorb_id(0x0403_0201);
         let mut b = CommitHasher::new("t");
         b.absorb_piece(&[1, 2, 3, 4]);
-        assert_ne!(a.key(), b.key());
+        assert_ne!(a.key(0), b.key(0));
     }
 
     #[test]
@@ -97,7 +102,8 @@ mod tests {
         h.absorb_piece(b"y");
         let mut again = saved;
         again.absorb_piece(b"y");
-        assert_eq!(h.key(), again.key());
+        assert_eq!(h.key(0), again.key(0));
+        assert_ne!(h.key(0), h.key(1), "blocks ending in one token get distinct keys");
     }
 
     #[test]

@@ -184,10 +184,11 @@ pub fn formats() -> Vec<&'static str> {
     Format::NAMES.to_vec()
 }
 
-/// The commit key of a stream made of `tokens`, for stacks that reconcile
-/// against inert without running its stream.
+/// The commit key of the `ordinal`-th block ending in the last of `tokens`,
+/// for stacks that reconcile against inert without running its stream.
 #[pyfunction]
-pub fn commit_key(turn_key: &str, tokens: &Bound<'_, PyAny>) -> PyResult<String> {
+#[pyo3(signature = (turn_key, tokens, ordinal = 0))]
+pub fn commit_key(turn_key: &str, tokens: &Bound<'_, PyAny>, ordinal: u32) -> PyResult<String> {
     let objects = collect_tokens(tokens)?;
     let mut hasher = CommitHasher::new(turn_key);
     for (i, o) in objects.iter().enumerate() {
@@ -201,5 +202,5 @@ pub fn commit_key(turn_key: &str, tokens: &Bound<'_, PyAny>) -> PyResult<String>
             },
         }
     }
-    Ok(hasher.key().to_string())
+    Ok(hasher.key(ordinal).to_string())
 }

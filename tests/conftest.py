@@ -1,0 +1,12 @@
+"""Hypothesis profiles, picked by INERT_HYPOTHESIS_PROFILE (dev | ci | thorough)."""
+
+import os
+
+from hypothesis import HealthCheck, settings
+
+settings.register_profile("dev", max_examples=40, deadline=None)
+settings.register_profile(
+    "ci", max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow], print_blob=True
+)
+settings.register_profile("thorough", max_examples=2000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile(os.environ.get("INERT_HYPOTHESIS_PROFILE", "dev"))

@@ -1,0 +1,103 @@
+"""Test helpers: Hermes transcripts, random tokenizations and a speculative
+decoder that drives a stream or an orchestrator through draft and verify."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from hypothesis import strategies as st
+
+NAMES = ["lookup", "save", "put", "nope"]
+TRICKY = ["</tool_call>", "<tool_call>", '\\"', "é☃𝄞", "{}", "[", "\n", "}", "\\\\"]
+
+json_scalars = st.one_of(
+    st.none(), st.booleans(), st.integers(-(2**53), 2**53), st.sampled_from(TRICKY),
+    st.text(st.characters(codec="utf-8"), max_size=8),
+)
+json_values = st.recursive(
+    json_scalars,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+    max_leaves=6,
+)
+arguments = st.dictionaries(st.sampled_from(["k", "path", "q", "é"]), json_values, max_size=3)
+
+
+@st.composite
+def blocks(draw: Any) -> str:
+    name = draw(st.sampled_from(NAMES))
+    args = draw(arguments)
+    body = {"name": name, "arguments": args}
+    if draw(st.booleans()):
+        body = {"arguments": args, "name": name}
+    pad = draw(st.sampled_from(["", "\n", " "]))
+    return f"<tool_call>{pad}{json.dumps(body, ensure_ascii=draw(st.booleans()))}{pad}</tool_call>"
+
+
+prose = st.sampled_from(["", "Sure. ", "x < y ", "<tool", "call> ", "\n", "é ", "</tool_call> "])
+malformed_blocks = st.sampled_from([
+    '<tool_call>{"name": "save", "arguments": [1]}</tool_call>',
+    '<tool_call>{"name": "save" "arguments": {}}</tool_call>',
+    "<tool_call>not json</tool_call>",
+])
+
+
+@st.composite
+def transcripts(draw: Any) -> str:
+    parts = []
+    for _ in range(draw(st.integers(0, 4))):
+        parts.append(draw(prose))
+        parts.append(draw(blocks() if draw(st.integers(0, 5)) else malformed_blocks))
+    parts.append(draw(prose))
+    return "".join(parts)
+
+
+def chunk(data: bytes, cuts: list[int]) -> list[bytes]:
+    """Splits ``data`` at the given cut points (any byte, UTF-8 characters included)."""
+    points = sorted({c % (len(data) + 1) for c in cuts} | {0, len(data)})
+    return [data[a:b] for a, b in zip(points, points[1:]) if b > a]
+
+
+@st.composite
+def tokenizations(draw: Any, text: str) -> list[bytes]:
+    data = text.encode()
+    cuts = draw(st.lists(st.integers(0, max(len(data), 1)), max_size=max(1, len(data) // 2)))
+    return chunk(data, cuts) or [data]
+
+
+CORRUPTIONS = [b"x", b"}", b'"', b"</tool_call>", b"<tool_call>", b"\xff", b" ", b"reprots"]
+
+
+@dataclass
+class Decoder:
+    """Replays speculative decoding of ``target`` tokens: windows of random size,
+    corrupted draft tokens, a verifier that accepts at most the correct prefix."""
+
+    target: list[bytes]
+    draw: Callable[[Any], Any]
+    accepted: list[bytes] = field(default_factory=list)
+
+    def run(self, draft: Callable[[list[bytes]], Any], verify: Callable[[int, bytes | None], Any],
+            before_verify: Callable[[list[bytes]], None] | None = None) -> None:
+        pos = 0
+        while pos < len(self.target):
+            k = self.draw(st.integers(1, 8))
+            window = []
+            for i, tok in enumerate(self.target[pos:pos + k]):
+                window.append(self.draw(st.sampled_from(CORRUPTIONS)) if self.draw(st.integers(0, 5)) == 0 else tok)
+            draft(window)
+            correct = 0
+            while correct < len(window) and window[correct] == self.target[pos + correct]:
+                correct += 1
+            n = self.draw(st.integers(0, correct)) if self.draw(st.booleans()) else correct
+            correction = None
+            if pos + n < len(self.target) and (n == 0 or self.draw(st.integers(0, 3))):
+                correction = self.target[pos + n]  # n == 0 needs one, or decoding would not progress
+            future = self.accepted + window[:n] + ([correction] if correction is not None else [])
+            if before_verify is not None:
+                before_verify(future)
+            verify(n, correction)
+            self.accepted = future
+            pos = len(self.accepted)

@@ -1,0 +1,68 @@
+"""Effect tables, footprints and the ecosystem loaders."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from inert import EffectClass, EffectTable, Footprint, ToolSpec
+
+
+def test_classify_and_default() -> None:
+    t = EffectTable({"a": "read_only", "b": EffectClass.IDEMPOTENT, "c": ToolSpec("write")})
+    assert [t.classify(n) for n in "abcz"] == [EffectClass.READ_ONLY, EffectClass.IDEMPOTENT, EffectClass.WRITE, EffectClass.WRITE]
+    assert "a" in t and "z" not in t
+
+
+def test_footprints_from_argument_names_and_callables() -> None:
+    spec = ToolSpec("write", reads=lambda a: [a["src"]], writes=["dst"])
+    assert spec.footprint({"src": "x", "dst": "y"}) == Footprint(frozenset({"x"}), frozenset({"y"}))
+    assert ToolSpec("read_only", reads="k", writes="k").footprint({"k": 1}).writes == frozenset()
+    assert ToolSpec("write", reads="k").footprint({}).reads == frozenset()
+    broken = ToolSpec("write", reads=lambda a: a["missing"])
+    assert broken.footprint({}).reads is None, "a footprint that cannot be computed is unknown"
+
+
+def test_conflicts() -> None:
+    unknown = Footprint(None, None)
+    read_a = Footprint(frozenset({"a"}), frozenset())
+    write_a = Footprint(frozenset({"a"}), frozenset({"a"}))
+    write_b = Footprint(frozenset({"b"}), frozenset({"b"}))
+    assert not read_a.conflicts(read_a)
+    assert write_a.conflicts(read_a) and read_a.conflicts(write_a)
+    assert not write_a.conflicts(write_b)
+    assert unknown.conflicts(unknown) and unknown.conflicts(write_b)
+    assert not Footprint(None, frozenset()).conflicts(read_a), "two reads never conflict"
+
+
+class McpTool:
+    def __init__(self, **data: Any) -> None:
+        self.data = data
+
+    def model_dump(self, by_alias: bool = False) -> dict[str, Any]:
+        return self.data
+
+
+def test_from_mcp() -> None:
+    tools = [
+        McpTool(name="search", annotations={"readOnlyHint": True}),
+        {"name": "put", "annotations": {"idempotentHint": True}},
+        {"name": "rm"},
+    ]
+    assert EffectTable.from_mcp(tools).classify("search") is EffectClass.WRITE, "hints are untrusted by default"
+    t = EffectTable.from_mcp(tools, trusted=True, overrides={"rm": "idempotent"})
+    assert [t.classify(n) for n in ("search", "put", "rm")] == [EffectClass.READ_ONLY, EffectClass.IDEMPOTENT, EffectClass.IDEMPOTENT]
+
+
+def test_from_openai() -> None:
+    tools = [{"type": "function", "function": {"name": "get", "parameters": {}}}, {"type": "function", "function": {"name": "set"}}]
+    t = EffectTable.from_openai(tools, {"get": "read_only"})
+    assert (t.classify("get"), t.classify("set")) == (EffectClass.READ_ONLY, EffectClass.WRITE)
+
+
+def test_from_toml(tmp_path: Path) -> None:
+    path = tmp_path / "effects.toml"
+    path.write_text('default = "idempotent"\n[tools]\nget = "read_only"\n[tools.rm]\neffect = "write"\nwrites = ["path"]\n')
+    t = EffectTable.from_toml(path)
+    assert (t.classify("get"), t.classify("rm"), t.classify("other")) == (EffectClass.READ_ONLY, EffectClass.WRITE, EffectClass.IDEMPOTENT)
+    assert t.spec("rm").footprint({"path": "/x"}).writes == frozenset({"/x"})

@@ -1,0 +1,96 @@
+"""Caller mistakes raise at once with a message that says what to do, and
+change nothing; bad model output never raises."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import inert
+
+
+def snapshot(s: inert.TokenStream) -> tuple[Any, ...]:
+    return (s.accepted_len, s.pending_len, s.ledger_len, s.live_text())
+
+
+@pytest.fixture
+def stream() -> inert.TokenStream:
+    s = inert.TokenStream("hermes", "t", vocab={1: "a"})
+    s.draft(["<tool_call>", '{"name": '])
+    return s
+
+
+@pytest.mark.parametrize(
+    ("call", "exc", "builtin", "words"),
+    [
+        (lambda s: s.verify(3), inert.VerifyError, ValueError, ["verify(3)", "pending (2)"]),
+        (lambda s: s.verify(-1), inert.VerifyError, ValueError, [">= 0"]),
+        (lambda s: s.verify(1.5), inert.InertTypeError, TypeError, ["expected an int"]),
+        (lambda s: s.verify(1, 3.0), inert.PieceTypeError, TypeError, ["float"]),
+        (lambda s: s.draft(["ok", 2.5]), inert.PieceTypeError, TypeError, ["token 1", "float"]),
+        (lambda s: s.draft(["ok", None]), inert.PieceTypeError, TypeError, ["NoneType"]),
+        (lambda s: s.draft("a single str"), inert.PieceTypeError, TypeError, ["wrap one piece in a list"]),
+        (lambda s: s.draft(["ok", 99]), inert.VocabularyError, ValueError, ["99", "vocab="]),
+        (lambda s: s.draft([-4]), inert.VocabularyError, ValueError, ["-4"]),
+        (lambda s: s.draft([True]), inert.PieceTypeError, TypeError, ["bool"]),
+    ],
+)
+def test_mistakes_raise_and_leave_state(stream: inert.TokenStream, call: Any, exc: type, builtin: type, words: list[str]) -> None:
+    before = snapshot(stream)
+    with pytest.raises(exc) as info:
+        call(stream)
+    assert isinstance(info.value, builtin) and isinstance(info.value, inert.InertError)
+    for w in words:
+        assert w in str(info.value)
+    assert snapshot(stream) == before
+
+
+def test_unknown_format_lists_the_known_ones() -> None:
+    with pytest.raises(inert.UnknownFormatError, match="known formats: hermes") as info:
+        inert.Orchestrator(format="qwen9")
+    assert isinstance(info.value, ValueError)
+
+
+def test_unknown_policy() -> None:
+    with pytest.raises(inert.PolicyError, match="read_eager, defer, eager_unsafe"):
+        inert.Orchestrator(policy="yolo")
+
+
+def test_stream_without_vocab_explains_ints() -> None:
+    with pytest.raises(inert.VocabularyError, match="no vocabulary"):
+        inert.TokenStream().draft([5])
+
+
+def test_finished_turn_takes_no_tokens() -> None:
+    orch = inert.Orchestrator()
+    orch.finish()
+    with pytest.raises(inert.StreamFinishedError, match="start a new stream"):
+        orch.draft(["x"])
+
+
+def test_orchestrator_mistakes_leave_state() -> None:
+    orch = inert.Orchestrator({"f": "write"}, {"f": lambda: None})
+    orch.draft(['<tool_call>{"name": "f"}</tool_call>'])
+    before = snapshot(orch.stream)
+    with pytest.raises(inert.VerifyError):
+        orch.verify(2)
+    with pytest.raises(inert.PieceTypeError):
+        orch.draft([object()])
+    assert snapshot(orch.stream) == before
+    assert orch.verify(1).dispatched[0].name == "f"
+    assert len(orch.finish().results) == 1
+
+
+def test_bad_effect_entries() -> None:
+    with pytest.raises(inert.EffectTableError, match="unknown effect class 'reads'"):
+        inert.EffectTable({"f": "reads"})
+    with pytest.raises(inert.EffectTableError, match="entry for 'f' is int"):
+        inert.EffectTable({"f": 3})  # type: ignore[dict-item]
+
+
+def test_bad_vocab_entries() -> None:
+    with pytest.raises(inert.VocabularyError, match="vocab\\[2\\]"):
+        inert.TokenStream(vocab={2: 5})
+    with pytest.raises(inert.VocabularyError, match="empty text"):
+        inert.TokenStream(special_tokens={7: ""})

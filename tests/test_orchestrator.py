@@ -1,0 +1,223 @@
+"""The gate: when each effect class runs, what counts, and in what order."""
+
+from __future__ import annotations
+
+import threading
+import time
+import warnings
+from typing import Any
+
+import pytest
+
+import inert
+from inert import EffectClass, ToolSpec
+
+
+def block(name: str, **arguments: Any) -> str:
+    import json
+
+    return f'<tool_call>{json.dumps({"name": name, "arguments": arguments})}</tool_call>'
+
+
+class Recorder:
+    """Tools that log their calls (and can be slow)."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, dict[str, Any]]] = []
+        self.lock = threading.Lock()
+
+    def tool(self, name: str, delay: float = 0.0, result: Any = "ok") -> Any:
+        def run(**kwargs: Any) -> Any:
+            time.sleep(delay)
+            with self.lock:
+                self.calls.append((name, kwargs))
+            return result
+
+        return run
+
+
+def test_write_waits_for_acceptance_read_runs_early() -> None:
+    rec = Recorder()
+    orch = inert.Orchestrator({"get": "read_only", "set": "write"}, {"get": rec.tool("get"), "set": rec.tool("set")})
+    step = orch.draft([block("get", k="a"), block("set", k="b")])
+    assert [r.name for r in step.dispatched] == ["get"]
+    step = orch.verify(2)
+    assert [r.name for r in step.dispatched] == ["set"]
+    report = orch.finish()
+    assert [(r.name, r.early) for r in report.results] == [("get", True), ("set", False)]
+    assert sorted(c[0] for c in rec.calls) == ["get", "set"]
+
+
+def test_rejected_read_is_discarded_and_rejected_write_never_runs() -> None:
+    rec = Recorder()
+    orch = inert.Orchestrator({"get": "read_only", "set": "write"}, {"get": rec.tool("get"), "set": rec.tool("set")})
+    orch.draft(["pre ", block("get", k="wrong"), block("set", k="wrong")])
+    orch.verify(1)  # only "pre " survives
+    orch.draft([block("get", k="a")])
+    orch.verify(1)
+    report = orch.finish()
+    assert [(d.name, d.arguments) for d in report.discarded] == [("get", {"k": "wrong"})]
+    assert [(r.name, r.arguments) for r in report.results] == [("get", {"k": "a"})]
+    assert ("set", {"k": "wrong"}) not in rec.calls
+
+
+def test_defer_runs_nothing_before_acceptance() -> None:
+    rec = Recorder()
+    orch = inert.Orchestrator({"get": "read_only"}, {"get": rec.tool("get")}, policy="defer")
+    assert orch.draft([block("get")]).dispatched == ()
+    assert len(orch.verify(1).dispatched) == 1
+    assert not orch.finish().results[0].early
+
+
+def test_unknown_tools_are_writes() -> None:
+    rec = Recorder()
+    orch = inert.Orchestrator({}, {"mystery": rec.tool("mystery")})
+    assert orch.draft([block("mystery")]).dispatched == ()
+    orch.verify(0)
+    report = orch.finish()
+    assert rec.calls == [] and report.results == []
+    assert inert.EffectTable().classify("mystery") is EffectClass.WRITE
+
+
+def test_idempotent_tools_get_the_commit_key() -> None:
+    rec = Recorder()
+    orch = inert.Orchestrator({"put": "idempotent"}, {"put": rec.tool("put")}, turn_key="k")
+    orch.draft([block("put", v=1)])
+    orch.verify(1)
+    report = orch.finish()
+    (name, kwargs), = rec.calls
+    assert kwargs == {"v": 1, "idempotency_key": report.results[0].commit_key}
+    assert report.results[0].commit_key == inert.commit_key("k", [block("put", v=1)])
+
+
+def test_eager_read_waits_for_an_earlier_conflicting_write() -> None:
+    order: list[str] = []
+    effects = {
+        "write_x": ToolSpec("write", reads="key", writes="key"),
+        "read_x": ToolSpec("read_only", reads="key"),
+    }
+
+    def write_x(key: str) -> None:
+        time.sleep(0.05)
+        order.append(f"write {key}")
+
+    def read_x(key: str) -> None:
+        order.append(f"read {key}")
+
+    orch = inert.Orchestrator(effects, {"write_x": write_x, "read_x": read_x})
+    step = orch.draft([block("write_x", key="a"), block("read_x", key="a"), block("read_x", key="b")])
+    assert [r.arguments["key"] for r in step.dispatched] == ["a", "b"]  # both let go; "a" must still wait
+    time.sleep(0.02)
+    assert order == ["read b"], "the read of a must not run while the write of a is unverified"
+    orch.verify(3)
+    report = orch.finish()
+    assert order == ["read b", "write a", "read a"]
+    assert report.violations == []
+
+
+def test_unknown_footprints_serialise_writes() -> None:
+    active, peak = [0], [0]
+    lock = threading.Lock()
+
+    def w(**_: Any) -> None:
+        with lock:
+            active[0] += 1
+            peak[0] = max(peak[0], active[0])
+        time.sleep(0.01)
+        with lock:
+            active[0] -= 1
+
+    orch = inert.Orchestrator({"w": "write"}, {"w": w})
+    orch.draft([block("w", i=i) for i in range(4)])
+    orch.verify(4)
+    orch.finish()
+    assert peak[0] == 1
+
+
+def test_disjoint_writes_run_concurrently() -> None:
+    barrier = threading.Barrier(2, timeout=2)
+
+    def w(key: str) -> None:
+        barrier.wait()  # deadlocks (and fails) unless both run at once
+
+    orch = inert.Orchestrator({"w": ToolSpec("write", reads="key", writes="key")}, {"w": w})
+    orch.draft([block("w", key="a"), block("w", key="b")])
+    orch.verify(2)
+    report = orch.finish()
+    assert [r.error for r in report.results] == [None, None]
+
+
+def test_tool_errors_and_missing_tools_are_recorded() -> None:
+    def boom() -> None:
+        raise KeyError("gone")
+
+    orch = inert.Orchestrator({"boom": "write", "absent": "write"}, {"boom": boom})
+    orch.draft([block("boom"), block("absent")])
+    orch.verify(2)
+    report = orch.finish()
+    assert isinstance(report.results[0].error, KeyError)
+    assert isinstance(report.results[1].error, inert.MissingToolError)
+    assert "tools=" in str(report.results[1].error)
+
+
+def test_malformed_and_oversized_blocks_are_reported_not_dispatched() -> None:
+    rec = Recorder()
+    orch = inert.Orchestrator({"f": "write"}, {"f": rec.tool("f")}, max_block_bytes=64)
+    orch.draft(['<tool_call>{"name": "f", "arguments": 7}</tool_call>', block("f", x="y" * 100), block("f")])
+    orch.verify(3)
+    report = orch.finish()
+    assert [m.reason.split(" ")[0:2] for m in report.malformed] == [['"arguments"', "must"], ["the", "block"]]
+    assert "max_block_bytes" in report.malformed[1].reason
+    assert rec.calls == [("f", {})]
+
+
+def test_eager_unsafe_warns_and_its_orphans_raise_at_finish() -> None:
+    rec = Recorder()
+    with pytest.warns(UserWarning, match="measure"):
+        orch = inert.Orchestrator({"set": "write"}, {"set": rec.tool("set")}, policy="eager_unsafe")
+    orch.draft([block("set", v="draft")])
+    orch.verify(0, "done")
+    with pytest.raises(inert.SpeculativeEffectViolation) as info:
+        orch.finish()
+    (v,) = info.value.violations
+    assert v.kind == "orphan" and v.tool == "set" and v.commit_key in str(info.value)
+    assert info.value.report.results == []
+
+
+def test_finish_rejects_unverified_tokens() -> None:
+    rec = Recorder()
+    orch = inert.Orchestrator({"set": "write"}, {"set": rec.tool("set")})
+    orch.draft([block("set")])
+    report = orch.finish()
+    assert report.results == [] and rec.calls == []
+
+
+def test_step_extends_the_pending_window() -> None:
+    orch = inert.Orchestrator()
+    orch.draft(["a"])
+    orch.draft(["b", "c"])
+    assert orch.pending == 3
+    orch.verify(3)
+    assert orch.pending == 0
+
+
+def test_journal_holds_an_intent_for_every_dispatch() -> None:
+    journal = inert.MemoryJournal()
+    seen_before_call: list[int] = []
+
+    def f() -> None:
+        seen_before_call.append(len(journal.records()))
+
+    orch = inert.Orchestrator({"f": "write"}, {"f": f}, journal=journal)
+    orch.draft([block("f")])
+    orch.verify(1)
+    orch.finish()
+    assert seen_before_call == [1], "the intent is journaled before the tool runs"
+    assert journal.in_doubt() == []
+
+
+def test_warning_free_for_safe_policies() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        inert.Orchestrator(policy="read_eager")
+        inert.Orchestrator(policy="defer")

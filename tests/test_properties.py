@@ -1,0 +1,118 @@
+"""The invariants, over random transcripts, tokenizations, draft errors and windows."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import Counter
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+import inert
+from speculation import Decoder, tokenizations, transcripts
+
+EFFECTS = {"lookup": "read_only", "save": "write", "put": "idempotent"}  # "nope" is unknown: a write
+
+
+def canon(name: str | None, args: Any) -> str:
+    return json.dumps([name, args], sort_keys=True)
+
+
+def one_shot(text: bytes) -> list[inert.ParsedCall]:
+    return inert.parse(text)
+
+
+def accepted_events(events: list[inert.BlockEvent]) -> list[inert.BlockEvent]:
+    """What a gate would commit: the last closed/malformed event of each block that is accepted."""
+    current: dict[int, inert.BlockEvent] = {}
+    out = []
+    for e in events:
+        if e.kind in ("closed", "malformed"):
+            current[e.block] = e
+        elif e.kind == "retracted":
+            current.pop(e.block, None)
+        elif e.kind == "accepted" and e.block in current:
+            out.append(current.pop(e.block))
+    return out
+
+
+@given(st.data())
+def test_incremental_with_rollback_equals_one_shot(data: st.DataObject) -> None:
+    text = data.draw(transcripts())
+    target = data.draw(tokenizations(text))
+    stream = inert.TokenStream("hermes", "t")
+    events: list[inert.BlockEvent] = []
+    decoder = Decoder(target, data.draw)
+    decoder.run(lambda w: events.extend(stream.draft(w)), lambda n, c: events.extend(stream.verify(n, c)))
+    events.extend(stream.finish())
+    assert stream.accepted_text() == text.encode()
+    got = [(e.name, e.arguments, e.reason) for e in accepted_events(events)]
+    assert got == [(c.name, c.arguments, c.error) for c in one_shot(text.encode())]
+
+
+@given(st.data())
+def test_any_chunking_gives_the_same_blocks(data: st.DataObject) -> None:
+    text = data.draw(transcripts())
+    a, b = data.draw(tokenizations(text)), data.draw(tokenizations(text))
+
+    def blocks(pieces: list[bytes]) -> list[tuple[Any, ...]]:
+        s = inert.TokenStream("hermes", "t")
+        evs = s.draft(pieces) + s.verify(len(pieces)) + s.finish()
+        return [(e.name, e.arguments, e.raw_arguments, e.reason) for e in accepted_events(evs)]
+
+    assert blocks(a) == blocks(b)
+
+
+@given(st.data())
+def test_writes_wait_for_acceptance_and_results_match_the_accepted_text(data: st.DataObject) -> None:
+    text = data.draw(transcripts())
+    target = data.draw(tokenizations(text))
+    policy = data.draw(st.sampled_from(["read_eager", "defer"]))
+    accepted_calls: Counter[str] = Counter()  # calls of the text accepted once the next verify returns
+    lock = threading.Lock()
+    effects_run: list[str] = []
+    problems: list[str] = []
+
+    def effect_tool(name: str) -> Any:
+        def tool(**kwargs: Any) -> str:
+            kwargs.pop("idempotency_key", None)
+            key = canon(name, kwargs)
+            with lock:
+                effects_run.append(key)
+                if Counter(effects_run)[key] > accepted_calls[key]:
+                    problems.append(f"{key} ran before its block was accepted")
+            return "ok"
+        return tool
+
+    tools = {"lookup": lambda **kw: "read", "save": effect_tool("save"), "put": effect_tool("put"),
+             "nope": effect_tool("nope")}
+    orch = inert.Orchestrator(EFFECTS, tools, turn_key="turn-p", policy=policy)
+
+    def before_verify(future: list[bytes]) -> None:
+        calls = [canon(c.name, c.arguments) for c in one_shot(b"".join(future)) if c.error is None]
+        with lock:
+            accepted_calls.clear()
+            accepted_calls.update(calls)
+
+    decoder = Decoder(target, data.draw)
+    decoder.run(orch.draft, orch.verify, before_verify)
+    report = orch.finish()
+    assert problems == []
+
+    expected = [c for c in one_shot(text.encode()) if c.error is None]
+    assert [(r.name, r.arguments) for r in report.results] == [(c.name, c.arguments) for c in expected]
+    assert len(report.malformed) == sum(c.error is not None for c in one_shot(text.encode()))
+    effects = [canon(r.name, r.arguments) for r in report.results if r.effect is not inert.EffectClass.READ_ONLY]
+    assert Counter(effects_run) == Counter(effects), "each accepted effect runs exactly once"
+    assert report.violations == []
+    # One commit key: a pure function of the turn key and the accepted tokens through the block's end.
+    keys = [r.commit_key for r in report.results] + [m.commit_key for m in report.malformed]
+    assert len(set(keys)) == len(keys), "every block has its own key"
+    ends = Counter(b.span[1] for b in [*report.results, *report.malformed])
+    for r in report.results:
+        if ends[r.span[1]] == 1:
+            assert r.commit_key == inert.commit_key("turn-p", decoder.accepted[: r.span[1]])
+    if policy == "defer":
+        assert not any(r.early for r in report.results)

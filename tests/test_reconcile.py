@@ -1,0 +1,58 @@
+"""reconcile() on hand-written dispatch logs, as another stack would produce them."""
+
+from __future__ import annotations
+
+import inert
+
+
+def rec(key: str, name: str, effect: str, started: float, finished: float, **fp: object) -> dict[str, object]:
+    return {"commit_key": key, "name": name, "arguments": {"n": 1}, "effect": effect, "started": started,
+            "finished": finished, "span": (0, 1), "footprint": {"reads": fp.get("reads"), "writes": fp.get("writes")}}
+
+
+def acc(key: str, name: str) -> dict[str, object]:
+    return {"commit_key": key, "name": name, "arguments": {"n": 1}, "span": (0, 1)}
+
+
+def kinds(report: inert.Report) -> list[str]:
+    return [v.kind for v in report.violations]
+
+
+def test_consistent_log() -> None:
+    log = [rec("k1", "w", "write", 0, 1, reads=["x"], writes=["x"]), rec("k2", "r", "read_only", 1, 2, reads=["x"])]
+    report = inert.reconcile(log, [acc("k1", "w"), acc("k2", "r")])
+    assert report.consistent and [r.name for r in report.results] == ["w", "r"]
+
+
+def test_orphans_missed_and_discarded() -> None:
+    log = [rec("kd", "w", "write", 0, 1), rec("kr", "r", "read_only", 0, 1)]
+    report = inert.reconcile(log, [acc("k9", "w")])
+    assert sorted(kinds(report)) == ["missed", "orphan"]
+    assert [d.commit_key for d in report.discarded] == ["kr"]
+    orphan = next(v for v in report.violations if v.kind == "orphan")
+    assert "kd" in orphan.message and "'w'" in orphan.message
+
+
+def test_stale_read_uses_start_and_finish_times() -> None:
+    log = [rec("k1", "del", "idempotent", 0.0, 0.08, reads=["q2"], writes=["q2"]), rec("k2", "read", "read_only", 0.01, 0.011, reads=["q2"])]
+    report = inert.reconcile(log, [acc("k1", "del"), acc("k2", "read")])
+    (v,) = report.violations
+    assert (v.kind, v.tool, v.commit_key, v.other_key) == ("stale_read", "read", "k2", "k1")
+
+
+def test_disjoint_footprints_may_overlap_in_time() -> None:
+    log = [rec("k1", "w", "write", 0, 1, reads=["a"], writes=["a"]), rec("k2", "w", "write", 0.5, 1, reads=["b"], writes=["b"])]
+    assert inert.reconcile(log, [acc("k1", "w"), acc("k2", "w")]).consistent
+
+
+def test_unknown_footprints_conflict() -> None:
+    log = [rec("k1", "w", "write", 0, 1), rec("k2", "w", "write", 0.5, 1)]
+    assert kinds(inert.reconcile(log, [acc("k1", "w"), acc("k2", "w")])) == ["stale_read"]
+
+
+def test_duplicates_and_divergent_arguments() -> None:
+    log = [rec("k1", "w", "write", 0, 1, writes=["a"], reads=["a"]), rec("k1", "w", "write", 2, 3, writes=["a"], reads=["a"])]
+    report = inert.reconcile(log, [acc("k1", "w")])
+    assert kinds(report) == ["duplicate"]
+    changed = {**acc("k1", "w"), "arguments": {"n": 2}}
+    assert kinds(inert.reconcile(log[:1], [changed])) == ["key_divergence"]
