@@ -10,10 +10,9 @@ use crate::stream::{StreamConfig, TokenIn, TokenStream};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyString};
 
-/// Default per-block byte limit: 1 MiB.
-const DEFAULT_MAX_BLOCK_BYTES: usize = 1 << 20;
-
 /// One turn of one sequence. Mutable: one per stream, not shared between threads.
+// Defaults are spelled as literals in the signatures (1 MiB for max_block_bytes)
+// so that Python's inspect, and stubtest, see the value.
 #[pyclass(name = "TokenStream", module = "inert._core")]
 #[derive(Debug)]
 pub struct PyTokenStream {
@@ -55,7 +54,7 @@ fn count(py: Python<'_>, n: &Bound<'_, PyAny>) -> PyResult<usize> {
 #[pymethods]
 impl PyTokenStream {
     #[new]
-    #[pyo3(signature = (format = "hermes", turn_key = "", *, vocab = None, special_tokens = None, max_block_bytes = DEFAULT_MAX_BLOCK_BYTES))]
+    #[pyo3(signature = (format = "hermes", turn_key = "", *, vocab = None, special_tokens = None, max_block_bytes = 1_048_576))]
     fn new(
         py: Python<'_>,
         format: &str,
@@ -164,7 +163,7 @@ impl PyTokenStream {
 
 /// Parses a whole finished output in one shot with the stream's scanner.
 #[pyfunction]
-#[pyo3(signature = (text, format = "hermes", *, max_block_bytes = DEFAULT_MAX_BLOCK_BYTES))]
+#[pyo3(signature = (text, format = "hermes", *, max_block_bytes = 1_048_576))]
 pub fn parse(py: Python<'_>, text: &Bound<'_, PyAny>, format: &str, max_block_bytes: usize) -> PyResult<Vec<PyBlockEvent>> {
     let format = Format::from_name(format).or_raise(py)?;
     let bytes: &[u8] = if let Ok(s) = text.cast::<PyString>() {
