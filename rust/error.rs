@@ -30,19 +30,15 @@ impl fmt::Display for CoreError {
                 "verify({requested}) accepts more tokens than are pending ({pending}); \
                  pass at most the number of tokens drafted since the last verify"
             ),
-            Self::NegativeCount { requested } => write!(
-                f,
-                "verify({requested}): the accepted count must be >= 0; pass 0 to reject the whole window"
-            ),
-            Self::UnknownFormat { name, known } => write!(
-                f,
-                "unknown tool-call format {name:?}; known formats: {}",
-                known.join(", ")
-            ),
-            Self::UnknownTokenId { id, has_vocab: true } => write!(
-                f,
-                "token id {id} is not in the vocabulary; pass the model's full vocabulary as vocab="
-            ),
+            Self::NegativeCount { requested } => {
+                write!(f, "verify({requested}): the accepted count must be >= 0; pass 0 to reject the whole window")
+            }
+            Self::UnknownFormat { name, known } => {
+                write!(f, "unknown tool-call format {name:?}; known formats: {}", known.join(", "))
+            }
+            Self::UnknownTokenId { id, has_vocab: true } => {
+                write!(f, "token id {id} is not in the vocabulary; pass the model's full vocabulary as vocab=")
+            }
             Self::UnknownTokenId { id, has_vocab: false } => write!(
                 f,
                 "token id {id} given but the stream has no vocabulary; build it with vocab= \

@@ -244,7 +244,12 @@ impl TokenStream {
             if let Some(block) = self.live.blocks.iter_mut().find(|b| b.terminal.is_none()) {
                 block.terminal = Some(end.saturating_sub(1));
                 let (id, start) = (block.id, block.start);
-                events.push(BlockEvent::Malformed { block: id, span: start..end, reason, key: self.live.base.hash.key(UNTERMINATED) });
+                events.push(BlockEvent::Malformed {
+                    block: id,
+                    span: start..end,
+                    reason,
+                    key: self.live.base.hash.key(UNTERMINATED),
+                });
                 events.push(BlockEvent::Accepted { block: id });
                 self.live.blocks.clear();
             }
@@ -260,7 +265,11 @@ impl TokenStream {
     }
 }
 
-fn resolve<'a>(vocab: &'a Vocab, special: &HashMap<u32, TokenRole>, token: TokenIn<'a>) -> Result<Resolved<'a>, CoreError> {
+fn resolve<'a>(
+    vocab: &'a Vocab,
+    special: &HashMap<u32, TokenRole>,
+    token: TokenIn<'a>,
+) -> Result<Resolved<'a>, CoreError> {
     match token {
         TokenIn::Piece(bytes) => Ok(Resolved { bytes, id: None, role: TokenRole::Text }),
         TokenIn::Id(id) => {

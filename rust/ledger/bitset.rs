@@ -68,9 +68,7 @@ impl BitSet {
     #[must_use]
     pub fn count_ones(&self, range: Range<usize>) -> usize {
         let range = range.start.min(self.len)..range.end.min(self.len);
-        Self::words_of(&range)
-            .map(|w| (self.words[w] & mask_for(w, &range)).count_ones() as usize)
-            .sum()
+        Self::words_of(&range).map(|w| (self.words[w] & mask_for(w, &range)).count_ones() as usize).sum()
     }
 
     /// Whether every bit in `range` is set (true for an empty range).

@@ -73,7 +73,9 @@ mod tests {
 
     fn key_of(turn: &str, pieces: &[&str]) -> CommitKey {
         let mut h = CommitHasher::new(turn);
-        pieces.iter().for_each(|p| h.absorb_piece(p.as_bytes()));
+        for p in pieces {
+            h.absorb_piece(p.as_bytes());
+        }
         h.key(0)
     }
 

@@ -13,7 +13,8 @@ static ERRORS: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
 /// An instance of `inert.errors.<class>` carrying `message`.
 pub fn inert_error(py: Python<'_>, class: &str, message: String) -> PyErr {
     let module = ERRORS.get_or_try_init(py, || py.import("inert.errors").map(Bound::unbind));
-    let class = module.and_then(|m| m.bind(py).getattr(class)).and_then(|c| c.cast_into::<PyType>().map_err(PyErr::from));
+    let class =
+        module.and_then(|m| m.bind(py).getattr(class)).and_then(|c| c.cast_into::<PyType>().map_err(PyErr::from));
     match class {
         Ok(class) => PyErr::from_type(class, message),
         // Only reachable if inert's Python package is broken; still no panic.

@@ -21,13 +21,19 @@ pub struct PyTokenStream {
 
 /// `(id, piece)` pairs from a `{id: piece}` mapping or a sequence indexed by id.
 fn id_pieces(table: Option<&Bound<'_, PyAny>>, what: &str) -> PyResult<Vec<(u64, Vec<u8>)>> {
-    let Some(table) = table else { return Ok(Vec::new()) };
+    let Some(table) = table else {
+        return Ok(Vec::new());
+    };
     let py = table.py();
     let pairs: Vec<(u64, Bound<'_, PyAny>)> = if let Ok(d) = table.cast::<PyDict>() {
         d.iter()
             .map(|(id, piece)| {
                 let id = id.extract::<u64>().map_err(|_| {
-                    inert_error(py, "VocabularyError", format!("{what} key {id} is not a non-negative integer token id"))
+                    inert_error(
+                        py,
+                        "VocabularyError",
+                        format!("{what} key {id} is not a non-negative integer token id"),
+                    )
                 })?;
                 Ok((id, piece))
             })
@@ -39,7 +45,11 @@ fn id_pieces(table: Option<&Bound<'_, PyAny>>, what: &str) -> PyResult<Vec<(u64,
         .into_iter()
         .map(|(id, piece)| match token(0, &piece) {
             Ok(TokenIn::Piece(b)) => Ok((id, b.to_vec())),
-            _ => Err(inert_error(py, "VocabularyError", format!("{what}[{id}] must be a str or bytes piece, got {piece:?}"))),
+            _ => Err(inert_error(
+                py,
+                "VocabularyError",
+                format!("{what}[{id}] must be a str or bytes piece, got {piece:?}"),
+            )),
         })
         .collect()
 }
@@ -164,14 +174,23 @@ impl PyTokenStream {
 /// Parses a whole finished output in one shot with the stream's scanner.
 #[pyfunction]
 #[pyo3(signature = (text, format = "hermes", *, max_block_bytes = 1_048_576))]
-pub fn parse(py: Python<'_>, text: &Bound<'_, PyAny>, format: &str, max_block_bytes: usize) -> PyResult<Vec<PyBlockEvent>> {
+pub fn parse(
+    py: Python<'_>,
+    text: &Bound<'_, PyAny>,
+    format: &str,
+    max_block_bytes: usize,
+) -> PyResult<Vec<PyBlockEvent>> {
     let format = Format::from_name(format).or_raise(py)?;
     let bytes: &[u8] = if let Ok(s) = text.cast::<PyString>() {
         s.to_str()?.as_bytes()
     } else if let Ok(b) = text.cast::<PyBytes>() {
         b.as_bytes()
     } else {
-        return Err(inert_error(py, "InertTypeError", format!("parse(text): expected str or bytes, got {}", text.get_type())));
+        return Err(inert_error(
+            py,
+            "InertTypeError",
+            format!("parse(text): expected str or bytes, got {}", text.get_type()),
+        ));
     };
     let events = crate::stream::parse(bytes, format, max_block_bytes).or_raise(py)?;
     PyBlockEvent::all(py, events)
@@ -195,9 +214,7 @@ pub fn commit_key(turn_key: &str, tokens: &Bound<'_, PyAny>, ordinal: u32) -> Py
             TokenIn::Piece(p) => hasher.absorb_piece(p),
             TokenIn::Id(id) => match u32::try_from(id) {
                 Ok(id) => hasher.absorb_id(id),
-                Err(_) => {
-                    return Err(super::errors::to_py(o.py(), &CoreError::UnknownTokenId { id, has_vocab: true }))
-                }
+                Err(_) => return Err(super::errors::to_py(o.py(), &CoreError::UnknownTokenId { id, has_vocab: true })),
             },
         }
     }

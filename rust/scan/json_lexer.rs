@@ -2,7 +2,7 @@
 //! delimiter spelled inside an argument value is never taken for a real one.
 
 /// String and escape state of a JSON text, one byte at a time. Nesting is
-/// not tracked: serde_json judges structure once the block closes.
+/// not tracked: `serde_json` judges structure once the block closes.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct JsonLexer {
     in_string: bool,

@@ -121,7 +121,14 @@ impl Scanner {
     /// Scans one token whose bytes are `text[token]` (already appended to the
     /// live text), updating `state` and pushing what happened to `out`.
     /// Work is proportional to the token's bytes, plus one parse per closed block.
-    pub fn scan(&self, state: &mut ScanState, text: &[u8], token: Range<usize>, role: TokenRole, out: &mut Vec<ScanEvent>) {
+    pub fn scan(
+        &self,
+        state: &mut ScanState,
+        text: &[u8],
+        token: Range<usize>,
+        role: TokenRole,
+        out: &mut Vec<ScanEvent>,
+    ) {
         match (role, state.mode) {
             (TokenRole::Open, Mode::Outside) => {
                 self.open_block(state, token.start, token.end, out);
@@ -180,10 +187,9 @@ impl Scanner {
         }
         let body = &text[state.body_start as usize..body_end];
         out.push(match std::str::from_utf8(body) {
-            Err(e) => ScanEvent::Malformed(format!(
-                "the block is not valid UTF-8 (at byte {} of its body)",
-                e.valid_up_to()
-            )),
+            Err(e) => {
+                ScanEvent::Malformed(format!("the block is not valid UTF-8 (at byte {} of its body)", e.valid_up_to()))
+            }
             Ok(body) => match self.format {
                 Format::Hermes => hermes::parse_body(body).map_or_else(ScanEvent::Malformed, ScanEvent::Closed),
             },
@@ -226,7 +232,8 @@ mod tests {
             .collect()
     }
 
-    const TWO: &str = "hi <tool_call>\n{\"name\": \"a\", \"arguments\": {\"q\": \"</tool_call><tool_call>\"}}\n</tool_call>\
+    const TWO: &str =
+        "hi <tool_call>\n{\"name\": \"a\", \"arguments\": {\"q\": \"</tool_call><tool_call>\"}}\n</tool_call>\
                        <tool_call>{\"arguments\": {}, \"name\": \"b\"}</tool_call> bye";
 
     #[test]
@@ -266,9 +273,11 @@ mod tests {
 
     #[test]
     fn oversized_block_is_reported_once_and_skipped() {
-        let big = format!("<tool_call>{{\"name\": \"f\", \"arguments\": {{\"x\": \"{}\"}}}}</tool_call>", "y".repeat(100));
+        let big =
+            format!("<tool_call>{{\"name\": \"f\", \"arguments\": {{\"x\": \"{}\"}}}}</tool_call>", "y".repeat(100));
         let ev = scan_pieces(&[big.as_bytes(), b"<tool_call>{\"name\": \"g\"}</tool_call>"], 64);
-        let malformed = ev.iter().filter(|e| matches!(e, ScanEvent::Malformed(r) if r.contains("max_block_bytes"))).count();
+        let malformed =
+            ev.iter().filter(|e| matches!(e, ScanEvent::Malformed(r) if r.contains("max_block_bytes"))).count();
         assert_eq!(malformed, 1, "{ev:?}");
         assert_eq!(names(&ev), vec!["g"]);
     }

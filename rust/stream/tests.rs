@@ -138,8 +138,11 @@ fn one_shot_parse_matches_incremental() {
 /// Random schedules: chunk, draft windows with corruptions, reject at random
 /// points; the accepted calls must equal the one-shot parse of the accepted text.
 #[test]
+#[allow(clippy::many_single_char_names)] // a schedule simulator: t, s, k, n, p, q read as in the prose
 fn random_rollbacks_equal_one_shot_parse() {
-    let target = format!("{CALL} and <tool_call>{{\"arguments\": {{\"s\": \"</tool_call>\"}}, \"name\": \"g\"}}</tool_call>{CALL}");
+    let target = format!(
+        "{CALL} and <tool_call>{{\"arguments\": {{\"s\": \"</tool_call>\"}}, \"name\": \"g\"}}</tool_call>{CALL}"
+    );
     let t = target.as_bytes();
     let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
     let mut rand = move |n: usize| {
