@@ -178,7 +178,8 @@ impl TokenStream {
         if self.finished {
             return Err(CoreError::Finished);
         }
-        let mut total = self.live.text.len() as u64;
+        // The ledger holds rejected pieces too, so it is the larger of the two texts.
+        let mut total = self.ledger.byte_len() as u64;
         for &t in tokens {
             total += resolve(&self.vocab, &self.special, t)?.bytes.len() as u64;
         }
@@ -288,10 +289,7 @@ impl Live {
 
     fn push(&mut self, scanner: &Scanner, token: Resolved<'_>, ledger_at: u32, events: &mut Vec<BlockEvent>) {
         let mut cp = self.last();
-        match token.id {
-            Some(id) => cp.hash.absorb_id(id),
-            None => cp.hash.absorb_piece(token.bytes),
-        }
+        cp.hash.absorb(token.bytes, token.id);
         let start = self.text.len();
         self.text.extend_from_slice(token.bytes);
         // check_tokens() bounded the live text by u32::MAX.

@@ -116,3 +116,33 @@ def test_writes_wait_for_acceptance_and_results_match_the_accepted_text(data: st
             assert r.commit_key == inert.commit_key("turn-p", decoder.accepted[: r.span[1]])
     if policy == "defer":
         assert not any(r.early for r in report.results)
+
+
+@given(st.binary(max_size=300), st.lists(st.integers(0, 300), max_size=40), st.lists(st.integers(0, 8), max_size=40))
+def test_arbitrary_bytes_never_raise_and_keep_the_event_grammar(data: bytes, cuts: list[int], verdicts: list[int]) -> None:
+    """Fuzz through the API: any bytes, any chunking, any verdicts. Model output is data,
+    so nothing raises, and each block's events follow opened -> closed|malformed -> accepted|retracted."""
+    from speculation import chunk
+
+    pieces = chunk(b"<tool_call>" + data, cuts) if data else [b"<tool_call>"]
+    stream = inert.TokenStream(max_block_bytes=128)
+    events: list[inert.BlockEvent] = []
+    verdicts = verdicts or [8]
+    i = 0
+    for piece_start in range(0, len(pieces), 4):
+        events += stream.draft(pieces[piece_start:piece_start + 4])
+        events += stream.verify(min(verdicts[i % len(verdicts)], stream.pending_len))
+        i += 1
+    events += stream.finish()
+    state: dict[int, str] = {}
+    for e in events:
+        before = state.get(e.block)
+        allowed = {"opened": [None], "closed": ["opened"], "malformed": ["opened"],
+                   "accepted": ["closed", "malformed"], "retracted": ["opened", "closed", "malformed"]}[e.kind]
+        assert before in allowed, f"{e.kind} after {before} for block {e.block}"
+        state[e.block] = "opened" if e.kind == "retracted" else e.kind
+        if e.kind == "malformed":
+            assert e.reason
+    # Every block that survived ended in accepted (or was retired by a retraction of its opener).
+    assert all(s in ("accepted", "opened") for s in state.values())
+    assert len(stream.accepted_text()) <= len(b"<tool_call>" + data)

@@ -16,6 +16,7 @@ import tempfile
 import threading
 import time
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -182,7 +183,7 @@ def run_policy(policy: str, db_path: Path) -> DemoRun:
         "delete_report": ToolSpec(EffectClass.IDEMPOTENT, reads="name", writes="name"),
         "read_report": ToolSpec(EffectClass.READ_ONLY, reads="name"),
     }
-    tools = {"create_report": world.create_report, "delete_report": world.delete_report, "read_report": world.read_report}
+    tools: dict[str, Callable[..., Any]] = {"create_report": world.create_report, "delete_report": world.delete_report, "read_report": world.read_report}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # eager_unsafe warns by design; here it is the point
         orch = Orchestrator(effects, tools, format="hermes", turn_key=f"demo-{policy}", policy=policy)

@@ -16,14 +16,13 @@ def _record(r: DispatchRecord | Mapping[str, Any]) -> DispatchRecord:
     if isinstance(r, DispatchRecord):
         return r
     fp = r.get("footprint") or {}
-    as_set = lambda v: None if v is None else frozenset(v)  # noqa: E731
     return DispatchRecord(
         commit_key=r["commit_key"],
         name=r["name"],
         arguments=dict(r.get("arguments") or {}),
         effect=EffectClass.parse(r.get("effect", EffectClass.WRITE)),
-        footprint=Footprint(as_set(fp.get("reads")), as_set(fp.get("writes"))),
-        span=tuple(r.get("span", (0, 0))),  # type: ignore[arg-type]
+        footprint=Footprint(_keys(fp.get("reads")), _keys(fp.get("writes"))),
+        span=_span(r.get("span")),
         early=bool(r.get("early", False)),
         started=r.get("started"),
         finished=r.get("finished"),
@@ -35,7 +34,17 @@ def _record(r: DispatchRecord | Mapping[str, Any]) -> DispatchRecord:
 def _accepted(a: AcceptedCall | Mapping[str, Any]) -> AcceptedCall:
     if isinstance(a, AcceptedCall):
         return a
-    return AcceptedCall(a["commit_key"], a["name"], dict(a.get("arguments") or {}), tuple(a.get("span", (0, 0))))  # type: ignore[arg-type]
+    return AcceptedCall(a["commit_key"], a["name"], dict(a.get("arguments") or {}), _span(a.get("span")))
+
+
+def _keys(value: Iterable[Any] | None) -> frozenset[Any] | None:
+    """A footprint side from JSON: a list of keys, or null for unknown."""
+    return None if value is None else frozenset(value)
+
+
+def _span(value: Any) -> tuple[int, int]:
+    start, end = value if value is not None else (0, 0)
+    return int(start), int(end)
 
 
 def _is_effect(r: DispatchRecord) -> bool:

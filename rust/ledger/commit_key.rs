@@ -56,6 +56,14 @@ impl CommitHasher {
         self.0.write_u32(id);
     }
 
+    /// Absorbs a token: by id when it has one, else by its piece.
+    pub fn absorb(&mut self, piece: &[u8], id: Option<u32>) {
+        match id {
+            Some(id) => self.absorb_id(id),
+            None => self.absorb_piece(piece),
+        }
+    }
+
     /// The key of the `ordinal`-th block (from 0) that ends in the last token
     /// absorbed: one token can close several blocks, and each needs its own key.
     #[must_use]

@@ -54,6 +54,12 @@ impl Ledger {
         self.tokens.is_empty()
     }
 
+    /// Bytes of every piece drafted, rejected ones included.
+    #[must_use]
+    pub fn byte_len(&self) -> usize {
+        self.bytes.len()
+    }
+
     /// Number of undecided tokens: the current draft window.
     #[must_use]
     pub fn pending(&self) -> usize {

@@ -211,11 +211,12 @@ pub fn commit_key(turn_key: &str, tokens: &Bound<'_, PyAny>, ordinal: u32) -> Py
     let mut hasher = CommitHasher::new(turn_key);
     for (i, o) in objects.iter().enumerate() {
         match token(i, o)? {
-            TokenIn::Piece(p) => hasher.absorb_piece(p),
-            TokenIn::Id(id) => match u32::try_from(id) {
-                Ok(id) => hasher.absorb_id(id),
-                Err(_) => return Err(super::errors::to_py(o.py(), &CoreError::UnknownTokenId { id, has_vocab: true })),
-            },
+            TokenIn::Piece(p) => hasher.absorb(p, None),
+            TokenIn::Id(id) => {
+                let id = u32::try_from(id)
+                    .map_err(|_| super::errors::to_py(o.py(), &CoreError::UnknownTokenId { id, has_vocab: true }))?;
+                hasher.absorb(&[], Some(id));
+            }
         }
     }
     Ok(hasher.key(ordinal).to_string())
