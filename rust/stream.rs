@@ -375,9 +375,16 @@ impl Live {
         let ledger_pos = &self.ledger_pos;
         self.blocks.retain(|b| {
             let Some(end) = b.terminal else { return true };
+            // Invariant 1, checked on the ledger itself: a block is accepted only
+            // if every one of its tokens is. Failing it is a core bug; the block
+            // is then retracted, never committed.
             let span = ledger_pos[b.start] as usize..ledger_pos[end] as usize + 1;
-            debug_assert!(ledger.is_accepted_whole(span, end + 1 - b.start), "block {} not accepted whole", b.id);
-            events.push(BlockEvent::Accepted { block: b.id });
+            if ledger.is_accepted_whole(span, end + 1 - b.start) {
+                events.push(BlockEvent::Accepted { block: b.id });
+            } else {
+                debug_assert!(false, "block {} ended but is not accepted whole", b.id);
+                events.push(BlockEvent::Retracted { block: b.id });
+            }
             false
         });
     }
