@@ -18,6 +18,8 @@ pub enum CoreError {
     EmptySpecialToken { id: u64 },
     /// The stream was finished; a finished turn takes no more tokens.
     Finished,
+    /// A custom format description that cannot be used.
+    BadFormatSpec(String),
     /// A turn has grown past what 32-bit offsets address.
     StreamTooLong,
 }
@@ -48,6 +50,7 @@ impl fmt::Display for CoreError {
                 write!(f, "special token {id} has empty text; give each special token its spelling")
             }
             Self::Finished => write!(f, "the turn is finished; start a new stream for the next turn"),
+            Self::BadFormatSpec(reason) => f.write_str(reason),
             Self::StreamTooLong => write!(f, "the turn exceeds 4 GiB of text; split it into turns"),
         }
     }

@@ -4,13 +4,13 @@
 
 use crate::error::CoreError;
 use crate::ledger::{CommitHasher, Ledger, TokenState};
-use crate::scan::{BlockEvent, Call, Format, ScanEvent, ScanState, Scanner, TokenRole};
+use crate::scan::{BlockEvent, Call, FormatSpec, ScanEvent, ScanState, Scanner, Schemas, TokenRole};
 use crate::vocab::Vocab;
 use std::collections::HashMap;
 
-/// The key ordinal of a block the turn ended inside: apart from the blocks
-/// that close in the same last token.
-const UNTERMINATED: u32 = u32::MAX;
+/// First key ordinal of the blocks that end with the turn (confirmed by its
+/// end, or left open): apart from the blocks that end in the last token.
+const END_OF_TURN: u32 = 1 << 31;
 
 /// A token as the caller hands it in.
 #[derive(Debug, Clone, Copy)]
@@ -49,9 +49,22 @@ struct LiveBlock {
 /// Configuration fixed when a stream is built.
 #[derive(Debug)]
 pub struct StreamConfig {
-    pub format: Format,
+    pub format: FormatSpec,
+    pub schemas: Schemas,
     pub turn_key: String,
     pub max_block_bytes: usize,
+}
+
+impl StreamConfig {
+    /// A stream of a built-in format with no schemas.
+    pub fn builtin(name: &str, turn_key: &str, max_block_bytes: usize) -> Result<Self, CoreError> {
+        Ok(Self {
+            format: crate::scan::formats::builtin(name)?,
+            schemas: Schemas::default(),
+            turn_key: turn_key.to_owned(),
+            max_block_bytes,
+        })
+    }
 }
 
 /// One turn of one sequence. Not shared between threads: one per stream.
@@ -88,7 +101,7 @@ impl TokenStream {
         vocab: impl IntoIterator<Item = (u64, Vec<u8>)>,
         special: impl IntoIterator<Item = (u64, Vec<u8>)>,
     ) -> Result<Self, CoreError> {
-        let scanner = Scanner::new(config.format, config.max_block_bytes);
+        let scanner = Scanner::new(config.format.clone(), config.schemas.clone(), config.max_block_bytes);
         let mut table = Vocab::default();
         for (id, piece) in vocab {
             table.insert(id, &piece)?;
@@ -126,8 +139,8 @@ impl TokenStream {
     }
 
     #[must_use]
-    pub fn format(&self) -> Format {
-        self.scanner.format()
+    pub fn format(&self) -> &FormatSpec {
+        self.scanner.spec()
     }
 
     /// Tokens drafted and not yet verified.
@@ -240,20 +253,15 @@ impl TokenStream {
             return Err(CoreError::Finished);
         }
         let mut events = self.verify(0, None)?;
-        let end = self.live.ledger_pos.len();
-        if let Some(ScanEvent::Malformed(reason)) = self.scanner.finish(&self.live.base.scan) {
-            if let Some(block) = self.live.blocks.iter_mut().find(|b| b.terminal.is_none()) {
-                block.terminal = Some(end.saturating_sub(1));
-                let (id, start) = (block.id, block.start);
-                events.push(BlockEvent::Malformed {
-                    block: id,
-                    span: start..end,
-                    reason,
-                    key: self.live.base.hash.key(UNTERMINATED),
-                });
-                events.push(BlockEvent::Accepted { block: id });
-                self.live.blocks.clear();
+        let ended = self.scanner.finish(&self.live.base.scan, &self.live.text);
+        if !ended.is_empty() {
+            let last = self.live.ledger_pos.len().saturating_sub(1);
+            let hash = self.live.base.hash;
+            let mut ordinal = END_OF_TURN;
+            for ev in ended {
+                self.live.record(ev, last, hash, &mut ordinal, &mut events);
             }
+            self.live.accept_all(&self.ledger, &mut events);
         }
         self.finished = true;
         Ok(events)
@@ -299,45 +307,67 @@ impl Live {
 
         let mut out = std::mem::take(&mut self.scan_out);
         scanner.scan(&mut cp.scan, &self.text, start..self.text.len(), token.role, &mut out);
-        let mut ended = 0;
+        let mut ordinal = 0;
         for ev in out.drain(..) {
-            self.record(ev, pos, cp.hash, &mut ended, events);
+            self.record(ev, pos, cp.hash, &mut ordinal, events);
         }
         self.scan_out = out;
         self.pending.push(cp);
     }
 
-    /// Turns one scan event at live position `pos` into a block event;
-    /// `ended` counts the blocks already ended in this token (for their keys).
-    fn record(&mut self, ev: ScanEvent, pos: usize, hash: CommitHasher, ended: &mut u32, events: &mut Vec<BlockEvent>) {
+    /// Turns one scan event at live position `pos` into block events; `ordinal`
+    /// counts the blocks already ended in this token (for their keys).
+    fn record(
+        &mut self,
+        ev: ScanEvent,
+        pos: usize,
+        hash: CommitHasher,
+        ordinal: &mut u32,
+        events: &mut Vec<BlockEvent>,
+    ) {
         match ev {
             ScanEvent::Opened { delimiter_start } => {
-                let start = self.text_ends.partition_point(|&end| end as usize <= delimiter_start);
+                let start = self.token_at(delimiter_start);
                 let id = self.next_block;
                 self.next_block += 1;
                 self.blocks.push(LiveBlock { id, start, opened_at: pos, terminal: None });
                 events.push(BlockEvent::Opened { block: id, start });
             }
-            ScanEvent::Closed(call) => {
-                if let Some((block, span)) = self.terminate(pos) {
-                    events.push(BlockEvent::Closed { block, span, call, key: hash.key(*ended) });
-                    *ended += 1;
+            ScanEvent::Closed { calls, end } => {
+                if let Some((block, span)) = self.terminate(pos, end) {
+                    for (index, call) in (0u32..).zip(calls) {
+                        events.push(BlockEvent::Closed {
+                            block,
+                            index,
+                            span: span.clone(),
+                            call,
+                            key: hash.key(*ordinal),
+                        });
+                        *ordinal += 1;
+                    }
                 }
             }
-            ScanEvent::Malformed(reason) => {
-                if let Some((block, span)) = self.terminate(pos) {
-                    events.push(BlockEvent::Malformed { block, span, reason, key: hash.key(*ended) });
-                    *ended += 1;
+            ScanEvent::Malformed { reason, end } => {
+                if let Some((block, span)) = self.terminate(pos, end) {
+                    events.push(BlockEvent::Malformed { block, span, reason, key: hash.key(*ordinal) });
+                    *ordinal += 1;
                 }
             }
         }
     }
 
-    /// Marks the open block as ended at `pos`.
-    fn terminate(&mut self, pos: usize) -> Option<(u64, std::ops::Range<usize>)> {
-        let block = self.blocks.iter_mut().rev().find(|b| b.terminal.is_none())?;
+    /// The live position of the token holding text byte `offset`.
+    fn token_at(&self, offset: usize) -> usize {
+        self.text_ends.partition_point(|&end| end as usize <= offset)
+    }
+
+    /// Marks the oldest open block as ended by the token at `pos`, its text
+    /// ending at byte `end`; returns its id and token span.
+    fn terminate(&mut self, pos: usize, end: usize) -> Option<(u64, std::ops::Range<usize>)> {
+        let span_end = self.token_at(end.saturating_sub(1)).min(pos) + 1;
+        let block = self.blocks.iter_mut().find(|b| b.terminal.is_none())?;
         block.terminal = Some(pos);
-        Some((block.id, block.start..pos + 1))
+        Some((block.id, block.start..span_end.max(block.start + 1)))
     }
 
     /// Drops the live tokens from position `len` on and restores the state
@@ -391,17 +421,16 @@ impl Live {
 }
 
 /// Parses a whole finished output in one shot with the same scanner, and
-/// returns its calls (or malformed reasons) in stream order.
-pub fn parse(text: &[u8], format: Format, max_block_bytes: usize) -> Result<Vec<BlockEvent>, CoreError> {
-    let config = StreamConfig { format, turn_key: String::new(), max_block_bytes };
-    let mut s = TokenStream::new(&config, [], [])?;
+/// returns its blocks' `Closed` and `Malformed` events in stream order.
+pub fn parse(text: &[u8], config: &StreamConfig) -> Result<Vec<BlockEvent>, CoreError> {
+    let mut s = TokenStream::new(config, [], [])?;
     let mut events = s.draft(&[TokenIn::Piece(text)])?;
     events.extend(s.verify(1, None)?);
     events.extend(s.finish()?);
     Ok(events.into_iter().filter(|e| matches!(e, BlockEvent::Closed { .. } | BlockEvent::Malformed { .. })).collect())
 }
 
-/// The accepted calls among `events`, in stream order.
+/// The calls among `events`, in stream order.
 #[must_use]
 pub fn calls_of(events: &[BlockEvent]) -> Vec<Call> {
     events

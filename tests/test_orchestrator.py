@@ -166,8 +166,9 @@ def test_malformed_and_oversized_blocks_are_reported_not_dispatched() -> None:
     orch.draft(['<tool_call>{"name": "f", "arguments": 7}</tool_call>', block("f", x="y" * 100), block("f")])
     orch.verify(3)
     report = orch.finish()
-    assert [m.reason.split(" ")[0:2] for m in report.malformed] == [['"arguments"', "must"], ["the", "block"]]
-    assert "max_block_bytes" in report.malformed[1].reason
+    first, second = (m.reason for m in report.malformed)
+    assert "must be a JSON object, got a number" in first
+    assert "max_block_bytes" in second
     assert rec.calls == [("f", {})]
 
 

@@ -13,6 +13,7 @@ from ._core import BlockEvent, TokenStream, commit_key, formats
 from .effects import EffectClass, EffectTable, Footprint, ToolSpec
 from .errors import (
     EffectTableError,
+    FormatSpecError,
     InertError,
     InertTypeError,
     InertValueError,
@@ -48,6 +49,7 @@ __all__ = [
     "EffectTable",
     "EffectTableError",
     "Footprint",
+    "FormatSpecError",
     "InertError",
     "InertTypeError",
     "InertValueError",

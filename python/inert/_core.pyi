@@ -2,7 +2,7 @@
 the commit keys. Per-step work is proportional to the tokens in the step."""
 
 from collections.abc import Mapping, Sequence
-from typing import Literal, final
+from typing import Any, Literal, final
 
 __all__ = ["BlockEvent", "KEY_PREFIX", "TokenStream", "commit_key", "formats", "parse"]
 
@@ -15,8 +15,9 @@ _Token = str | bytes | int
 class BlockEvent:
     """One step in a tool-call block's life.
 
-    ``kind`` is ``"opened"``, ``"closed"`` (parsed: ``name``, ``arguments``,
-    ``raw_arguments``, ``commit_key``), ``"malformed"`` (``reason``,
+    ``kind`` is ``"opened"``, ``"closed"`` (one per call in the block, ``index``
+    from 0: ``name``, ``arguments``, ``raw_arguments``, ``call_id``,
+    ``commit_key``), ``"malformed"`` (``reason``,
     ``commit_key``), ``"accepted"`` (every token of the block is accepted) or
     ``"retracted"`` (some were rejected; if its opening survives, the block
     stays open and closes again under the same ``block`` id). ``start`` and
@@ -27,6 +28,10 @@ class BlockEvent:
     def kind(self) -> Literal["opened", "closed", "malformed", "accepted", "retracted"]: ...
     @property
     def block(self) -> int: ...
+    @property
+    def index(self) -> int | None: ...
+    @property
+    def call_id(self) -> str | None: ...
     @property
     def start(self) -> int | None: ...
     @property
@@ -47,24 +52,28 @@ class TokenStream:
     """One turn of one sequence; mutable, one per stream (concurrent use raises RuntimeError).
 
     Args:
-        format: the tool-call format (see ``formats()``).
+        format: a built-in format name (see ``formats()``; ``None`` is ``"hermes"``)
+            or a custom format dict.
         turn_key: seeds the commit keys.
         vocab: token id -> piece, as a mapping or a sequence indexed by id.
         special_tokens: token id -> spelling; those spelling a delimiter match by id.
+        schemas: tool name -> JSON schema of its parameters (types XML-style values).
         max_block_bytes: a block longer than this is reported malformed.
 
     Raises:
         UnknownFormatError: unknown ``format``.
+        FormatSpecError: a custom ``format`` dict that cannot be used.
         VocabularyError: a bad ``vocab`` or ``special_tokens`` entry.
     """
 
     def __new__(
         cls,
-        format: str = "hermes",
+        format: str | Mapping[str, Any] | None = None,
         turn_key: str = "",
         *,
         vocab: Mapping[int, str | bytes] | Sequence[str | bytes] | None = None,
         special_tokens: Mapping[int, str | bytes] | None = None,
+        schemas: Mapping[str, Mapping[str, Any]] | None = None,
         max_block_bytes: int = 1048576,
     ) -> TokenStream: ...
     def draft(self, tokens: Sequence[_Token]) -> list[BlockEvent]:
@@ -113,7 +122,13 @@ class TokenStream:
     def rejected_runs(self) -> list[tuple[int, int]]:
         """Maximal runs ``(start, end)`` of rejected ledger positions."""
 
-def parse(text: str | bytes, format: str = "hermes", *, max_block_bytes: int = 1048576) -> list[BlockEvent]:
+def parse(
+    text: str | bytes,
+    format: str | Mapping[str, Any] | None = None,
+    *,
+    schemas: Mapping[str, Mapping[str, Any]] | None = None,
+    max_block_bytes: int = 1048576,
+) -> list[BlockEvent]:
     """The closed and malformed blocks of a whole finished output, in order.
 
     Raises:

@@ -134,8 +134,16 @@ class EffectTable:
         EffectTableError: an entry is not an effect class or a ``ToolSpec``.
     """
 
-    def __init__(self, mapping: Mapping[str, EffectLike] | None = None, default: EffectClass | str = EffectClass.WRITE) -> None:
+    def __init__(
+        self,
+        mapping: Mapping[str, EffectLike] | None = None,
+        default: EffectClass | str = EffectClass.WRITE,
+        *,
+        schemas: Mapping[str, Mapping[str, Any]] | None = None,
+    ) -> None:
         self.default = ToolSpec(EffectClass.parse(default))
+        self.schemas: dict[str, Mapping[str, Any]] = dict(schemas or {})
+        """Tool name -> JSON schema of its parameters, used to type XML-style arguments."""
         self._specs: dict[str, ToolSpec] = {}
         for name, entry in (mapping or {}).items():
             if isinstance(entry, ToolSpec):
@@ -186,13 +194,17 @@ class EffectTable:
     @classmethod
     def from_openai(cls, tools: Iterable[Mapping[str, Any]], effects: Mapping[str, EffectLike]) -> EffectTable:
         """A table from an OpenAI ``tools`` list and a name -> effect mapping;
-        listed tools without an entry in ``effects`` are writes."""
+        listed tools without an entry in ``effects`` are writes. The tools'
+        parameter schemas type the arguments of XML-style formats."""
         mapping: dict[str, EffectLike] = {}
+        schemas: dict[str, Mapping[str, Any]] = {}
         for tool in tools:
             fn = tool.get("function", tool)
             mapping[fn["name"]] = EffectClass.WRITE
+            if isinstance(fn.get("parameters"), Mapping):
+                schemas[fn["name"]] = fn["parameters"]
         mapping.update(effects)
-        return cls(mapping)
+        return cls(mapping, schemas=schemas)
 
     @classmethod
     def from_toml(cls, path: str | PathLike[str]) -> EffectTable:

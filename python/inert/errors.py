@@ -20,6 +20,7 @@ __all__ = [
     "InertTypeError",
     "VerifyError",
     "UnknownFormatError",
+    "FormatSpecError",
     "VocabularyError",
     "StreamLimitError",
     "StreamFinishedError",
@@ -49,6 +50,10 @@ class VerifyError(InertValueError):
 
 class UnknownFormatError(InertValueError):
     """A tool-call format name inert does not know; the message lists the known ones."""
+
+
+class FormatSpecError(InertValueError):
+    """A custom format description that cannot be used; the message says which field."""
 
 
 class VocabularyError(InertValueError):

@@ -38,7 +38,7 @@ class Step:
 
 @dataclass
 class _Candidate:
-    """A closed (or malformed) block, not yet accepted or retracted."""
+    """A call of a closed block, or a malformed block, not yet accepted or retracted."""
 
     event: _core.BlockEvent
     node: Node | None = None
@@ -55,18 +55,22 @@ class Orchestrator:
         effects: an ``EffectTable``, or a mapping it is built from. Unknown tools are writes.
         tools: tool name -> callable, called as ``tool(**arguments)``; idempotent tools
             also get ``idempotency_key=<commit key>``.
-        format: the tool-call format, named as in vLLM's ``--tool-call-parser``.
+        format: the tool-call format, named as in vLLM's ``--tool-call-parser`` (see
+            ``inert.formats()``), or a custom format dict (see the README).
         turn_key: seeds the commit keys; make it unique per turn.
         policy: ``"read_eager"`` (default), ``"defer"`` or ``"eager_unsafe"`` (measurement only).
         vocab: token id -> piece (a mapping, or a sequence indexed by id), to draft ``int`` tokens.
         special_tokens: token id -> spelling of the model's special tokens; those that spell
             a delimiter are matched by id.
+        schemas: tool name -> JSON schema of its parameters, to type the raw values of
+            XML-style formats; defaults to the schemas of ``effects`` (from ``from_openai``).
         max_block_bytes: a block longer than this is malformed and never dispatched.
         max_workers: worker threads for tool calls.
         journal: where dispatches are recorded (in memory by default).
 
     Raises:
         UnknownFormatError: ``format`` is not a known format.
+        FormatSpecError: a custom ``format`` dict cannot be used.
         PolicyError: ``policy`` is not one of ``POLICIES``.
         VocabularyError: a bad ``vocab`` or ``special_tokens`` entry.
     """
@@ -76,11 +80,12 @@ class Orchestrator:
         effects: EffectTable | Mapping[str, EffectLike] | None = None,
         tools: Mapping[str, Callable[..., Any]] | None = None,
         *,
-        format: str = "hermes",
+        format: str | Mapping[str, Any] = "hermes",
         turn_key: str = "turn",
         policy: str = "read_eager",
         vocab: Mapping[int, str | bytes] | Sequence[str | bytes] | None = None,
         special_tokens: Mapping[int, str | bytes] | None = None,
+        schemas: Mapping[str, Mapping[str, Any]] | None = None,
         max_block_bytes: int = 1 << 20,
         max_workers: int = 8,
         journal: Journal | None = None,
@@ -97,11 +102,16 @@ class Orchestrator:
         self.policy = policy
         self.turn_key = turn_key
         self.stream = _core.TokenStream(
-            format, turn_key, vocab=vocab, special_tokens=special_tokens, max_block_bytes=max_block_bytes
+            format,
+            turn_key,
+            vocab=vocab,
+            special_tokens=special_tokens,
+            schemas=schemas if schemas is not None else self.effects.schemas,
+            max_block_bytes=max_block_bytes,
         )
         self.journal: Journal = journal if journal is not None else MemoryJournal()
         self._dispatcher = Dispatcher(self.journal, max_workers=max_workers, ordered=policy != "eager_unsafe")
-        self._candidates: dict[int, _Candidate] = {}
+        self._candidates: dict[int, list[_Candidate]] = {}  # block id -> its calls
         self._accepted: list[_Candidate] = []
 
     def draft(self, tokens: Sequence[Token]) -> Step:
@@ -151,7 +161,7 @@ class Orchestrator:
             if kind == "closed":
                 self._on_closed(ev, dispatched)
             elif kind == "malformed":
-                self._candidates[ev.block] = _Candidate(ev)
+                self._candidates[ev.block] = [_Candidate(ev)]
             elif kind == "accepted":
                 self._on_accepted(ev, dispatched)
             elif kind == "retracted":
@@ -173,23 +183,21 @@ class Orchestrator:
             early=False,
         )
         node = self._dispatcher.register(record, self.tools.get(name))
-        self._candidates[ev.block] = _Candidate(ev, node)
+        self._candidates.setdefault(ev.block, []).append(_Candidate(ev, node))
         if self.policy == "eager_unsafe" or (self.policy == "read_eager" and spec.effect is EffectClass.READ_ONLY):
             self._dispatcher.permit(node, early=True)
             dispatched.append(record)
 
     def _on_accepted(self, ev: _core.BlockEvent, dispatched: list[DispatchRecord]) -> None:
-        candidate = self._candidates.pop(ev.block, None)
-        if candidate is None:
-            return
-        self._accepted.append(candidate)
-        if candidate.node is not None and self._dispatcher.confirm(candidate.node):
-            dispatched.append(candidate.node.record)
+        for candidate in self._candidates.pop(ev.block, []):
+            self._accepted.append(candidate)
+            if candidate.node is not None and self._dispatcher.confirm(candidate.node):
+                dispatched.append(candidate.node.record)
 
     def _on_retracted(self, ev: _core.BlockEvent) -> None:
-        candidate = self._candidates.pop(ev.block, None)
-        if candidate is not None and candidate.node is not None:
-            self._dispatcher.retract(candidate.node)
+        for candidate in self._candidates.pop(ev.block, []):
+            if candidate.node is not None:
+                self._dispatcher.retract(candidate.node)
 
     def _reconcile(self) -> Report:
         accepted_calls: list[AcceptedCall] = []

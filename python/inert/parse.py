@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,9 +20,17 @@ class ParsedCall:
     arguments: dict[str, Any] | None
     raw_arguments: str | None
     error: str | None = None
+    call_id: str | None = None
+    """The call id the model wrote, in formats that carry one (Kimi K2, Mistral)."""
 
 
-def parse(text: str | bytes, format: str = "hermes", *, max_block_bytes: int = 1 << 20) -> list[ParsedCall]:
+def parse(
+    text: str | bytes,
+    format: str | Mapping[str, Any] = "hermes",
+    *,
+    schemas: Mapping[str, Mapping[str, Any]] | None = None,
+    max_block_bytes: int = 1 << 20,
+) -> list[ParsedCall]:
     """Parses a whole output in one shot and returns its blocks in order.
 
     The same scanner as the streaming path, fed the text as one accepted
@@ -29,8 +38,9 @@ def parse(text: str | bytes, format: str = "hermes", *, max_block_bytes: int = 1
 
     Raises:
         UnknownFormatError: ``format`` is not a known format.
+        FormatSpecError: a custom ``format`` dict cannot be used.
     """
     return [
-        ParsedCall(e.name, e.arguments, e.raw_arguments, e.reason)
-        for e in _core.parse(text, format, max_block_bytes=max_block_bytes)
+        ParsedCall(e.name, e.arguments, e.raw_arguments, e.reason, e.call_id)
+        for e in _core.parse(text, format, schemas=schemas, max_block_bytes=max_block_bytes)
     ]

@@ -3,7 +3,7 @@
 use super::errors::inert_error;
 use crate::stream::TokenIn;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyBytes, PyDict, PyInt, PyList, PyString};
+use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 use serde_json::{Map, Value};
 
 /// The Python objects of a token window, held so their buffers can be borrowed.
@@ -81,4 +81,53 @@ pub fn object_to_py<'py>(py: Python<'py>, map: &Map<String, Value>) -> PyResult<
         dict.set_item(k, json_to_py(py, v)?)?;
     }
     Ok(dict)
+}
+
+/// A Python value made of dicts, lists, tuples, str, int, float, bool and None, as JSON.
+pub fn py_to_json(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Value> {
+    fn go(obj: &Bound<'_, PyAny>, what: &str, depth: usize) -> PyResult<Value> {
+        let py = obj.py();
+        if depth > 64 {
+            return Err(inert_error(py, "InertValueError", format!("{what} nests too deeply")));
+        }
+        if obj.is_none() {
+            return Ok(Value::Null);
+        }
+        if let Ok(b) = obj.cast::<PyBool>() {
+            return Ok(Value::Bool(b.is_true()));
+        }
+        if obj.is_instance_of::<PyInt>() {
+            if let Ok(i) = obj.extract::<i64>() {
+                return Ok(Value::from(i));
+            }
+            if let Ok(u) = obj.extract::<u64>() {
+                return Ok(Value::from(u));
+            }
+        }
+        if let Ok(f) = obj.cast::<PyFloat>() {
+            return Ok(serde_json::Number::from_f64(f.value()).map_or(Value::Null, Value::Number));
+        }
+        if let Ok(s) = obj.cast::<PyString>() {
+            return Ok(Value::String(s.to_str()?.to_owned()));
+        }
+        if let Ok(d) = obj.cast::<PyDict>() {
+            let mut map = Map::new();
+            for (k, v) in d.iter() {
+                let key = k.cast::<PyString>().map_err(|_| {
+                    inert_error(py, "InertTypeError", format!("{what}: keys must be str, got {}", k.get_type()))
+                })?;
+                map.insert(key.to_str()?.to_owned(), go(&v, what, depth + 1)?);
+            }
+            return Ok(Value::Object(map));
+        }
+        if obj.is_instance_of::<PyList>() || obj.is_instance_of::<PyTuple>() {
+            return obj
+                .try_iter()?
+                .map(|item| go(&item?, what, depth + 1))
+                .collect::<PyResult<Vec<_>>>()
+                .map(Value::Array);
+        }
+        Err(inert_error(py, "InertTypeError", format!("{what}: cannot use a value of type {} here", obj.get_type())))
+    }
+    go(obj, what, 0)
 }

@@ -27,6 +27,7 @@ pub fn to_py(py: Python<'_>, err: &CoreError) -> PyErr {
     let class = match err {
         CoreError::VerifyTooMany { .. } | CoreError::NegativeCount { .. } => "VerifyError",
         CoreError::UnknownFormat { .. } => "UnknownFormatError",
+        CoreError::BadFormatSpec(_) => "FormatSpecError",
         CoreError::UnknownTokenId { .. } | CoreError::EmptySpecialToken { .. } => "VocabularyError",
         CoreError::Finished => "StreamFinishedError",
         CoreError::StreamTooLong => "StreamLimitError",

@@ -14,6 +14,10 @@ pub struct PyBlockEvent {
     #[pyo3(get)]
     block: u64,
     #[pyo3(get)]
+    index: Option<u32>,
+    #[pyo3(get)]
+    call_id: Option<String>,
+    #[pyo3(get)]
     start: Option<usize>,
     #[pyo3(get)]
     end: Option<usize>,
@@ -34,6 +38,8 @@ impl PyBlockEvent {
         Self {
             kind,
             block,
+            index: None,
+            call_id: None,
             start: None,
             end: None,
             name: None,
@@ -47,7 +53,9 @@ impl PyBlockEvent {
     pub fn from_core(py: Python<'_>, event: BlockEvent) -> PyResult<Self> {
         Ok(match event {
             BlockEvent::Opened { block, start } => Self { start: Some(start), ..Self::bare("opened", block) },
-            BlockEvent::Closed { block, span, call, key } => Self {
+            BlockEvent::Closed { block, index, span, call, key } => Self {
+                index: Some(index),
+                call_id: call.id,
                 start: Some(span.start),
                 end: Some(span.end),
                 arguments: Some(object_to_py(py, &call.arguments)?.unbind()),

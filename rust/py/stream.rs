@@ -1,11 +1,11 @@
 //! `TokenStream` and the module functions, over `crate::stream`.
 
-use super::convert::{collect_tokens, token};
+use super::convert::{collect_tokens, py_to_json, token};
 use super::errors::{inert_error, IntoPyResult};
 use super::event::PyBlockEvent;
 use crate::error::CoreError;
 use crate::ledger::{CommitHasher, TokenState};
-use crate::scan::Format;
+use crate::scan::{formats as builtin_formats, FormatSpec, Schemas};
 use crate::stream::{StreamConfig, TokenIn, TokenStream};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyString};
@@ -54,6 +54,44 @@ fn id_pieces(table: Option<&Bound<'_, PyAny>>, what: &str) -> PyResult<Vec<(u64,
         .collect()
 }
 
+/// A stream configuration from Python: a built-in format name or a custom
+/// format dict, and optional `{tool: json_schema}` schemas.
+fn config(
+    py: Python<'_>,
+    format: Option<&Bound<'_, PyAny>>,
+    turn_key: &str,
+    schemas: Option<&Bound<'_, PyAny>>,
+    max_block_bytes: usize,
+) -> PyResult<StreamConfig> {
+    let spec = if let Some(format) = format.filter(|f| !f.is_none()) {
+        format_spec(format)?
+    } else {
+        builtin_formats::builtin("hermes").or_raise(py)?
+    };
+    let schemas = match schemas {
+        Some(s) if !s.is_none() => Schemas::from_json(&py_to_json(s, "schemas")?),
+        _ => Schemas::default(),
+    };
+    Ok(StreamConfig { format: spec, schemas, turn_key: turn_key.to_owned(), max_block_bytes })
+}
+
+/// A built-in format by name, or a custom format from its dict.
+fn format_spec(format: &Bound<'_, PyAny>) -> PyResult<FormatSpec> {
+    let py = format.py();
+    Ok(if let Ok(name) = format.cast::<PyString>() {
+        builtin_formats::builtin(name.to_str()?).or_raise(py)?
+    } else if format.is_instance_of::<PyDict>() {
+        let doc = py_to_json(format, "format")?;
+        FormatSpec::custom(&doc).map_err(CoreError::BadFormatSpec).or_raise(py)?
+    } else {
+        return Err(inert_error(
+            py,
+            "InertTypeError",
+            format!("format must be a format name or a custom format dict, got {}", format.get_type()),
+        ));
+    })
+}
+
 fn count(py: Python<'_>, n: &Bound<'_, PyAny>) -> PyResult<usize> {
     let n: i64 = n.extract().map_err(|_| {
         inert_error(py, "InertTypeError", format!("verify(n_accepted): expected an int, got {}", n.get_type()))
@@ -64,17 +102,17 @@ fn count(py: Python<'_>, n: &Bound<'_, PyAny>) -> PyResult<usize> {
 #[pymethods]
 impl PyTokenStream {
     #[new]
-    #[pyo3(signature = (format = "hermes", turn_key = "", *, vocab = None, special_tokens = None, max_block_bytes = 1_048_576))]
+    #[pyo3(signature = (format = None, turn_key = "", *, vocab = None, special_tokens = None, schemas = None, max_block_bytes = 1_048_576))]
     fn new(
         py: Python<'_>,
-        format: &str,
+        format: Option<&Bound<'_, PyAny>>,
         turn_key: &str,
         vocab: Option<&Bound<'_, PyAny>>,
         special_tokens: Option<&Bound<'_, PyAny>>,
+        schemas: Option<&Bound<'_, PyAny>>,
         max_block_bytes: usize,
     ) -> PyResult<Self> {
-        let format = Format::from_name(format).or_raise(py)?;
-        let config = StreamConfig { format, turn_key: turn_key.to_owned(), max_block_bytes };
+        let config = config(py, format, turn_key, schemas, max_block_bytes)?;
         let vocab = id_pieces(vocab, "vocab")?;
         let special = id_pieces(special_tokens, "special_tokens")?;
         Ok(Self { inner: TokenStream::new(&config, vocab, special).or_raise(py)? })
@@ -106,8 +144,8 @@ impl PyTokenStream {
     }
 
     #[getter]
-    fn format(&self) -> &'static str {
-        self.inner.format().name()
+    fn format(&self) -> String {
+        self.inner.format().name.clone()
     }
 
     #[getter]
@@ -163,7 +201,7 @@ impl PyTokenStream {
     fn __repr__(&self) -> String {
         format!(
             "TokenStream(format={:?}, accepted={}, pending={}, ledger={})",
-            self.inner.format().name(),
+            self.inner.format().name,
             self.inner.accepted_len(),
             self.inner.pending_len(),
             self.inner.ledger().len()
@@ -173,14 +211,15 @@ impl PyTokenStream {
 
 /// Parses a whole finished output in one shot with the stream's scanner.
 #[pyfunction]
-#[pyo3(signature = (text, format = "hermes", *, max_block_bytes = 1_048_576))]
+#[pyo3(signature = (text, format = None, *, schemas = None, max_block_bytes = 1_048_576))]
 pub fn parse(
     py: Python<'_>,
     text: &Bound<'_, PyAny>,
-    format: &str,
+    format: Option<&Bound<'_, PyAny>>,
+    schemas: Option<&Bound<'_, PyAny>>,
     max_block_bytes: usize,
 ) -> PyResult<Vec<PyBlockEvent>> {
-    let format = Format::from_name(format).or_raise(py)?;
+    let config = config(py, format, "", schemas, max_block_bytes)?;
     let bytes: &[u8] = if let Ok(s) = text.cast::<PyString>() {
         s.to_str()?.as_bytes()
     } else if let Ok(b) = text.cast::<PyBytes>() {
@@ -192,14 +231,14 @@ pub fn parse(
             format!("parse(text): expected str or bytes, got {}", text.get_type()),
         ));
     };
-    let events = crate::stream::parse(bytes, format, max_block_bytes).or_raise(py)?;
+    let events = crate::stream::parse(bytes, &config).or_raise(py)?;
     PyBlockEvent::all(py, events)
 }
 
 /// The known format names.
 #[pyfunction]
 pub fn formats() -> Vec<&'static str> {
-    Format::NAMES.to_vec()
+    builtin_formats::NAMES.to_vec()
 }
 
 /// The commit key of the `ordinal`-th block ending in the last of `tokens`,

@@ -16,6 +16,14 @@ pub struct Delimiters {
     start: StateID,
 }
 
+impl Cursor {
+    /// The cursor of a mode that searches for nothing.
+    #[must_use]
+    pub fn none() -> Self {
+        Self(StateID::ZERO)
+    }
+}
+
 impl Delimiters {
     /// Builds the matcher for a format's fixed delimiters.
     ///

@@ -1,13 +1,16 @@
-//! Recognising tool-call blocks in a token stream: formats, the incremental
-//! delimiter automaton, and the events a block produces.
+//! Recognising tool-call blocks in a token stream: format specs, the
+//! incremental delimiter automaton, body parsers, and the events a block produces.
 
+mod body;
 mod delimiter;
 mod event;
-mod format;
-mod hermes;
-mod json_lexer;
+pub mod formats;
+mod lexer;
 mod scanner;
+pub mod spec;
 
+pub use body::Schemas;
 pub use event::{BlockEvent, Call};
-pub use format::Format;
+pub use lexer::{StructStart, Syntax};
 pub use scanner::{ScanEvent, ScanState, Scanner, TokenRole};
+pub use spec::{Anchor, Body, FormatSpec};

@@ -1,31 +1,43 @@
 //! The incremental scanner: one small `Copy` state per token, so rolling back
-//! a rejection restores one saved value instead of re-scanning text.
+//! a rejection restores one saved value instead of re-scanning text. Driven
+//! by a `FormatSpec`; the per-format work is only in the body parsers.
 
+use super::body::{self, Schemas};
 use super::delimiter::{Cursor, Delimiters};
 use super::event::Call;
-use super::format::Format;
-use super::hermes;
-use super::json_lexer::JsonLexer;
+use super::lexer::Lexer;
+use super::spec::FormatSpec;
 use std::ops::Range;
+
+/// What a delimiter does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    SectionOpen,
+    SectionClose,
+    CallOpen,
+    CallClose,
+    /// Lets a call start at the next non-blank byte (whole-message formats).
+    Arm,
+}
 
 /// What a token means to the scanner beyond its bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TokenRole {
     /// Plain text: its bytes go through the automaton.
     Text,
-    /// A special token bound to the format's open delimiter.
-    Open,
-    /// A special token bound to the format's close delimiter.
-    Close,
+    /// A special token whose spelling is one of the format's delimiters.
+    Delimiter(Role),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Mode {
-    /// Between blocks, looking for an opener.
+    /// Between blocks, looking for a section or call opener.
     Outside,
-    /// Inside a block body, looking for its closer outside JSON strings.
+    /// Inside a section, looking for a call opener or the section's end.
+    Section,
+    /// Inside a block body, looking for its end.
     Body,
-    /// Inside a block that outgrew the byte limit: skipped to its closer.
+    /// Inside a block that outgrew the byte limit: skipped to its end.
     Overflow,
 }
 
@@ -34,25 +46,17 @@ enum Mode {
 pub struct ScanState {
     mode: Mode,
     cursor: Cursor,
-    json: JsonLexer,
+    lexer: Lexer,
+    in_section: bool,
+    /// A call may start at the next non-blank byte (anchored formats).
+    armed: bool,
+    /// A structurally complete block waits for the next token to confirm it.
+    pending: bool,
     /// Live-text offset of the open delimiter's first byte.
     block_start: u32,
-    /// Live-text offset of the body's first byte.
     body_start: u32,
-}
-
-impl ScanState {
-    /// Whether a block is open (its end not seen yet).
-    #[must_use]
-    pub fn in_block(&self) -> bool {
-        self.mode != Mode::Outside
-    }
-
-    /// Whether the open block has already been reported (it overflowed).
-    #[must_use]
-    pub fn block_reported(&self) -> bool {
-        self.mode == Mode::Overflow
-    }
+    /// The body of the block waiting for confirmation (another may open meanwhile).
+    pending_body: (u32, u32),
 }
 
 /// What one token did to the block structure.
@@ -60,67 +64,117 @@ impl ScanState {
 pub enum ScanEvent {
     /// A block opened; its open delimiter starts at this live-text offset.
     Opened { delimiter_start: usize },
-    /// The open block closed and parsed.
-    Closed(Call),
-    /// The open block closed unparseable, or outgrew the byte limit.
-    Malformed(String),
+    /// The oldest open block ended at live-text offset `end` and parsed into these calls.
+    Closed { calls: Vec<Call>, end: usize },
+    /// The oldest open block ended at `end` unparseable, or the open one outgrew the byte limit there.
+    Malformed { reason: String, end: usize },
+}
+
+/// The delimiters searched for in one mode, with what each does.
+#[derive(Debug, Clone)]
+struct Matcher {
+    delimiters: Delimiters,
+    roles: Vec<(Role, usize)>,
+}
+
+impl Matcher {
+    fn new(groups: &[(&[String], Role)]) -> Option<Self> {
+        let mut patterns: Vec<&str> = Vec::new();
+        let mut roles = Vec::new();
+        for (texts, role) in groups {
+            for t in texts.iter().filter(|t| !t.is_empty()) {
+                patterns.push(t);
+                roles.push((*role, t.len()));
+            }
+        }
+        (!patterns.is_empty()).then(|| Self { delimiters: Delimiters::new(&patterns), roles })
+    }
 }
 
 /// A format's immutable scanning machinery. One per stream; states are separate.
 #[derive(Debug, Clone)]
 pub struct Scanner {
-    format: Format,
-    open: Delimiters,
-    close: Delimiters,
-    close_len: usize,
+    spec: FormatSpec,
+    outside: Option<Matcher>,
+    section: Option<Matcher>,
+    body: Option<Matcher>,
+    schemas: Schemas,
     max_block_bytes: usize,
 }
 
 impl Scanner {
     #[must_use]
-    pub fn new(format: Format, max_block_bytes: usize) -> Self {
-        let syntax = format.syntax();
-        Self {
-            format,
-            open: Delimiters::new(&[syntax.open]),
-            close: Delimiters::new(&[syntax.close]),
-            close_len: syntax.close.len(),
-            max_block_bytes,
-        }
+    pub fn new(spec: FormatSpec, schemas: Schemas, max_block_bytes: usize) -> Self {
+        let no_arm = Vec::new();
+        let arm = spec.anchor.as_ref().map_or(&no_arm, |a| &a.arm);
+        let outside = if spec.section_open.is_empty() {
+            Matcher::new(&[(&spec.call_open, Role::CallOpen), (arm, Role::Arm)])
+        } else {
+            Matcher::new(&[(&spec.section_open, Role::SectionOpen)])
+        };
+        let section = Matcher::new(&[(&spec.call_open, Role::CallOpen), (&spec.section_close, Role::SectionClose)]);
+        let body = Matcher::new(&[(&spec.call_close, Role::CallClose)]);
+        Self { spec, outside, section, body, schemas, max_block_bytes }
     }
 
     #[must_use]
-    pub fn format(&self) -> Format {
-        self.format
+    pub fn spec(&self) -> &FormatSpec {
+        &self.spec
     }
 
-    /// The role a special token's text gives it in this format.
+    /// The role a special token's spelling gives it in this format.
     #[must_use]
     pub fn role_of_special(&self, text: &[u8]) -> TokenRole {
-        let syntax = self.format.syntax();
-        if text == syntax.open.as_bytes() {
-            TokenRole::Open
-        } else if text == syntax.close.as_bytes() {
-            TokenRole::Close
-        } else {
-            TokenRole::Text
+        let s = &self.spec;
+        let arm = s.anchor.as_ref().map(|a| a.arm.as_slice()).unwrap_or_default();
+        let groups: [(&[String], Role); 5] = [
+            (&s.section_open, Role::SectionOpen),
+            (&s.section_close, Role::SectionClose),
+            (&s.call_open, Role::CallOpen),
+            (&s.call_close, Role::CallClose),
+            (arm, Role::Arm),
+        ];
+        groups
+            .iter()
+            .find(|(texts, _)| texts.iter().any(|t| t.as_bytes() == text))
+            .map_or(TokenRole::Text, |(_, role)| TokenRole::Delimiter(*role))
+    }
+
+    fn matcher(&self, mode: Mode) -> Option<&Matcher> {
+        match mode {
+            Mode::Outside => self.outside.as_ref(),
+            Mode::Section => self.section.as_ref(),
+            Mode::Body | Mode::Overflow => self.body.as_ref(),
         }
+    }
+
+    fn cursor_for(&self, mode: Mode) -> Cursor {
+        self.matcher(mode).map_or_else(Cursor::none, |m| m.delimiters.start())
     }
 
     #[must_use]
     pub fn initial(&self) -> ScanState {
         ScanState {
             mode: Mode::Outside,
-            cursor: self.open.start(),
-            json: JsonLexer::default(),
+            cursor: self.cursor_for(Mode::Outside),
+            lexer: Lexer::default(),
+            in_section: false,
+            armed: self.spec.anchor.is_some(),
+            pending: false,
             block_start: 0,
             body_start: 0,
+            pending_body: (0, 0),
         }
+    }
+
+    fn enter(&self, state: &mut ScanState, mode: Mode) {
+        state.mode = mode;
+        state.cursor = self.cursor_for(mode);
     }
 
     /// Scans one token whose bytes are `text[token]` (already appended to the
     /// live text), updating `state` and pushing what happened to `out`.
-    /// Work is proportional to the token's bytes, plus one parse per closed block.
+    /// Work is proportional to the token's bytes, plus one parse per ended block.
     pub fn scan(
         &self,
         state: &mut ScanState,
@@ -129,186 +183,180 @@ impl Scanner {
         role: TokenRole,
         out: &mut Vec<ScanEvent>,
     ) {
-        match (role, state.mode) {
-            (TokenRole::Open, Mode::Outside) => {
-                self.open_block(state, token.start, token.end, out);
+        if state.pending {
+            // This token confirms the structurally complete block before it.
+            self.confirm(state, text, out);
+        }
+        if let TokenRole::Delimiter(role) = role {
+            if self.delimit(state, text, role, token.clone(), out) {
                 return;
             }
-            (TokenRole::Close, Mode::Body | Mode::Overflow) => {
-                self.close_block(state, text, token.start, out);
-                return;
-            }
-            _ => {}
         }
         for i in token {
-            let byte = text[i];
-            match state.mode {
-                Mode::Outside => {
-                    if self.open.step(&mut state.cursor, byte).is_some() {
-                        let len = self.format.syntax().open.len();
-                        self.open_block(state, i + 1 - len, i + 1, out);
+            self.byte(state, text, i, out);
+        }
+    }
+
+    /// A special token acting as a whole delimiter; false when it means nothing in this mode.
+    fn delimit(
+        &self,
+        state: &mut ScanState,
+        text: &[u8],
+        role: Role,
+        token: Range<usize>,
+        out: &mut Vec<ScanEvent>,
+    ) -> bool {
+        let sectioned = !self.spec.section_open.is_empty();
+        match (state.mode, role) {
+            (Mode::Outside | Mode::Section, Role::Arm) => {
+                state.armed = true;
+                state.cursor = self.cursor_for(state.mode);
+            }
+            (Mode::Outside, Role::SectionOpen) if sectioned => {
+                state.in_section = true;
+                self.enter(state, Mode::Section);
+            }
+            (Mode::Outside, Role::CallOpen) if !sectioned => self.open(state, token.start, token.end, out),
+            (Mode::Section, Role::CallOpen) => self.open(state, token.start, token.end, out),
+            (Mode::Section, Role::SectionClose) => {
+                state.in_section = false;
+                self.enter(state, Mode::Outside);
+            }
+            (Mode::Body | Mode::Overflow, Role::CallClose) => self.close(state, text, token.start, token.end, out),
+            _ => return false,
+        }
+        true
+    }
+
+    #[inline]
+    fn byte(&self, state: &mut ScanState, text: &[u8], i: usize, out: &mut Vec<ScanEvent>) {
+        let byte = text[i];
+        match state.mode {
+            Mode::Outside | Mode::Section => {
+                if state.armed && state.mode == Mode::Outside {
+                    if let Some(anchor) = &self.spec.anchor {
+                        if byte.is_ascii_whitespace() || anchor.separators.contains(&byte) {
+                            return;
+                        }
+                        if anchor.starts.contains(&byte) {
+                            self.open(state, i, i, out);
+                            self.byte(state, text, i, out);
+                            return;
+                        }
+                        state.armed = false;
                     }
                 }
-                Mode::Body | Mode::Overflow => {
-                    if !state.json.step(byte) {
-                        state.cursor = self.close.start();
-                    } else if self.close.step(&mut state.cursor, byte).is_some() {
-                        self.close_block(state, text, i + 1 - self.close_len, out);
-                        continue;
+                let Some(m) = self.matcher(state.mode) else { return };
+                let Some(p) = m.delimiters.step(&mut state.cursor, byte) else { return };
+                let (role, len) = m.roles[p];
+                match role {
+                    Role::SectionOpen => {
+                        state.in_section = true;
+                        self.enter(state, Mode::Section);
                     }
-                    if state.mode == Mode::Body && i + 1 - state.block_start as usize > self.max_block_bytes {
-                        state.mode = Mode::Overflow;
-                        out.push(ScanEvent::Malformed(format!(
-                            "the block exceeds max_block_bytes ({} bytes) before its closer",
+                    Role::SectionClose => {
+                        state.in_section = false;
+                        self.enter(state, Mode::Outside);
+                    }
+                    Role::CallOpen => self.open(state, i + 1 - len, i + 1, out),
+                    Role::Arm => state.armed = true,
+                    Role::CallClose => {}
+                }
+            }
+            Mode::Body | Mode::Overflow => {
+                let step = state.lexer.step(self.spec.syntax, self.spec.struct_start, byte);
+                if let Some(m) = &self.body {
+                    if !step.outside {
+                        state.cursor = m.delimiters.start();
+                    } else if let Some(p) = m.delimiters.step(&mut state.cursor, byte) {
+                        self.close(state, text, i + 1 - m.roles[p].1, i + 1, out);
+                        return;
+                    }
+                } else if step.completed {
+                    let overflowed = state.mode == Mode::Overflow;
+                    self.leave_block(state);
+                    if !overflowed {
+                        if state.pending {
+                            // A second block completed in the same token: the first is confirmed.
+                            self.confirm(state, text, out);
+                        }
+                        state.pending = true;
+                        state.pending_body = (state.body_start, (i + 1) as u32);
+                    }
+                    return;
+                }
+                if state.mode == Mode::Body && i + 1 - state.block_start as usize > self.max_block_bytes {
+                    state.mode = Mode::Overflow;
+                    out.push(ScanEvent::Malformed {
+                        reason: format!(
+                            "the block exceeds max_block_bytes ({} bytes) before it ends",
                             self.max_block_bytes
-                        )));
-                    }
+                        ),
+                        end: i + 1,
+                    });
                 }
             }
         }
     }
 
-    fn open_block(&self, state: &mut ScanState, delimiter_start: usize, body_start: usize, out: &mut Vec<ScanEvent>) {
-        state.mode = Mode::Body;
-        state.cursor = self.close.start();
-        state.json = JsonLexer::default();
+    fn open(&self, state: &mut ScanState, delimiter_start: usize, body_start: usize, out: &mut Vec<ScanEvent>) {
+        self.enter(state, Mode::Body);
+        state.lexer = Lexer::default();
+        state.armed = false;
         // Offsets fit: the stream refuses text past u32::MAX before scanning it.
         state.block_start = delimiter_start as u32;
         state.body_start = body_start as u32;
         out.push(ScanEvent::Opened { delimiter_start });
     }
 
-    fn close_block(&self, state: &mut ScanState, text: &[u8], body_end: usize, out: &mut Vec<ScanEvent>) {
-        let was = state.mode;
-        state.mode = Mode::Outside;
-        state.cursor = self.open.start();
-        if was == Mode::Overflow {
-            return; // already reported when it overflowed
-        }
-        let body = &text[state.body_start as usize..body_end];
-        out.push(match std::str::from_utf8(body) {
-            Err(e) => {
-                ScanEvent::Malformed(format!("the block is not valid UTF-8 (at byte {} of its body)", e.valid_up_to()))
-            }
-            Ok(body) => match self.format {
-                Format::Hermes => hermes::parse_body(body).map_or_else(ScanEvent::Malformed, ScanEvent::Closed),
-            },
-        });
+    /// Back between blocks: in the section if the block was in one; anchored
+    /// formats may start another call right away (`;`-separated sequences).
+    fn leave_block(&self, state: &mut ScanState) {
+        let mode = if state.in_section { Mode::Section } else { Mode::Outside };
+        self.enter(state, mode);
+        state.armed = self.spec.anchor.is_some();
     }
 
-    /// What ending the turn does to an open block: it is malformed, unless
-    /// it was already reported.
+    fn close(&self, state: &mut ScanState, text: &[u8], body_end: usize, end: usize, out: &mut Vec<ScanEvent>) {
+        let overflowed = state.mode == Mode::Overflow;
+        self.leave_block(state);
+        if !overflowed {
+            out.push(self.parse(text, state.body_start as usize..body_end, end));
+        }
+    }
+
+    fn confirm(&self, state: &mut ScanState, text: &[u8], out: &mut Vec<ScanEvent>) {
+        state.pending = false;
+        let (start, end) = (state.pending_body.0 as usize, state.pending_body.1 as usize);
+        out.push(self.parse(text, start..end, end));
+    }
+
+    fn parse(&self, text: &[u8], body: Range<usize>, end: usize) -> ScanEvent {
+        let parsed = match std::str::from_utf8(&text[body]) {
+            Err(e) => Err(format!("the block is not valid UTF-8 (at byte {} of its body)", e.valid_up_to())),
+            Ok(body) => body::parse(&self.spec.body, body, &self.schemas),
+        };
+        match parsed {
+            Ok(calls) => ScanEvent::Closed { calls, end },
+            Err(reason) => ScanEvent::Malformed { reason, end },
+        }
+    }
+
+    /// What ending the turn does: a block waiting for confirmation is confirmed;
+    /// a block still open is malformed (unless already reported).
     #[must_use]
-    pub fn finish(&self, state: &ScanState) -> Option<ScanEvent> {
-        (state.mode == Mode::Body)
-            .then(|| ScanEvent::Malformed("the turn ended inside the block (no closing delimiter)".to_owned()))
+    pub fn finish(&self, state: &ScanState, text: &[u8]) -> Vec<ScanEvent> {
+        let mut out = Vec::new();
+        if state.pending {
+            self.confirm(&mut { *state }, text, &mut out);
+        }
+        if state.mode == Mode::Body {
+            let reason = "the turn ended inside the block (it never closed)".to_owned();
+            out.push(ScanEvent::Malformed { reason, end: text.len() });
+        }
+        out
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn scan_pieces(pieces: &[&[u8]], max: usize) -> Vec<ScanEvent> {
-        let s = Scanner::new(Format::Hermes, max);
-        let mut st = s.initial();
-        let mut text = Vec::new();
-        let mut out = Vec::new();
-        for p in pieces {
-            let start = text.len();
-            text.extend_from_slice(p);
-            s.scan(&mut st, &text, start..text.len(), TokenRole::Text, &mut out);
-        }
-        out
-    }
-
-    fn names(events: &[ScanEvent]) -> Vec<String> {
-        events
-            .iter()
-            .filter_map(|e| match e {
-                ScanEvent::Closed(c) => Some(c.name.clone()),
-                _ => None,
-            })
-            .collect()
-    }
-
-    const TWO: &str =
-        "hi <tool_call>\n{\"name\": \"a\", \"arguments\": {\"q\": \"</tool_call><tool_call>\"}}\n</tool_call>\
-                       <tool_call>{\"arguments\": {}, \"name\": \"b\"}</tool_call> bye";
-
-    #[test]
-    fn every_split_gives_the_same_blocks() {
-        let whole = scan_pieces(&[TWO.as_bytes()], 1 << 20);
-        assert_eq!(names(&whole), vec!["a", "b"]);
-        let bytes = TWO.as_bytes();
-        for cut in 0..bytes.len() {
-            let split = scan_pieces(&[&bytes[..cut], &bytes[cut..]], 1 << 20);
-            assert_eq!(split, whole, "cut at {cut}");
-        }
-        let singles: Vec<&[u8]> = bytes.chunks(1).collect();
-        assert_eq!(scan_pieces(&singles, 1 << 20), whole);
-    }
-
-    #[test]
-    fn delimiter_inside_string_is_text() {
-        let ev = scan_pieces(&[TWO.as_bytes()], 1 << 20);
-        let ScanEvent::Closed(a) = &ev[1] else { panic!("{ev:?}") };
-        assert_eq!(a.arguments["q"], "</tool_call><tool_call>");
-    }
-
-    #[test]
-    fn utf8_split_across_pieces_is_reassembled() {
-        let text = "<tool_call>{\"name\": \"f\", \"arguments\": {\"c\": \"é☃\"}}</tool_call>".as_bytes();
-        let at = text.iter().position(|&b| b >= 0x80).unwrap() + 1;
-        let ev = scan_pieces(&[&text[..at], &text[at..]], 1 << 20);
-        let ScanEvent::Closed(c) = &ev[1] else { panic!("{ev:?}") };
-        assert_eq!(c.arguments["c"], "é☃");
-    }
-
-    #[test]
-    fn invalid_utf8_is_malformed() {
-        let ev = scan_pieces(&[b"<tool_call>{\"name\": \"f\xff\"}</tool_call>"], 1 << 20);
-        assert!(matches!(&ev[1], ScanEvent::Malformed(r) if r.contains("UTF-8")), "{ev:?}");
-    }
-
-    #[test]
-    fn oversized_block_is_reported_once_and_skipped() {
-        let big =
-            format!("<tool_call>{{\"name\": \"f\", \"arguments\": {{\"x\": \"{}\"}}}}</tool_call>", "y".repeat(100));
-        let ev = scan_pieces(&[big.as_bytes(), b"<tool_call>{\"name\": \"g\"}</tool_call>"], 64);
-        let malformed =
-            ev.iter().filter(|e| matches!(e, ScanEvent::Malformed(r) if r.contains("max_block_bytes"))).count();
-        assert_eq!(malformed, 1, "{ev:?}");
-        assert_eq!(names(&ev), vec!["g"]);
-    }
-
-    #[test]
-    fn special_tokens_delimit_atomically() {
-        let s = Scanner::new(Format::Hermes, 1 << 20);
-        let mut st = s.initial();
-        let mut out = Vec::new();
-        let mut text = Vec::new();
-        let feed = |st: &mut ScanState, text: &mut Vec<u8>, out: &mut Vec<ScanEvent>, p: &[u8], role| {
-            let start = text.len();
-            text.extend_from_slice(p);
-            s.scan(st, text, start..text.len(), role, out);
-        };
-        feed(&mut st, &mut text, &mut out, b"<tool_", TokenRole::Text);
-        feed(&mut st, &mut text, &mut out, b"<tool_call>", TokenRole::Open);
-        feed(&mut st, &mut text, &mut out, b"{\"name\": \"f\"}", TokenRole::Text);
-        feed(&mut st, &mut text, &mut out, b"</tool_call>", TokenRole::Close);
-        assert_eq!(out.len(), 2, "{out:?}");
-        assert_eq!(out[0], ScanEvent::Opened { delimiter_start: 6 });
-        assert!(matches!(&out[1], ScanEvent::Closed(c) if c.name == "f"));
-        assert!(!st.in_block());
-    }
-
-    #[test]
-    fn unterminated_block_at_finish() {
-        let s = Scanner::new(Format::Hermes, 1 << 20);
-        let mut st = s.initial();
-        let text = b"<tool_call>{\"name\"";
-        s.scan(&mut st, text, 0..text.len(), TokenRole::Text, &mut Vec::new());
-        assert!(matches!(s.finish(&st), Some(ScanEvent::Malformed(_))));
-    }
-}
+mod tests;

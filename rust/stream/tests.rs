@@ -1,8 +1,11 @@
 use super::*;
 
+fn hermes(turn: &str) -> StreamConfig {
+    StreamConfig::builtin("hermes", turn, 1 << 20).unwrap()
+}
+
 fn stream() -> TokenStream {
-    let config = StreamConfig { format: Format::Hermes, turn_key: "turn".into(), max_block_bytes: 1 << 20 };
-    TokenStream::new(&config, [], []).unwrap()
+    TokenStream::new(&hermes("turn"), [], []).unwrap()
 }
 
 fn pieces(text: &str, size: usize) -> Vec<&[u8]> {
@@ -105,7 +108,7 @@ fn bad_verify_changes_nothing() {
 
 #[test]
 fn special_token_ids_bind_to_delimiters() {
-    let config = StreamConfig { format: Format::Hermes, turn_key: "t".into(), max_block_bytes: 1 << 20 };
+    let config = hermes("t");
     let vocab = [(1, b"{\"name\": \"f\"}".to_vec()), (2, b"x".to_vec())];
     let special = [(151_657, b"<tool_call>".to_vec()), (151_658, b"</tool_call>".to_vec())];
     let mut s = TokenStream::new(&config, vocab, special).unwrap();
@@ -131,7 +134,7 @@ fn finish_reports_unterminated_and_rejects_pending() {
 #[test]
 fn one_shot_parse_matches_incremental() {
     let text = format!("{CALL}{CALL}");
-    let events = parse(text.as_bytes(), Format::Hermes, 1 << 20).unwrap();
+    let events = parse(text.as_bytes(), &hermes("")).unwrap();
     assert_eq!(calls_of(&events).len(), 2);
 }
 
@@ -192,7 +195,7 @@ fn random_rollbacks_equal_one_shot_parse() {
         accepted.extend(s.finish().unwrap());
         assert_eq!(s.accepted_text(), t);
         let final_calls = accepted_calls(&accepted);
-        assert_eq!(final_calls, calls_of(&parse(t, Format::Hermes, 1 << 20).unwrap()));
+        assert_eq!(final_calls, calls_of(&parse(t, &hermes("")).unwrap()));
     }
 }
 

@@ -1,0 +1,131 @@
+//! The built-in formats, named as vLLM's `--tool-call-parser`; delimiters as
+//! in `shared/FORMATS.md`.
+
+use super::lexer::{StructStart, Syntax};
+use super::spec::{Anchor, Body, FormatSpec};
+use crate::error::CoreError;
+
+/// Every built-in format name, in the order `inert.formats()` lists them.
+pub const NAMES: &[&str] = &[
+    "hermes",
+    "qwen3_coder",
+    "llama3_json",
+    "pythonic",
+    "mistral",
+    "deepseek_v3",
+    "deepseek_v31",
+    "deepseek_v32",
+    "kimi_k2",
+    "glm45",
+    "glm47",
+    "openai",
+    "granite",
+    "internlm",
+    "jamba",
+    "xlam",
+    "phi4_mini_json",
+    "minimax",
+    "minimax_m2",
+];
+
+fn strings(items: &[&str]) -> Vec<String> {
+    items.iter().map(|s| (*s).to_owned()).collect()
+}
+
+/// A format whose calls sit between one opener and one closer.
+fn delimited(name: &str, open: &[&str], close: &[&str], syntax: Syntax, body: Body) -> FormatSpec {
+    FormatSpec {
+        name: name.to_owned(),
+        section_open: Vec::new(),
+        section_close: Vec::new(),
+        call_open: strings(open),
+        call_close: strings(close),
+        anchor: None,
+        syntax,
+        struct_start: StructStart::FirstBracket,
+        body,
+    }
+}
+
+/// A delimited format whose calls must sit inside a section.
+fn sectioned(name: &str, section: (&[&str], &[&str]), call: (&[&str], &[&str]), body: Body) -> FormatSpec {
+    FormatSpec {
+        section_open: strings(section.0),
+        section_close: strings(section.1),
+        ..delimited(name, call.0, call.1, Syntax::Raw, body)
+    }
+}
+
+/// A whole-message format: the call starts at an anchor and ends structurally.
+fn anchored(name: &str, arm: &[&str], starts: &[u8], separators: &[u8], syntax: Syntax, body: Body) -> FormatSpec {
+    FormatSpec {
+        anchor: Some(Anchor { arm: strings(arm), starts: starts.to_vec(), separators: separators.to_vec() }),
+        ..delimited(name, &[], &[], syntax, body)
+    }
+}
+
+const DS_SECTION: (&[&str], &[&str]) = (&["<｜tool▁calls▁begin｜>"], &["<｜tool▁calls▁end｜>"]);
+const DS_CALL: (&[&str], &[&str]) = (&["<｜tool▁call▁begin｜>"], &["<｜tool▁call▁end｜>"]);
+
+/// The spec of a built-in format.
+pub fn builtin(name: &str) -> Result<FormatSpec, CoreError> {
+    let unknown = || CoreError::UnknownFormat { name: name.to_owned(), known: NAMES };
+    Ok(match name {
+        "hermes" => delimited(name, &["<tool_call>"], &["</tool_call>"], Syntax::Json, Body::JsonObject),
+        "qwen3_coder" => delimited(name, &["<tool_call>"], &["</tool_call>"], Syntax::Raw, Body::QwenXml),
+        "llama3_json" => anchored(name, &["<|python_tag|>"], b"{", b";", Syntax::Json, Body::JsonObject),
+        "pythonic" => anchored(name, &["<|python_start|>"], b"[", b"", Syntax::Python, Body::Pythonic),
+        "mistral" => FormatSpec {
+            struct_start: StructStart::LeadingBracketOrBrace,
+            ..delimited(name, &["[TOOL_CALLS]"], &[], Syntax::Json, Body::Mistral)
+        },
+        "deepseek_v3" => sectioned(name, DS_SECTION, DS_CALL, Body::DeepSeekV3),
+        "deepseek_v31" => sectioned(name, DS_SECTION, DS_CALL, Body::NameSepJson { sep: "<｜tool▁sep｜>".to_owned() }),
+        "deepseek_v32" => sectioned(
+            name,
+            (&["<｜DSML｜function_calls>"], &["</｜DSML｜function_calls>"]),
+            (&["<｜DSML｜invoke name=\""], &["</｜DSML｜invoke>"]),
+            Body::DsmlXml,
+        ),
+        "kimi_k2" => sectioned(
+            name,
+            (
+                &["<|tool_calls_section_begin|>", "<|tool_call_section_begin|>"],
+                &["<|tool_calls_section_end|>", "<|tool_call_section_end|>"],
+            ),
+            (&["<|tool_call_begin|>"], &["<|tool_call_end|>"]),
+            Body::NameSepJson { sep: "<|tool_call_argument_begin|>".to_owned() },
+        ),
+        "glm45" | "glm47" => delimited(name, &["<tool_call>"], &["</tool_call>"], Syntax::Raw, Body::GlmXml),
+        "openai" => delimited(name, &["to=functions."], &["<|call|>"], Syntax::Raw, Body::Harmony),
+        "granite" => delimited(name, &["<|tool_call|>", "<tool_call>"], &[], Syntax::Json, Body::JsonObjects),
+        "internlm" => {
+            delimited(name, &["<|action_start|><|plugin|>"], &["<|action_end|>"], Syntax::Json, Body::JsonObject)
+        }
+        // Jamba writes an array, MiniMax one object per line; JsonObjects reads both.
+        "jamba" | "minimax" => delimited(name, &["<tool_calls>"], &["</tool_calls>"], Syntax::Json, Body::JsonObjects),
+        "xlam" => anchored(name, &["```json", "```", "</think>"], b"[", b"", Syntax::Json, Body::JsonObjects),
+        "phi4_mini_json" => delimited(name, &["<|tool_call|>"], &["<|/tool_call|>"], Syntax::Json, Body::JsonObjects),
+        "minimax_m2" => sectioned(
+            name,
+            (&["<minimax:tool_call>"], &["</minimax:tool_call>"]),
+            (&["<invoke name=\""], &["</invoke>"]),
+            Body::MinimaxXml,
+        ),
+        _ => return Err(unknown()),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_name_builds_and_unknown_lists_them() {
+        for name in NAMES {
+            assert_eq!(builtin(name).unwrap().name, *name);
+        }
+        let err = builtin("nope").unwrap_err().to_string();
+        assert!(err.contains("\"nope\"") && err.contains("minimax_m2"), "{err}");
+    }
+}

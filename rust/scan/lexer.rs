@@ -1,0 +1,127 @@
+//! Just enough lexing of a block body to know whether a byte sits inside a
+//! string (so a delimiter spelled inside an argument is never taken for a real
+//! one) and when a bracketed value is structurally complete (for formats with
+//! no closing delimiter). `Copy`, so it is saved per token with the scanner.
+
+/// Which strings and brackets a body uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Syntax {
+    /// No lexing: the body is raw text (XML-style formats).
+    Raw,
+    /// JSON: `"` strings with `\` escapes; `[{` nest.
+    Json,
+    /// Python literals: `'` or `"` strings with `\` escapes; `[{(` nest.
+    Python,
+}
+
+/// Where bracket counting starts, for structurally-ended bodies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StructStart {
+    /// At the body's first bracket.
+    FirstBracket,
+    /// At the first `{`, unless the body opens with `[` (Mistral: `[{…}]` or `NAME[ARGS]{…}`).
+    LeadingBracketOrBrace,
+}
+
+/// The lexer state after a byte.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Lexer {
+    quote: u8,
+    escaped: bool,
+    depth: u16,
+    counting: bool,
+    seen_text: bool,
+}
+
+/// What one byte did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Step {
+    /// The byte lay outside every string (quotes belong to their string).
+    pub outside: bool,
+    /// The byte closed the outermost bracket: the value is complete.
+    pub completed: bool,
+}
+
+impl Lexer {
+    #[inline]
+    pub fn step(&mut self, syntax: Syntax, start: StructStart, byte: u8) -> Step {
+        let mut step = Step { outside: false, completed: false };
+        if syntax == Syntax::Raw {
+            step.outside = true;
+            return step;
+        }
+        if self.quote != 0 {
+            if self.escaped {
+                self.escaped = false;
+            } else if byte == b'\\' {
+                self.escaped = true;
+            } else if byte == self.quote {
+                self.quote = 0;
+            }
+            return step;
+        }
+        let is_quote = byte == b'"' || (syntax == Syntax::Python && byte == b'\'');
+        if is_quote {
+            self.quote = byte;
+            self.seen_text = true;
+            return step;
+        }
+        step.outside = true;
+        let opens = matches!(byte, b'[' | b'{') || (syntax == Syntax::Python && byte == b'(');
+        let closes = matches!(byte, b']' | b'}') || (syntax == Syntax::Python && byte == b')');
+        if !self.counting && opens {
+            self.counting = match start {
+                StructStart::FirstBracket => true,
+                StructStart::LeadingBracketOrBrace => byte == b'{' || !self.seen_text,
+            };
+        }
+        if !byte.is_ascii_whitespace() {
+            self.seen_text = true;
+        }
+        if self.counting {
+            if opens {
+                self.depth = self.depth.saturating_add(1);
+            } else if closes && self.depth > 0 {
+                self.depth -= 1;
+                step.completed = self.depth == 0;
+            }
+        }
+        step
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn outside(syntax: Syntax, text: &str) -> String {
+        let mut l = Lexer::default();
+        text.bytes()
+            .map(|b| if l.step(syntax, StructStart::FirstBracket, b).outside { b as char } else { '_' })
+            .collect()
+    }
+
+    fn completes_at(syntax: Syntax, start: StructStart, text: &str) -> Option<usize> {
+        let mut l = Lexer::default();
+        text.bytes().position(|b| l.step(syntax, start, b).completed)
+    }
+
+    #[test]
+    fn strings_and_escapes() {
+        assert_eq!(outside(Syntax::Json, r#"{"a": 1}"#), "{___: 1}");
+        assert_eq!(outside(Syntax::Json, r#"{"a\"b": x}"#), "{______: x}");
+        assert_eq!(outside(Syntax::Json, r#"["\\", y]"#), "[____, y]");
+        assert_eq!(outside(Syntax::Python, r#"f('a"b', "c'd")"#), "f(_____, _____)");
+        assert_eq!(outside(Syntax::Json, "'x'"), "'x'");
+    }
+
+    #[test]
+    fn structural_completion() {
+        assert_eq!(completes_at(Syntax::Json, StructStart::FirstBracket, r#"{"a": [1, "]"]} x"#), Some(14));
+        assert_eq!(completes_at(Syntax::Python, StructStart::FirstBracket, "[f(a=')'), g()] "), Some(14));
+        let mistral = StructStart::LeadingBracketOrBrace;
+        assert_eq!(completes_at(Syntax::Json, mistral, r#"get[ARGS]{"a": 1}"#), Some(16));
+        assert_eq!(completes_at(Syntax::Json, mistral, r#"[{"name": "f"}]"#), Some(14));
+        assert_eq!(completes_at(Syntax::Json, StructStart::FirstBracket, r#"{"a": 1"#), None);
+    }
+}

@@ -1,0 +1,235 @@
+//! The declarative description of a tool-call format: the delimiters the
+//! scanner searches for, how a block ends, and how its body becomes calls.
+//! Built-in formats are values of this type (`formats.rs`); users describe
+//! models not in the list the same way.
+
+use super::lexer::{StructStart, Syntax};
+use serde::Deserialize;
+use serde_json::Value;
+
+/// How a block's body turns into calls.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Body {
+    /// One JSON object `{"name": …, "arguments"|"parameters": {…}}`.
+    JsonObject,
+    /// JSON call objects: an array of them, or one or more objects separated by
+    /// whitespace, `;` or `,`.
+    JsonObjects,
+    /// `NAME<sep>{…}`, where `<sep>` is `sep` (DeepSeek V3.1; Kimi K2 with `functions.NAME:IDX`).
+    NameSepJson { sep: String },
+    /// `TYPE<｜tool▁sep｜>NAME⏎` then a fenced JSON block (DeepSeek V3).
+    DeepSeekV3,
+    /// `<function=NAME><parameter=K>V</parameter>…</function>` (Qwen3-Coder).
+    QwenXml,
+    /// `NAME<arg_key>K</arg_key><arg_value>V</arg_value>…` (GLM-4.5/4.7).
+    GlmXml,
+    /// `NAME"><｜DSML｜parameter name="K" string="true|false">V</｜DSML｜parameter>…` (DeepSeek V3.2).
+    DsmlXml,
+    /// `NAME"><parameter name="K">V</parameter>…` (MiniMax M2).
+    MinimaxXml,
+    /// `NAME …<|message|>{…}` (gpt-oss Harmony, after `to=functions.`).
+    Harmony,
+    /// `[f(a=1), g()]`: Python call syntax with literal arguments.
+    Pythonic,
+    /// `[{…}, …]` or `NAME[CALL_ID]ID[ARGS]{…}` / `NAME{…}` (Mistral, old and new).
+    Mistral,
+}
+
+/// Where a block may start in formats whose calls have no opening delimiter.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Anchor {
+    /// Delimiters after which a call may start (the message start always arms).
+    pub arm: Vec<String>,
+    /// Bytes that may open a call while armed.
+    pub starts: Vec<u8>,
+    /// Bytes skipped while armed (whitespace always is): separators between calls.
+    pub separators: Vec<u8>,
+}
+
+/// A tool-call format.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FormatSpec {
+    pub name: String,
+    /// Optional wrapper around the calls: calls are searched only inside it.
+    pub section_open: Vec<String>,
+    pub section_close: Vec<String>,
+    /// Opening delimiters of one call block (empty: calls start at an anchor).
+    pub call_open: Vec<String>,
+    /// Closing delimiters (empty: the block ends when its value is
+    /// structurally complete, confirmed by the next token or the end of turn).
+    pub call_close: Vec<String>,
+    pub anchor: Option<Anchor>,
+    /// The body's string and bracket syntax: closers inside strings are text.
+    pub syntax: Syntax,
+    pub struct_start: StructStart,
+    pub body: Body,
+}
+
+impl FormatSpec {
+    /// Whether blocks end structurally rather than at a closing delimiter.
+    #[must_use]
+    pub fn structural(&self) -> bool {
+        self.call_close.is_empty()
+    }
+}
+
+/// A custom format as users describe it (a dict in Python); see the README.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Custom {
+    name: String,
+    #[serde(default)]
+    section_open: Vec<String>,
+    #[serde(default)]
+    section_close: Vec<String>,
+    #[serde(default)]
+    call_open: Vec<String>,
+    #[serde(default)]
+    call_close: Vec<String>,
+    #[serde(default)]
+    anchor: Option<CustomAnchor>,
+    #[serde(default = "json_syntax")]
+    syntax: String,
+    #[serde(default)]
+    struct_start: Option<String>,
+    body: String,
+    #[serde(default)]
+    sep: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CustomAnchor {
+    #[serde(default)]
+    arm: Vec<String>,
+    starts: String,
+    #[serde(default)]
+    separators: String,
+}
+
+fn json_syntax() -> String {
+    "json".to_owned()
+}
+
+/// The body layouts a custom format can name.
+pub const BODY_NAMES: &[&str] = &[
+    "json_object",
+    "json_objects",
+    "name_sep_json",
+    "deepseek_v3",
+    "qwen_xml",
+    "glm_xml",
+    "dsml_xml",
+    "minimax_xml",
+    "harmony",
+    "pythonic",
+    "mistral",
+];
+
+impl FormatSpec {
+    /// A format from a user's description, or what is wrong with it.
+    pub fn custom(doc: &Value) -> Result<Self, String> {
+        let c = Custom::deserialize(doc).map_err(|e| format!("custom format: {e}"))?;
+        let body = match (c.body.as_str(), c.sep) {
+            ("name_sep_json", Some(sep)) if !sep.is_empty() => Body::NameSepJson { sep },
+            ("name_sep_json", _) => {
+                return Err("custom format: body \"name_sep_json\" needs a non-empty \"sep\"".into())
+            }
+            ("json_object", _) => Body::JsonObject,
+            ("json_objects", _) => Body::JsonObjects,
+            ("deepseek_v3", _) => Body::DeepSeekV3,
+            ("qwen_xml", _) => Body::QwenXml,
+            ("glm_xml", _) => Body::GlmXml,
+            ("dsml_xml", _) => Body::DsmlXml,
+            ("minimax_xml", _) => Body::MinimaxXml,
+            ("harmony", _) => Body::Harmony,
+            ("pythonic", _) => Body::Pythonic,
+            ("mistral", _) => Body::Mistral,
+            (other, _) => {
+                return Err(format!("custom format: unknown body {other:?}; use one of {}", BODY_NAMES.join(", ")))
+            }
+        };
+        let syntax = match c.syntax.as_str() {
+            "json" => Syntax::Json,
+            "python" => Syntax::Python,
+            "raw" => Syntax::Raw,
+            other => return Err(format!("custom format: unknown syntax {other:?}; use json, python or raw")),
+        };
+        let struct_start = match c.struct_start.as_deref() {
+            None | Some("first_bracket") => StructStart::FirstBracket,
+            Some("leading_bracket_or_brace") => StructStart::LeadingBracketOrBrace,
+            Some(other) => {
+                return Err(format!(
+                    "custom format: unknown struct_start {other:?}; use first_bracket or leading_bracket_or_brace"
+                ))
+            }
+        };
+        let anchor = c.anchor.map(|a| Anchor {
+            arm: a.arm,
+            starts: a.starts.into_bytes(),
+            separators: a.separators.into_bytes(),
+        });
+        let spec = Self {
+            name: c.name,
+            section_open: c.section_open,
+            section_close: c.section_close,
+            call_open: c.call_open,
+            call_close: c.call_close,
+            anchor,
+            syntax,
+            struct_start,
+            body,
+        };
+        spec.check()?;
+        Ok(spec)
+    }
+
+    fn check(&self) -> Result<(), String> {
+        let all = [&self.section_open, &self.section_close, &self.call_open, &self.call_close];
+        if all.iter().any(|d| d.iter().any(String::is_empty)) {
+            return Err("custom format: delimiters must not be empty strings".into());
+        }
+        if self.call_open.is_empty() && self.anchor.is_none() {
+            return Err(
+                "custom format: give call_open delimiters, or an anchor for calls that start the message".into()
+            );
+        }
+        if self.anchor.as_ref().is_some_and(|a| a.starts.is_empty()) {
+            return Err("custom format: anchor.starts must list the bytes a call may start with".into());
+        }
+        if self.section_open.is_empty() != self.section_close.is_empty() {
+            return Err("custom format: section_open and section_close go together".into());
+        }
+        if self.structural() && self.syntax == Syntax::Raw {
+            return Err(
+                "custom format: without call_close a block ends structurally, which needs syntax json or python".into(),
+            );
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn custom_specs_and_their_errors() {
+        let ok = FormatSpec::custom(
+            &json!({"name": "x", "call_open": ["<c>"], "call_close": ["</c>"], "body": "json_object"}),
+        );
+        assert_eq!(ok.unwrap().body, Body::JsonObject);
+        let cases = [
+            (json!({"name": "x", "body": "json_object"}), "call_open"),
+            (json!({"name": "x", "call_open": ["<c>"], "body": "nope"}), "unknown body"),
+            (json!({"name": "x", "call_open": ["<c>"], "body": "name_sep_json"}), "sep"),
+            (json!({"name": "x", "call_open": ["<c>"], "body": "json_object", "syntax": "raw"}), "structurally"),
+            (json!({"name": "x", "call_open": ["<c>"], "body": "json_object", "typo": 1}), "unknown field"),
+        ];
+        for (doc, words) in cases {
+            let err = FormatSpec::custom(&doc).unwrap_err();
+            assert!(err.contains(words), "{err}");
+        }
+    }
+}
