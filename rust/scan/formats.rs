@@ -48,11 +48,17 @@ fn delimited(name: &str, open: &[&str], close: &[&str], syntax: Syntax, body: Bo
 }
 
 /// A delimited format whose calls must sit inside a section.
-fn sectioned(name: &str, section: (&[&str], &[&str]), call: (&[&str], &[&str]), body: Body) -> FormatSpec {
+fn sectioned(
+    name: &str,
+    section: (&[&str], &[&str]),
+    call: (&[&str], &[&str]),
+    syntax: Syntax,
+    body: Body,
+) -> FormatSpec {
     FormatSpec {
         section_open: strings(section.0),
         section_close: strings(section.1),
-        ..delimited(name, call.0, call.1, Syntax::Raw, body)
+        ..delimited(name, call.0, call.1, syntax, body)
     }
 }
 
@@ -79,12 +85,17 @@ pub fn builtin(name: &str) -> Result<FormatSpec, CoreError> {
             struct_start: StructStart::LeadingBracketOrBrace,
             ..delimited(name, &["[TOOL_CALLS]"], &[], Syntax::Json, Body::Mistral)
         },
-        "deepseek_v3" => sectioned(name, DS_SECTION, DS_CALL, Body::DeepSeekV3),
-        "deepseek_v31" => sectioned(name, DS_SECTION, DS_CALL, Body::NameSepJson { sep: "<｜tool▁sep｜>".to_owned() }),
+        // JSON argument bodies use Syntax::Json even after a plain-text name, so
+        // a closer spelled inside an argument string is text.
+        "deepseek_v3" => sectioned(name, DS_SECTION, DS_CALL, Syntax::Json, Body::DeepSeekV3),
+        "deepseek_v31" => {
+            sectioned(name, DS_SECTION, DS_CALL, Syntax::Json, Body::NameSepJson { sep: "<｜tool▁sep｜>".to_owned() })
+        }
         "deepseek_v32" => sectioned(
             name,
             (&["<｜DSML｜function_calls>"], &["</｜DSML｜function_calls>"]),
             (&["<｜DSML｜invoke name=\""], &["</｜DSML｜invoke>"]),
+            Syntax::Raw,
             Body::DsmlXml,
         ),
         "kimi_k2" => sectioned(
@@ -94,10 +105,11 @@ pub fn builtin(name: &str) -> Result<FormatSpec, CoreError> {
                 &["<|tool_calls_section_end|>", "<|tool_call_section_end|>"],
             ),
             (&["<|tool_call_begin|>"], &["<|tool_call_end|>"]),
+            Syntax::Json,
             Body::NameSepJson { sep: "<|tool_call_argument_begin|>".to_owned() },
         ),
         "glm45" | "glm47" => delimited(name, &["<tool_call>"], &["</tool_call>"], Syntax::Raw, Body::GlmXml),
-        "openai" => delimited(name, &["to=functions."], &["<|call|>"], Syntax::Raw, Body::Harmony),
+        "openai" => delimited(name, &["to=functions."], &["<|call|>"], Syntax::Json, Body::Harmony),
         "granite" => delimited(name, &["<|tool_call|>", "<tool_call>"], &[], Syntax::Json, Body::JsonObjects),
         "internlm" => {
             delimited(name, &["<|action_start|><|plugin|>"], &["<|action_end|>"], Syntax::Json, Body::JsonObject)
@@ -110,6 +122,7 @@ pub fn builtin(name: &str) -> Result<FormatSpec, CoreError> {
             name,
             (&["<minimax:tool_call>"], &["</minimax:tool_call>"]),
             (&["<invoke name=\""], &["</invoke>"]),
+            Syntax::Raw,
             Body::MinimaxXml,
         ),
         _ => return Err(unknown()),

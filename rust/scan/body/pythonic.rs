@@ -205,8 +205,12 @@ impl Parser<'_> {
                     b'r' => out.push('\r'),
                     b'0' => out.push('\0'),
                     b'\\' | b'\'' | b'"' => out.push(esc as char),
-                    b'u' | b'x' => {
-                        let n = if esc == b'u' { 4 } else { 2 };
+                    b'U' | b'u' | b'x' => {
+                        let n = match esc {
+                            b'U' => 8,
+                            b'u' => 4,
+                            _ => 2,
+                        };
                         let hex = self.text.get(self.i..self.i + n).ok_or("truncated escape")?;
                         let code =
                             u32::from_str_radix(hex, 16).map_err(|_| format!("bad escape \\{}{hex}", esc as char))?;

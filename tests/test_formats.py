@@ -1,0 +1,117 @@
+"""Every format: split invariance, incremental-with-rollback equals one-shot,
+writes only after acceptance, over random calls, tokenizations and schedules."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import Counter
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import inert
+from render import XML_FORMATS, Calls, render
+from speculation import Decoder, chunk
+
+FORMATS = inert.formats()
+DELIMITERS = ["</tool_call>", "<tool_call>", "[TOOL_CALLS]", "<|call|>", "<｜tool▁call▁end｜>", "<|tool_call_end|>",
+              "</tool_calls>", "<|/tool_call|>", "<|action_end|>", "]", "}", ")", "'", '"', "\\", "é☃𝄞"]
+
+names = st.from_regex(r"[a-z][a-z_]{0,8}", fullmatch=True)
+keys = st.from_regex(r"[a-z][a-z0-9_]{0,5}", fullmatch=True)
+scalars = st.one_of(st.none(), st.booleans(), st.integers(-(2**63), 2**63 - 1), st.sampled_from(DELIMITERS),
+                    st.text(max_size=8), st.floats(allow_nan=False, allow_infinity=False))
+values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3), max_leaves=5)
+xml_text = st.text(st.characters(blacklist_characters="<>\r\n", blacklist_categories=["Cs"]), min_size=1, max_size=10)
+
+
+def calls_for(fmt: str) -> st.SearchStrategy[Calls]:
+    value = xml_text if fmt in XML_FORMATS else values
+    return st.lists(st.tuples(names, st.dictionaries(keys, value, max_size=3)), min_size=1, max_size=3)
+
+
+@st.composite
+def outputs(draw: Any, fmt: str) -> tuple[str, Calls]:
+    calls = draw(calls_for(fmt))
+    before = draw(st.sampled_from(["", "Sure. ", "Let me check.\n", "<tool", "é "]))
+    after = draw(st.sampled_from(["", " Done.", "\n", " é"]))
+    return render(fmt, calls, before, after), calls
+
+
+def normalise(args: Any) -> str:
+    return json.dumps(args, sort_keys=True)
+
+
+def expected(calls: Calls) -> list[tuple[str, str]]:
+    return [(n, normalise(a)) for n, a in calls]
+
+
+def got(parsed: list[inert.ParsedCall]) -> list[tuple[str | None, str]]:
+    assert all(p.error is None for p in parsed), [p.error for p in parsed]
+    return [(p.name, normalise(p.arguments)) for p in parsed]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@given(data=st.data())
+def test_one_shot_parse_reads_what_was_rendered(fmt: str, data: st.DataObject) -> None:
+    text, calls = data.draw(outputs(fmt))
+    assert got(inert.parse(text, fmt)) == expected(calls)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@given(data=st.data())
+def test_any_chunking_gives_the_same_calls(fmt: str, data: st.DataObject) -> None:
+    text, calls = data.draw(outputs(fmt))
+    raw = text.encode()
+    pieces = chunk(raw, data.draw(st.lists(st.integers(0, len(raw)), max_size=30)))
+    s = inert.TokenStream(fmt)
+    events = s.draft(pieces) + s.verify(len(pieces)) + s.finish()
+    assert [(e.name, normalise(e.arguments)) for e in events if e.kind == "closed"] == expected(calls)
+    assert not [e for e in events if e.kind == "malformed"]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@given(data=st.data())
+def test_rollback_equals_one_shot_and_writes_wait(fmt: str, data: st.DataObject) -> None:
+    text, calls = data.draw(outputs(fmt))
+    raw = text.encode()
+    target = chunk(raw, data.draw(st.lists(st.integers(0, len(raw)), max_size=40))) or [raw]
+    accepted_now: Counter[str] = Counter()
+    ran: list[str] = []
+    problems: list[str] = []
+    lock = threading.Lock()
+
+    def tool_for(name: str) -> Any:
+        def tool(**kwargs: Any) -> str:
+            key = json.dumps([name, kwargs], sort_keys=True)
+            with lock:
+                ran.append(key)
+                if Counter(ran)[key] > accepted_now[key]:
+                    problems.append(f"{key} ran before its block was accepted")
+            return "ok"
+        return tool
+
+    tools = {n: tool_for(n) for n, _ in calls}
+    orch = inert.Orchestrator({}, tools, format=fmt, turn_key="t")  # every tool unknown: all writes
+
+    def before_verify(future: list[bytes]) -> None:
+        parsed = [p for p in inert.parse(b"".join(future), fmt) if p.error is None]
+        with lock:
+            accepted_now.clear()
+            accepted_now.update(json.dumps([p.name, p.arguments], sort_keys=True) for p in parsed)
+
+    Decoder(target, data.draw).run(orch.draft, orch.verify, before_verify)
+    report = orch.finish()
+    assert problems == []
+    assert orch.stream.accepted_text() == raw
+    assert [(r.name, normalise(r.arguments)) for r in report.results] == expected(calls)
+    assert sorted(ran) == sorted(json.dumps([r.name, r.arguments], sort_keys=True) for r in report.results)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_text_without_calls_has_no_blocks(fmt: str) -> None:
+    for text in ["", "Hello there.", "x < y and y > z", "[1, 2]", '{"a": 1}']:
+        assert [p for p in inert.parse(text, fmt) if p.error is None] == [] or fmt in ("llama3_json", "xlam")
