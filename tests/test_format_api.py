@@ -1,0 +1,133 @@
+"""The format API: names, one-shot parse, schemas, custom formats, multi-call blocks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import inert
+
+NINETEEN = ["hermes", "qwen3_coder", "llama3_json", "pythonic", "mistral", "deepseek_v3", "deepseek_v31",
+            "deepseek_v32", "kimi_k2", "glm45", "glm47", "openai", "granite", "internlm", "jamba", "xlam",
+            "phi4_mini_json", "minimax", "minimax_m2"]
+
+
+def test_formats_lists_all_nineteen() -> None:
+    assert inert.formats() == NINETEEN
+
+
+def test_unknown_format_lists_every_known_one() -> None:
+    with pytest.raises(inert.UnknownFormatError) as info:
+        inert.parse("x", "qwen9")
+    assert all(name in str(info.value) for name in NINETEEN)
+
+
+QWEN = "<tool_call>\n<function=book>\n<parameter=nights>\n3\n</parameter>\n<parameter=city>\nOslo\n</parameter>\n</function>\n</tool_call>"
+OPENAI_TOOLS = [{"type": "function", "function": {"name": "book", "parameters": {
+    "type": "object", "properties": {"nights": {"type": "integer"}, "city": {"type": "string"}}}}}]
+
+
+def test_schemas_type_raw_values() -> None:
+    assert inert.parse(QWEN, "qwen3_coder")[0].arguments == {"nights": "3", "city": "Oslo"}
+    schemas = {"book": OPENAI_TOOLS[0]["function"]["parameters"]}
+    assert inert.parse(QWEN, "qwen3_coder", schemas=schemas)[0].arguments == {"nights": 3, "city": "Oslo"}
+
+
+def test_orchestrator_takes_schemas_from_an_openai_tool_list() -> None:
+    seen: list[dict[str, Any]] = []
+    table = inert.EffectTable.from_openai(OPENAI_TOOLS, {"book": "write"})
+    orch = inert.Orchestrator(table, {"book": lambda **kw: seen.append(kw)}, format="qwen3_coder")
+    orch.draft([QWEN])
+    orch.verify(1)
+    orch.finish()
+    assert seen == [{"nights": 3, "city": "Oslo"}]
+
+
+def test_calls_of_one_block_are_accepted_together() -> None:
+    ran: list[str] = []
+    orch = inert.Orchestrator({"a": "write", "b": "write"}, {"a": lambda: ran.append("a"), "b": lambda: ran.append("b")},
+                              format="jamba")
+    text = '<tool_calls>[{"name": "a", "arguments": {}}, {"name": "b", "arguments": {}}]</tool_calls>'
+    step = orch.draft([text[:-3], text[-3:]])
+    assert [e.index for e in step.events if e.kind == "closed"] == [0, 1]
+    orch.verify(1)  # the closer's last token is rejected: both calls are retracted
+    assert ran == []
+    orch.draft([text[-3:]])
+    step = orch.verify(1)
+    assert [r.name for r in step.dispatched] == ["a", "b"]
+    report = orch.finish()
+    assert [r.name for r in report.results] == ["a", "b"]
+    assert report.results[0].commit_key != report.results[1].commit_key
+
+
+def test_structural_formats_dispatch_once_the_next_token_confirms() -> None:
+    orch = inert.Orchestrator({"f": "read_only"}, {"f": lambda: "r"}, format="pythonic")
+    assert orch.draft(["[f()]"]).dispatched == (), "complete, but not yet confirmed"
+    assert [r.name for r in orch.draft(["\n"]).dispatched] == ["f"]
+    orch.verify(2)
+    assert orch.finish().results[0].early
+
+
+def test_end_of_turn_confirms_a_structural_block() -> None:
+    orch = inert.Orchestrator({"f": "write"}, {"f": lambda: "w"}, format="llama3_json")
+    orch.draft(['{"name": "f", "parameters": {}}'])
+    orch.verify(1)
+    assert [r.name for r in orch.finish().results] == ["f"]
+
+
+def test_call_ids() -> None:
+    kimi = ("<|tool_calls_section_begin|><|tool_call_begin|>functions.f:3<|tool_call_argument_begin|>{}"
+            "<|tool_call_end|><|tool_calls_section_end|>")
+    assert inert.parse(kimi, "kimi_k2")[0].call_id == "functions.f:3"
+
+
+def test_special_token_ids_of_other_formats() -> None:
+    special = {163595: "<|tool_calls_section_begin|>", 163596: "<|tool_calls_section_end|>", 163597: "<|tool_call_begin|>",
+               163598: "<|tool_call_argument_begin|>", 163599: "<|tool_call_end|>"}
+    vocab = {1: "functions.f:0", 2: '{"q": "<|tool_call_end|>"}'}
+    s = inert.TokenStream("kimi_k2", vocab=vocab, special_tokens=special)
+    events = s.draft([163595, 163597, 1, 163598, 2, 163599, 163596])
+    assert [(e.name, e.arguments) for e in events if e.kind == "closed"] == [("f", {"q": "<|tool_call_end|>"})]
+
+
+CUSTOM = {
+    "name": "acme",
+    "call_open": ["<<call>>"],
+    "call_close": ["<</call>>"],
+    "syntax": "json",
+    "body": "json_object",
+}
+
+
+def test_custom_format() -> None:
+    text = 'Hi <<call>>{"name": "f", "arguments": {"s": "<</call>>"}}<</call>> bye'
+    assert [(c.name, c.arguments) for c in inert.parse(text, CUSTOM)] == [("f", {"s": "<</call>>"})]
+    orch = inert.Orchestrator({}, {"f": lambda s: s}, format=CUSTOM)
+    orch.draft([text[:9], text[9:]])
+    orch.verify(2)
+    assert orch.finish().results[0].result == "<</call>>"
+    assert inert.TokenStream(CUSTOM).format == "acme"
+
+
+def test_custom_format_with_a_separator_body() -> None:
+    spec = {"name": "sep", "call_open": ["<c>"], "call_close": ["</c>"], "body": "name_sep_json", "sep": "|"}
+    assert inert.parse('<c>f|{"a": 1}</c>', spec)[0].arguments == {"a": 1}
+
+
+@pytest.mark.parametrize(("spec", "words"), [
+    ({"name": "x", "body": "json_object"}, "call_open"),
+    ({"name": "x", "call_open": ["<c>"], "body": "yaml"}, "unknown body"),
+    ({"name": "x", "call_open": ["<c>"], "body": "json_object", "colour": "red"}, "unknown field `colour`"),
+    ({"name": "x", "call_open": [""], "body": "json_object"}, "empty"),
+    ({"call_open": ["<c>"], "body": "json_object"}, "missing field `name`"),
+])
+def test_bad_custom_formats_say_what_is_wrong(spec: dict[str, Any], words: str) -> None:
+    with pytest.raises(inert.FormatSpecError, match=words) as info:
+        inert.TokenStream(spec)
+    assert isinstance(info.value, ValueError)
+
+
+def test_format_must_be_a_name_or_a_dict() -> None:
+    with pytest.raises(inert.InertTypeError, match="format name or a custom format dict"):
+        inert.TokenStream(42)  # type: ignore[arg-type]
