@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 MEDIANS: dict[str, float] = {}
+FORMAT_MEDIANS: dict[tuple[str, str], float] = {}
+PARSE_MBPS: dict[str, float] = {}
 
 
 def record(benchmark: Any, name: str, per: int = 1) -> None:
@@ -13,11 +15,30 @@ def record(benchmark: Any, name: str, per: int = 1) -> None:
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
+    tr = terminalreporter
+    if FORMAT_MEDIANS:
+        tr.section("inert: per-step medians by format (core, k=8) and parse throughput")
+        hermes = FORMAT_MEDIANS.get(("hermes", "1k"))
+        for fmt in sorted({f for f, _ in FORMAT_MEDIANS}):
+            short, long = FORMAT_MEDIANS.get((fmt, "1k")), FORMAT_MEDIANS.get((fmt, "64k"))
+            parts = [f"{fmt:<15}"]
+            if short:
+                parts.append(f"1k {short * 1e6:7.3f} us")
+            if long:
+                parts.append(f"64k {long * 1e6:7.3f} us")
+            if short and long:
+                parts.append(f"64k/1k {long / short:5.2f}")
+            if short and hermes:
+                parts.append(f"vs hermes {short / hermes:5.2f}x")
+            if fmt in PARSE_MBPS:
+                parts.append(f"parse {PARSE_MBPS[fmt]:7.1f} MB/s")
+            tr.write_line("  ".join(parts))
     if not MEDIANS:
         return
-    tr = terminalreporter
     tr.section("inert: per-step medians and ratios (same run)")
     for name, v in sorted(MEDIANS.items()):
+        if name.startswith("fmt:"):
+            continue
         tr.write_line(f"{name:<34} {v * 1e6:9.3f} us")
     for impl in ("core", "orchestrator", "baseline_rescan"):
         short, long = MEDIANS.get(f"{impl}@1k"), MEDIANS.get(f"{impl}@64k")
