@@ -103,20 +103,20 @@ impl TokenStream {
     ) -> Result<Self, CoreError> {
         let scanner = Scanner::new(config.format.clone(), config.schemas.clone(), config.max_block_bytes);
         let mut table = Vocab::default();
+        let mut roles = HashMap::new();
+        // A vocabulary entry that spells a delimiter exactly is the model's special
+        // token for it (tokenizers list their added tokens in the vocabulary), so it
+        // binds like an entry of `special`.
         for (id, piece) in vocab {
             table.insert(id, &piece)?;
+            bind(&scanner, &mut roles, id, &piece);
         }
-        let mut roles = HashMap::new();
         for (id, text) in special {
             if text.is_empty() {
                 return Err(CoreError::EmptySpecialToken { id });
             }
             table.insert(id, &text)?;
-            let role = scanner.role_of_special(&text);
-            if role != TokenRole::Text {
-                // insert() bounded the id by MAX_TOKEN_ID, so it fits in u32.
-                roles.insert(id as u32, role);
-            }
+            bind(&scanner, &mut roles, id, &text);
         }
         let base = Checkpoint { scan: scanner.initial(), hash: CommitHasher::new(&config.turn_key) };
         Ok(Self {
@@ -272,6 +272,15 @@ impl TokenStream {
     pub fn token_state(&self, i: usize) -> Option<TokenState> {
         (i < self.ledger.len()).then(|| self.ledger.state(i))
     }
+}
+
+/// Binds token `id` to the delimiter its text spells, if any. `Vocab::insert`
+/// has bounded the id by `MAX_TOKEN_ID`, so it fits in u32.
+fn bind(scanner: &Scanner, roles: &mut HashMap<u32, TokenRole>, id: u64, text: &[u8]) {
+    match scanner.role_of_special(text) {
+        TokenRole::Text => roles.remove(&(id as u32)),
+        role => roles.insert(id as u32, role),
+    };
 }
 
 fn resolve<'a>(

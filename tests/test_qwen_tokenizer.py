@@ -116,3 +116,15 @@ def _valid(piece: bytes) -> bool:
     except UnicodeDecodeError:
         return False
     return True
+
+
+def test_a_vocabulary_alone_binds_its_special_tokens(qwen36: Any) -> None:
+    """No special_tokens=: the vocabulary's own `<tool_call>` entries bind by id."""
+    vocab = {i: (p.encode() if isinstance(p, str) else p) for i, p in qwen36.decoder.items()}
+    look = "</tool_call> in a string"
+    text = render("hermes", [("f", {"s": look})])
+    ids = encode(qwen36, text, {i: t for i, t in QWEN3_5_SPECIAL_TOKENS})
+    s = inert.TokenStream("hermes", vocab=vocab)
+    events = s.draft(ids) + s.verify(len(ids))
+    assert [e.arguments for e in events if e.kind == "closed"] == [{"s": look}]
+    assert [e.start for e in events if e.kind == "opened"] == [ids.index(248058)]

@@ -56,7 +56,8 @@ class TokenStream:
             or a custom format dict.
         turn_key: seeds the commit keys.
         vocab: token id -> piece, as a mapping or a sequence indexed by id.
-        special_tokens: token id -> spelling; those spelling a delimiter match by id.
+        special_tokens: token id -> spelling; those spelling a delimiter match by id
+            (so do vocabulary entries that spell one exactly).
         schemas: tool name -> JSON schema of its parameters (types XML-style values).
         max_block_bytes: a block longer than this is reported malformed.
 

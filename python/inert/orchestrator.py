@@ -61,7 +61,7 @@ class Orchestrator:
         policy: ``"read_eager"`` (default), ``"defer"`` or ``"eager_unsafe"`` (measurement only).
         vocab: token id -> piece (a mapping, or a sequence indexed by id), to draft ``int`` tokens.
         special_tokens: token id -> spelling of the model's special tokens; those that spell
-            a delimiter are matched by id.
+            a delimiter are matched by id (so are ``vocab`` entries that spell one exactly).
         schemas: tool name -> JSON schema of its parameters, to type the raw values of
             XML-style formats; defaults to the schemas of ``effects`` (from ``from_openai``).
         max_block_bytes: a block longer than this is malformed and never dispatched.

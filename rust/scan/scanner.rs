@@ -197,7 +197,9 @@ impl Scanner {
         }
     }
 
-    /// A special token acting as a whole delimiter; false when it means nothing in this mode.
+    /// A special token acting as a whole delimiter; false when it means nothing in
+    /// this mode. Arming delimiters are scanned as text: they arm by their bytes,
+    /// and a longer one (```` ```json ````) may continue past this token.
     fn delimit(
         &self,
         state: &mut ScanState,
@@ -208,10 +210,6 @@ impl Scanner {
     ) -> bool {
         let sectioned = !self.spec.section_open.is_empty();
         match (state.mode, role) {
-            (Mode::Outside | Mode::Section, Role::Arm) => {
-                state.armed = true;
-                state.cursor = self.cursor_for(state.mode);
-            }
             (Mode::Outside, Role::SectionOpen) if sectioned => {
                 state.in_section = true;
                 self.enter(state, Mode::Section);
