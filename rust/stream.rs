@@ -365,9 +365,15 @@ impl Live {
         }
     }
 
-    /// The live position of the token holding text byte `offset`.
+    /// The live position of the token holding text byte `offset`. Offsets asked
+    /// for are delimiter starts and block ends, a few tokens from the end, so a
+    /// backward walk costs the delimiter's length, not the stream's.
     fn token_at(&self, offset: usize) -> usize {
-        self.text_ends.partition_point(|&end| end as usize <= offset)
+        let mut pos = self.text_ends.len();
+        while pos > 0 && self.text_ends[pos - 1] as usize > offset {
+            pos -= 1;
+        }
+        pos
     }
 
     /// Marks the oldest open block as ended by the token at `pos`, its text
