@@ -204,17 +204,19 @@ def test_step_extends_the_pending_window() -> None:
 
 def test_journal_holds_an_intent_for_every_dispatch() -> None:
     journal = inert.MemoryJournal()
-    seen_before_call: list[int] = []
+    seen_during_call: list[list[str | None]] = []
 
     def f() -> None:
-        seen_before_call.append(len(journal.records()))
+        seen_during_call.append([e.status for e in journal.entries()])
 
     orch = inert.Orchestrator({"f": "write"}, {"f": f}, journal=journal)
     orch.draft([block("f")])
     orch.verify(1)
-    orch.finish()
-    assert seen_before_call == [1], "the intent is journaled before the tool runs"
-    assert journal.in_doubt() == []
+    report = orch.finish()
+    assert seen_during_call == [[None]], "the intent is journaled, with no outcome, while the tool runs"
+    (entry,) = journal.entries()
+    assert (entry.commit_key, entry.status) == (report.results[0].commit_key, "ok")
+    assert inert.recover(journal).in_doubt == []
 
 
 def test_warning_free_for_safe_policies() -> None:

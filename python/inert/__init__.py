@@ -14,20 +14,24 @@ from .effects import EffectClass, EffectTable, Footprint, ToolSpec
 from .errors import (
     EffectTableError,
     FormatSpecError,
+    IdempotencyConflictError,
+    InDoubtError,
     InertError,
     InertTypeError,
     InertValueError,
     MissingToolError,
     PieceTypeError,
     PolicyError,
+    ReplayedError,
     SpeculativeEffectViolation,
     StreamFinishedError,
     StreamLimitError,
+    ToolTimeoutError,
     UnknownFormatError,
     VerifyError,
     VocabularyError,
 )
-from .journal import Journal, MemoryJournal
+from .journal import Journal, JournalEntry, MemoryJournal, Recovery, SqliteJournal, recover
 from .orchestrator import POLICIES, Orchestrator, Step
 from .parse import ParsedCall, parse
 from .reconcile import reconcile
@@ -39,6 +43,14 @@ except PackageNotFoundError:  # running from a source tree without metadata
     __version__ = "0.0.0"
 
 __all__ = [
+    "recover",
+    "ToolTimeoutError",
+    "SqliteJournal",
+    "ReplayedError",
+    "Recovery",
+    "JournalEntry",
+    "InDoubtError",
+    "IdempotencyConflictError",
     "__version__",
     "AcceptedCall",
     "BlockEvent",

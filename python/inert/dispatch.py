@@ -1,26 +1,28 @@
 """Running tool calls on a worker pool without letting a later call overtake
-an earlier one whose footprint may overlap it (invariant 4)."""
+an earlier one whose footprint may overlap it (invariant 4), with per-tool
+concurrency limits, per-call timeouts, and the journal around every call."""
 
 from __future__ import annotations
 
 import enum
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from .effects import EffectClass
-from .errors import MissingToolError
-from .journal import Journal
+from .errors import InDoubtError, MissingToolError, ReplayedError, ToolTimeoutError
+from .journal import ERROR, OK, TIMEOUT, Journal, JournalEntry
 from .report import DispatchRecord
+from .telemetry import tool_span
 
 __all__ = ["Dispatcher", "Node"]
 
 
 class _State(enum.Enum):
     GATED = "gated"        # waiting for the gate (verification)
-    WAITING = "waiting"    # permitted, waiting for earlier conflicting calls
+    WAITING = "waiting"    # permitted, waiting for earlier conflicting calls or a tool slot
     RUNNING = "running"
     DONE = "done"
     CANCELLED = "cancelled"  # retracted before it started
@@ -29,14 +31,16 @@ class _State(enum.Enum):
 class Node:
     """One call in stream order, from the moment its block closes."""
 
-    __slots__ = ("record", "tool", "state", "deps", "waiters")
+    __slots__ = ("record", "tool", "state", "deps", "waiters", "timeout", "timer")
 
-    def __init__(self, record: DispatchRecord, tool: Callable[..., Any] | None) -> None:
+    def __init__(self, record: DispatchRecord, tool: Callable[..., Any] | None, timeout: float | None) -> None:
         self.record = record
         self.tool = tool
         self.state = _State.GATED
         self.deps: set[Node] = set()
         self.waiters: list[Node] = []
+        self.timeout = timeout
+        self.timer: threading.Timer | None = None
 
     @property
     def started(self) -> bool:
@@ -50,26 +54,54 @@ class Node:
         return f"Node({self.record.name!r}, {self.state.value}, key={self.record.commit_key})"
 
 
+def replay(record: DispatchRecord, prior: JournalEntry) -> bool:
+    """Fills ``record`` from an earlier journal entry of its key; returns whether
+    the tool may run anyway (an idempotent call in doubt: safe to repeat with its key)."""
+    record.replayed = True
+    if prior.status == OK:
+        record.result = prior.result
+        return False
+    if prior.in_doubt:
+        if record.effect is EffectClass.IDEMPOTENT:
+            return True
+        record.error = InDoubtError(
+            f"{record.name!r} under key {record.commit_key} was journaled without an outcome: it may have run "
+            "before a crash, so it is not run again; resolve it with `inert recover`"
+        )
+        return False
+    record.error = ReplayedError(f"{record.name!r} under key {record.commit_key} already failed: {prior.error}")
+    return False
+
+
 class Dispatcher:
     """Schedules calls in stream order over a thread pool.
 
     Args:
         journal: records an intent before each call and its outcome after.
+        turn_key: the turn the calls belong to, for the journal.
         max_workers: size of the worker pool.
         ordered: enforce the stream-order rule; only ``eager_unsafe`` turns it off.
+        limits: tool name -> most calls of it running at once.
     """
 
-    def __init__(self, journal: Journal, *, max_workers: int = 8, ordered: bool = True) -> None:
+    def __init__(self, journal: Journal, turn_key: str, *, max_workers: int = 8, ordered: bool = True,
+                 limits: Mapping[str, int] | None = None) -> None:
         self._journal = journal
+        self._turn_key = turn_key
         self._ordered = ordered
+        self._limits = dict(limits or {})
+        self._running: dict[str, int] = {}
         self._pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="inert-tool")
         self._cond = threading.Condition()
         self._live: list[Node] = []   # not retracted, in stream order
-        self._in_flight = 0           # permitted and not done
+        self._in_flight = 0           # permitted and not finished
+        self._abandoned = False       # a timed-out tool may still hold a worker
+        self.log: list[DispatchRecord] = []
+        """This dispatcher's calls, in the order they started."""
 
-    def register(self, record: DispatchRecord, tool: Callable[..., Any] | None) -> Node:
+    def register(self, record: DispatchRecord, tool: Callable[..., Any] | None, timeout: float | None = None) -> Node:
         """Adds the call of a block that just closed, after every live call."""
-        node = Node(record, tool)
+        node = Node(record, tool, timeout)
         with self._cond:
             if self._ordered:
                 for earlier in self._live:
@@ -87,8 +119,7 @@ class Dispatcher:
             node.record.early = early
             node.state = _State.WAITING
             self._in_flight += 1
-            if not node.deps:
-                self._start(node)
+            self._start_ready()
 
     def confirm(self, node: Node) -> bool:
         """Its block was accepted: lets a gated call go; returns whether it was gated.
@@ -118,20 +149,31 @@ class Dispatcher:
             return True
 
     def drain(self) -> None:
-        """Waits for every permitted call, then stops the pool."""
+        """Waits for every permitted call (a timed-out one counts as finished), then stops the pool."""
         with self._cond:
             self._cond.wait_for(lambda: self._in_flight == 0)
-        self._pool.shutdown(wait=True)
-
-    def gated(self) -> list[Node]:
-        with self._cond:
-            return [n for n in self._live if n.state is _State.GATED]
+            abandoned = self._abandoned
+        self._pool.shutdown(wait=not abandoned)
 
     # -- internals (called with the lock held) --
 
+    def _start_ready(self) -> None:
+        for node in self._live:
+            if node.state is _State.WAITING and not node.deps and self._slot_free(node.record.name):
+                self._start(node)
+
+    def _slot_free(self, tool: str) -> bool:
+        limit = self._limits.get(tool)
+        return limit is None or self._running.get(tool, 0) < limit
+
     def _start(self, node: Node) -> None:
         node.state = _State.RUNNING
-        self._journal.intent(node.record)  # the intent is recorded before the call can run
+        self._running[node.record.name] = self._running.get(node.record.name, 0) + 1
+        self.log.append(node.record)
+        if node.timeout is not None:
+            node.timer = threading.Timer(node.timeout, self._expire, (node,))
+            node.timer.daemon = True
+            node.timer.start()
         self._pool.submit(self._run, node)
 
     def _finish_one(self) -> None:
@@ -139,25 +181,56 @@ class Dispatcher:
         if self._in_flight == 0:
             self._cond.notify_all()
 
+    def _release(self, node: Node) -> None:
+        """``node`` finished (or timed out): later conflicting calls may go."""
+        node.state = _State.DONE
+        self._running[node.record.name] -= 1
+        for waiter in node.waiters:
+            waiter.deps.discard(node)
+        node.waiters.clear()
+        self._finish_one()
+        self._start_ready()
+
+    def _expire(self, node: Node) -> None:
+        with self._cond:
+            if node.state is not _State.RUNNING:
+                return
+            record = node.record
+            record.error = ToolTimeoutError(f"{record.name!r} did not return within {node.timeout} s; its effect is in doubt")
+            record.result = None
+            record.timed_out = True
+            record.finished = time.perf_counter()
+            self._abandoned = True
+            self._release(node)
+        self._journal.complete(record, TIMEOUT)
+
     def _run(self, node: Node) -> None:
         record = node.record
         record.started = time.perf_counter()
+        result, error = None, None
+        owns_outcome = False  # whether this call, not an earlier one, writes the key's outcome
         try:
-            if node.tool is None:
-                raise MissingToolError(f"no callable for tool {record.name!r}; pass it in tools=")
-            kwargs = dict(record.arguments)
-            if record.effect is EffectClass.IDEMPOTENT:
-                kwargs["idempotency_key"] = record.commit_key
-            record.result = node.tool(**kwargs)
+            prior = self._journal.begin(record, self._turn_key)  # the intent is on record before the call
+            owns_outcome = prior is None or replay(record, prior)
+            if owns_outcome:
+                if node.tool is None:
+                    raise MissingToolError(f"no callable for tool {record.name!r}; pass it in tools=")
+                kwargs = dict(record.arguments)
+                if record.effect is EffectClass.IDEMPOTENT:
+                    kwargs["idempotency_key"] = record.commit_key
+                with tool_span(record) as span:
+                    result = span.result = node.tool(**kwargs)
+            else:
+                result, error = record.result, record.error
         except Exception as exc:  # noqa: BLE001 - a tool's failure is its outcome, never the loop's
-            record.error = exc
-        record.finished = time.perf_counter()
-        self._journal.outcome(record)
+            error = exc
         with self._cond:
-            node.state = _State.DONE
-            for waiter in node.waiters:
-                waiter.deps.discard(node)
-                if waiter.state is _State.WAITING and not waiter.deps:
-                    self._start(waiter)
-            node.waiters.clear()
-            self._finish_one()
+            if node.timer is not None:
+                node.timer.cancel()
+            if node.state is not _State.RUNNING:
+                return  # timed out: the late outcome is not trusted, the journal says in doubt
+            record.result, record.error = result, error
+            record.finished = time.perf_counter()
+            self._release(node)
+        if owns_outcome:
+            self._journal.complete(record, OK if error is None else ERROR)

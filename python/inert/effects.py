@@ -93,16 +93,46 @@ class ToolSpec:
             an argument name, or a list of argument names whose values are keys.
             ``None`` means unknown: overlaps every other footprint.
         writes: the same for the resources it writes; ignored for read-only tools.
+        speculate: whether the tool may run on draft tokens, before its block is
+            accepted. Only read-only tools may; they do by default. Turn it off for
+            reads that reveal intent or cost rate limits (open-world tools).
+        timeout: seconds a call may run before it is recorded as timed out (in doubt).
+        max_concurrency: most calls of this tool running at once.
+
+    Raises:
+        EffectTableError: a bad effect, footprint, or ``speculate=True`` on a tool that is not read-only.
     """
 
     effect: EffectClass
     reads: FootprintFn | None
     writes: FootprintFn | None
+    speculate: bool
+    timeout: float | None
+    max_concurrency: int | None
 
-    def __init__(self, effect: EffectClass | str, reads: FootprintSpec = None, writes: FootprintSpec = None) -> None:
-        object.__setattr__(self, "effect", EffectClass.parse(effect))
+    def __init__(
+        self,
+        effect: EffectClass | str,
+        reads: FootprintSpec = None,
+        writes: FootprintSpec = None,
+        *,
+        speculate: bool | None = None,
+        timeout: float | None = None,
+        max_concurrency: int | None = None,
+    ) -> None:
+        effect = EffectClass.parse(effect)
+        if speculate and effect is not EffectClass.READ_ONLY:
+            raise EffectTableError(f"speculate=True needs a read-only tool; a {effect.value} tool runs only after acceptance")
+        if timeout is not None and timeout <= 0:
+            raise EffectTableError(f"timeout must be a positive number of seconds, got {timeout!r}")
+        if max_concurrency is not None and max_concurrency < 1:
+            raise EffectTableError(f"max_concurrency must be at least 1, got {max_concurrency!r}")
+        object.__setattr__(self, "effect", effect)
         object.__setattr__(self, "reads", _footprint_fn(reads, "reads"))
         object.__setattr__(self, "writes", _footprint_fn(writes, "writes"))
+        object.__setattr__(self, "speculate", effect is EffectClass.READ_ONLY if speculate is None else speculate)
+        object.__setattr__(self, "timeout", timeout)
+        object.__setattr__(self, "max_concurrency", max_concurrency)
 
     def footprint(self, arguments: Mapping[str, Any]) -> Footprint:
         """The footprint of one call; a footprint function that fails means unknown."""
@@ -166,6 +196,10 @@ class EffectTable:
     def __contains__(self, name: object) -> bool:
         return name in self._specs
 
+    def items(self) -> list[tuple[str, ToolSpec]]:
+        """The tools the table names, with their specs."""
+        return list(self._specs.items())
+
     def __repr__(self) -> str:
         entries = ", ".join(f"{n!r}: {s.effect.value!r}" for n, s in self._specs.items())
         return f"EffectTable({{{entries}}}, default={self.default.effect.value!r})"
@@ -216,13 +250,18 @@ class EffectTable:
             [tools.delete_file]
             effect = "idempotent"
             writes = ["path"]            # argument names whose values are resource keys
+            timeout = 5.0                # optional, as are speculate and max_concurrency
         """
         with open(path, "rb") as f:
             doc = tomllib.load(f)
         mapping: dict[str, EffectLike] = {}
         for name, entry in doc.get("tools", {}).items():
             if isinstance(entry, dict):
-                mapping[name] = ToolSpec(entry.get("effect", EffectClass.WRITE), entry.get("reads"), entry.get("writes"))
+                mapping[name] = ToolSpec(
+                    entry.get("effect", EffectClass.WRITE), entry.get("reads"), entry.get("writes"),
+                    speculate=entry.get("speculate"), timeout=entry.get("timeout"),
+                    max_concurrency=entry.get("max_concurrency"),
+                )
             else:
                 mapping[name] = entry
         return cls(mapping, default=doc.get("default", EffectClass.WRITE))

@@ -28,6 +28,10 @@ __all__ = [
     "EffectTableError",
     "PolicyError",
     "MissingToolError",
+    "IdempotencyConflictError",
+    "InDoubtError",
+    "ReplayedError",
+    "ToolTimeoutError",
     "SpeculativeEffectViolation",
 ]
 
@@ -82,6 +86,24 @@ class PolicyError(InertValueError):
 
 class MissingToolError(InertError, LookupError):
     """Recorded (not raised) as the error of a call whose tool has no callable."""
+
+
+class IdempotencyConflictError(InertError, ValueError):
+    """Recorded (not raised) when a commit key already journaled comes back with other arguments."""
+
+
+class InDoubtError(InertError, RuntimeError):
+    """Recorded (not raised) for a write whose key the journal holds without an outcome:
+    it may have run before a crash, so it is not run again. Resolve it with ``inert recover``."""
+
+
+class ReplayedError(InertError, RuntimeError):
+    """Recorded for a call whose key already has an error outcome in the journal: the
+    tool is not run again, and the earlier error is returned."""
+
+
+class ToolTimeoutError(InertError, TimeoutError):
+    """Recorded (not raised) when a tool outlives its timeout."""
 
 
 class SpeculativeEffectViolation(InertError, RuntimeError):

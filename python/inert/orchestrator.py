@@ -3,6 +3,7 @@ invariants to every block event the core reports."""
 
 from __future__ import annotations
 
+import os
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -12,7 +13,7 @@ from . import _core
 from .dispatch import Dispatcher, Node
 from .effects import EffectClass, EffectLike, EffectTable
 from .errors import PolicyError, SpeculativeEffectViolation
-from .journal import Journal, MemoryJournal
+from .journal import Journal, MemoryJournal, SqliteJournal
 from .reconcile import reconcile
 from .report import AcceptedCall, DispatchRecord, MalformedBlock, Report
 
@@ -66,7 +67,12 @@ class Orchestrator:
             XML-style formats; defaults to the schemas of ``effects`` (from ``from_openai``).
         max_block_bytes: a block longer than this is malformed and never dispatched.
         max_workers: worker threads for tool calls.
-        journal: where dispatches are recorded (in memory by default).
+        timeout: default per-call timeout in seconds (a ``ToolSpec`` may set its own);
+            a call past it is recorded with ``ToolTimeoutError`` and is in doubt.
+        limits: tool name -> most calls of it running at once (a ``ToolSpec`` may set its own).
+        journal: a ``Journal``, or the path of a SQLite journal file (durable intents,
+            idempotency by commit key across restarts). In memory by default.
+        trace: path of a JSONL trace to append this turn's events to (see docs/trace.md).
 
     Raises:
         UnknownFormatError: ``format`` is not a known format.
@@ -88,7 +94,10 @@ class Orchestrator:
         schemas: Mapping[str, Mapping[str, Any]] | None = None,
         max_block_bytes: int = 1 << 20,
         max_workers: int = 8,
-        journal: Journal | None = None,
+        timeout: float | None = None,
+        limits: Mapping[str, int] | None = None,
+        journal: Journal | str | os.PathLike[str] | None = None,
+        trace: str | os.PathLike[str] | None = None,
     ) -> None:
         if policy not in POLICIES:
             raise PolicyError(f"unknown policy {policy!r}; use one of {', '.join(POLICIES)}")
@@ -109,8 +118,16 @@ class Orchestrator:
             schemas=schemas if schemas is not None else self.effects.schemas,
             max_block_bytes=max_block_bytes,
         )
-        self.journal: Journal = journal if journal is not None else MemoryJournal()
-        self._dispatcher = Dispatcher(self.journal, max_workers=max_workers, ordered=policy != "eager_unsafe")
+        if journal is None:
+            journal = MemoryJournal()
+        elif isinstance(journal, (str, os.PathLike)):
+            journal = SqliteJournal(journal)
+        self.journal: Journal = journal
+        self.timeout = timeout
+        tool_limits = {n: s.max_concurrency for n, s in self.effects.items() if s.max_concurrency}
+        tool_limits.update(limits or {})
+        self._dispatcher = Dispatcher(self.journal, turn_key, max_workers=max_workers,
+                                      ordered=policy != "eager_unsafe", limits=tool_limits)
         self._candidates: dict[int, list[_Candidate]] = {}  # block id -> its calls
         self._accepted: list[_Candidate] = []
 
@@ -182,9 +199,9 @@ class Orchestrator:
             span=(ev.start or 0, ev.end or 0),
             early=False,
         )
-        node = self._dispatcher.register(record, self.tools.get(name))
+        node = self._dispatcher.register(record, self.tools.get(name), spec.timeout or self.timeout)
         self._candidates.setdefault(ev.block, []).append(_Candidate(ev, node))
-        if self.policy == "eager_unsafe" or (self.policy == "read_eager" and spec.effect is EffectClass.READ_ONLY):
+        if self.policy == "eager_unsafe" or (self.policy == "read_eager" and spec.speculate):
             self._dispatcher.permit(node, early=True)
             dispatched.append(record)
 
@@ -210,6 +227,6 @@ class Orchestrator:
                 malformed.append(MalformedBlock(span, ev.reason or "", key))
             else:
                 accepted_calls.append(AcceptedCall(key, ev.name or "", ev.arguments or {}, span))
-        report = reconcile(self.journal.records(), accepted_calls)
+        report = reconcile(self._dispatcher.log, accepted_calls)
         report.malformed = malformed
         return report

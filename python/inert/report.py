@@ -30,6 +30,10 @@ class DispatchRecord:
     finished: float | None = None
     result: Any = None
     error: BaseException | None = None
+    replayed: bool = False
+    """Its commit key was already journaled: the recorded outcome was returned (or, for an
+    idempotent call in doubt, the tool ran again with the same key)."""
+    timed_out: bool = False
 
     @property
     def done(self) -> bool:

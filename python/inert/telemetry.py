@@ -1,0 +1,70 @@
+"""OpenTelemetry spans for tool calls, when `opentelemetry-api` is installed.
+
+Each call is an ``execute_tool {name}`` span with the GenAI semantic-convention
+attributes (``gen_ai.operation.name``, ``gen_ai.tool.name``,
+``gen_ai.tool.call.id``, ``error.type``) and inert's own (``inert.commit_key``,
+``inert.effect``, ``inert.early``). Arguments and results are recorded only
+after ``record_content(True)``: they may hold user data.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from .report import DispatchRecord
+
+try:
+    from opentelemetry import trace as _trace
+except ImportError:  # the optional dependency is absent: spans are no-ops
+    _trace = None  # type: ignore[assignment]
+
+__all__ = ["record_content", "tool_span"]
+
+_content = False
+
+
+def record_content(enabled: bool) -> None:
+    """Opt in (or out) of recording tool arguments and results on spans."""
+    global _content
+    _content = enabled
+
+
+class SpanResult:
+    """Where the caller puts the tool's result for the span to record."""
+
+    __slots__ = ("result",)
+
+    def __init__(self) -> None:
+        self.result: Any = None
+
+
+@contextmanager
+def tool_span(record: DispatchRecord) -> Iterator[SpanResult]:
+    """A span around one tool call; errors are recorded and re-raised."""
+    out = SpanResult()
+    if _trace is None:
+        yield out
+        return
+    tracer = _trace.get_tracer("inert")
+    attributes: dict[str, Any] = {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": record.name,
+        "gen_ai.tool.call.id": record.commit_key,
+        "inert.commit_key": record.commit_key,
+        "inert.effect": record.effect.value,
+        "inert.early": record.early,
+    }
+    if _content:
+        attributes["gen_ai.tool.call.arguments"] = json.dumps(record.arguments, default=repr)
+    with tracer.start_as_current_span(f"execute_tool {record.name}", attributes=attributes,
+                                      record_exception=True, set_status_on_exception=True) as span:
+        try:
+            yield out
+        except Exception as exc:
+            span.set_attribute("error.type", type(exc).__qualname__)
+            raise
+        if _content:
+            span.set_attribute("gen_ai.tool.call.result", json.dumps(out.result, default=repr))
