@@ -24,6 +24,7 @@ class _State(enum.Enum):
     GATED = "gated"        # waiting for the gate (verification)
     WAITING = "waiting"    # permitted, waiting for earlier conflicting calls or a tool slot
     RUNNING = "running"
+    FINISHING = "finishing"  # its outcome is being journaled; later calls still wait
     DONE = "done"
     CANCELLED = "cancelled"  # retracted before it started
 
@@ -44,7 +45,7 @@ class Node:
 
     @property
     def started(self) -> bool:
-        return self.state in (_State.RUNNING, _State.DONE)
+        return self.state in (_State.RUNNING, _State.FINISHING, _State.DONE)
 
     @property
     def done(self) -> bool:
@@ -195,14 +196,16 @@ class Dispatcher:
         with self._cond:
             if node.state is not _State.RUNNING:
                 return
+            node.state = _State.FINISHING
             record = node.record
             record.error = ToolTimeoutError(f"{record.name!r} did not return within {node.timeout} s; its effect is in doubt")
             record.result = None
             record.timed_out = True
             record.finished = time.perf_counter()
             self._abandoned = True
+        self._journal.complete(record, TIMEOUT)  # on record before the call counts as finished
+        with self._cond:
             self._release(node)
-        self._journal.complete(record, TIMEOUT)
 
     def _run(self, node: Node) -> None:
         record = node.record
@@ -229,8 +232,10 @@ class Dispatcher:
                 node.timer.cancel()
             if node.state is not _State.RUNNING:
                 return  # timed out: the late outcome is not trusted, the journal says in doubt
+            node.state = _State.FINISHING
             record.result, record.error = result, error
             record.finished = time.perf_counter()
-            self._release(node)
         if owns_outcome:
-            self._journal.complete(record, OK if error is None else ERROR)
+            self._journal.complete(record, OK if error is None else ERROR)  # before the call counts as finished
+        with self._cond:
+            self._release(node)

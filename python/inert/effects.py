@@ -209,15 +209,20 @@ class EffectTable:
         """A table from MCP ``Tool`` objects or their dicts.
 
         ``readOnlyHint`` makes a tool read-only only when ``trusted`` (MCP
-        annotations are untrusted hints otherwise); ``idempotentHint`` makes it
-        idempotent; everything else is a write. ``overrides`` win.
+        annotations are untrusted hints otherwise), and such a tool runs on draft
+        tokens only when it declares ``openWorldHint: false`` (MCP's default is an
+        open world, whose reads reveal intent); ``idempotentHint`` makes it
+        idempotent; everything else, unannotated tools included, is a write.
+        ``overrides`` win. Works with both MCP SDK generations (``model_dump(by_alias=True)``)
+        and plain dicts, without importing ``mcp``.
         """
         mapping: dict[str, EffectLike] = {}
         for tool in tools:
             data = tool.model_dump(by_alias=True) if hasattr(tool, "model_dump") else dict(tool)
             annotations = data.get("annotations") or {}
             if trusted and annotations.get("readOnlyHint") is True:
-                mapping[data["name"]] = EffectClass.READ_ONLY
+                speculate = annotations.get("openWorldHint") is False
+                mapping[data["name"]] = ToolSpec(EffectClass.READ_ONLY, speculate=speculate)
             elif annotations.get("idempotentHint") is True:
                 mapping[data["name"]] = EffectClass.IDEMPOTENT
             else:

@@ -1,0 +1,180 @@
+"""The journal: durable intents, idempotency by commit key, recovery."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import inert
+
+
+def block(name: str, **arguments: Any) -> str:
+    return f'<tool_call>{json.dumps({"name": name, "arguments": arguments})}</tool_call>'
+
+
+def turn(journal: Any, tools: dict[str, Any], effects: dict[str, Any], blocks: list[str], turn_key: str = "t1") -> inert.Report:
+    orch = inert.Orchestrator(effects, tools, turn_key=turn_key, journal=journal)
+    orch.draft(blocks)
+    orch.verify(len(blocks))
+    return orch.finish(strict=False)
+
+
+def test_sqlite_journal_is_wal_and_full_sync(tmp_path: Path) -> None:
+    with inert.SqliteJournal(tmp_path / "j.sqlite") as j:
+        assert j._db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+        assert j._db.execute("PRAGMA synchronous").fetchone() == (2,)  # FULL
+
+
+def test_same_key_after_restart_returns_the_recorded_outcome(tmp_path: Path) -> None:
+    path = tmp_path / "j.sqlite"
+    runs: list[int] = []
+    tools = {"charge": lambda amount: runs.append(amount) or f"charged {amount}"}
+    first = turn(path, tools, {"charge": "write"}, [block("charge", amount=5)])
+    second = turn(path, tools, {"charge": "write"}, [block("charge", amount=5)])  # a new process, same turn
+    assert runs == [5], "the write ran once"
+    assert second.results[0].result == "charged 5" and second.results[0].commit_key == first.results[0].commit_key
+    assert [r.replayed for r in second.dispatch_log] == [True]
+    (entry,) = inert.recover(path).completed
+    assert (entry.tool, entry.arguments, entry.status, entry.turn_key) == ("charge", {"amount": 5}, "ok", "t1")
+    assert len(entry.fingerprint) == 64
+
+
+def test_same_key_other_arguments_is_a_conflict(tmp_path: Path) -> None:
+    journal = inert.MemoryJournal()
+    record = inert.DispatchRecord("ck1-x", "f", {"a": 1}, inert.EffectClass.WRITE, inert.Footprint(None, None), (0, 1), False)
+    assert journal.begin(record, "t") is None
+    other = inert.DispatchRecord("ck1-x", "f", {"a": 2}, inert.EffectClass.WRITE, inert.Footprint(None, None), (0, 1), False)
+    with pytest.raises(inert.IdempotencyConflictError, match="a key names one call"):
+        journal.begin(other, "t")
+
+
+def crash_before_outcome(path: Path, key_args: dict[str, Any], tool: str, effect: str) -> str:
+    """Leaves an intent without an outcome, as a crash mid-call would."""
+    j = inert.SqliteJournal(path)
+    key = inert.commit_key("t1", [block(tool, **key_args)])
+    record = inert.DispatchRecord(key, tool, key_args, inert.EffectClass(effect), inert.Footprint(None, None), (0, 1), False)
+    assert j.begin(record, "t1") is None
+    j.close()
+    return key
+
+
+def test_write_in_doubt_is_not_run_again(tmp_path: Path) -> None:
+    path = tmp_path / "j.sqlite"
+    key = crash_before_outcome(path, {"n": 1}, "send", "write")
+    assert [e.commit_key for e in inert.recover(path).in_doubt] == [key]
+    runs: list[int] = []
+    report = turn(path, {"send": lambda n: runs.append(n)}, {"send": "write"}, [block("send", n=1)])
+    assert runs == []
+    assert isinstance(report.results[0].error, inert.InDoubtError)
+    assert "inert recover" in str(report.results[0].error)
+    assert [e.commit_key for e in inert.recover(path).in_doubt] == [key], "still in doubt until someone resolves it"
+
+
+def test_idempotent_in_doubt_runs_again_with_the_same_key(tmp_path: Path) -> None:
+    path = tmp_path / "j.sqlite"
+    key = crash_before_outcome(path, {"n": 1}, "put", "idempotent")
+    keys: list[str] = []
+    report = turn(path, {"put": lambda n, idempotency_key: keys.append(idempotency_key)}, {"put": "idempotent"}, [block("put", n=1)])
+    assert keys == [key] and report.results[0].error is None
+    assert inert.recover(path).in_doubt == []
+
+
+def test_recorded_errors_are_replayed(tmp_path: Path) -> None:
+    path = tmp_path / "j.sqlite"
+
+    def boom() -> None:
+        raise ValueError("card declined")
+
+    turn(path, {"pay": boom}, {"pay": "write"}, [block("pay")])
+    report = turn(path, {"pay": lambda: "paid"}, {"pay": "write"}, [block("pay")])
+    assert isinstance(report.results[0].error, inert.ReplayedError)
+    assert "card declined" in str(report.results[0].error)
+
+
+def test_timeouts_are_recorded_and_in_doubt(tmp_path: Path) -> None:
+    path = tmp_path / "j.sqlite"
+    release = threading.Event()
+    order: list[str] = []
+
+    def slow() -> None:
+        release.wait(5)
+        order.append("slow returned")
+
+    def after() -> None:
+        order.append("after")
+
+    effects = {"slow": inert.ToolSpec("write", timeout=0.05), "after": "write"}
+    t0 = time.perf_counter()
+    report = turn(path, {"slow": slow, "after": after}, effects, [block("slow"), block("after")])
+    assert time.perf_counter() - t0 < 2
+    release.set()
+    assert isinstance(report.results[0].error, inert.ToolTimeoutError)
+    assert report.dispatch_log[0].timed_out
+    assert order[0] == "after", "a timed-out call releases the calls waiting on it"
+    assert [e.tool for e in inert.recover(path).in_doubt] == ["slow"]
+
+
+def test_orchestrator_timeout_default() -> None:
+    orch = inert.Orchestrator({"w": "write"}, {"w": lambda: time.sleep(1)}, timeout=0.05)
+    orch.draft([block("w")])
+    orch.verify(1)
+    assert isinstance(orch.finish(strict=False).results[0].error, inert.ToolTimeoutError)
+
+
+def test_per_tool_concurrency_limit() -> None:
+    active, peak = [0], [0]
+    lock = threading.Lock()
+
+    def fetch(i: int) -> None:
+        with lock:
+            active[0] += 1
+            peak[0] = max(peak[0], active[0])
+        time.sleep(0.02)
+        with lock:
+            active[0] -= 1
+
+    effects = {"fetch": inert.ToolSpec("read_only", reads="i", max_concurrency=2)}
+    orch = inert.Orchestrator(effects, {"fetch": fetch}, max_workers=8)
+    orch.draft([block("fetch", i=i) for i in range(6)])
+    orch.verify(6)
+    orch.finish()
+    assert peak[0] == 2
+    orch = inert.Orchestrator({"fetch": inert.ToolSpec("read_only", reads="i")}, {"fetch": fetch}, limits={"fetch": 1})
+    peak[0] = 0
+    orch.draft([block("fetch", i=i) for i in range(3)])
+    orch.verify(3)
+    orch.finish()
+    assert peak[0] == 1
+
+
+def test_speculate_false_keeps_a_read_until_acceptance() -> None:
+    orch = inert.Orchestrator({"search": inert.ToolSpec("read_only", speculate=False)}, {"search": lambda: "r"})
+    assert orch.draft([block("search")]).dispatched == ()
+    assert len(orch.verify(1).dispatched) == 1
+    with pytest.raises(inert.EffectTableError, match="read-only"):
+        inert.ToolSpec("write", speculate=True)
+
+
+def test_mcp_open_world_reads_do_not_speculate() -> None:
+    tools = [{"name": "web", "annotations": {"readOnlyHint": True}},
+             {"name": "local", "annotations": {"readOnlyHint": True, "openWorldHint": False}}]
+    table = inert.EffectTable.from_mcp(tools, trusted=True)
+    assert [table.spec(n).speculate for n in ("web", "local")] == [False, True]
+
+
+def test_recover_of_a_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(inert.InertValueError, match="no journal"):
+        inert.recover(tmp_path / "none.sqlite")
+
+
+def test_journal_file_is_plain_sqlite(tmp_path: Path) -> None:
+    path = tmp_path / "j.sqlite"
+    turn(path, {"f": lambda: 1}, {"f": "write"}, [block("f")])
+    with sqlite3.connect(path) as db:
+        assert db.execute("SELECT tool, status FROM intents JOIN outcomes USING (commit_key)").fetchall() == [("f", "ok")]
