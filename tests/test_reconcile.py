@@ -26,11 +26,18 @@ def test_consistent_log() -> None:
 
 def test_orphans_missed_and_discarded() -> None:
     log = [rec("kd", "w", "write", 0, 1), rec("kr", "r", "read_only", 0, 1)]
-    report = inert.reconcile(log, [acc("k9", "w")])
+    report = inert.reconcile(log, [{**acc("k9", "w"), "arguments": {"n": 2}}])
     assert sorted(kinds(report)) == ["missed", "orphan"]
     assert [d.commit_key for d in report.discarded] == ["kr"]
     orphan = next(v for v in report.violations if v.kind == "orphan")
     assert "kd" in orphan.message and "'w'" in orphan.message
+
+
+def test_same_call_under_two_keys_is_a_key_divergence() -> None:
+    report = inert.reconcile([rec("draft-key", "w", "write", 0, 1)], [acc("accepted-key", "w")])
+    (v,) = report.violations
+    assert (v.kind, v.commit_key, v.other_key) == ("key_divergence", "accepted-key", "draft-key")
+    assert "keyed the same call apart" in v.message
 
 
 def test_stale_read_uses_start_and_finish_times() -> None:

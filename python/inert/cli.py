@@ -10,7 +10,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from . import __version__
+from .audit import TurnAudit, audit
 from .demo import DemoRun, demo_ok, run_demo
+from .errors import InertError
+from .journal import JournalEntry, recover
 
 COL = 52
 
@@ -94,6 +97,45 @@ def _demo_json(runs: list[DemoRun]) -> dict[str, Any]:
     return {"ok": demo_ok(runs), "runs": [one(r) for r in runs]}
 
 
+def _audit_text(turns: list[TurnAudit]) -> str:
+    out = []
+    for t in turns:
+        out.append(f"turn {t.turn!r}: {len(t.dispatched)} dispatched, {len(t.accepted)} accepted, "
+                   f"{len(t.findings)} finding(s)")
+        for v in t.findings:
+            out += textwrap.wrap(f"[{v.kind}] {v.message}", width=110, initial_indent="  ", subsequent_indent="    ")
+    found = sum(len(t.findings) for t in turns)
+    out.append("clean: the dispatched stream matches the accepted stream" if not found else f"{found} finding(s)")
+    return "\n".join(out)
+
+
+def _audit_json(turns: list[TurnAudit]) -> dict[str, Any]:
+    return {"ok": not any(t.findings for t in turns), "turns": [
+        {"turn": t.turn, "dispatched": len(t.dispatched), "accepted": len(t.accepted),
+         "findings": [{"kind": v.kind, "tool": v.tool, "span": v.span, "commit_key": v.commit_key,
+                       "other_key": v.other_key, "message": v.message} for v in t.findings]}
+        for t in turns]}
+
+
+def _entry_json(e: JournalEntry) -> dict[str, Any]:
+    return {"commit_key": e.commit_key, "turn_key": e.turn_key, "tool": e.tool, "effect": e.effect,
+            "arguments": e.arguments, "fingerprint": e.fingerprint, "intent_at": e.intent_at, "status": e.status,
+            "result": e.result, "error": e.error, "finished_at": e.finished_at}
+
+
+def _recover_text(path: str) -> str:
+    rec = recover(path)
+    out = [f"{path}: {len(rec.in_doubt)} in doubt, {len(rec.completed)} completed"]
+    for title, entries in (("in doubt (may or may not have happened; not run again)", rec.in_doubt),
+                           ("completed", rec.completed)):
+        if entries:
+            out.append(title)
+            for e in entries:
+                status = e.status or "no outcome"
+                out.append(f"  {e.commit_key}  {e.effect:<10} {e.tool}({json.dumps(e.arguments, ensure_ascii=False)})  {status}")
+    return "\n".join(out)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="inert", description="Keep rejected speculative tokens inert.")
     parser.add_argument("--version", action="version", version=f"inert {__version__}")
@@ -101,12 +143,35 @@ def main(argv: Sequence[str] | None = None) -> int:
     demo = sub.add_parser("demo", help="replay the speculative tool-dispatch incident, with and without inert")
     demo.add_argument("--db", metavar="PATH", help="SQLite file to run against (default: a temporary file)")
     demo.add_argument("--json", action="store_true", help="machine-readable output")
+    demo.add_argument("--trace", metavar="PATH", help="append both turns' events to this JSONL trace")
+    aud = sub.add_parser("audit", help="find orphaned effects, missed calls, key divergence and stale reads in a trace")
+    aud.add_argument("trace", metavar="TRACE", help="an inert.trace/1 JSONL file, from inert or any stack")
+    aud.add_argument("--json", action="store_true", help="machine-readable output")
+    rec = sub.add_parser("recover", help="list a journal's dispatches: in doubt, and completed")
+    rec.add_argument("journal", metavar="PATH", help="a SQLite journal file")
+    rec.add_argument("--json", action="store_true", help="machine-readable output")
     args = parser.parse_args(argv)
 
-    if args.command == "demo":
-        runs = run_demo(args.db)
-        print(json.dumps(_demo_json(runs), indent=2) if args.json else render_demo(runs))
-        return 0 if demo_ok(runs) else 1
+    try:
+        if args.command == "demo":
+            runs = run_demo(args.db, args.trace)
+            print(json.dumps(_demo_json(runs), indent=2) if args.json else render_demo(runs))
+            return 0 if demo_ok(runs) else 1
+        if args.command == "audit":
+            turns = audit(args.trace)
+            print(json.dumps(_audit_json(turns), indent=2) if args.json else _audit_text(turns))
+            return 1 if any(t.findings for t in turns) else 0
+        if args.command == "recover":
+            if args.json:
+                r = recover(args.journal)
+                print(json.dumps({"in_doubt": [_entry_json(e) for e in r.in_doubt],
+                                  "completed": [_entry_json(e) for e in r.completed]}, indent=2, default=repr))
+            else:
+                print(_recover_text(args.journal))
+            return 0
+    except (InertError, OSError) as e:
+        print(f"inert {args.command}: {e}", file=sys.stderr)
+        return 2
     return 2  # pragma: no cover - argparse rejects unknown commands
 
 

@@ -176,7 +176,7 @@ def _divergences(run: DemoRun) -> tuple[list[str], list[str]]:
     return found, unexplained
 
 
-def run_policy(policy: str, db_path: Path) -> DemoRun:
+def run_policy(policy: str, db_path: Path, trace: str | Path | None = None) -> DemoRun:
     world = _World(db_path, policy)
     effects = {
         "create_report": ToolSpec(EffectClass.WRITE, reads="name", writes="name"),
@@ -186,7 +186,7 @@ def run_policy(policy: str, db_path: Path) -> DemoRun:
     tools: dict[str, Callable[..., Any]] = {"create_report": world.create_report, "delete_report": world.delete_report, "read_report": world.read_report}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # eager_unsafe warns by design; here it is the point
-        orch = Orchestrator(effects, tools, format="hermes", turn_key=f"demo-{policy}", policy=policy)
+        orch = Orchestrator(effects, tools, format="hermes", turn_key=f"demo-{policy}", policy=policy, trace=trace)
     _decode(orch)
     report = orch.finish(strict=False)
     ops, rows = world.snapshot()
@@ -195,12 +195,13 @@ def run_policy(policy: str, db_path: Path) -> DemoRun:
     return run
 
 
-def run_demo(db: str | Path | None = None) -> list[DemoRun]:
-    """Runs the incident under ``eager_unsafe`` and ``read_eager`` against one database file."""
+def run_demo(db: str | Path | None = None, trace: str | Path | None = None) -> list[DemoRun]:
+    """Runs the incident under ``eager_unsafe`` and ``read_eager`` against one database
+    file, appending both turns to ``trace`` when given."""
     if db is not None:
-        return [run_policy(p, Path(db)) for p in ("eager_unsafe", "read_eager")]
+        return [run_policy(p, Path(db), trace) for p in ("eager_unsafe", "read_eager")]
     with tempfile.TemporaryDirectory(prefix="inert-demo-") as tmp:
-        return [run_policy(p, Path(tmp) / "world.sqlite") for p in ("eager_unsafe", "read_eager")]
+        return [run_policy(p, Path(tmp) / "world.sqlite", trace) for p in ("eager_unsafe", "read_eager")]
 
 
 def demo_ok(runs: list[DemoRun]) -> bool:

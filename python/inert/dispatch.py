@@ -16,6 +16,7 @@ from .errors import InDoubtError, MissingToolError, ReplayedError, ToolTimeoutEr
 from .journal import ERROR, OK, TIMEOUT, Journal, JournalEntry
 from .report import DispatchRecord
 from .telemetry import tool_span
+from .trace import TraceWriter
 
 __all__ = ["Dispatcher", "Node"]
 
@@ -83,11 +84,13 @@ class Dispatcher:
         max_workers: size of the worker pool.
         ordered: enforce the stream-order rule; only ``eager_unsafe`` turns it off.
         limits: tool name -> most calls of it running at once.
+        trace: receives a ``dispatch`` event as each call starts and a ``result`` as it ends.
     """
 
     def __init__(self, journal: Journal, turn_key: str, *, max_workers: int = 8, ordered: bool = True,
-                 limits: Mapping[str, int] | None = None) -> None:
+                 limits: Mapping[str, int] | None = None, trace: TraceWriter | None = None) -> None:
         self._journal = journal
+        self._trace = trace
         self._turn_key = turn_key
         self._ordered = ordered
         self._limits = dict(limits or {})
@@ -204,12 +207,16 @@ class Dispatcher:
             record.finished = time.perf_counter()
             self._abandoned = True
         self._journal.complete(record, TIMEOUT)  # on record before the call counts as finished
+        if self._trace is not None:
+            self._trace.result(record)
         with self._cond:
             self._release(node)
 
     def _run(self, node: Node) -> None:
         record = node.record
         record.started = time.perf_counter()
+        if self._trace is not None:
+            self._trace.dispatch(record)
         result, error = None, None
         owns_outcome = False  # whether this call, not an earlier one, writes the key's outcome
         try:
@@ -237,5 +244,7 @@ class Dispatcher:
             record.finished = time.perf_counter()
         if owns_outcome:
             self._journal.complete(record, OK if error is None else ERROR)  # before the call counts as finished
+        if self._trace is not None:
+            self._trace.result(record)
         with self._cond:
             self._release(node)

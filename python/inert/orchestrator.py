@@ -15,6 +15,7 @@ from .effects import EffectClass, EffectLike, EffectTable
 from .errors import PolicyError, SpeculativeEffectViolation
 from .journal import Journal, MemoryJournal, SqliteJournal
 from .reconcile import reconcile
+from .trace import TraceWriter
 from .report import AcceptedCall, DispatchRecord, MalformedBlock, Report
 
 __all__ = ["Orchestrator", "Step", "POLICIES"]
@@ -126,8 +127,11 @@ class Orchestrator:
         self.timeout = timeout
         tool_limits = {n: s.max_concurrency for n, s in self.effects.items() if s.max_concurrency}
         tool_limits.update(limits or {})
+        self._trace = TraceWriter(trace, turn_key) if trace is not None else None
+        if self._trace is not None:
+            self._trace.emit("turn_start", format=self.stream.format, policy=policy)
         self._dispatcher = Dispatcher(self.journal, turn_key, max_workers=max_workers,
-                                      ordered=policy != "eager_unsafe", limits=tool_limits)
+                                      ordered=policy != "eager_unsafe", limits=tool_limits, trace=self._trace)
         self._candidates: dict[int, list[_Candidate]] = {}  # block id -> its calls
         self._accepted: list[_Candidate] = []
 
@@ -139,7 +143,10 @@ class Orchestrator:
             VocabularyError: an ``int`` token is not in the vocabulary; nothing changes.
             StreamFinishedError: the turn is finished.
         """
-        return self._apply(self.stream.draft(tokens))
+        events = self.stream.draft(tokens)
+        if self._trace is not None:
+            self._trace.draft(tokens)
+        return self._apply(events)
 
     def verify(self, n_accepted: int, correction: Token | None = None) -> Step:
         """Accepts the first ``n_accepted`` pending tokens, rejects the rest, then
@@ -148,7 +155,10 @@ class Orchestrator:
         Raises:
             VerifyError: ``n_accepted`` is negative or more than are pending; nothing changes.
         """
-        return self._apply(self.stream.verify(n_accepted, correction))
+        events = self.stream.verify(n_accepted, correction)
+        if self._trace is not None:
+            self._trace.verify(n_accepted, correction)
+        return self._apply(events)
 
     def finish(self, *, strict: bool = True) -> Report:
         """Ends the turn: rejects tokens never verified, waits for every dispatched
@@ -160,6 +170,9 @@ class Orchestrator:
         self._apply(self.stream.finish())
         self._dispatcher.drain()
         report = self._reconcile()
+        if self._trace is not None:
+            self._trace.emit("turn_end", violations=len(report.violations))
+            self._trace.close()
         if strict and report.violations:
             raise SpeculativeEffectViolation(report)
         return report
@@ -175,6 +188,8 @@ class Orchestrator:
         dispatched: list[DispatchRecord] = []
         for ev in events:
             kind = ev.kind
+            if self._trace is not None:
+                self._trace.block(ev)
             if kind == "closed":
                 self._on_closed(ev, dispatched)
             elif kind == "malformed":
@@ -213,8 +228,8 @@ class Orchestrator:
 
     def _on_retracted(self, ev: _core.BlockEvent) -> None:
         for candidate in self._candidates.pop(ev.block, []):
-            if candidate.node is not None:
-                self._dispatcher.retract(candidate.node)
+            if candidate.node is not None and self._dispatcher.retract(candidate.node) and self._trace is not None:
+                self._trace.discard(candidate.node.record)
 
     def _reconcile(self) -> Report:
         accepted_calls: list[AcceptedCall] = []

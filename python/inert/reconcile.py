@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .effects import EffectClass, Footprint
+from .journal import canonical_arguments
 from .report import AcceptedCall, CallResult, DiscardedCall, DispatchRecord, Report, Violation
 
 __all__ = ["reconcile"]
@@ -119,7 +120,33 @@ def reconcile(
                     f"{ea.name!r} at tokens {ea.span} (key {ea.commit_key}) finished: it observed the world out of stream order",
                     other_key=ea.commit_key,
                 ))
+    _pair_divergent_keys(report)
     return report
+
+
+def _pair_divergent_keys(report: Report) -> None:
+    """An orphaned effect and a never-dispatched accepted call that are the same call
+    (tool and arguments) are one divergence: the call ran under one key and was
+    accepted under another, so a reconciliation keyed on either cannot see it."""
+    missed = {(v.tool, canonical_arguments(a.arguments)): (v, a) for v in report.violations if v.kind == "missed"
+              for a in report.accepted if a.commit_key == v.commit_key}
+    by_key = {r.commit_key: r for r in report.dispatch_log}
+    for v in list(report.violations):
+        if v.kind != "orphan":
+            continue
+        r = by_key[v.commit_key]
+        match = missed.pop((r.name, canonical_arguments(r.arguments)), None)
+        if match is None:
+            continue
+        m, a = match
+        report.violations.remove(v)
+        report.violations.remove(m)
+        report.violations.append(Violation(
+            "key_divergence", r.name, a.span, a.commit_key,
+            f"{r.name!r} ran under key {r.commit_key} (tokens {r.span}) but was accepted under key {a.commit_key} "
+            f"(tokens {a.span}): dispatch and the accepted stream keyed the same call apart",
+            other_key=r.commit_key,
+        ))
 
 
 def _overtook(earlier: DispatchRecord, later: DispatchRecord) -> bool:

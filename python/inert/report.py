@@ -93,8 +93,9 @@ class Violation:
     ``kind`` is one of ``"orphan"`` (an effect whose block was never accepted),
     ``"missed"`` (an accepted call never dispatched), ``"duplicate"`` (an effect
     dispatched twice under one key), ``"key_divergence"`` (dispatched under an
-    accepted key with other arguments), ``"stale_read"`` (conflicting accepted
-    calls that ran out of stream order).
+    accepted key with other arguments, or the same call dispatched under one key
+    and accepted under another), ``"stale_read"`` (conflicting accepted calls
+    that ran out of stream order).
     """
 
     kind: str

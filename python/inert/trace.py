@@ -1,0 +1,99 @@
+"""JSONL traces of a turn: what was drafted and verified, every block event,
+every dispatch and outcome. Schema ``inert.trace/1`` (see the README), enough
+to rebuild both the dispatched stream and the accepted stream; ``inert audit``
+reads it back, from inert or from any stack that writes the schema."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from typing import IO, Any
+
+from . import _core
+from .report import DispatchRecord
+
+__all__ = ["SCHEMA", "TraceWriter", "read_trace"]
+
+SCHEMA = "inert.trace/1"
+
+
+def _token(t: str | bytes | int) -> str | int:
+    if isinstance(t, bytes):
+        return t.decode("utf-8", errors="backslashreplace")
+    return t
+
+
+class TraceWriter:
+    """Appends one turn's events to a JSONL file; safe to call from worker threads.
+
+    Times (``t``) are ``time.perf_counter()`` seconds: one monotonic clock per process,
+    so start and finish times of one turn compare.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], turn: str, *, results: bool = False) -> None:
+        self._file: IO[str] = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed by close()
+        self._lock = threading.Lock()
+        self._turn = turn
+        self._results = results
+
+    def emit(self, event: str, t: float | None = None, **fields: Any) -> None:
+        row = {"v": SCHEMA, "turn": self._turn, "event": event, "t": time.perf_counter() if t is None else t, **fields}
+        line = json.dumps(row, ensure_ascii=False, default=repr)
+        with self._lock:
+            if not self._file.closed:
+                self._file.write(line + "\n")
+
+    def draft(self, tokens: Sequence[str | bytes | int]) -> None:
+        self.emit("draft", tokens=[_token(t) for t in tokens])
+
+    def verify(self, n: int, correction: str | bytes | int | None) -> None:
+        self.emit("verify", n_accepted=n, correction=None if correction is None else _token(correction))
+
+    def block(self, e: _core.BlockEvent) -> None:
+        fields: dict[str, Any] = {"kind": e.kind, "block": e.block}
+        if e.start is not None:
+            fields["span"] = [e.start, e.end]
+        for name in ("index", "name", "arguments", "commit_key", "reason", "call_id"):
+            value = getattr(e, name)
+            if value is not None:
+                fields[name] = value
+        self.emit("block", **fields)
+
+    def dispatch(self, r: DispatchRecord) -> None:
+        self.emit("dispatch", t=r.started, commit_key=r.commit_key, name=r.name, arguments=r.arguments,
+                  effect=r.effect.value, footprint=r.footprint.as_json(), span=list(r.span), early=r.early)
+
+    def result(self, r: DispatchRecord) -> None:
+        fields: dict[str, Any] = {"commit_key": r.commit_key, "ok": r.error is None,
+                                  "error": None if r.error is None else f"{type(r.error).__name__}: {r.error}",
+                                  "timed_out": r.timed_out, "replayed": r.replayed}
+        if self._results:
+            fields["result"] = r.result
+        self.emit("result", t=r.finished, **fields)
+
+    def discard(self, r: DispatchRecord) -> None:
+        self.emit("discard", commit_key=r.commit_key, name=r.name)
+
+    def close(self) -> None:
+        with self._lock:
+            self._file.close()
+
+
+def read_trace(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
+    """The events of a trace file, in order; lines of other schemas are refused."""
+    from .errors import InertValueError
+
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise InertValueError(f"{os.fspath(path)}:{n}: not JSON ({e})") from None
+            if not isinstance(row, dict) or row.get("v") != SCHEMA:
+                raise InertValueError(f"{os.fspath(path)}:{n}: not an {SCHEMA} event (its \"v\" is {row.get('v') if isinstance(row, dict) else None!r})")
+            yield row

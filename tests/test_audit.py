@@ -1,0 +1,85 @@
+"""Traces and `inert audit`: inert's own traces, and one a foreign stack wrote."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import inert
+from inert.audit import audit
+from inert.cli import main
+from inert.trace import SCHEMA, read_trace
+
+FOREIGN = Path(__file__).resolve().parent / "traces" / "foreign_incident.jsonl"
+
+
+def test_a_foreign_stacks_trace_of_the_incident() -> None:
+    run17, run18 = audit(FOREIGN)
+    kinds = sorted((v.kind, v.tool, v.commit_key) for v in run17.findings)
+    assert kinds == [("orphan", "create_report", "k-a1"), ("orphan", "delete_report", "k-b1"),
+                     ("stale_read", "read_report", "k-c2")]
+    assert [d.commit_key for d in run17.report.discarded] == ["k-c1"], "the draft read is waste, not a violation"
+    (divergence,) = run18.findings
+    assert (divergence.kind, divergence.commit_key, divergence.other_key) == ("key_divergence", "acc-1", "draft-1")
+
+
+def test_audit_cli_exit_status_and_json(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["audit", str(FOREIGN)]) == 1
+    text = capsys.readouterr().out
+    assert "[orphan]" in text and "[stale_read]" in text and "[key_divergence]" in text
+    assert main(["audit", str(FOREIGN), "--json"]) == 1
+    out = json.loads(capsys.readouterr().out)
+    assert not out["ok"] and [len(t["findings"]) for t in out["turns"]] == [3, 1]
+
+
+def test_inerts_own_trace_rebuilds_both_streams(tmp_path: Path) -> None:
+    trace = tmp_path / "t.jsonl"
+    assert main(["demo", "--trace", str(trace)]) == 0
+    unsafe, safe = audit(trace)
+    assert sorted(v.kind for v in unsafe.findings) == ["orphan", "orphan", "stale_read"]
+    assert safe.findings == [] and len(safe.accepted) == 3 and len(safe.dispatched) == 3
+    events = list(read_trace(trace))
+    kinds = {e["event"] for e in events}
+    assert {"turn_start", "draft", "verify", "block", "dispatch", "result", "turn_end"} <= kinds
+    assert all(e["v"] == SCHEMA for e in events)
+    drafted = "".join(t for e in events if e["event"] == "draft" and e["turn"] == "demo-read_eager" for t in e["tokens"])
+    assert "reprots/q3" in drafted, "the dispatched stream (the draft) is in the trace"
+
+
+def test_orchestrator_trace_records_discards(tmp_path: Path) -> None:
+    trace = tmp_path / "t.jsonl"
+    orch = inert.Orchestrator({"get": "read_only"}, {"get": lambda: "r"}, trace=trace, turn_key="tt")
+    orch.draft(['<tool_call>{"name": "get"}</tool_call>'])
+    import time
+    time.sleep(0.05)
+    orch.verify(0, "no")
+    orch.finish()
+    events = [e["event"] for e in read_trace(trace)]
+    assert "discard" in events
+    assert audit(trace)[0].findings == []
+
+
+def test_bad_traces_are_refused(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"v": "other/9", "event": "x"}\n')
+    with pytest.raises(inert.InertValueError, match="not an inert.trace/1 event"):
+        audit(bad)
+    bad.write_text('{"v": "inert.trace/1", "turn": "t", "event": "dispatch", "t": 1}\n')
+    with pytest.raises(inert.InertValueError, match="lacks a field"):
+        audit(bad)
+    assert main(["audit", str(bad)]) == 2
+
+
+def test_recover_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "j.sqlite"
+    orch = inert.Orchestrator({"f": "write"}, {"f": lambda: 1}, journal=path)
+    orch.draft(['<tool_call>{"name": "f", "arguments": {"x": 1}}</tool_call>'])
+    orch.verify(1)
+    orch.finish()
+    assert main(["recover", str(path)]) == 0
+    assert "0 in doubt, 1 completed" in capsys.readouterr().out
+    assert main(["recover", str(path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["completed"][0]["arguments"] == {"x": 1}
+    assert main(["recover", str(tmp_path / "missing.sqlite")]) == 2
