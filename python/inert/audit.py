@@ -7,9 +7,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from .effects import EffectClass, Footprint
 from .errors import InertValueError
-from .reconcile import reconcile
+from .reconcile import accepted_from_json, reconcile, record_from_json
 from .report import AcceptedCall, DispatchRecord, Report, Violation
 from .trace import read_trace
 
@@ -30,12 +29,6 @@ class TurnAudit:
         return self.report.violations
 
 
-def _footprint(fp: dict[str, Any] | None) -> Footprint:
-    fp = fp or {}
-    keys = lambda v: None if v is None else frozenset(v)  # noqa: E731
-    return Footprint(keys(fp.get("reads")), keys(fp.get("writes")))
-
-
 def audit(path: str | os.PathLike[str]) -> list[TurnAudit]:
     """Audits every turn in a trace file.
 
@@ -48,12 +41,7 @@ def audit(path: str | os.PathLike[str]) -> list[TurnAudit]:
         event = row.get("event")
         try:
             if event == "dispatch":
-                record = DispatchRecord(
-                    commit_key=row["commit_key"], name=row["name"], arguments=dict(row.get("arguments") or {}),
-                    effect=EffectClass.parse(row.get("effect", "write")), footprint=_footprint(row.get("footprint")),
-                    span=tuple(row.get("span") or (0, 0)), early=bool(row.get("early", False)),  # type: ignore[arg-type]
-                    started=float(row["t"]),
-                )
+                record = record_from_json({**row, "started": float(row["t"]), "finished": None})
                 turn["order"].append(record)
                 turn["dispatch"].setdefault(record.commit_key, []).append(record)
             elif event == "result":
@@ -70,9 +58,7 @@ def audit(path: str | os.PathLike[str]) -> list[TurnAudit]:
                 elif kind == "retracted":
                     turn["closed"].pop(block, None)
                 elif kind == "accepted":
-                    for c in turn["closed"].pop(block, []):
-                        span = tuple(c.get("span") or (0, 0))
-                        turn["accepted"].append(AcceptedCall(c["commit_key"], c["name"], dict(c.get("arguments") or {}), span))  # type: ignore[arg-type]
+                    turn["accepted"] += [accepted_from_json(c) for c in turn["closed"].pop(block, [])]
         except (KeyError, TypeError, ValueError) as e:
             raise InertValueError(f"{os.fspath(path)}: a {event!r} event of turn {row.get('turn')!r} lacks a field or has a bad one: {e}") from None
     out = []

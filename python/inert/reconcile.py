@@ -13,7 +13,8 @@ from .report import AcceptedCall, CallResult, DiscardedCall, DispatchRecord, Rep
 __all__ = ["reconcile"]
 
 
-def _record(r: DispatchRecord | Mapping[str, Any]) -> DispatchRecord:
+def record_from_json(r: DispatchRecord | Mapping[str, Any]) -> DispatchRecord:
+    """A dispatch record from its JSON form (as traces and foreign logs write it)."""
     if isinstance(r, DispatchRecord):
         return r
     fp = r.get("footprint") or {}
@@ -32,7 +33,8 @@ def _record(r: DispatchRecord | Mapping[str, Any]) -> DispatchRecord:
     )
 
 
-def _accepted(a: AcceptedCall | Mapping[str, Any]) -> AcceptedCall:
+def accepted_from_json(a: AcceptedCall | Mapping[str, Any]) -> AcceptedCall:
+    """An accepted call from its JSON form."""
     if isinstance(a, AcceptedCall):
         return a
     return AcceptedCall(a["commit_key"], a["name"], dict(a.get("arguments") or {}), _span(a.get("span")))
@@ -68,8 +70,8 @@ def reconcile(
         call never dispatched, duplicate or diverging dispatch, and pair of
         conflicting accepted calls that ran out of stream order.
     """
-    log = [_record(r) for r in dispatch_log]
-    accepted = [_accepted(a) for a in accepted_stream]
+    log = [record_from_json(r) for r in dispatch_log]
+    accepted = [accepted_from_json(a) for a in accepted_stream]
     report = Report(dispatch_log=log, accepted=accepted)
     by_key: dict[str, list[DispatchRecord]] = {}
     for r in log:

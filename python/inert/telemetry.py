@@ -16,10 +16,13 @@ from typing import Any
 
 from .report import DispatchRecord
 
+import importlib
+
+_trace: Any
 try:
-    from opentelemetry import trace as _trace
+    _trace = importlib.import_module("opentelemetry.trace")
 except ImportError:  # the optional dependency is absent: spans are no-ops
-    _trace = None  # type: ignore[assignment]
+    _trace = None
 
 __all__ = ["record_content", "tool_span"]
 
