@@ -32,7 +32,8 @@ from .errors import (
     VocabularyError,
 )
 from .journal import Journal, JournalEntry, MemoryJournal, Recovery, SqliteJournal, recover
-from .orchestrator import POLICIES, Orchestrator, Step
+from .dispatch_async import CancelledCallError
+from .orchestrator import POLICIES, AsyncOrchestrator, Orchestrator, Step
 from .parse import ParsedCall, parse
 from .reconcile import reconcile
 from .report import AcceptedCall, CallResult, DiscardedCall, DispatchRecord, MalformedBlock, Report, Violation
@@ -43,6 +44,8 @@ except PackageNotFoundError:  # running from a source tree without metadata
     __version__ = "0.0.0"
 
 __all__ = [
+    "AsyncOrchestrator",
+    "CancelledCallError",
     "recover",
     "ToolTimeoutError",
     "SqliteJournal",

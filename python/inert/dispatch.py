@@ -18,7 +18,7 @@ from .report import DispatchRecord
 from .telemetry import tool_span
 from .trace import TraceWriter
 
-__all__ = ["Dispatcher", "Node"]
+__all__ = ["Dispatcher", "ThreadDispatcher", "Node"]
 
 
 class _State(enum.Enum):
@@ -33,7 +33,7 @@ class _State(enum.Enum):
 class Node:
     """One call in stream order, from the moment its block closes."""
 
-    __slots__ = ("record", "tool", "state", "deps", "waiters", "timeout", "timer")
+    __slots__ = ("record", "tool", "state", "deps", "waiters", "timeout", "timer", "task")
 
     def __init__(self, record: DispatchRecord, tool: Callable[..., Any] | None, timeout: float | None) -> None:
         self.record = record
@@ -43,6 +43,7 @@ class Node:
         self.waiters: list[Node] = []
         self.timeout = timeout
         self.timer: threading.Timer | None = None
+        self.task: Any = None  # the asyncio task running it, under AsyncDispatcher
 
     @property
     def started(self) -> bool:
@@ -76,18 +77,18 @@ def replay(record: DispatchRecord, prior: JournalEntry) -> bool:
 
 
 class Dispatcher:
-    """Schedules calls in stream order over a thread pool.
+    """Schedules calls in stream order; subclasses say how a call is run
+    (``ThreadDispatcher``: a thread pool; ``AsyncDispatcher``: asyncio tasks).
 
     Args:
         journal: records an intent before each call and its outcome after.
         turn_key: the turn the calls belong to, for the journal.
-        max_workers: size of the worker pool.
         ordered: enforce the stream-order rule; only ``eager_unsafe`` turns it off.
         limits: tool name -> most calls of it running at once.
         trace: receives a ``dispatch`` event as each call starts and a ``result`` as it ends.
     """
 
-    def __init__(self, journal: Journal, turn_key: str, *, max_workers: int = 8, ordered: bool = True,
+    def __init__(self, journal: Journal, turn_key: str, *, ordered: bool = True,
                  limits: Mapping[str, int] | None = None, trace: TraceWriter | None = None) -> None:
         self._journal = journal
         self._trace = trace
@@ -95,7 +96,6 @@ class Dispatcher:
         self._ordered = ordered
         self._limits = dict(limits or {})
         self._running: dict[str, int] = {}
-        self._pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="inert-tool")
         self._cond = threading.Condition()
         self._live: list[Node] = []   # not retracted, in stream order
         self._in_flight = 0           # permitted and not finished
@@ -152,13 +152,6 @@ class Dispatcher:
                 return False
             return True
 
-    def drain(self) -> None:
-        """Waits for every permitted call (a timed-out one counts as finished), then stops the pool."""
-        with self._cond:
-            self._cond.wait_for(lambda: self._in_flight == 0)
-            abandoned = self._abandoned
-        self._pool.shutdown(wait=not abandoned)
-
     # -- internals (called with the lock held) --
 
     def _start_ready(self) -> None:
@@ -174,16 +167,20 @@ class Dispatcher:
         node.state = _State.RUNNING
         self._running[node.record.name] = self._running.get(node.record.name, 0) + 1
         self.log.append(node.record)
-        if node.timeout is not None:
-            node.timer = threading.Timer(node.timeout, self._expire, (node,))
-            node.timer.daemon = True
-            node.timer.start()
-        self._pool.submit(self._run, node)
+        self._launch(node)
+
+    def _launch(self, node: Node) -> None:
+        """Starts running ``node`` (called with the lock held)."""
+        raise NotImplementedError
 
     def _finish_one(self) -> None:
         self._in_flight -= 1
         if self._in_flight == 0:
             self._cond.notify_all()
+            self._idle()
+
+    def _idle(self) -> None:
+        """Every permitted call has finished (called with the lock held)."""
 
     def _release(self, node: Node) -> None:
         """``node`` finished (or timed out): later conflicting calls may go."""
@@ -195,10 +192,53 @@ class Dispatcher:
         self._finish_one()
         self._start_ready()
 
-    def _expire(self, node: Node) -> None:
+    # -- the steps of one call, shared by the runners --
+
+    def _begin(self, node: Node) -> bool:
+        """Journals the intent (or finds the key's earlier entry); returns whether
+        the tool must run. Raises what the journal raises (a key conflict)."""
+        record = node.record
+        record.started = time.perf_counter()
+        if self._trace is not None:
+            self._trace.dispatch(record)
+        prior = self._journal.begin(record, self._turn_key)  # the intent is on record before the call
+        return prior is None or replay(record, prior)
+
+    def _kwargs(self, node: Node) -> dict[str, Any]:
+        if node.tool is None:
+            raise MissingToolError(f"no callable for tool {node.record.name!r}; pass it in tools=")
+        kwargs = dict(node.record.arguments)
+        if node.record.effect is EffectClass.IDEMPOTENT:
+            kwargs["idempotency_key"] = node.record.commit_key
+        return kwargs
+
+    def _settle(self, node: Node, result: Any, error: BaseException | None) -> bool:
+        """Fixes the outcome unless the call timed out; returns whether it did."""
+        with self._cond:
+            if node.timer is not None:
+                node.timer.cancel()
+            if node.state is not _State.RUNNING:
+                return False  # timed out: the late outcome is not trusted, the journal says in doubt
+            node.state = _State.FINISHING
+            node.record.result, node.record.error = result, error
+            node.record.finished = time.perf_counter()
+            return True
+
+    def _conclude(self, node: Node, owns_outcome: bool) -> None:
+        """Journals the outcome (before the call counts as finished), then lets later calls go."""
+        record = node.record
+        if owns_outcome:
+            self._journal.complete(record, OK if record.error is None else ERROR)
+        if self._trace is not None:
+            self._trace.result(record)
+        with self._cond:
+            self._release(node)
+
+    def _time_out(self, node: Node) -> bool:
+        """Records ``node`` as timed out, unless it already finished; returns whether it did."""
         with self._cond:
             if node.state is not _State.RUNNING:
-                return
+                return False
             node.state = _State.FINISHING
             record = node.record
             record.error = ToolTimeoutError(f"{record.name!r} did not return within {node.timeout} s; its effect is in doubt")
@@ -206,45 +246,46 @@ class Dispatcher:
             record.timed_out = True
             record.finished = time.perf_counter()
             self._abandoned = True
-        self._journal.complete(record, TIMEOUT)  # on record before the call counts as finished
+        self._journal.complete(record, TIMEOUT)
         if self._trace is not None:
             self._trace.result(record)
         with self._cond:
             self._release(node)
+        return True
+
+
+class ThreadDispatcher(Dispatcher):
+    """Runs calls on a pool of ``max_workers`` threads; a timed-out call's thread is abandoned."""
+
+    def __init__(self, journal: Journal, turn_key: str, *, max_workers: int = 8, ordered: bool = True,
+                 limits: Mapping[str, int] | None = None, trace: TraceWriter | None = None) -> None:
+        super().__init__(journal, turn_key, ordered=ordered, limits=limits, trace=trace)
+        self._pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="inert-tool")
+
+    def drain(self) -> None:
+        """Waits for every permitted call (a timed-out one counts as finished), then stops the pool."""
+        with self._cond:
+            self._cond.wait_for(lambda: self._in_flight == 0)
+            abandoned = self._abandoned
+        self._pool.shutdown(wait=not abandoned)
+
+    def _launch(self, node: Node) -> None:
+        if node.timeout is not None:
+            node.timer = threading.Timer(node.timeout, self._time_out, (node,))
+            node.timer.daemon = True
+            node.timer.start()
+        self._pool.submit(self._run, node)
 
     def _run(self, node: Node) -> None:
-        record = node.record
-        record.started = time.perf_counter()
-        if self._trace is not None:
-            self._trace.dispatch(record)
-        result, error = None, None
-        owns_outcome = False  # whether this call, not an earlier one, writes the key's outcome
+        result, error, owns_outcome = None, None, False
         try:
-            prior = self._journal.begin(record, self._turn_key)  # the intent is on record before the call
-            owns_outcome = prior is None or replay(record, prior)
+            owns_outcome = self._begin(node)
             if owns_outcome:
-                if node.tool is None:
-                    raise MissingToolError(f"no callable for tool {record.name!r}; pass it in tools=")
-                kwargs = dict(record.arguments)
-                if record.effect is EffectClass.IDEMPOTENT:
-                    kwargs["idempotency_key"] = record.commit_key
-                with tool_span(record) as span:
-                    result = span.result = node.tool(**kwargs)
+                with tool_span(node.record) as span:
+                    result = span.result = node.tool(**self._kwargs(node))  # type: ignore[misc]
             else:
-                result, error = record.result, record.error
+                result, error = node.record.result, node.record.error
         except Exception as exc:  # noqa: BLE001 - a tool's failure is its outcome, never the loop's
             error = exc
-        with self._cond:
-            if node.timer is not None:
-                node.timer.cancel()
-            if node.state is not _State.RUNNING:
-                return  # timed out: the late outcome is not trusted, the journal says in doubt
-            node.state = _State.FINISHING
-            record.result, record.error = result, error
-            record.finished = time.perf_counter()
-        if owns_outcome:
-            self._journal.complete(record, OK if error is None else ERROR)  # before the call counts as finished
-        if self._trace is not None:
-            self._trace.result(record)
-        with self._cond:
-            self._release(node)
+        if self._settle(node, result, error):
+            self._conclude(node, owns_outcome)

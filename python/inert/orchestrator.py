@@ -3,6 +3,7 @@ invariants to every block event the core reports."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -10,7 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any, Union
 
 from . import _core
-from .dispatch import Dispatcher, Node
+from .dispatch import Dispatcher, Node, ThreadDispatcher
+from .dispatch_async import AsyncDispatcher
 from .effects import EffectClass, EffectLike, EffectTable
 from .errors import PolicyError, SpeculativeEffectViolation
 from .journal import Journal, MemoryJournal, SqliteJournal
@@ -18,7 +20,7 @@ from .reconcile import reconcile
 from .trace import TraceWriter
 from .report import AcceptedCall, DispatchRecord, MalformedBlock, Report
 
-__all__ = ["Orchestrator", "Step", "POLICIES"]
+__all__ = ["Orchestrator", "AsyncOrchestrator", "Step", "POLICIES"]
 
 Token = Union[str, bytes, int]
 
@@ -46,12 +48,9 @@ class _Candidate:
     node: Node | None = None
 
 
-class Orchestrator:
-    """Gates tool dispatch on speculative verification for one assistant turn.
-
-    Call ``draft(tokens)`` for every draft window and ``verify(n, correction)``
-    after the target model scores it, then ``finish()`` once at the end of the turn.
-    One orchestrator per turn and per sequence; not shared between threads.
+class _Gate:
+    """The gate shared by ``Orchestrator`` and ``AsyncOrchestrator``: it turns the
+    core's block events into dispatch decisions under inert's invariants.
 
     Args:
         effects: an ``EffectTable``, or a mapping it is built from. Unknown tools are writes.
@@ -130,45 +129,30 @@ class Orchestrator:
         self._trace = TraceWriter(trace, turn_key) if trace is not None else None
         if self._trace is not None:
             self._trace.emit("turn_start", format=self.stream.format, policy=policy)
-        self._dispatcher = Dispatcher(self.journal, turn_key, max_workers=max_workers,
-                                      ordered=policy != "eager_unsafe", limits=tool_limits, trace=self._trace)
+        self._dispatcher = self._make_dispatcher(max_workers=max_workers, ordered=policy != "eager_unsafe",
+                                                 limits=tool_limits)
         self._candidates: dict[int, list[_Candidate]] = {}  # block id -> its calls
         self._accepted: list[_Candidate] = []
 
-    def draft(self, tokens: Sequence[Token]) -> Step:
-        """Appends a draft window (several calls extend the pending window).
+    def _make_dispatcher(self, *, max_workers: int, ordered: bool, limits: dict[str, int]) -> Dispatcher:
+        raise NotImplementedError
 
-        Raises:
-            PieceTypeError: a token is not ``str``, ``bytes`` or ``int``; nothing changes.
-            VocabularyError: an ``int`` token is not in the vocabulary; nothing changes.
-            StreamFinishedError: the turn is finished.
-        """
+    def _draft(self, tokens: Sequence[Token]) -> Step:
         events = self.stream.draft(tokens)
         if self._trace is not None:
             self._trace.draft(tokens)
         return self._apply(events)
 
-    def verify(self, n_accepted: int, correction: Token | None = None) -> Step:
-        """Accepts the first ``n_accepted`` pending tokens, rejects the rest, then
-        appends ``correction`` (the target's own next token) as accepted.
-
-        Raises:
-            VerifyError: ``n_accepted`` is negative or more than are pending; nothing changes.
-        """
+    def _verify(self, n_accepted: int, correction: Token | None) -> Step:
         events = self.stream.verify(n_accepted, correction)
         if self._trace is not None:
             self._trace.verify(n_accepted, correction)
         return self._apply(events)
 
-    def finish(self, *, strict: bool = True) -> Report:
-        """Ends the turn: rejects tokens never verified, waits for every dispatched
-        call, and reconciles the dispatch log with the accepted stream.
-
-        Raises:
-            SpeculativeEffectViolation: anything diverged (``strict``); the exception holds the report.
-        """
+    def _end(self) -> None:
         self._apply(self.stream.finish())
-        self._dispatcher.drain()
+
+    def _report(self, strict: bool) -> Report:
         report = self._reconcile()
         if self._trace is not None:
             self._trace.emit("turn_end", violations=len(report.violations))
@@ -245,3 +229,87 @@ class Orchestrator:
         report = reconcile(self._dispatcher.log, accepted_calls)
         report.malformed = malformed
         return report
+
+
+_DRAFT_DOC = """Appends a draft window (several calls extend the pending window).
+
+        Raises:
+            PieceTypeError: a token is not ``str``, ``bytes`` or ``int``; nothing changes.
+            VocabularyError: an ``int`` token is not in the vocabulary; nothing changes.
+            StreamFinishedError: the turn is finished.
+        """
+_VERIFY_DOC = """Accepts the first ``n_accepted`` pending tokens, rejects the rest, then
+        appends ``correction`` (the target's own next token) as accepted.
+
+        Raises:
+            VerifyError: ``n_accepted`` is negative or more than are pending; nothing changes.
+        """
+_FINISH_DOC = """Ends the turn: rejects tokens never verified, waits for every dispatched
+        call, and reconciles the dispatch log with the accepted stream.
+
+        Raises:
+            SpeculativeEffectViolation: anything diverged (``strict``); the exception holds the report.
+        """
+
+
+class Orchestrator(_Gate):
+    __doc__ = """Gates tool dispatch on speculative verification for one assistant turn.
+
+    Call ``draft(tokens)`` for every draft window and ``verify(n, correction)``
+    after the target model scores it, then ``finish()`` once at the end of the turn.
+    Tools run on a thread pool. One orchestrator per turn and per sequence; not
+    shared between threads.
+
+""" + (_Gate.__doc__ or "")[(_Gate.__doc__ or "").index("    Args:"):]
+
+    def _make_dispatcher(self, *, max_workers: int, ordered: bool, limits: dict[str, int]) -> Dispatcher:
+        return ThreadDispatcher(self.journal, self.turn_key, max_workers=max_workers, ordered=ordered,
+                                limits=limits, trace=self._trace)
+
+    def draft(self, tokens: Sequence[Token]) -> Step:
+        return self._draft(tokens)
+
+    def verify(self, n_accepted: int, correction: Token | None = None) -> Step:
+        return self._verify(n_accepted, correction)
+
+    def finish(self, *, strict: bool = True) -> Report:
+        self._end()
+        assert isinstance(self._dispatcher, ThreadDispatcher)
+        self._dispatcher.drain()
+        return self._report(strict)
+
+    draft.__doc__, verify.__doc__, finish.__doc__ = _DRAFT_DOC, _VERIFY_DOC, _FINISH_DOC
+
+
+class AsyncOrchestrator(_Gate):
+    __doc__ = """``Orchestrator`` for asyncio loops: ``await orch.draft(...)``,
+    ``await orch.verify(...)``, ``await orch.finish()``. Coroutine tools run as
+    tasks on the loop, plain functions in a worker thread; a speculative read
+    whose block is rejected is cancelled if it is still running. ``max_workers``
+    is unused (asyncio's default executor runs the plain functions).
+
+""" + (_Gate.__doc__ or "")[(_Gate.__doc__ or "").index("    Args:"):]
+
+    def _make_dispatcher(self, *, max_workers: int, ordered: bool, limits: dict[str, int]) -> Dispatcher:
+        return AsyncDispatcher(self.journal, self.turn_key, ordered=ordered, limits=limits, trace=self._trace)
+
+    def _bound(self) -> AsyncDispatcher:
+        assert isinstance(self._dispatcher, AsyncDispatcher)
+        self._dispatcher.bind(asyncio.get_running_loop())
+        return self._dispatcher
+
+    async def draft(self, tokens: Sequence[Token]) -> Step:
+        self._bound()
+        return self._draft(tokens)
+
+    async def verify(self, n_accepted: int, correction: Token | None = None) -> Step:
+        self._bound()
+        return self._verify(n_accepted, correction)
+
+    async def finish(self, *, strict: bool = True) -> Report:
+        dispatcher = self._bound()
+        self._end()
+        await dispatcher.drain()
+        return self._report(strict)
+
+    draft.__doc__, verify.__doc__, finish.__doc__ = _DRAFT_DOC, _VERIFY_DOC, _FINISH_DOC
