@@ -40,6 +40,9 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         if name.startswith("fmt:"):
             continue
         tr.write_line(f"{name:<34} {v * 1e6:9.3f} us")
+    if {"journal_turn_memory", "journal_turn_sqlite"} <= MEDIANS.keys():
+        extra = MEDIANS["journal_turn_sqlite"] - MEDIANS["journal_turn_memory"]
+        tr.write_line(f"SQLite journal adds {extra * 1e6:.0f} us per dispatched write (WAL, synchronous=FULL)")
     for impl in ("core", "orchestrator", "baseline_rescan"):
         short, long = MEDIANS.get(f"{impl}@1k"), MEDIANS.get(f"{impl}@64k")
         if short and long:
