@@ -118,10 +118,11 @@ class _Gate:
             schemas=schemas if schemas is not None else self.effects.schemas,
             max_block_bytes=max_block_bytes,
         )
+        self._own_journal: SqliteJournal | None = None  # opened here from a path: closed at finish
         if journal is None:
             journal = MemoryJournal()
         elif isinstance(journal, (str, os.PathLike)):
-            journal = SqliteJournal(journal)
+            journal = self._own_journal = SqliteJournal(journal)
         self.journal: Journal = journal
         self.timeout = timeout
         tool_limits = {n: s.max_concurrency for n, s in self.effects.items() if s.max_concurrency}
@@ -157,6 +158,8 @@ class _Gate:
         if self._trace is not None:
             self._trace.emit("turn_end", violations=len(report.violations))
             self._trace.close()
+        if self._own_journal is not None:
+            self._own_journal.close()
         if strict and report.violations:
             raise SpeculativeEffectViolation(report)
         return report
