@@ -224,3 +224,23 @@ def test_warning_free_for_safe_policies() -> None:
         warnings.simplefilter("error")
         inert.Orchestrator(policy="read_eager")
         inert.Orchestrator(policy="defer")
+
+
+def test_rejected_tokens_drafted_again_recur_their_key_without_a_violation() -> None:
+    """The verifier may reject draft tokens it then emits itself: the read's key recurs."""
+    release = threading.Event()
+
+    def lookup(**_: Any) -> str:
+        release.wait(2)
+        return "fresh"
+
+    orch = inert.Orchestrator({"lookup": "read_only"}, {"lookup": lookup, "nope": lambda **_: "w"})
+    text = block("lookup") + block("nope")
+    orch.draft([text])                 # the read starts speculatively and blocks
+    orch.verify(0, text)               # rejected, then the same text arrives as the correction
+    release.set()
+    report = orch.finish()
+    assert [(r.name, r.error) for r in report.results] == [("lookup", None), ("nope", None)]
+    assert report.results[0].result == "fresh"
+    assert report.violations == []
+    assert [d.name for d in report.discarded] == ["lookup"]

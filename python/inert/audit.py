@@ -44,10 +44,14 @@ def audit(path: str | os.PathLike[str]) -> list[TurnAudit]:
                 record = record_from_json({**row, "started": float(row["t"]), "finished": None})
                 turn["order"].append(record)
                 turn["dispatch"].setdefault(record.commit_key, []).append(record)
+            elif event == "discard":
+                for record in turn["dispatch"].get(row["commit_key"], []):
+                    record.discarded = True
             elif event == "result":
                 for record in turn["dispatch"].get(row["commit_key"], []):
                     if record.finished is None:
                         record.finished = float(row["t"])
+                        record.replayed = bool(row.get("replayed", False))
                         break
             elif event == "block":
                 kind, block = row["kind"], row["block"]

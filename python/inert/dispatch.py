@@ -59,14 +59,15 @@ class Node:
 
 def replay(record: DispatchRecord, prior: JournalEntry) -> bool:
     """Fills ``record`` from an earlier journal entry of its key; returns whether
-    the tool may run anyway (an idempotent call in doubt: safe to repeat with its key)."""
+    the tool runs anyway (a read or an idempotent call in doubt: safe to repeat).
+    A key recurs after a restart, or when rejected draft tokens are drafted again."""
     record.replayed = True
     if prior.status == OK:
         record.result = prior.result
         return False
     if prior.in_doubt:
-        if record.effect is EffectClass.IDEMPOTENT:
-            return True
+        if record.effect is not EffectClass.WRITE:
+            return True  # a read, or an idempotent call with its key: safe to run again
         record.error = InDoubtError(
             f"{record.name!r} under key {record.commit_key} was journaled without an outcome: it may have run "
             "before a crash, so it is not run again; resolve it with `inert recover`"
@@ -150,6 +151,7 @@ class Dispatcher:
                     self._finish_one()
                 node.state = _State.CANCELLED
                 return False
+            node.record.discarded = True
             return True
 
     # -- internals (called with the lock held) --

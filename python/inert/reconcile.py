@@ -30,6 +30,8 @@ def record_from_json(r: DispatchRecord | Mapping[str, Any]) -> DispatchRecord:
         finished=r.get("finished"),
         result=r.get("result"),
         error=r.get("error"),
+        replayed=bool(r.get("replayed", False)),
+        discarded=bool(r.get("discarded", False)),
     )
 
 
@@ -79,8 +81,8 @@ def reconcile(
     accepted_keys = {a.commit_key for a in accepted}
 
     for r in log:
-        if r.commit_key in accepted_keys:
-            continue
+        if r.commit_key in accepted_keys and not (r.discarded and not _is_effect(r)):
+            continue  # an effect that ran under an accepted key is that call's effect (see duplicates)
         if _is_effect(r):
             report.violations.append(Violation(
                 "orphan", r.name, r.span, r.commit_key,
@@ -99,19 +101,22 @@ def reconcile(
                 f"accepted call {a.name!r} at tokens {a.span} (key {a.commit_key}) was never dispatched",
             ))
             continue
-        r = records[0]
-        if len(records) > 1 and _is_effect(r):
+        # The dispatch that counts: the last one not discarded (rejected tokens drafted again recur a key).
+        r = [x for x in records if not x.discarded][-1:] or records[-1:]
+        r0 = r[0]
+        executed = [x for x in records if not x.replayed]
+        if len(executed) > 1 and _is_effect(r0):
             report.violations.append(Violation(
                 "duplicate", a.name, a.span, a.commit_key,
-                f"{r.effect.value} tool {a.name!r} at tokens {a.span} ran {len(records)} times under key {a.commit_key}",
+                f"{r0.effect.value} tool {a.name!r} at tokens {a.span} ran {len(executed)} times under key {a.commit_key}",
             ))
-        if r.name != a.name or r.arguments != a.arguments:
+        if r0.name != a.name or r0.arguments != a.arguments:
             report.violations.append(Violation(
                 "key_divergence", a.name, a.span, a.commit_key,
-                f"key {a.commit_key} was dispatched as {r.name}({r.arguments}) but accepted as {a.name}({a.arguments})",
+                f"key {a.commit_key} was dispatched as {r0.name}({r0.arguments}) but accepted as {a.name}({a.arguments})",
             ))
-        ran.append((a, r))
-        report.results.append(CallResult(a.name, a.arguments, r.effect, a.commit_key, r.result, r.error, r.early, a.span))
+        ran.append((a, r0))
+        report.results.append(CallResult(a.name, a.arguments, r0.effect, a.commit_key, r0.result, r0.error, r0.early, a.span))
 
     for i, (ea, er) in enumerate(ran):
         for la, lr in ran[i + 1:]:

@@ -34,6 +34,8 @@ class DispatchRecord:
     """Its commit key was already journaled: the recorded outcome was returned (or, for an
     idempotent call in doubt, the tool ran again with the same key)."""
     timed_out: bool = False
+    discarded: bool = False
+    """Its block was rejected after it started: its result never counts."""
 
     @property
     def done(self) -> bool:
