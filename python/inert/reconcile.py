@@ -102,8 +102,8 @@ def reconcile(
             ))
             continue
         # The dispatch that counts: the last one not discarded (rejected tokens drafted again recur a key).
-        r = [x for x in records if not x.discarded][-1:] or records[-1:]
-        r0 = r[0]
+        live = [x for x in records if not x.discarded] or records
+        r0 = live[-1]
         executed = [x for x in records if not x.replayed]
         if len(executed) > 1 and _is_effect(r0):
             report.violations.append(Violation(
