@@ -93,6 +93,8 @@ class Dispatcher:
                  limits: Mapping[str, int] | None = None, trace: TraceWriter | None = None) -> None:
         self._journal = journal
         self._trace = trace
+        self.clock: Callable[[], float] = time.perf_counter
+        """Where start and finish times come from (a simulation swaps in virtual time)."""
         self._turn_key = turn_key
         self._ordered = ordered
         self._limits = dict(limits or {})
@@ -200,7 +202,7 @@ class Dispatcher:
         """Journals the intent (or finds the key's earlier entry); returns whether
         the tool must run. Raises what the journal raises (a key conflict)."""
         record = node.record
-        record.started = time.perf_counter()
+        record.started = self.clock()
         if self._trace is not None:
             self._trace.dispatch(record)
         prior = self._journal.begin(record, self._turn_key)  # the intent is on record before the call
@@ -223,7 +225,7 @@ class Dispatcher:
                 return False  # timed out: the late outcome is not trusted, the journal says in doubt
             node.state = _State.FINISHING
             node.record.result, node.record.error = result, error
-            node.record.finished = time.perf_counter()
+            node.record.finished = self.clock()
             return True
 
     def _conclude(self, node: Node, owns_outcome: bool) -> None:
@@ -246,7 +248,7 @@ class Dispatcher:
             record.error = ToolTimeoutError(f"{record.name!r} did not return within {node.timeout} s; its effect is in doubt")
             record.result = None
             record.timed_out = True
-            record.finished = time.perf_counter()
+            record.finished = self.clock()
             self._abandoned = True
         self._journal.complete(record, TIMEOUT)
         if self._trace is not None:

@@ -1,0 +1,95 @@
+"""The simulated world: a real in-memory SQLite store that every tool call acts
+on, logging each operation with its virtual time, and tools with latencies."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import random
+import sqlite3
+from dataclasses import dataclass
+from typing import Any
+
+from ..effects import EffectClass, ToolSpec
+
+__all__ = ["Latency", "SimTool", "World"]
+
+Z99 = 2.3263478740408408  # the standard normal's 99th percentile
+
+
+@dataclass(frozen=True)
+class Latency:
+    """A tool's latency in seconds: fixed (``p99 == median``) or lognormal with that median and p99."""
+
+    median: float
+    p99: float | None = None
+
+    def sample(self, rng: random.Random) -> float:
+        if self.p99 is None or self.p99 <= self.median:
+            return self.median
+        sigma = math.log(self.p99 / self.median) / Z99
+        return self.median * math.exp(sigma * rng.gauss(0.0, 1.0))
+
+
+@dataclass(frozen=True)
+class SimTool:
+    """A tool of the simulation. ``kind`` is what it does to the resource named by
+    its ``key`` argument: ``read`` (observed when it starts), ``write`` or
+    ``delete`` (applied when it finishes)."""
+
+    name: str
+    kind: str
+    latency: Latency
+    key: str = "key"
+
+    @property
+    def effect(self) -> EffectClass:
+        return {"read": EffectClass.READ_ONLY, "write": EffectClass.WRITE, "delete": EffectClass.IDEMPOTENT}[self.kind]
+
+    def spec(self) -> ToolSpec:
+        if self.kind == "read":
+            return ToolSpec(self.effect, reads=self.key)
+        return ToolSpec(self.effect, reads=self.key, writes=self.key)
+
+    def duration(self, seed: int, arguments: dict[str, Any]) -> float:
+        """The same call takes the same time under every policy: seeded by the call, not by when it runs."""
+        ident = json.dumps([seed, self.name, arguments], sort_keys=True).encode()
+        return self.latency.sample(random.Random(int.from_bytes(hashlib.sha256(ident).digest()[:8], "big")))
+
+
+class World:
+    """Rows keyed by resource name, and the log of every operation on them."""
+
+    def __init__(self, rows: dict[str, str] | None = None) -> None:
+        self.db = sqlite3.connect(":memory:")
+        self.db.execute("CREATE TABLE rows (name TEXT PRIMARY KEY, value TEXT)")
+        self.db.execute("CREATE TABLE ops (t REAL, op TEXT, name TEXT, outcome TEXT)")
+        self.db.executemany("INSERT INTO rows VALUES (?, ?)", (rows or {}).items())
+
+    def read(self, t: float, name: str) -> str | None:
+        row = self.db.execute("SELECT value FROM rows WHERE name = ?", (name,)).fetchone()
+        self.db.execute("INSERT INTO ops VALUES (?, 'read', ?, ?)", (t, name, "found" if row else "missing"))
+        return None if row is None else str(row[0])
+
+    def write(self, t: float, name: str, value: str) -> None:
+        self.db.execute("INSERT OR REPLACE INTO rows VALUES (?, ?)", (name, value))
+        self.db.execute("INSERT INTO ops VALUES (?, 'write', ?, 'ok')", (t, name))
+
+    def delete(self, t: float, name: str) -> None:
+        gone = self.db.execute("DELETE FROM rows WHERE name = ?", (name,)).rowcount
+        self.db.execute("INSERT INTO ops VALUES (?, 'delete', ?, ?)", (t, name, "deleted" if gone else "missing"))
+
+    def rows(self) -> dict[str, str]:
+        return dict(self.db.execute("SELECT name, value FROM rows ORDER BY name"))
+
+    def apply(self, tool: SimTool, arguments: dict[str, Any], t: float) -> Any:
+        """Runs ``tool`` at once (the sequential reference world)."""
+        name = str(arguments.get(tool.key, ""))
+        if tool.kind == "read":
+            return self.read(t, name)
+        if tool.kind == "write":
+            self.write(t, name, json.dumps(arguments, sort_keys=True))
+        else:
+            self.delete(t, name)
+        return "ok"
