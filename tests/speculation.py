@@ -101,3 +101,42 @@ class Decoder:
             verify(n, correction)
             self.accepted = future
             pos = len(self.accepted)
+
+
+class AcceptanceWatch:
+    """Effect tools that check, as they run, that their call is among the calls of
+    the text the verifier is accepting: a write that runs before its block is
+    accepted is recorded as a problem. Call ``accepting(text)`` before each verify."""
+
+    def __init__(self, fmt: str) -> None:
+        import threading
+        from collections import Counter
+
+        self.fmt = fmt
+        self._lock = threading.Lock()
+        self._accepted: Counter[str] = Counter()
+        self.ran: list[str] = []
+        self.problems: list[str] = []
+
+    @staticmethod
+    def key(name: str | None, arguments: Any) -> str:
+        return json.dumps([name, arguments], sort_keys=True)
+
+    def tool(self, name: str) -> Callable[..., str]:
+        def run(**kwargs: Any) -> str:
+            kwargs.pop("idempotency_key", None)
+            key = self.key(name, kwargs)
+            with self._lock:
+                self.ran.append(key)
+                if self.ran.count(key) > self._accepted[key]:
+                    self.problems.append(f"{key} ran before its block was accepted")
+            return "ok"
+        return run
+
+    def accepting(self, pieces: list[bytes]) -> None:
+        import inert
+
+        calls = [self.key(p.name, p.arguments) for p in inert.parse(b"".join(pieces), self.fmt) if p.error is None]
+        with self._lock:
+            self._accepted.clear()
+            self._accepted.update(calls)

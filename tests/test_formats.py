@@ -4,8 +4,6 @@ writes only after acceptance, over random calls, tokenizations and schedules."""
 from __future__ import annotations
 
 import json
-import threading
-from collections import Counter
 from typing import Any
 
 import pytest
@@ -14,7 +12,7 @@ from hypothesis import strategies as st
 
 import inert
 from render import XML_FORMATS, Calls, render
-from speculation import Decoder, chunk
+from speculation import AcceptanceWatch, Decoder, chunk
 
 FORMATS = inert.formats()
 DELIMITERS = ["</tool_call>", "<tool_call>", "[TOOL_CALLS]", "<|call|>", "<｜tool▁call▁end｜>", "<|tool_call_end|>",
@@ -79,36 +77,14 @@ def test_rollback_equals_one_shot_and_writes_wait(fmt: str, data: st.DataObject)
     text, calls = data.draw(outputs(fmt))
     raw = text.encode()
     target = chunk(raw, data.draw(st.lists(st.integers(0, len(raw)), max_size=40))) or [raw]
-    accepted_now: Counter[str] = Counter()
-    ran: list[str] = []
-    problems: list[str] = []
-    lock = threading.Lock()
-
-    def tool_for(name: str) -> Any:
-        def tool(**kwargs: Any) -> str:
-            key = json.dumps([name, kwargs], sort_keys=True)
-            with lock:
-                ran.append(key)
-                if Counter(ran)[key] > accepted_now[key]:
-                    problems.append(f"{key} ran before its block was accepted")
-            return "ok"
-        return tool
-
-    tools = {n: tool_for(n) for n, _ in calls}
-    orch = inert.Orchestrator({}, tools, format=fmt, turn_key="t")  # every tool unknown: all writes
-
-    def before_verify(future: list[bytes]) -> None:
-        parsed = [p for p in inert.parse(b"".join(future), fmt) if p.error is None]
-        with lock:
-            accepted_now.clear()
-            accepted_now.update(json.dumps([p.name, p.arguments], sort_keys=True) for p in parsed)
-
-    Decoder(target, data.draw).run(orch.draft, orch.verify, before_verify)
+    watch = AcceptanceWatch(fmt)
+    orch = inert.Orchestrator({}, {n: watch.tool(n) for n, _ in calls}, format=fmt, turn_key="t")  # all writes
+    Decoder(target, data.draw).run(orch.draft, orch.verify, watch.accepting)
     report = orch.finish()
-    assert problems == []
+    assert watch.problems == []
     assert orch.stream.accepted_text() == raw
     assert [(r.name, normalise(r.arguments)) for r in report.results] == expected(calls)
-    assert sorted(ran) == sorted(json.dumps([r.name, r.arguments], sort_keys=True) for r in report.results)
+    assert sorted(watch.ran) == sorted(watch.key(r.name, r.arguments) for r in report.results)
 
 
 @pytest.mark.parametrize("fmt", FORMATS)

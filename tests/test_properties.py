@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import threading
 from collections import Counter
 from typing import Any
 
@@ -11,13 +9,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import inert
-from speculation import Decoder, tokenizations, transcripts
+from speculation import AcceptanceWatch, Decoder, tokenizations, transcripts
 
 EFFECTS = {"lookup": "read_only", "save": "write", "put": "idempotent"}  # "nope" is unknown: a write
-
-
-def canon(name: str | None, args: Any) -> str:
-    return json.dumps([name, args], sort_keys=True)
 
 
 def one_shot(text: bytes) -> list[inert.ParsedCall]:
@@ -70,42 +64,20 @@ def test_writes_wait_for_acceptance_and_results_match_the_accepted_text(data: st
     text = data.draw(transcripts())
     target = data.draw(tokenizations(text))
     policy = data.draw(st.sampled_from(["read_eager", "defer"]))
-    accepted_calls: Counter[str] = Counter()  # calls of the text accepted once the next verify returns
-    lock = threading.Lock()
-    effects_run: list[str] = []
-    problems: list[str] = []
-
-    def effect_tool(name: str) -> Any:
-        def tool(**kwargs: Any) -> str:
-            kwargs.pop("idempotency_key", None)
-            key = canon(name, kwargs)
-            with lock:
-                effects_run.append(key)
-                if Counter(effects_run)[key] > accepted_calls[key]:
-                    problems.append(f"{key} ran before its block was accepted")
-            return "ok"
-        return tool
-
-    tools = {"lookup": lambda **kw: "read", "save": effect_tool("save"), "put": effect_tool("put"),
-             "nope": effect_tool("nope")}
+    watch = AcceptanceWatch("hermes")
+    tools = {"lookup": lambda **kw: "read", "save": watch.tool("save"), "put": watch.tool("put"), "nope": watch.tool("nope")}
     orch = inert.Orchestrator(EFFECTS, tools, turn_key="turn-p", policy=policy)
 
-    def before_verify(future: list[bytes]) -> None:
-        calls = [canon(c.name, c.arguments) for c in one_shot(b"".join(future)) if c.error is None]
-        with lock:
-            accepted_calls.clear()
-            accepted_calls.update(calls)
-
     decoder = Decoder(target, data.draw)
-    decoder.run(orch.draft, orch.verify, before_verify)
+    decoder.run(orch.draft, orch.verify, watch.accepting)
     report = orch.finish()
-    assert problems == []
+    assert watch.problems == []
 
     expected = [c for c in one_shot(text.encode()) if c.error is None]
     assert [(r.name, r.arguments) for r in report.results] == [(c.name, c.arguments) for c in expected]
     assert len(report.malformed) == sum(c.error is not None for c in one_shot(text.encode()))
-    effects = [canon(r.name, r.arguments) for r in report.results if r.effect is not inert.EffectClass.READ_ONLY]
-    assert Counter(effects_run) == Counter(effects), "each accepted effect runs exactly once"
+    effects = [watch.key(r.name, r.arguments) for r in report.results if r.effect is not inert.EffectClass.READ_ONLY]
+    assert Counter(watch.ran) == Counter(effects), "each accepted effect runs exactly once"
     assert report.violations == []
     # One commit key: a pure function of the turn key and the accepted tokens through the block's end.
     keys = [r.commit_key for r in report.results] + [m.commit_key for m in report.malformed]

@@ -11,7 +11,7 @@ import pytest
 
 import inert
 from inert.cli import main
-from inert.simulate import (AGENTS, MODELS, POLICIES, Agent, ModelProfile, Workload, decode, default_workloads,
+from inert.simulate import (AGENTS, MODELS, POLICIES, ModelProfile, Workload, decode, default_workloads,
                             load_workloads, run_turn, simulate, tokenize)
 from inert.simulate.clock import VirtualLoop
 

@@ -13,7 +13,7 @@ from typing import Any, Union
 from . import _core
 from .dispatch import Dispatcher, Node, ThreadDispatcher
 from .dispatch_async import AsyncDispatcher
-from .effects import EffectClass, EffectLike, EffectTable
+from .effects import EffectLike, EffectTable
 from .errors import PolicyError, SpeculativeEffectViolation
 from .journal import Journal, MemoryJournal, SqliteJournal
 from .reconcile import reconcile
