@@ -14,6 +14,8 @@ pub enum CoreError {
     UnknownFormat { name: String, known: &'static [&'static str] },
     /// An integer token that is neither in the vocabulary nor a special token.
     UnknownTokenId { id: u64, has_vocab: bool },
+    /// A token id larger than any vocabulary inert addresses.
+    TokenIdTooLarge { id: u64, max: u64 },
     /// A special token whose text is empty: it could never be matched.
     EmptySpecialToken { id: u64 },
     /// The stream was finished; a finished turn takes no more tokens.
@@ -46,6 +48,9 @@ impl fmt::Display for CoreError {
                 "token id {id} given but the stream has no vocabulary; build it with vocab= \
                  (or special_tokens=) to draft integer tokens"
             ),
+            Self::TokenIdTooLarge { id, max } => {
+                write!(f, "token id {id} is out of range: inert addresses ids up to {max}")
+            }
             Self::EmptySpecialToken { id } => {
                 write!(f, "special token {id} has empty text; give each special token its spelling")
             }

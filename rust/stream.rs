@@ -279,7 +279,7 @@ impl TokenStream {
 fn bind(scanner: &Scanner, roles: &mut HashMap<u32, TokenRole>, id: u64, text: &[u8]) {
     match scanner.role_of_special(text) {
         TokenRole::Text => roles.remove(&(id as u32)),
-        role => roles.insert(id as u32, role),
+        role @ TokenRole::Delimiter(_) => roles.insert(id as u32, role),
     };
 }
 

@@ -37,7 +37,7 @@ impl Vocab {
 
     fn index(id: u64) -> Result<usize, CoreError> {
         if id > u64::from(MAX_TOKEN_ID) {
-            return Err(CoreError::UnknownTokenId { id, has_vocab: true });
+            return Err(CoreError::TokenIdTooLarge { id, max: u64::from(MAX_TOKEN_ID) });
         }
         Ok(id as usize)
     }

@@ -27,6 +27,10 @@ def stream() -> inert.TokenStream:
         (lambda s: s.verify(3), inert.VerifyError, ValueError, ["verify(3)", "pending (2)"]),
         (lambda s: s.verify(-1), inert.VerifyError, ValueError, [">= 0"]),
         (lambda s: s.verify(1.5), inert.InertTypeError, TypeError, ["expected an int"]),
+        (lambda s: s.verify(True), inert.InertTypeError, TypeError, ["bool"]),
+        (lambda s: s.verify(2**70), inert.VerifyError, ValueError, ["more tokens than are pending (2)"]),
+        (lambda s: s.verify(-(2**70)), inert.VerifyError, ValueError, [">= 0"]),
+        (lambda s: s.draft([2**40]), inert.VocabularyError, ValueError, ["out of range"]),
         (lambda s: s.verify(1, 3.0), inert.PieceTypeError, TypeError, ["float"]),
         (lambda s: s.draft(["ok", 2.5]), inert.PieceTypeError, TypeError, ["token 1", "float"]),
         (lambda s: s.draft(["ok", None]), inert.PieceTypeError, TypeError, ["NoneType"]),
@@ -87,6 +91,13 @@ def test_bad_effect_entries() -> None:
         inert.EffectTable({"f": "reads"})
     with pytest.raises(inert.EffectTableError, match="entry for 'f' is int"):
         inert.EffectTable({"f": 3})  # type: ignore[dict-item]
+
+
+def test_token_ids_past_the_addressable_range() -> None:
+    with pytest.raises(inert.VocabularyError, match="out of range"):
+        inert.TokenStream(special_tokens={2**40: "<tool_call>"})
+    with pytest.raises(inert.VocabularyError, match="out of range"):
+        inert.commit_key("t", [2**33])
 
 
 def test_bad_vocab_entries() -> None:

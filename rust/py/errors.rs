@@ -28,7 +28,9 @@ pub fn to_py(py: Python<'_>, err: &CoreError) -> PyErr {
         CoreError::VerifyTooMany { .. } | CoreError::NegativeCount { .. } => "VerifyError",
         CoreError::UnknownFormat { .. } => "UnknownFormatError",
         CoreError::BadFormatSpec(_) => "FormatSpecError",
-        CoreError::UnknownTokenId { .. } | CoreError::EmptySpecialToken { .. } => "VocabularyError",
+        CoreError::UnknownTokenId { .. } | CoreError::TokenIdTooLarge { .. } | CoreError::EmptySpecialToken { .. } => {
+            "VocabularyError"
+        }
         CoreError::Finished => "StreamFinishedError",
         CoreError::StreamTooLong => "StreamLimitError",
     };

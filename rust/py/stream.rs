@@ -92,11 +92,28 @@ fn format_spec(format: &Bound<'_, PyAny>) -> PyResult<FormatSpec> {
     })
 }
 
-fn count(py: Python<'_>, n: &Bound<'_, PyAny>) -> PyResult<usize> {
-    let n: i64 = n.extract().map_err(|_| {
-        inert_error(py, "InertTypeError", format!("verify(n_accepted): expected an int, got {}", n.get_type()))
-    })?;
-    usize::try_from(n).map_err(|_| super::errors::to_py(py, &CoreError::NegativeCount { requested: n }))
+fn count(py: Python<'_>, n: &Bound<'_, PyAny>, pending: usize) -> PyResult<usize> {
+    if !n.is_instance_of::<pyo3::types::PyInt>() || n.is_instance_of::<pyo3::types::PyBool>() {
+        return Err(inert_error(
+            py,
+            "InertTypeError",
+            format!("verify(n_accepted): expected an int, got {}", n.get_type()),
+        ));
+    }
+    match n.extract::<i64>() {
+        Ok(v) => usize::try_from(v).map_err(|_| super::errors::to_py(py, &CoreError::NegativeCount { requested: v })),
+        // An int too large for i64 is negative or far more than any window.
+        Err(_) if n.lt(0i64)? => Err(inert_error(
+            py,
+            "VerifyError",
+            format!("verify({n}): the accepted count must be >= 0; pass 0 to reject the whole window"),
+        )),
+        Err(_) => Err(inert_error(
+            py,
+            "VerifyError",
+            format!("verify({n}) accepts more tokens than are pending ({pending}); pass at most the number drafted since the last verify"),
+        )),
+    }
 }
 
 #[pymethods]
@@ -132,7 +149,7 @@ impl PyTokenStream {
         n_accepted: &Bound<'_, PyAny>,
         correction: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Vec<PyBlockEvent>> {
-        let n = count(py, n_accepted)?;
+        let n = count(py, n_accepted, self.inner.pending_len())?;
         let correction = correction.map(|c| token(0, c)).transpose()?;
         let events = self.inner.verify(n, correction).or_raise(py)?;
         PyBlockEvent::all(py, events)
@@ -252,8 +269,9 @@ pub fn commit_key(turn_key: &str, tokens: &Bound<'_, PyAny>, ordinal: u32) -> Py
         match token(i, o)? {
             TokenIn::Piece(p) => hasher.absorb(p, None),
             TokenIn::Id(id) => {
-                let id = u32::try_from(id)
-                    .map_err(|_| super::errors::to_py(o.py(), &CoreError::UnknownTokenId { id, has_vocab: true }))?;
+                let id = u32::try_from(id).map_err(|_| {
+                    super::errors::to_py(o.py(), &CoreError::TokenIdTooLarge { id, max: u64::from(u32::MAX) })
+                })?;
                 hasher.absorb(&[], Some(id));
             }
         }
