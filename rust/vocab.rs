@@ -30,9 +30,11 @@ impl Vocab {
 
     /// The piece of `id`.
     pub fn piece(&self, id: u64) -> Result<&[u8], CoreError> {
-        let unknown = || CoreError::UnknownTokenId { id, has_vocab: !self.is_empty() };
-        let idx = usize::try_from(id).map_err(|_| unknown())?;
-        self.pieces.get(idx).and_then(Option::as_deref).ok_or_else(unknown)
+        let idx = Self::index(id)?;
+        self.pieces
+            .get(idx)
+            .and_then(Option::as_deref)
+            .ok_or(CoreError::UnknownTokenId { id, has_vocab: !self.is_empty() })
     }
 
     fn index(id: u64) -> Result<usize, CoreError> {
