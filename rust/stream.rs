@@ -4,7 +4,7 @@
 
 use crate::error::CoreError;
 use crate::ledger::{CommitHasher, Ledger, TokenState};
-use crate::scan::{BlockEvent, Call, FormatSpec, ScanEvent, ScanState, Scanner, Schemas, TokenRole};
+use crate::scan::{BlockEvent, FormatSpec, ScanEvent, ScanState, Scanner, Schemas, TokenRole};
 use crate::vocab::Vocab;
 use std::collections::HashMap;
 
@@ -180,13 +180,9 @@ impl TokenStream {
         &self.live.text
     }
 
-    /// Ledger position of live position `pos`.
-    #[must_use]
-    pub fn ledger_position(&self, pos: usize) -> Option<usize> {
-        self.live.ledger_pos.get(pos).map(|&p| p as usize)
-    }
-
     /// Checks every token before anything changes, so a bad one leaves the stream as it was.
+    /// `push` resolves each token again: for pieces that is free, for ids one index, and
+    /// it is cheaper than collecting the resolved tokens (measured: 0.70 vs 0.92 us a step).
     fn check_tokens(&self, tokens: &[TokenIn<'_>]) -> Result<(), CoreError> {
         if self.finished {
             return Err(CoreError::Finished);
@@ -216,7 +212,7 @@ impl TokenStream {
     fn push(&mut self, token: TokenIn<'_>, events: &mut Vec<BlockEvent>) -> Result<(), CoreError> {
         let Self { scanner, vocab, special, ledger, live, .. } = self;
         let r = resolve(vocab, special, token)?;
-        let at = ledger.append(r.bytes, r.id)?;
+        let at = ledger.append(r.bytes)?;
         live.push(scanner, r, at as u32, events);
         Ok(())
     }
@@ -443,18 +439,6 @@ pub fn parse(text: &[u8], config: &StreamConfig) -> Result<Vec<BlockEvent>, Core
     events.extend(s.verify(1, None)?);
     events.extend(s.finish()?);
     Ok(events.into_iter().filter(|e| matches!(e, BlockEvent::Closed { .. } | BlockEvent::Malformed { .. })).collect())
-}
-
-/// The calls among `events`, in stream order.
-#[must_use]
-pub fn calls_of(events: &[BlockEvent]) -> Vec<Call> {
-    events
-        .iter()
-        .filter_map(|e| match e {
-            BlockEvent::Closed { call, .. } => Some(call.clone()),
-            _ => None,
-        })
-        .collect()
 }
 
 #[cfg(test)]

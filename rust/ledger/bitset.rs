@@ -70,23 +70,6 @@ impl BitSet {
         let range = range.start.min(self.len)..range.end.min(self.len);
         Self::words_of(&range).map(|w| (self.words[w] & mask_for(w, &range)).count_ones() as usize).sum()
     }
-
-    /// Whether every bit in `range` is set (true for an empty range).
-    #[must_use]
-    pub fn all(&self, range: Range<usize>) -> bool {
-        range.end <= self.len
-            && Self::words_of(&range).all(|w| {
-                let m = mask_for(w, &range);
-                self.words[w] & m == m
-            })
-    }
-
-    /// Whether any bit in `range` is set.
-    #[must_use]
-    pub fn any(&self, range: Range<usize>) -> bool {
-        let range = range.start.min(self.len)..range.end.min(self.len);
-        Self::words_of(&range).any(|w| self.words[w] & mask_for(w, &range) != 0)
-    }
 }
 
 #[cfg(test)]
@@ -109,19 +92,11 @@ mod tests {
                     assert_eq!(b.get(i), (s..e).contains(&i), "n={n} s={s} e={e} i={i}");
                 }
                 assert_eq!(b.count_ones(0..n), e - s);
-                assert!(b.all(s..e));
-                assert_eq!(b.any(0..n), e > s);
+                assert_eq!(b.count_ones(s..e), e - s);
                 if s > 0 {
-                    assert!(!b.all(s - 1..e));
+                    assert_eq!(b.count_ones(s - 1..e), e - s);
                 }
             }
         }
-    }
-
-    #[test]
-    fn all_past_len_is_false() {
-        let b = filled(10);
-        assert!(!b.all(5..11));
-        assert!(b.all(3..3));
     }
 }

@@ -22,7 +22,6 @@ pub enum TokenState {
 struct TokenRecord {
     start: u32,
     len: u32,
-    id: Option<u32>,
 }
 
 /// The outcome of one `decide`: which ledger positions became accepted and rejected.
@@ -67,12 +66,12 @@ impl Ledger {
     }
 
     /// Appends an undecided token and returns its ledger position.
-    pub fn append(&mut self, piece: &[u8], id: Option<u32>) -> Result<usize, CoreError> {
+    pub fn append(&mut self, piece: &[u8]) -> Result<usize, CoreError> {
         let start = u32::try_from(self.bytes.len()).map_err(|_| CoreError::StreamTooLong)?;
         let len = u32::try_from(piece.len()).map_err(|_| CoreError::StreamTooLong)?;
         start.checked_add(len).ok_or(CoreError::StreamTooLong)?;
         self.bytes.extend_from_slice(piece);
-        self.tokens.push(TokenRecord { start, len, id });
+        self.tokens.push(TokenRecord { start, len });
         self.accepted.push_clear();
         self.rejected.push_clear();
         Ok(self.tokens.len() - 1)
@@ -109,11 +108,6 @@ impl Ledger {
         &self.bytes[t.start as usize..(t.start + t.len) as usize]
     }
 
-    #[must_use]
-    pub fn id(&self, i: usize) -> Option<u32> {
-        self.tokens[i].id
-    }
-
     /// Whether a block whose tokens lie in ledger positions `span` and which
     /// has `live_tokens` tokens on the live stream is accepted whole: nothing in
     /// its span is undecided and exactly its own tokens are accepted (any
@@ -127,12 +121,6 @@ impl Ledger {
         let accepted = self.accepted.count_ones(span.clone());
         let rejected = self.rejected.count_ones(span.clone());
         accepted == live_tokens && accepted + rejected == span.len() && self.accepted.get(span.end - 1)
-    }
-
-    /// Whether any token in `span` was rejected.
-    #[must_use]
-    pub fn any_rejected(&self, span: Range<usize>) -> bool {
-        self.rejected.any(span)
     }
 
     /// Maximal runs of rejected tokens, for audit.
@@ -158,7 +146,7 @@ mod tests {
     fn ledger_with(n: usize) -> Ledger {
         let mut l = Ledger::default();
         for i in 0..n {
-            l.append(format!("t{i}").as_bytes(), None).unwrap();
+            l.append(format!("t{i}").as_bytes()).unwrap();
         }
         l
     }
@@ -186,14 +174,14 @@ mod tests {
     fn block_acceptance_skips_rebuilt_drafts() {
         let mut l = ledger_with(4);
         l.decide(2).unwrap(); // 0,1 accepted; 2,3 rejected
-        l.append(b"c", None).unwrap(); // 4
+        l.append(b"c").unwrap(); // 4
         l.decide(1).unwrap();
         // A block built from tokens 0,1,4 spans ledger 0..5 with 3 live tokens.
         assert!(l.is_accepted_whole(0..5, 3));
         assert!(!l.is_accepted_whole(0..5, 4));
         assert!(!l.is_accepted_whole(2..4, 0));
         assert_eq!(l.rejected_runs(), vec![2..4]);
-        l.append(b"d", None).unwrap();
+        l.append(b"d").unwrap();
         assert!(!l.is_accepted_whole(4..6, 2), "undecided token inside");
     }
 }
