@@ -216,8 +216,8 @@ class Dispatcher:
             kwargs["idempotency_key"] = node.record.commit_key
         return kwargs
 
-    def _settle(self, node: Node, result: Any, error: BaseException | None) -> bool:
-        """Fixes the outcome unless the call timed out; returns whether it did."""
+    def _settle(self, node: Node, result: Any, error: BaseException | None, *, timed_out: bool = False) -> bool:
+        """Fixes the outcome unless the call already timed out (or returned); returns whether it did."""
         with self._cond:
             if node.timer is not None:
                 node.timer.cancel()
@@ -226,35 +226,31 @@ class Dispatcher:
             node.state = _State.FINISHING
             node.record.result, node.record.error = result, error
             node.record.finished = self.clock()
+            node.record.timed_out = timed_out
+            self._abandoned |= timed_out
             return True
 
-    def _conclude(self, node: Node, owns_outcome: bool) -> None:
-        """Journals the outcome (before the call counts as finished), then lets later calls go."""
-        record = node.record
-        if owns_outcome:
-            self._journal.complete(record, OK if record.error is None else ERROR)
+    def _conclude(self, node: Node, status: str | None) -> None:
+        """Journals the outcome with ``status`` (none when an earlier call of the key owns
+        it), before the call counts as finished; then lets later calls go."""
+        if status is not None:
+            self._journal.complete(node.record, status)
         if self._trace is not None:
-            self._trace.result(record)
+            self._trace.result(node.record)
         with self._cond:
             self._release(node)
+
+    def _finish(self, node: Node, result: Any, error: BaseException | None, owns_outcome: bool) -> None:
+        """The call returned (or raised): settle and conclude it."""
+        if self._settle(node, result, error):
+            self._conclude(node, (OK if error is None else ERROR) if owns_outcome else None)
 
     def _time_out(self, node: Node) -> bool:
         """Records ``node`` as timed out, unless it already finished; returns whether it did."""
-        with self._cond:
-            if node.state is not _State.RUNNING:
-                return False
-            node.state = _State.FINISHING
-            record = node.record
-            record.error = ToolTimeoutError(f"{record.name!r} did not return within {node.timeout} s; its effect is in doubt")
-            record.result = None
-            record.timed_out = True
-            record.finished = self.clock()
-            self._abandoned = True
-        self._journal.complete(record, TIMEOUT)
-        if self._trace is not None:
-            self._trace.result(record)
-        with self._cond:
-            self._release(node)
+        error = ToolTimeoutError(f"{node.record.name!r} did not return within {node.timeout} s; its effect is in doubt")
+        if not self._settle(node, None, error, timed_out=True):
+            return False
+        self._conclude(node, TIMEOUT)
         return True
 
 
@@ -291,5 +287,4 @@ class ThreadDispatcher(Dispatcher):
                 result, error = node.record.result, node.record.error
         except Exception as exc:  # noqa: BLE001 - a tool's failure is its outcome, never the loop's
             error = exc
-        if self._settle(node, result, error):
-            self._conclude(node, owns_outcome)
+        self._finish(node, result, error, owns_outcome)

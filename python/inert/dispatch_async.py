@@ -95,8 +95,7 @@ class AsyncDispatcher(Dispatcher):
             error = CancelledCallError(f"{node.record.name!r} was cancelled: its block was rejected")
         except Exception as exc:  # noqa: BLE001 - a tool's failure is its outcome, never the loop's
             error = exc
-        if self._settle(node, result, error):
-            await asyncio.to_thread(self._conclude, node, owns_outcome)
+        await asyncio.to_thread(self._finish, node, result, error, owns_outcome)
 
     async def _call(self, node: Node) -> Any:
         kwargs = self._kwargs(node)

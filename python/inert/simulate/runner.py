@@ -32,8 +32,7 @@ class VirtualDispatcher(Dispatcher):
         record = node.record
         tool = self._sim.get(record.name)
         if not owns_outcome or tool is None:
-            if self._settle(node, record.result, record.error if tool else KeyError(record.name)):
-                self._conclude(node, owns_outcome)
+            self._finish(node, record.result, record.error if tool else KeyError(record.name), owns_outcome)
             return
         key = str(record.arguments.get(tool.key, ""))
         result: Any = self._world.read(self._loop.now, key) if tool.kind == "read" else None
@@ -41,8 +40,7 @@ class VirtualDispatcher(Dispatcher):
         def finish() -> None:
             # An effect lands when its call finishes, discarded or not: that is what an orphan is.
             value = result if tool.kind == "read" else self._world.apply(tool, record.arguments, self._loop.now)
-            if self._settle(node, value, None):
-                self._conclude(node, owns_outcome)
+            self._finish(node, value, None, owns_outcome)
 
         self._loop.at(self._loop.now + tool.duration(self._seed, record.arguments), finish)
 
