@@ -21,12 +21,30 @@ class TurnAudit:
 
     turn: str
     report: Report
-    dispatched: list[DispatchRecord] = field(default_factory=list)
-    accepted: list[AcceptedCall] = field(default_factory=list)
+
+    @property
+    def dispatched(self) -> list[DispatchRecord]:
+        """The dispatched stream's calls, in the order they started."""
+        return self.report.dispatch_log
+
+    @property
+    def accepted(self) -> list[AcceptedCall]:
+        """The accepted stream's calls, in stream order."""
+        return self.report.accepted
 
     @property
     def findings(self) -> list[Violation]:
         return self.report.violations
+
+
+@dataclass
+class _TurnEvents:
+    """What a trace says of one turn, gathered as its events are read."""
+
+    order: list[DispatchRecord] = field(default_factory=list)
+    by_key: dict[str, list[DispatchRecord]] = field(default_factory=dict)
+    closed: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
+    accepted: list[AcceptedCall] = field(default_factory=list)
 
 
 def audit(path: str | os.PathLike[str]) -> list[TurnAudit]:
@@ -35,20 +53,20 @@ def audit(path: str | os.PathLike[str]) -> list[TurnAudit]:
     Raises:
         InertValueError: the file is not an ``inert.trace/1`` trace.
     """
-    turns: dict[str, dict[str, Any]] = {}
+    turns: dict[str, _TurnEvents] = {}
     for row in read_trace(path):
-        turn = turns.setdefault(str(row.get("turn", "")), {"dispatch": {}, "order": [], "closed": {}, "accepted": []})
+        turn = turns.setdefault(str(row.get("turn", "")), _TurnEvents())
         event = row.get("event")
         try:
             if event == "dispatch":
                 record = record_from_json({**row, "started": float(row["t"]), "finished": None})
-                turn["order"].append(record)
-                turn["dispatch"].setdefault(record.commit_key, []).append(record)
+                turn.order.append(record)
+                turn.by_key.setdefault(record.commit_key, []).append(record)
             elif event == "discard":
-                for record in turn["dispatch"].get(row["commit_key"], []):
+                for record in turn.by_key.get(row["commit_key"], []):
                     record.discarded = True
             elif event == "result":
-                for record in turn["dispatch"].get(row["commit_key"], []):
+                for record in turn.by_key.get(row["commit_key"], []):
                     if record.finished is None:
                         record.finished = float(row["t"])
                         record.replayed = bool(row.get("replayed", False))
@@ -56,17 +74,13 @@ def audit(path: str | os.PathLike[str]) -> list[TurnAudit]:
             elif event == "block":
                 kind, block = row["kind"], row["block"]
                 if kind == "closed":
-                    turn["closed"].setdefault(block, []).append(row)
+                    turn.closed.setdefault(block, []).append(row)
                 elif kind == "malformed":
-                    turn["closed"][block] = []
+                    turn.closed[block] = []
                 elif kind == "retracted":
-                    turn["closed"].pop(block, None)
+                    turn.closed.pop(block, None)
                 elif kind == "accepted":
-                    turn["accepted"] += [accepted_from_json(c) for c in turn["closed"].pop(block, [])]
+                    turn.accepted += [accepted_from_json(c) for c in turn.closed.pop(block, [])]
         except (KeyError, TypeError, ValueError) as e:
             raise InertValueError(f"{os.fspath(path)}: a {event!r} event of turn {row.get('turn')!r} lacks a field or has a bad one: {e}") from None
-    out = []
-    for name, turn in turns.items():
-        report = reconcile(turn["order"], turn["accepted"])
-        out.append(TurnAudit(name, report, turn["order"], turn["accepted"]))
-    return out
+    return [TurnAudit(name, reconcile(t.order, t.accepted)) for name, t in turns.items()]

@@ -80,26 +80,40 @@ def reconcile(
         by_key.setdefault(r.commit_key, []).append(r)
     accepted_keys = {a.commit_key for a in accepted}
 
+    # An effect that ran under an accepted key is that call's effect (see duplicates below).
+    orphans = [r for r in log if _is_effect(r) and r.commit_key not in accepted_keys]
+    missed = [a for a in accepted if a.commit_key not in by_key]
+    moved = _same_call_under_two_keys(orphans, missed)
+    paired = {id(r) for r in moved.values()}
+
     for r in log:
-        if r.commit_key in accepted_keys and not (r.discarded and not _is_effect(r)):
-            continue  # an effect that ran under an accepted key is that call's effect (see duplicates)
         if _is_effect(r):
-            report.violations.append(Violation(
-                "orphan", r.name, r.span, r.commit_key,
-                f"orphaned effect: {r.effect.value} tool {r.name!r} ran from tokens {r.span} under key {r.commit_key}, "
-                "but that block was never accepted; nothing compensates it",
-            ))
-        else:
+            if r.commit_key not in accepted_keys and id(r) not in paired:
+                report.violations.append(Violation(
+                    "orphan", r.name, r.span, r.commit_key,
+                    f"orphaned effect: {r.effect.value} tool {r.name!r} ran from tokens {r.span} under key "
+                    f"{r.commit_key}, but that block was never accepted; nothing compensates it",
+                ))
+        elif r.discarded or r.commit_key not in accepted_keys:
             report.discarded.append(DiscardedCall(r.name, r.arguments, r.commit_key, r.span, r.done))
 
     ran: list[tuple[AcceptedCall, DispatchRecord]] = []
     for a in accepted:
         records = by_key.get(a.commit_key, [])
         if not records:
-            report.violations.append(Violation(
-                "missed", a.name, a.span, a.commit_key,
-                f"accepted call {a.name!r} at tokens {a.span} (key {a.commit_key}) was never dispatched",
-            ))
+            source = moved.get(id(a))
+            if source is not None:
+                report.violations.append(Violation(
+                    "key_divergence", source.name, a.span, a.commit_key,
+                    f"{source.name!r} ran under key {source.commit_key} (tokens {source.span}) but was accepted under "
+                    f"key {a.commit_key} (tokens {a.span}): dispatch and the accepted stream keyed the same call apart",
+                    other_key=source.commit_key,
+                ))
+            else:
+                report.violations.append(Violation(
+                    "missed", a.name, a.span, a.commit_key,
+                    f"accepted call {a.name!r} at tokens {a.span} (key {a.commit_key}) was never dispatched",
+                ))
             continue
         # The dispatch that counts: the last one not discarded (rejected tokens drafted again recur a key).
         live = [x for x in records if not x.discarded] or records
@@ -127,33 +141,22 @@ def reconcile(
                     f"{ea.name!r} at tokens {ea.span} (key {ea.commit_key}) finished: it observed the world out of stream order",
                     other_key=ea.commit_key,
                 ))
-    _pair_divergent_keys(report)
     return report
 
 
-def _pair_divergent_keys(report: Report) -> None:
-    """An orphaned effect and a never-dispatched accepted call that are the same call
-    (tool and arguments) are one divergence: the call ran under one key and was
-    accepted under another, so a reconciliation keyed on either cannot see it."""
-    missed = {(v.tool, canonical_arguments(a.arguments)): (v, a) for v in report.violations if v.kind == "missed"
-              for a in report.accepted if a.commit_key == v.commit_key}
-    by_key = {r.commit_key: r for r in report.dispatch_log}
-    for v in list(report.violations):
-        if v.kind != "orphan":
-            continue
-        r = by_key[v.commit_key]
-        match = missed.pop((r.name, canonical_arguments(r.arguments)), None)
-        if match is None:
-            continue
-        m, a = match
-        report.violations.remove(v)
-        report.violations.remove(m)
-        report.violations.append(Violation(
-            "key_divergence", r.name, a.span, a.commit_key,
-            f"{r.name!r} ran under key {r.commit_key} (tokens {r.span}) but was accepted under key {a.commit_key} "
-            f"(tokens {a.span}): dispatch and the accepted stream keyed the same call apart",
-            other_key=r.commit_key,
-        ))
+def _same_call_under_two_keys(orphans: list[DispatchRecord], missed: list[AcceptedCall]) -> dict[int, DispatchRecord]:
+    """Pairs an orphaned effect with a never-dispatched accepted call that is the same
+    call (tool and arguments): it ran under one key and was accepted under another,
+    so a reconciliation keyed on either cannot see it. Returns id(accepted) -> record."""
+    waiting: dict[tuple[str, str], list[AcceptedCall]] = {}
+    for a in missed:
+        waiting.setdefault((a.name, canonical_arguments(a.arguments)), []).append(a)
+    pairs: dict[int, DispatchRecord] = {}
+    for r in orphans:
+        candidates = waiting.get((r.name, canonical_arguments(r.arguments)))
+        if candidates:
+            pairs[id(candidates.pop(0))] = r
+    return pairs
 
 
 def _overtook(earlier: DispatchRecord, later: DispatchRecord) -> bool:
