@@ -3,17 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from typing import Any
 
 import pytest
 
 import inert
+from tools import block
 
 
-def block(name: str, **arguments: Any) -> str:
-    return f'<tool_call>{json.dumps({"name": name, "arguments": arguments})}</tool_call>'
 
 
 def run(coro: Any) -> Any:

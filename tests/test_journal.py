@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sqlite3
 import threading
 import time
@@ -12,10 +11,9 @@ from typing import Any
 import pytest
 
 import inert
+from tools import PeakConcurrency, block
 
 
-def block(name: str, **arguments: Any) -> str:
-    return f'<tool_call>{json.dumps({"name": name, "arguments": arguments})}</tool_call>'
 
 
 def turn(journal: Any, tools: dict[str, Any], effects: dict[str, Any], blocks: list[str], turn_key: str = "t1") -> inert.Report:
@@ -128,29 +126,19 @@ def test_orchestrator_timeout_default() -> None:
 
 
 def test_per_tool_concurrency_limit() -> None:
-    active, peak = [0], [0]
-    lock = threading.Lock()
-
-    def fetch(i: int) -> None:
-        with lock:
-            active[0] += 1
-            peak[0] = max(peak[0], active[0])
-        time.sleep(0.02)
-        with lock:
-            active[0] -= 1
-
+    fetch = PeakConcurrency(0.02)
     effects = {"fetch": inert.ToolSpec("read_only", reads="i", max_concurrency=2)}
     orch = inert.Orchestrator(effects, {"fetch": fetch}, max_workers=8)
     orch.draft([block("fetch", i=i) for i in range(6)])
     orch.verify(6)
     orch.finish()
-    assert peak[0] == 2
+    assert fetch.peak == 2
+    fetch = PeakConcurrency(0.02)
     orch = inert.Orchestrator({"fetch": inert.ToolSpec("read_only", reads="i")}, {"fetch": fetch}, limits={"fetch": 1})
-    peak[0] = 0
     orch.draft([block("fetch", i=i) for i in range(3)])
     orch.verify(3)
     orch.finish()
-    assert peak[0] == 1
+    assert fetch.peak == 1
 
 
 def test_speculate_false_keeps_a_read_until_acceptance() -> None:

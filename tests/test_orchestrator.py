@@ -11,12 +11,7 @@ import pytest
 
 import inert
 from inert import EffectClass, ToolSpec
-
-
-def block(name: str, **arguments: Any) -> str:
-    import json
-
-    return f'<tool_call>{json.dumps({"name": name, "arguments": arguments})}</tool_call>'
+from tools import PeakConcurrency, block
 
 
 class Recorder:
@@ -116,22 +111,12 @@ def test_eager_read_waits_for_an_earlier_conflicting_write() -> None:
 
 
 def test_unknown_footprints_serialise_writes() -> None:
-    active, peak = [0], [0]
-    lock = threading.Lock()
-
-    def w(**_: Any) -> None:
-        with lock:
-            active[0] += 1
-            peak[0] = max(peak[0], active[0])
-        time.sleep(0.01)
-        with lock:
-            active[0] -= 1
-
+    w = PeakConcurrency(0.01)
     orch = inert.Orchestrator({"w": "write"}, {"w": w})
     orch.draft([block("w", i=i) for i in range(4)])
     orch.verify(4)
     orch.finish()
-    assert peak[0] == 1
+    assert w.peak == 1
 
 
 def test_disjoint_writes_run_concurrently() -> None:
