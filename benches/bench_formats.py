@@ -18,7 +18,7 @@ import inert
 from conftest import FORMAT_MEDIANS, PARSE_MBPS, record
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-from render import ANCHORED, render  # noqa: E402
+from render import ANCHORED, render
 
 CALLS = [("get_weather", {"city": "San Francisco", "unit": "celsius"}), ("search", {"query": "speculative decoding"})]
 STEPS, ROUNDS = 30, 30

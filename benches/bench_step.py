@@ -58,7 +58,7 @@ def stepper(draft: Callable[..., object], verify: Callable[..., object]) -> Call
 class RescanBaseline:
     """What many engines do: keep the text, re-run a regex over all of it each step."""
 
-    PATTERN = re.compile(r"<tool_call>(.*?)</tool_call>", re.S)
+    PATTERN = re.compile(r"<tool_call>(.*?)</tool_call>", re.DOTALL)
 
     def __init__(self) -> None:
         self.accepted: list[str] = []

@@ -1,27 +1,51 @@
 //! The one error type of the core. Each variant is a caller mistake; bad model
-//! output is never an error here, it is reported as a block event.
+//! output is never an error here, it is reported as an outcome. The binding
+//! raises nothing that is not a variant of this enum (`py/errors.rs` maps each
+//! to one of inert's exception classes).
 
 use std::fmt;
 
 /// A misuse of the core's API. Every variant says what was wrong and what to do.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CoreError {
-    /// `verify` asked to accept more tokens than are pending.
-    VerifyTooMany { requested: usize, pending: usize },
+    /// `verify` asked to accept more tokens than are undecided.
+    VerifyTooMany { requested: String, pending: usize },
     /// `verify` was given a negative count.
-    NegativeCount { requested: i64 },
+    NegativeCount { requested: String },
     /// The format name is not one the scanner knows.
-    UnknownFormat { name: String, known: &'static [&'static str] },
+    UnknownFormat { name: String, known: &'static [&'static str], suggestion: Option<&'static str> },
+    /// A custom format description that cannot be used.
+    BadFormatSpec(String),
     /// An integer token that is neither in the vocabulary nor a special token.
     UnknownTokenId { id: u64, has_vocab: bool },
     /// A token id larger than any vocabulary inert addresses.
     TokenIdTooLarge { id: u64, max: u64 },
+    /// An integer token that is not a token id at all (negative, or past 64 bits).
+    InvalidTokenId { index: usize, value: String },
     /// A special token whose text is empty: it could never be matched.
     EmptySpecialToken { id: u64 },
-    /// The stream was finished; a finished turn takes no more tokens.
+    /// A vocabulary key that is not a token id.
+    BadVocabKey { what: &'static str, key: String },
+    /// A vocabulary entry that is not a piece.
+    BadVocabEntry { what: &'static str, id: u64, got: String },
+    /// A token that is neither a `str` or `bytes` piece nor an `int` id.
+    PieceType { index: usize, type_name: String },
+    /// A `str` piece that is not valid Unicode (a lone surrogate).
+    PieceNotUnicode { index: usize },
+    /// A single `str` or `bytes` where a sequence of tokens belongs.
+    BareTokens { type_name: String },
+    /// Something that is not a sequence where one belongs.
+    NotASequence { what: &'static str, type_name: String },
+    /// An argument of the wrong type.
+    WrongType { what: String, expected: &'static str, got: String },
+    /// A number outside the range an argument takes.
+    OutOfRange { what: &'static str, value: String, expected: &'static str },
+    /// A JSON-like argument (schemas, a format dict) that nests too deeply.
+    TooDeep { what: &'static str },
+    /// A ledger position past the end of the ledger.
+    PastLedger { index: String, len: usize },
+    /// The turn was finished; a finished turn takes no more tokens.
     Finished,
-    /// A custom format description that cannot be used.
-    BadFormatSpec(String),
     /// A turn has grown past what 32-bit offsets address.
     StreamTooLong,
 }
@@ -37,9 +61,14 @@ impl fmt::Display for CoreError {
             Self::NegativeCount { requested } => {
                 write!(f, "verify({requested}): the accepted count must be >= 0; pass 0 to reject the whole window")
             }
-            Self::UnknownFormat { name, known } => {
-                write!(f, "unknown tool-call format {name:?}; known formats: {}", known.join(", "))
+            Self::UnknownFormat { name, known, suggestion } => {
+                write!(f, "unknown tool-call format {name:?}")?;
+                if let Some(s) = suggestion {
+                    write!(f, " (did you mean {s:?}?)")?;
+                }
+                write!(f, "; known formats: {}", known.join(", "))
             }
+            Self::BadFormatSpec(reason) => f.write_str(reason),
             Self::UnknownTokenId { id, has_vocab: true } => {
                 write!(f, "token id {id} is not in the vocabulary; pass the model's full vocabulary as vocab=")
             }
@@ -51,14 +80,75 @@ impl fmt::Display for CoreError {
             Self::TokenIdTooLarge { id, max } => {
                 write!(f, "token id {id} is out of range: inert addresses ids up to {max}")
             }
+            Self::InvalidTokenId { index, value } => {
+                write!(f, "token {index} is {value}, which is not a valid token id; ids are non-negative integers")
+            }
             Self::EmptySpecialToken { id } => {
                 write!(f, "special token {id} has empty text; give each special token its spelling")
             }
+            Self::BadVocabKey { what, key } => write!(f, "{what} key {key} is not a non-negative integer token id"),
+            Self::BadVocabEntry { what, id, got } => write!(f, "{what}[{id}] must be a str or bytes piece, got {got}"),
+            Self::PieceType { index, type_name } => {
+                write!(f, "token {index} is of type {type_name}; a token must be a str or bytes piece, or an int id")
+            }
+            Self::PieceNotUnicode { index } => write!(
+                f,
+                "token {index} is a str that is not valid Unicode (a lone surrogate); pass the piece as bytes"
+            ),
+            Self::BareTokens { type_name } => {
+                write!(f, "tokens must be a sequence of pieces, not a single {type_name}; wrap one piece in a list")
+            }
+            Self::NotASequence { what, type_name } => {
+                write!(f, "{what} must be a sequence (a list, a tuple or a 1-D array), got {type_name}")
+            }
+            Self::WrongType { what, expected, got } => write!(f, "{what}: expected {expected}, got {got}"),
+            Self::OutOfRange { what, value, expected } => write!(f, "{what} is {value}; it must be {expected}"),
+            Self::TooDeep { what } => write!(f, "{what} nests too deeply (more than 64 levels)"),
+            Self::PastLedger { index, len } => write!(f, "token {index} is past the ledger ({len} tokens)"),
             Self::Finished => write!(f, "the turn is finished; start a new stream for the next turn"),
-            Self::BadFormatSpec(reason) => f.write_str(reason),
             Self::StreamTooLong => write!(f, "the turn exceeds 4 GiB of text; split it into turns"),
         }
     }
 }
 
 impl std::error::Error for CoreError {}
+
+/// The known name closest to `name` by edit distance, when one is close enough
+/// to be a typo of it.
+#[must_use]
+pub fn closest<'a>(name: &str, known: &[&'a str]) -> Option<&'a str> {
+    let (best, distance) = known.iter().map(|k| (*k, edit_distance(name, k))).min_by_key(|&(_, d)| d)?;
+    (distance <= 2.max(name.chars().count() / 3)).then_some(best)
+}
+
+/// Levenshtein distance over characters.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, &cb) in b.iter().enumerate() {
+            let substitution = diagonal + usize::from(ca != cb);
+            diagonal = row[j + 1];
+            row[j + 1] = substitution.min(row[j] + 1).min(diagonal + 1);
+        }
+    }
+    row[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn suggestions_for_typos_only() {
+        let known = ["hermes", "qwen3_coder", "glm45", "glm47", "mistral"];
+        assert_eq!(closest("hermess", &known), Some("hermes"));
+        assert_eq!(closest("Hermes", &known), Some("hermes"));
+        assert_eq!(closest("qwen_coder", &known), Some("qwen3_coder"));
+        assert_eq!(closest("glm4.5", &known), Some("glm45"));
+        assert_eq!(closest("llama", &known), None);
+        assert_eq!(edit_distance("", "abc"), 3);
+    }
+}

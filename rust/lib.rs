@@ -1,17 +1,18 @@
-//! inert's core: the token ledger, the incremental tool-call scanner and the
-//! commit-key hashing, with a thin pyo3 edge in `py/`.
+//! inert's core: the token ledger, the incremental tool-call scanner, and the
+//! turn that folds both into typed outcomes with commit keys. Pure Rust; the
+//! pyo3 binding lives in `py/`, behind the `python` feature.
 
 pub mod error;
 pub mod ledger;
 pub mod scan;
-pub mod stream;
+pub mod turn;
 pub mod vocab;
 
+#[cfg(feature = "python")]
 mod py;
 
-use pyo3::prelude::*;
-
-#[pymodule]
-fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+#[cfg(feature = "python")]
+#[pyo3::pymodule]
+fn _core(m: &pyo3::Bound<'_, pyo3::types::PyModule>) -> pyo3::PyResult<()> {
     py::register(m)
 }

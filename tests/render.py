@@ -94,7 +94,8 @@ def _glm(newline: str) -> Callable[[Calls], str]:
     def render(calls: Calls) -> str:
         out = []
         for n, a in calls:
-            args = "".join(f"<arg_key>{k}</arg_key>{newline}<arg_value>{raw(v)}</arg_value>{newline}" for k, v in a.items())
+            args = "".join(
+                f"<arg_key>{k}</arg_key>{newline}<arg_value>{raw(v)}</arg_value>{newline}" for k, v in a.items())
             out.append(f"<tool_call>{n}{newline}{args}</tool_call>")
         return newline.join(out)
 

@@ -3,6 +3,7 @@ decoder that drives a stream or an orchestrator through draft and verify."""
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -57,7 +58,7 @@ def transcripts(draw: Any) -> str:
 def chunk(data: bytes, cuts: list[int]) -> list[bytes]:
     """Splits ``data`` at the given cut points (any byte, UTF-8 characters included)."""
     points = sorted({c % (len(data) + 1) for c in cuts} | {0, len(data)})
-    return [data[a:b] for a, b in zip(points, points[1:]) if b > a]
+    return [data[a:b] for a, b in itertools.pairwise(points) if b > a]
 
 
 @st.composite
@@ -85,7 +86,7 @@ class Decoder:
         while pos < len(self.target):
             k = self.draw(st.integers(1, 8))
             window = []
-            for i, tok in enumerate(self.target[pos:pos + k]):
+            for tok in self.target[pos:pos + k]:
                 window.append(self.draw(st.sampled_from(CORRUPTIONS)) if self.draw(st.integers(0, 5)) == 0 else tok)
             draft(window)
             correct = 0
@@ -136,7 +137,8 @@ class AcceptanceWatch:
     def accepting(self, pieces: list[bytes]) -> None:
         import inert
 
-        calls = [self.key(p.name, p.arguments) for p in inert.parse(b"".join(pieces), self.fmt) if p.error is None]
+        calls = [self.key(p.name, p.arguments) for p in inert.parse(b"".join(pieces), self.fmt)
+                 if isinstance(p, inert.Call)]
         with self._lock:
             self._accepted.clear()
             self._accepted.update(calls)

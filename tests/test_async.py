@@ -12,8 +12,6 @@ import inert
 from tools import block
 
 
-
-
 def run(coro: Any) -> Any:
     return asyncio.run(coro)
 
@@ -36,7 +34,8 @@ def test_coroutine_and_plain_tools() -> None:
         return await orch.finish()
 
     report = run(main())
-    assert [(r.name, r.result, r.early) for r in report.results] == [("fetch", "body of a", True), ("save", "saved p", False)]
+    assert [(r.name, r.result, r.early) for r in report.results] == [
+        ("fetch", "body of a", True), ("save", "saved p", False)]
 
 
 def test_rejected_speculative_read_is_cancelled() -> None:
@@ -73,7 +72,8 @@ def test_stream_order_under_asyncio() -> None:
     async def read(key: str) -> None:
         order.append(f"read {key}")
 
-    effects = {"write": inert.ToolSpec("write", reads="key", writes="key"), "read": inert.ToolSpec("read_only", reads="key")}
+    effects = {"write": inert.ToolSpec("write", reads="key", writes="key"),
+               "read": inert.ToolSpec("read_only", reads="key")}
 
     async def main() -> inert.Report:
         orch = inert.AsyncOrchestrator(effects, {"write": write, "read": read})

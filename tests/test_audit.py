@@ -42,9 +42,11 @@ def test_inerts_own_trace_rebuilds_both_streams(tmp_path: Path) -> None:
     assert safe.findings == [] and len(safe.accepted) == 3 and len(safe.dispatched) == 3
     events = list(read_trace(trace))
     kinds = {e["event"] for e in events}
-    assert {"turn_start", "draft", "verify", "block", "dispatch", "result", "turn_end"} <= kinds
+    assert {"turn_start", "draft", "verify", "call_closed", "call_committed", "call_retracted", "dispatch", "result",
+            "turn_end"} <= kinds
     assert all(e["v"] == SCHEMA for e in events)
-    drafted = "".join(t for e in events if e["event"] == "draft" and e["turn"] == "demo-read_eager" for t in e["tokens"])
+    drafted = "".join(
+        t for e in events if e["event"] == "draft" and e["turn"] == "demo-read_eager" for t in e["tokens"])
     assert "reprots/q3" in drafted, "the dispatched stream (the draft) is in the trace"
 
 
@@ -64,9 +66,9 @@ def test_orchestrator_trace_records_discards(tmp_path: Path) -> None:
 def test_bad_traces_are_refused(tmp_path: Path) -> None:
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"v": "other/9", "event": "x"}\n')
-    with pytest.raises(inert.InertValueError, match="not an inert.trace/1 event"):
+    with pytest.raises(inert.InertValueError, match=r"not an inert\.trace/2 event"):
         audit(bad)
-    bad.write_text('{"v": "inert.trace/1", "turn": "t", "event": "dispatch", "t": 1}\n')
+    bad.write_text('{"v": "inert.trace/2", "turn": "t", "event": "dispatch", "t": 1}\n')
     with pytest.raises(inert.InertValueError, match="lacks a field"):
         audit(bad)
     assert main(["audit", str(bad)]) == 2

@@ -38,9 +38,17 @@ def stream() -> inert.TokenStream:
         (lambda s: s.draft(["ok", 99]), inert.VocabularyError, ValueError, ["99", "vocab="]),
         (lambda s: s.draft([-4]), inert.VocabularyError, ValueError, ["-4"]),
         (lambda s: s.draft([True]), inert.PieceTypeError, TypeError, ["bool"]),
+        (lambda s: s.draft(None), inert.PieceTypeError, TypeError, ["sequence", "NoneType"]),
+        (lambda s: s.draft(["ok", "\ud800"]), inert.InertValueError, ValueError, ["token 1", "surrogate"]),
+        (lambda s: s.verify(0, "\udfff"), inert.InertValueError, ValueError, ["surrogate"]),
+        (lambda s: s.token_state(-1), inert.InertValueError, ValueError, ["-1", "past the ledger"]),
+        (lambda s: s.token_state(99), inert.InertValueError, ValueError, ["99", "past the ledger (2 tokens)"]),
+        (lambda s: s.token_piece("0"), inert.InertTypeError, TypeError, ["index", "str"]),
     ],
 )
-def test_mistakes_raise_and_leave_state(stream: inert.TokenStream, call: Any, exc: type, builtin: type, words: list[str]) -> None:
+def test_mistakes_raise_and_leave_state(
+    stream: inert.TokenStream, call: Any, exc: type, builtin: type, words: list[str]
+) -> None:
     before = snapshot(stream)
     with pytest.raises(exc) as info:
         call(stream)
@@ -54,6 +62,48 @@ def test_unknown_format_lists_the_known_ones() -> None:
     with pytest.raises(inert.UnknownFormatError, match="known formats: hermes") as info:
         inert.Orchestrator(format="qwen9")
     assert isinstance(info.value, ValueError)
+
+
+def test_unknown_format_suggests_the_closest() -> None:
+    with pytest.raises(inert.UnknownFormatError, match='"hermess" \\(did you mean "hermes"\\?\\)'):
+        inert.TokenStream("hermess")
+    with pytest.raises(inert.UnknownFormatError) as info:
+        inert.TokenStream("totally-else")
+    assert "did you mean" not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "exc", "words"),
+    [
+        ({"turn_key": None}, inert.InertTypeError, ["turn_key", "expected a str", "NoneType"]),
+        ({"turn_key": 3}, inert.InertTypeError, ["turn_key", "int"]),
+        ({"max_block_bytes": -1}, inert.InertValueError, ["max_block_bytes is -1", "non-negative"]),
+        ({"max_block_bytes": 2**80}, inert.InertValueError, ["max_block_bytes"]),
+        ({"max_block_bytes": "big"}, inert.InertTypeError, ["max_block_bytes", "str"]),
+        ({"format": 42}, inert.InertTypeError, ["format name or a custom format dict"]),
+        ({"schemas": {"f": {"properties": object()}}}, inert.InertTypeError, ["schemas", "object"]),
+        ({"vocab": 5}, inert.PieceTypeError, ["vocab must be a sequence", "int"]),
+        ({"vocab": {"x": "a"}}, inert.VocabularyError, ["vocab key x"]),
+    ],
+)
+def test_stream_construction_mistakes_raise_inert_errors(
+    kwargs: dict[str, Any], exc: type, words: list[str]
+) -> None:
+    """Every error the core raises is one of inert's classes, converted in one place."""
+    with pytest.raises(exc) as info:
+        inert.TokenStream(**kwargs)
+    for w in words:
+        assert w in str(info.value)
+
+
+def test_deep_schemas_are_refused_not_crashed() -> None:
+    deep: dict[str, Any] = {}
+    node = deep
+    for _ in range(200):
+        node["k"] = {}
+        node = node["k"]
+    with pytest.raises(inert.InertValueError, match="nests too deeply"):
+        inert.TokenStream(schemas={"f": deep})
 
 
 def test_unknown_policy() -> None:

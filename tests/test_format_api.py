@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 import inert
+from tools import closed
 
 NINETEEN = ["hermes", "qwen3_coder", "llama3_json", "pythonic", "mistral", "deepseek_v3", "deepseek_v31",
             "deepseek_v32", "kimi_k2", "glm45", "glm47", "openai", "granite", "internlm", "jamba", "xlam",
@@ -23,7 +24,8 @@ def test_unknown_format_lists_every_known_one() -> None:
     assert all(name in str(info.value) for name in NINETEEN)
 
 
-QWEN = "<tool_call>\n<function=book>\n<parameter=nights>\n3\n</parameter>\n<parameter=city>\nOslo\n</parameter>\n</function>\n</tool_call>"
+QWEN = ("<tool_call>\n<function=book>\n<parameter=nights>\n3\n</parameter>\n<parameter=city>\nOslo\n</parameter>\n"
+        "</function>\n</tool_call>")
 OPENAI_TOOLS = [{"type": "function", "function": {"name": "book", "parameters": {
     "type": "object", "properties": {"nights": {"type": "integer"}, "city": {"type": "string"}}}}}]
 
@@ -46,11 +48,12 @@ def test_orchestrator_takes_schemas_from_an_openai_tool_list() -> None:
 
 def test_calls_of_one_block_are_accepted_together() -> None:
     ran: list[str] = []
-    orch = inert.Orchestrator({"a": "write", "b": "write"}, {"a": lambda: ran.append("a"), "b": lambda: ran.append("b")},
+    orch = inert.Orchestrator({"a": "write", "b": "write"},
+                              {"a": lambda: ran.append("a"), "b": lambda: ran.append("b")},
                               format="jamba")
     text = '<tool_calls>[{"name": "a", "arguments": {}}, {"name": "b", "arguments": {}}]</tool_calls>'
     step = orch.draft([text[:-3], text[-3:]])
-    assert [e.index for e in step.events if e.kind == "closed"] == [0, 1]
+    assert [c.index for c in closed(step.outcomes)] == [0, 1]
     orch.verify(1)  # the closer's last token is rejected: both calls are retracted
     assert ran == []
     orch.draft([text[-3:]])
@@ -83,12 +86,13 @@ def test_call_ids() -> None:
 
 
 def test_special_token_ids_of_other_formats() -> None:
-    special = {163595: "<|tool_calls_section_begin|>", 163596: "<|tool_calls_section_end|>", 163597: "<|tool_call_begin|>",
+    special = {163595: "<|tool_calls_section_begin|>", 163596: "<|tool_calls_section_end|>",
+               163597: "<|tool_call_begin|>",
                163598: "<|tool_call_argument_begin|>", 163599: "<|tool_call_end|>"}
     vocab = {1: "functions.f:0", 2: '{"q": "<|tool_call_end|>"}'}
     s = inert.TokenStream("kimi_k2", vocab=vocab, special_tokens=special)
-    events = s.draft([163595, 163597, 1, 163598, 2, 163599, 163596])
-    assert [(e.name, e.arguments) for e in events if e.kind == "closed"] == [("f", {"q": "<|tool_call_end|>"})]
+    outcomes = s.draft([163595, 163597, 1, 163598, 2, 163599, 163596])
+    assert [(c.name, c.arguments) for c in closed(outcomes)] == [("f", {"q": "<|tool_call_end|>"})]
 
 
 CUSTOM = {

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 import inert
 from render import XML_FORMATS, Calls, render
 from speculation import AcceptanceWatch, Decoder, chunk
+from tools import committed, malformed
 
 FORMATS = inert.formats()
 DELIMITERS = ["</tool_call>", "<tool_call>", "[TOOL_CALLS]", "<|call|>", "<｜tool▁call▁end｜>", "<|tool_call_end|>",
@@ -22,7 +23,9 @@ names = st.from_regex(r"[a-z][a-z_]{0,8}", fullmatch=True)
 keys = st.from_regex(r"[a-z][a-z0-9_]{0,5}", fullmatch=True)
 scalars = st.one_of(st.none(), st.booleans(), st.integers(-(2**63), 2**63 - 1), st.sampled_from(DELIMITERS),
                     st.text(max_size=8), st.floats(allow_nan=False, allow_infinity=False))
-values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3), max_leaves=5)
+values = st.recursive(
+    scalars, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+    max_leaves=5)
 xml_text = st.text(st.characters(blacklist_characters="<>\r\n", blacklist_categories=["Cs"]), min_size=1, max_size=10)
 
 
@@ -47,9 +50,10 @@ def expected(calls: Calls) -> list[tuple[str, str]]:
     return [(n, normalise(a)) for n, a in calls]
 
 
-def got(parsed: list[inert.ParsedCall]) -> list[tuple[str | None, str]]:
-    assert all(p.error is None for p in parsed), [p.error for p in parsed]
-    return [(p.name, normalise(p.arguments)) for p in parsed]
+def got(parsed: list[inert.Call | inert.Malformed]) -> list[tuple[str | None, str]]:
+    calls = [p for p in parsed if isinstance(p, inert.Call)]
+    assert len(calls) == len(parsed), [p for p in parsed if isinstance(p, inert.Malformed)]
+    return [(p.name, normalise(p.arguments)) for p in calls]
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
@@ -66,9 +70,9 @@ def test_any_chunking_gives_the_same_calls(fmt: str, data: st.DataObject) -> Non
     raw = text.encode()
     pieces = chunk(raw, data.draw(st.lists(st.integers(0, len(raw)), max_size=30)))
     s = inert.TokenStream(fmt)
-    events = s.draft(pieces) + s.verify(len(pieces)) + s.finish()
-    assert [(e.name, normalise(e.arguments)) for e in events if e.kind == "closed"] == expected(calls)
-    assert not [e for e in events if e.kind == "malformed"]
+    outcomes = s.draft(pieces) + s.verify(len(pieces)) + s.finish()
+    assert [(c.name, normalise(c.arguments)) for c in committed(outcomes)] == expected(calls)
+    assert not malformed(outcomes)
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
@@ -90,4 +94,36 @@ def test_rollback_equals_one_shot_and_writes_wait(fmt: str, data: st.DataObject)
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_text_without_calls_has_no_blocks(fmt: str) -> None:
     for text in ["", "Hello there.", "x < y and y > z", "[1, 2]", '{"a": 1}']:
-        assert [p for p in inert.parse(text, fmt) if p.error is None] == [], text
+        assert [p for p in inert.parse(text, fmt) if isinstance(p, inert.Call)] == [], text
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@given(data=st.data())
+def test_every_key_is_the_key_of_the_tokens_through_its_block(fmt: str, data: st.DataObject) -> None:
+    """Invariant 3 in every format: whatever confirms a call (a drafted token, a correction,
+    the end of the turn), its key is ``commit_key(turn, pieces through its last token, ordinal)``."""
+    text, _ = data.draw(outputs(fmt))
+    raw = text.encode()
+    target = chunk(raw, data.draw(st.lists(st.integers(0, len(raw)), max_size=40))) or [raw]
+    stream = inert.TokenStream(fmt, "turn-k")
+    live: list[bytes] = []
+
+    def check(outcomes: list[inert.Outcome]) -> None:
+        for o in outcomes:
+            if isinstance(o, inert.CallRetracted):
+                continue  # checked when it closed; its tokens are gone now
+            item = o.malformed if isinstance(o, inert.BlockMalformed) else o.call
+            ordinals = [inert.commit_key("turn-k", live[:item.end], i) for i in range(8)]
+            assert item.commit_key in ordinals, f"{o} is not keyed by its tokens"
+
+    def draft(window: list[bytes]) -> None:
+        live.extend(window)
+        check(stream.draft(window))
+
+    def verify(n: int, correction: bytes | None) -> None:
+        del live[len(live) - stream.pending_len + n:]
+        live.extend([correction] if correction is not None else [])
+        check(stream.verify(n, correction))
+
+    Decoder(target, data.draw).run(draft, verify)
+    check(stream.finish())

@@ -80,7 +80,7 @@ def test_idempotent_tools_get_the_commit_key() -> None:
     orch.draft([block("put", v=1)])
     orch.verify(1)
     report = orch.finish()
-    (name, kwargs), = rec.calls
+    (_, kwargs), = rec.calls
     assert kwargs == {"v": 1, "idempotency_key": report.results[0].commit_key}
     assert report.results[0].commit_key == inert.commit_key("k", [block("put", v=1)])
 

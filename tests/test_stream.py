@@ -1,4 +1,4 @@
-"""The core's TokenStream through Python: events, rollback, tokens of every kind."""
+"""The core's TokenStream through Python: outcomes, rollback, tokens of every kind."""
 
 from __future__ import annotations
 
@@ -7,25 +7,34 @@ import threading
 import pytest
 
 import inert
+from tools import closed, committed, kinds, malformed
 
 CALL = '<tool_call>{"name": "f", "arguments": {"x": "é"}}</tool_call>'
 
 
-def kinds(events: list[inert.BlockEvent]) -> list[str]:
-    return [e.kind for e in events]
-
-
-def test_block_lifecycle_and_commit_key() -> None:
+def test_call_lifecycle_and_commit_key() -> None:
     s = inert.TokenStream("hermes", "t")
-    evs = s.draft(["hi ", CALL[:7], CALL[7:30], CALL[30:]])
-    assert kinds(evs) == ["opened", "closed"]
-    closed = evs[1]
-    assert (closed.start, closed.end, closed.name, closed.arguments) == (1, 4, "f", {"x": "é"})
-    assert closed.raw_arguments == '{"x": "é"}'
-    assert closed.commit_key == inert.commit_key("t", ["hi ", CALL[:7], CALL[7:30], CALL[30:]])
-    assert closed.commit_key.startswith("ck1-") and len(closed.commit_key) == 36
-    assert kinds(s.verify(4)) == ["accepted"]
+    out = s.draft(["hi ", CALL[:7], CALL[7:30], CALL[30:]])
+    assert kinds(out) == ["call_closed"]
+    (call,) = closed(out)
+    assert (call.start, call.end, call.span, call.name, call.arguments) == (1, 4, (1, 4), "f", {"x": "é"})
+    assert (call.block, call.index, call.call_id) == (0, 0, None)
+    assert call.raw_arguments == '{"x": "é"}'
+    assert call.commit_key == inert.commit_key("t", ["hi ", CALL[:7], CALL[7:30], CALL[30:]])
+    assert call.commit_key.startswith("ck1-") and len(call.commit_key) == 36
+    out = s.verify(4)
+    assert kinds(out) == ["call_committed"]
+    assert committed(out)[0] is call, "the committed call is the object that closed"
     assert s.accepted_text() == ("hi " + CALL).encode()
+
+
+def test_outcomes_match_as_patterns() -> None:
+    s = inert.TokenStream("hermes", "t")
+    match s.draft([CALL]):
+        case [inert.CallClosed(call)]:
+            assert call.name == "f"
+        case other:
+            pytest.fail(f"unexpected outcomes {other}")
 
 
 def test_rejected_tokens_stay_in_the_ledger_for_audit() -> None:
@@ -43,14 +52,16 @@ def test_utf8_split_across_byte_pieces() -> None:
     data = CALL.encode()
     cut = data.index("é".encode()) + 1  # inside the two-byte character
     s = inert.TokenStream()
-    evs = s.draft([data[:cut], data[cut:]])
-    assert evs[-1].arguments == {"x": "é"}
+    assert closed(s.draft([data[:cut], data[cut:]]))[0].arguments == {"x": "é"}
 
 
 def test_invalid_utf8_in_a_block_is_malformed_not_raised() -> None:
     s = inert.TokenStream()
-    evs = s.draft([b'<tool_call>{"name": "f\xff"}</tool_call>'])
-    assert evs[-1].kind == "malformed" and "UTF-8" in (evs[-1].reason or "")
+    body = b'{"name": "f\xff"}'
+    out = s.draft([b"<tool_call>" + body + b"</tool_call>"]) + s.verify(1)
+    (m,) = malformed(out)
+    assert (m.kind, m.offset, m.span) == ("invalid_utf8", body.index(b"\xff"), (0, 1))
+    assert "UTF-8" in m.reason
 
 
 def test_special_token_ids_are_delimiters_and_text_still_matches() -> None:
@@ -59,51 +70,76 @@ def test_special_token_ids_are_delimiters_and_text_still_matches() -> None:
     s = inert.TokenStream("hermes", "t", vocab=vocab, special_tokens=special)
     by_id = s.draft([151657, 0, 151658])
     by_text = s.draft([1, 2, 0, 3])
-    assert [e.name for e in by_id + by_text if e.kind == "closed"] == ["f", "f"]
+    assert [c.name for c in closed(by_id + by_text)] == ["f", "f"]
     assert s.live_text() == b'<tool_call>{"name": "f"}</tool_call>' * 2
 
 
 def test_vocab_as_a_sequence() -> None:
     s = inert.TokenStream(vocab=["<tool_call>", '{"name": "g"}', "</tool_call>"])
-    assert s.draft([0, 1, 2])[-1].name == "g"
+    assert closed(s.draft([0, 1, 2]))[0].name == "g"
 
 
-def test_closer_retracted_block_reopens_under_the_same_id() -> None:
+def test_closer_retracted_block_closes_again_under_the_same_block() -> None:
     s = inert.TokenStream()
-    evs = s.draft(['<tool_call>{"name": "f"}', "</tool_call>"])
-    block = evs[-1].block
-    assert kinds(s.verify(1)) == ["retracted"]
-    evs = s.draft(["</tool_call>"])
-    assert [(e.kind, e.block) for e in evs] == [("closed", block)]
+    (first,) = closed(s.draft(['<tool_call>{"name": "f"}', "</tool_call>"]))
+    out = s.verify(1)
+    assert kinds(out) == ["call_retracted"] and out[0].call is first
+    (again,) = closed(s.draft(["</tool_call>"]))
+    assert again.block == first.block and again is not first
+
+
+def test_rejecting_only_an_open_block_says_nothing() -> None:
+    """A block that never closed announced no call, so there is nothing to retract."""
+    s = inert.TokenStream()
+    assert s.draft(["<tool_call>", '{"name": "f"}']) == []
+    assert s.verify(0) == []
+    assert kinds(s.draft(['<tool_call>{"name": "g"}</tool_call>']) + s.verify(1)) == ["call_closed", "call_committed"]
 
 
 def test_oversized_block_is_malformed() -> None:
     s = inert.TokenStream(max_block_bytes=32)
-    evs = s.draft(['<tool_call>{"name": "f", "arguments": {"x": "' + "y" * 64 + '"}}</tool_call>'])
-    assert kinds(evs) == ["opened", "malformed"]
-    assert "max_block_bytes" in (evs[1].reason or "")
+    out = s.draft(['<tool_call>{"name": "f", "arguments": {"x": "' + "y" * 64 + '"}}</tool_call>'])
+    assert out == [], "a malformed block is reported once its tokens are accepted"
+    (m,) = malformed(s.verify(1))
+    assert m.kind == "too_large" and "max_block_bytes" in m.reason
 
 
 def test_unterminated_block_is_malformed_at_finish() -> None:
     s = inert.TokenStream()
     s.draft(['<tool_call>{"name": "f"'])
     s.verify(1)
-    evs = s.finish()
-    assert kinds(evs) == ["malformed", "accepted"]
+    out = s.finish()
+    assert kinds(out) == ["block_malformed"]
+    assert out[0].malformed.kind == "unterminated"
+    assert out[0].malformed.commit_key == inert.commit_key("", ['<tool_call>{"name": "f"'])
     assert s.finished
 
 
 def test_two_blocks_in_one_token_get_distinct_keys() -> None:
     s = inert.TokenStream("hermes", "t")
-    evs = [e for e in s.draft([CALL + CALL]) if e.kind == "closed"]
-    assert evs[0].commit_key != evs[1].commit_key
-    assert evs[1].commit_key == inert.commit_key("t", [CALL + CALL], ordinal=1)
+    a, b = closed(s.draft([CALL + CALL]))
+    assert a.commit_key != b.commit_key
+    assert b.commit_key == inert.commit_key("t", [CALL + CALL], ordinal=1)
+
+
+def test_a_structural_block_keeps_its_key_whatever_confirms_it() -> None:
+    """Invariant 3: the key is the block's own last token's; a rejected confirming token retracts nothing."""
+    call = ['{"name": "get", ', '"parameters": {"q": 1}}']
+    key = inert.commit_key("t", call)
+    s = inert.TokenStream("llama3_json", "t")
+    out = s.draft([*call, " x"]) + s.verify(2, " ") + s.finish()
+    assert kinds(out) == ["call_closed", "call_committed"]
+    assert [o.call.commit_key for o in out] == [key, key]
+    s = inert.TokenStream("llama3_json", "t")
+    out = s.draft(call) + s.verify(2) + s.draft([" x"]) + s.verify(0) + s.finish()
+    assert kinds(out) == ["call_closed", "call_committed"], "the end of the turn confirms it"
+    assert out[1].call.commit_key == key
 
 
 def test_formats_and_parse() -> None:
     assert "hermes" in inert.formats()
     calls = inert.parse("x" + CALL + CALL.replace('"f"', '"g"'))
-    assert [c.name for c in calls] == ["f", "g"]
+    assert [c.name for c in calls if isinstance(c, inert.Call)] == ["f", "g"]
 
 
 def test_one_stream_used_from_threads_never_crashes() -> None:
@@ -131,6 +167,7 @@ def test_one_stream_used_from_threads_never_crashes() -> None:
     assert states.count("accepted") == s.accepted_len and states.count("undecided") == s.pending_len
 
 
-@pytest.mark.parametrize("pieces", [["<tool_call>", "{", '"name": "f"}', "</tool_call>"], ["<", "tool_call>{\"name\":\"f\"}</", "tool_call>"]])
+@pytest.mark.parametrize("pieces", [["<tool_call>", "{", '"name": "f"}', "</tool_call>"],
+                                    ["<", "tool_call>{\"name\":\"f\"}</", "tool_call>"]])
 def test_delimiters_split_at_any_byte(pieces: list[str]) -> None:
-    assert [e.kind for e in inert.TokenStream().draft(pieces)] == ["opened", "closed"]
+    assert kinds(inert.TokenStream().draft(pieces)) == ["call_closed"]

@@ -12,6 +12,7 @@ import pytest
 
 import inert
 from speculation import chunk
+from tools import committed, malformed
 
 VECTORS = Path(__file__).resolve().parent / "vectors"
 
@@ -36,14 +37,14 @@ def test_every_format_has_at_least_ten_cases() -> None:
 Outcome = tuple[list[dict[str, Any]], int]
 
 
-def of_parse(parsed: list[inert.ParsedCall]) -> Outcome:
-    calls = [{"name": p.name, "arguments": p.arguments} for p in parsed if p.error is None]
-    return calls, sum(p.error is not None for p in parsed)
+def of_parse(parsed: list[inert.Call | inert.Malformed]) -> Outcome:
+    calls = [{"name": p.name, "arguments": p.arguments} for p in parsed if isinstance(p, inert.Call)]
+    return calls, sum(isinstance(p, inert.Malformed) for p in parsed)
 
 
-def of_events(events: list[inert.BlockEvent]) -> Outcome:
-    calls = [{"name": e.name, "arguments": e.arguments} for e in events if e.kind == "closed"]
-    return calls, sum(e.kind == "malformed" for e in events)
+def of_outcomes(outcomes: list[inert.Outcome]) -> Outcome:
+    calls = [{"name": c.name, "arguments": c.arguments} for c in committed(outcomes)]
+    return calls, len(malformed(outcomes))
 
 
 @pytest.mark.parametrize("row", ROWS, ids=[f"{r['format']}-{r['case']}" for r in ROWS])
@@ -56,5 +57,5 @@ def test_vector(row: dict[str, Any]) -> None:
     for _ in range(5):
         pieces = chunk(raw, [rng.randrange(len(raw) + 1) for _ in range(rng.randrange(1, 12))]) or [raw]
         s = inert.TokenStream(fmt, schemas=schemas)
-        events = s.draft(pieces) + s.verify(len(pieces)) + s.finish()
-        assert of_events(events) == (row["calls"], row["malformed"]), pieces
+        outcomes = s.draft(pieces) + s.verify(len(pieces)) + s.finish()
+        assert of_outcomes(outcomes) == (row["calls"], row["malformed"]), pieces

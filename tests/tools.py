@@ -1,4 +1,5 @@
-"""Small helpers the gate tests share: Hermes blocks, and a tool that measures its own concurrency."""
+"""Small helpers the tests share: Hermes blocks, a tool that measures its own
+concurrency, and views of a step's outcomes."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ import json
 import threading
 import time
 from typing import Any
+
+import inert
 
 
 def block(name: str, **arguments: Any) -> str:
@@ -29,3 +32,22 @@ class PeakConcurrency:
         time.sleep(self.delay)
         with self._lock:
             self._active -= 1
+
+
+def closed(outcomes: list[inert.Outcome]) -> list[inert.Call]:
+    """The calls that closed (speculatively), in order."""
+    return [o.call for o in outcomes if isinstance(o, inert.CallClosed)]
+
+
+def committed(outcomes: list[inert.Outcome]) -> list[inert.Call]:
+    """The calls that committed, in order."""
+    return [o.call for o in outcomes if isinstance(o, inert.CallCommitted)]
+
+
+def malformed(outcomes: list[inert.Outcome]) -> list[inert.Malformed]:
+    """The malformed blocks reported, in order."""
+    return [o.malformed for o in outcomes if isinstance(o, inert.BlockMalformed)]
+
+
+def kinds(outcomes: list[inert.Outcome]) -> list[str]:
+    return [o.kind for o in outcomes]

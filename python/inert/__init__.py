@@ -9,7 +9,18 @@ from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
 
-from ._core import BlockEvent, TokenStream, commit_key, formats
+from ._core import (
+    BlockMalformed,
+    Call,
+    CallClosed,
+    CallCommitted,
+    CallRetracted,
+    Malformed,
+    TokenStream,
+    commit_key,
+    formats,
+)
+from .dispatch_async import CancelledCallError
 from .effects import EffectClass, EffectTable, Footprint, ToolSpec
 from .errors import (
     EffectTableError,
@@ -32,11 +43,11 @@ from .errors import (
     VocabularyError,
 )
 from .journal import Journal, JournalEntry, MemoryJournal, Recovery, SqliteJournal, recover
-from .dispatch_async import CancelledCallError
 from .orchestrator import POLICIES, AsyncOrchestrator, Orchestrator, Step
-from .parse import ParsedCall, parse
+from .outcomes import Outcome
+from .parse import parse
 from .reconcile import reconcile
-from .report import AcceptedCall, CallResult, DiscardedCall, DispatchRecord, MalformedBlock, Report, Violation
+from .report import AcceptedCall, CallResult, DiscardedCall, DispatchRecord, Report, Violation
 
 try:
     __version__ = version("inert")
@@ -44,20 +55,22 @@ except PackageNotFoundError:  # running from a source tree without metadata
     __version__ = "0.0.0"
 
 __all__ = [
-    "__version__",
+    "POLICIES",
     "AcceptedCall",
     "AsyncOrchestrator",
-    "BlockEvent",
+    "BlockMalformed",
+    "Call",
+    "CallClosed",
+    "CallCommitted",
     "CallResult",
+    "CallRetracted",
     "CancelledCallError",
-    "commit_key",
     "DiscardedCall",
     "DispatchRecord",
     "EffectClass",
     "EffectTable",
     "EffectTableError",
     "Footprint",
-    "formats",
     "FormatSpecError",
     "IdempotencyConflictError",
     "InDoubtError",
@@ -66,17 +79,13 @@ __all__ = [
     "InertValueError",
     "Journal",
     "JournalEntry",
-    "MalformedBlock",
+    "Malformed",
     "MemoryJournal",
     "MissingToolError",
     "Orchestrator",
-    "parse",
-    "ParsedCall",
+    "Outcome",
     "PieceTypeError",
-    "POLICIES",
     "PolicyError",
-    "reconcile",
-    "recover",
     "Recovery",
     "ReplayedError",
     "Report",
@@ -92,4 +101,10 @@ __all__ = [
     "VerifyError",
     "Violation",
     "VocabularyError",
+    "__version__",
+    "commit_key",
+    "formats",
+    "parse",
+    "reconcile",
+    "recover",
 ]

@@ -1,60 +1,159 @@
-"""inert's Rust core: the token ledger, the incremental tool-call scanner and
-the commit keys. Per-step work is proportional to the tokens in the step."""
+"""inert's Rust core: the token ledger, the incremental tool-call scanner, the
+turn that folds both into typed outcomes, and the commit keys. Per-step work is
+proportional to the tokens in the step."""
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal, final
+from typing import Any, ClassVar, Literal, SupportsIndex, TypeAlias, final
 
-__all__ = ["BlockEvent", "KEY_PREFIX", "TokenStream", "commit_key", "formats", "parse"]
+__all__ = [
+    "KEY_PREFIX",
+    "BlockMalformed",
+    "Call",
+    "CallClosed",
+    "CallCommitted",
+    "CallRetracted",
+    "Malformed",
+    "TokenStream",
+    "commit_key",
+    "formats",
+    "parse",
+]
 
 KEY_PREFIX: str
 """The version prefix of every commit key (``"ck1-"``)."""
 
-_Token = str | bytes | int
+_Token: TypeAlias = str | bytes | int | SupportsIndex
+
+_MalformedKind: TypeAlias = Literal[
+    "unterminated",
+    "too_large",
+    "invalid_utf8",
+    "invalid_json",
+    "arguments_not_object",
+    "missing_name",
+    "layout",
+    "invalid_literal",
+    "no_call",
+]
 
 @final
-class BlockEvent:
-    """One step in a tool-call block's life.
+class Call:
+    """A tool call parsed from a block. Immutable.
 
-    ``kind`` is ``"opened"``, ``"closed"`` (one per call in the block, ``index``
-    from 0: ``name``, ``arguments``, ``raw_arguments``, ``call_id``,
-    ``commit_key``), ``"malformed"`` (``reason``,
-    ``commit_key``), ``"accepted"`` (every token of the block is accepted) or
-    ``"retracted"`` (some were rejected; if its opening survives, the block
-    stays open and closes again under the same ``block`` id). ``start`` and
-    ``end`` are live-stream token positions, ``end`` exclusive.
+    ``start`` and ``end`` are live-stream token positions of its block, ``end``
+    exclusive; ``commit_key`` is ``commit_key(turn_key, tokens[:end], ordinal)``
+    where ``ordinal`` counts the calls (and malformed blocks) ending in the same token.
     """
 
     @property
-    def kind(self) -> Literal["opened", "closed", "malformed", "accepted", "retracted"]: ...
+    def block(self) -> int:
+        """The block it belongs to: an id unique within the turn."""
+    @property
+    def index(self) -> int:
+        """Its position among the calls of its block."""
+    @property
+    def name(self) -> str: ...
+    @property
+    def arguments(self) -> dict[str, Any]: ...
+    @property
+    def raw_arguments(self) -> str:
+        """The argument text as the model wrote it (JSON formats), or the arguments as JSON."""
+    @property
+    def call_id(self) -> str | None:
+        """The call id the model wrote, in formats that carry one (Kimi K2, Mistral)."""
+    @property
+    def commit_key(self) -> str: ...
+    @property
+    def start(self) -> int: ...
+    @property
+    def end(self) -> int: ...
+    @property
+    def span(self) -> tuple[int, int]:
+        """``(start, end)``."""
+
+@final
+class Malformed:
+    """A block (or one call of a block) that is not a call: it could not be
+    parsed, or it outgrew ``max_block_bytes``, or the turn ended inside it.
+    Never dispatched. Immutable."""
+
     @property
     def block(self) -> int: ...
     @property
-    def index(self) -> int | None: ...
+    def index(self) -> int: ...
     @property
-    def call_id(self) -> str | None: ...
+    def kind(self) -> _MalformedKind:
+        """What is wrong, for programs."""
     @property
-    def start(self) -> int | None: ...
+    def offset(self) -> int:
+        """Byte offset in the block's body where the problem was found."""
     @property
-    def end(self) -> int | None: ...
+    def reason(self) -> str:
+        """What is wrong, for people."""
     @property
-    def name(self) -> str | None: ...
+    def commit_key(self) -> str: ...
     @property
-    def arguments(self) -> dict[str, object] | None: ...
+    def start(self) -> int: ...
     @property
-    def raw_arguments(self) -> str | None: ...
+    def end(self) -> int: ...
     @property
-    def commit_key(self) -> str | None: ...
+    def span(self) -> tuple[int, int]:
+        """``(start, end)``."""
+
+@final
+class CallClosed:
+    """A call closed. Speculative until committed: some of its tokens, or the
+    token that confirms its end, are undecided. Reads may run on it."""
+
+    kind: ClassVar[Literal["call_closed"]]
+    __match_args__ = ("call",)
     @property
-    def reason(self) -> str | None: ...
+    def call(self) -> Call: ...
+
+@final
+class CallCommitted:
+    """Every token of the call's block is accepted and its end confirmed: final."""
+
+    kind: ClassVar[Literal["call_committed"]]
+    __match_args__ = ("call",)
+    @property
+    def call(self) -> Call:
+        """The same object its ``CallClosed`` carried."""
+
+@final
+class CallRetracted:
+    """A token of the call's block was rejected: the call never happened. If the
+    block's opening survives, the block stays open and may close again."""
+
+    kind: ClassVar[Literal["call_retracted"]]
+    __match_args__ = ("call",)
+    @property
+    def call(self) -> Call:
+        """The same object its ``CallClosed`` carried."""
+
+@final
+class BlockMalformed:
+    """Every token of a malformed block is accepted: final, reported, never run."""
+
+    kind: ClassVar[Literal["block_malformed"]]
+    __match_args__ = ("malformed",)
+    @property
+    def malformed(self) -> Malformed: ...
+
+_Outcome: TypeAlias = CallClosed | CallCommitted | CallRetracted | BlockMalformed
 
 @final
 class TokenStream:
     """One turn of one sequence; mutable, one per stream (concurrent use raises RuntimeError).
 
+    Each step returns typed outcomes: every call goes through ``CallClosed`` and
+    then exactly one of ``CallCommitted`` or ``CallRetracted``; a malformed block
+    is reported once, as ``BlockMalformed``, when all its tokens are accepted.
+
     Args:
         format: a built-in format name (see ``formats()``; ``None`` is ``"hermes"``)
             or a custom format dict.
-        turn_key: seeds the commit keys.
+        turn_key: seeds the commit keys; make it unique per turn.
         vocab: token id -> piece, as a mapping or a sequence indexed by id.
         special_tokens: token id -> spelling; those spelling a delimiter match by id
             (so do vocabulary entries that spell one exactly).
@@ -62,9 +161,11 @@ class TokenStream:
         max_block_bytes: a block longer than this is reported malformed.
 
     Raises:
-        UnknownFormatError: unknown ``format``.
+        UnknownFormatError: unknown ``format`` (the message suggests the closest name).
         FormatSpecError: a custom ``format`` dict that cannot be used.
         VocabularyError: a bad ``vocab`` or ``special_tokens`` entry.
+        InertTypeError: ``turn_key`` is not a str, or ``format`` is neither a name nor a dict.
+        InertValueError: ``max_block_bytes`` is negative.
     """
 
     def __new__(
@@ -77,28 +178,31 @@ class TokenStream:
         schemas: Mapping[str, Mapping[str, Any]] | None = None,
         max_block_bytes: int = 1048576,
     ) -> TokenStream: ...
-    def draft(self, tokens: Sequence[_Token]) -> list[BlockEvent]:
-        """Appends a draft window; returns the events it caused.
+    def draft(self, tokens: Sequence[_Token]) -> list[_Outcome]:
+        """Appends a draft window; returns the outcomes it caused (``CallClosed`` only).
 
         Raises:
-            PieceTypeError: a token is not str, bytes or int, or ``tokens`` is a bare str/bytes.
-            VocabularyError: an int token the vocabulary lacks.
+            PieceTypeError: a token is not str, bytes or an integer, or ``tokens`` is a bare str/bytes
+                or not a sequence.
+            VocabularyError: an integer token the vocabulary lacks, or a negative one.
+            InertValueError: a str token that is not valid Unicode.
             StreamFinishedError: after ``finish()``.
         Nothing changes when it raises.
         """
-    def verify(self, n_accepted: int, correction: _Token | None = None) -> list[BlockEvent]:
+    def verify(self, n_accepted: int | SupportsIndex, correction: _Token | None = None) -> list[_Outcome]:
         """Accepts the first ``n_accepted`` pending tokens, rejects the rest, appends
-        ``correction`` as accepted. Returns retractions, the correction's events,
-        then acceptances.
+        ``correction`` as accepted. Returns retractions, the correction's outcomes,
+        then commits.
 
         Raises:
             VerifyError: negative, or more than pending.
-            InertTypeError: ``n_accepted`` is not an int.
+            InertTypeError: ``n_accepted`` is not an integer.
             PieceTypeError, VocabularyError: a bad ``correction``.
         Nothing changes when it raises.
         """
-    def finish(self) -> list[BlockEvent]:
-        """Ends the turn: rejects pending tokens, reports a block still open as malformed.
+    def finish(self) -> list[_Outcome]:
+        """Ends the turn: rejects pending tokens, confirms a block awaiting
+        confirmation, reports a block still open as malformed.
 
         Raises:
             StreamFinishedError: called twice.
@@ -106,7 +210,8 @@ class TokenStream:
     @property
     def format(self) -> str: ...
     @property
-    def pending_len(self) -> int: ...
+    def pending_len(self) -> int:
+        """Tokens drafted and not yet verified."""
     @property
     def accepted_len(self) -> int: ...
     @property
@@ -129,8 +234,9 @@ def parse(
     *,
     schemas: Mapping[str, Mapping[str, Any]] | None = None,
     max_block_bytes: int = 1048576,
-) -> list[BlockEvent]:
-    """The closed and malformed blocks of a whole finished output, in order.
+) -> list[Call | Malformed]:
+    """What the accepted stream of a whole finished output holds, in order:
+    its calls and malformed blocks.
 
     Raises:
         UnknownFormatError: unknown ``format``.
@@ -141,4 +247,5 @@ def formats() -> list[str]:
     """The known format names."""
 
 def commit_key(turn_key: str, tokens: Sequence[_Token], ordinal: int = 0) -> str:
-    """The commit key of the ``ordinal``-th block ending in the last of ``tokens``."""
+    """The commit key of the ``ordinal``-th call ending in the last of ``tokens``
+    (calls and malformed blocks ending in one token count from 0, in stream order)."""

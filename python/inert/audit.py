@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any
 
 from .errors import InertValueError
 from .reconcile import accepted_from_json, reconcile, record_from_json
@@ -41,22 +40,31 @@ class TurnAudit:
 class _TurnEvents:
     """What a trace says of one turn, gathered as its events are read."""
 
+    name: str
     order: list[DispatchRecord] = field(default_factory=list)
     by_key: dict[str, list[DispatchRecord]] = field(default_factory=dict)
-    closed: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
     accepted: list[AcceptedCall] = field(default_factory=list)
 
 
 def audit(path: str | os.PathLike[str]) -> list[TurnAudit]:
-    """Audits every turn in a trace file.
+    """Audits every turn in a trace file. The accepted stream of a turn is its
+    ``call_committed`` events: the core has already folded each call's life.
+    A ``turn_start`` for a turn key seen before starts a new run of it (traces
+    appended by several runs), audited apart as ``KEY#2``, ``KEY#3``, ...
 
     Raises:
-        InertValueError: the file is not an ``inert.trace/1`` trace.
+        InertValueError: the file is not an ``inert.trace/2`` trace.
     """
-    turns: dict[str, _TurnEvents] = {}
+    turns: list[_TurnEvents] = []
+    current: dict[str, _TurnEvents] = {}
     for row in read_trace(path):
-        turn = turns.setdefault(str(row.get("turn", "")), _TurnEvents())
+        key = str(row.get("turn", ""))
         event = row.get("event")
+        if key not in current or (event == "turn_start" and current[key].order + current[key].accepted):
+            runs = sum(t.name.split("#")[0] == key for t in turns)
+            current[key] = _TurnEvents(key if runs == 0 else f"{key}#{runs + 1}")
+            turns.append(current[key])
+        turn = current[key]
         try:
             if event == "dispatch":
                 record = record_from_json({**row, "started": float(row["t"]), "finished": None})
@@ -71,16 +79,9 @@ def audit(path: str | os.PathLike[str]) -> list[TurnAudit]:
                         record.finished = float(row["t"])
                         record.replayed = bool(row.get("replayed", False))
                         break
-            elif event == "block":
-                kind, block = row["kind"], row["block"]
-                if kind == "closed":
-                    turn.closed.setdefault(block, []).append(row)
-                elif kind == "malformed":
-                    turn.closed[block] = []
-                elif kind == "retracted":
-                    turn.closed.pop(block, None)
-                elif kind == "accepted":
-                    turn.accepted += [accepted_from_json(c) for c in turn.closed.pop(block, [])]
+            elif event == "call_committed":
+                turn.accepted.append(accepted_from_json(row))
         except (KeyError, TypeError, ValueError) as e:
-            raise InertValueError(f"{os.fspath(path)}: a {event!r} event of turn {row.get('turn')!r} lacks a field or has a bad one: {e}") from None
-    return [TurnAudit(name, reconcile(t.order, t.accepted)) for name, t in turns.items()]
+            raise InertValueError(f"{os.fspath(path)}: a {event!r} event of turn {row.get('turn')!r} lacks a field "
+                                  f"or has a bad one: {e}") from None
+    return [TurnAudit(t.name, reconcile(t.order, t.accepted)) for t in turns]

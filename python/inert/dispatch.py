@@ -18,7 +18,7 @@ from .report import DispatchRecord
 from .telemetry import tool_span
 from .trace import TraceWriter
 
-__all__ = ["Dispatcher", "ThreadDispatcher", "Node"]
+__all__ = ["Dispatcher", "Node", "ThreadDispatcher"]
 
 
 class _State(enum.Enum):
@@ -33,7 +33,7 @@ class _State(enum.Enum):
 class Node:
     """One call in stream order, from the moment its block closes."""
 
-    __slots__ = ("record", "tool", "state", "deps", "waiters", "timeout", "timer", "task")
+    __slots__ = ("deps", "record", "state", "task", "timeout", "timer", "tool", "waiters")
 
     def __init__(self, record: DispatchRecord, tool: Callable[..., Any] | None, timeout: float | None) -> None:
         self.record = record

@@ -1,5 +1,5 @@
 """The gate between the inference loop and the tools: it applies inert's
-invariants to every block event the core reports."""
+invariants to every outcome the core reports."""
 
 from __future__ import annotations
 
@@ -8,21 +8,23 @@ import os
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any
 
 from . import _core
+from ._core import Call, CallClosed, CallCommitted, CallRetracted, Malformed
 from .dispatch import Dispatcher, Node, ThreadDispatcher
 from .dispatch_async import AsyncDispatcher
 from .effects import EffectLike, EffectTable
 from .errors import PolicyError, SpeculativeEffectViolation
 from .journal import Journal, MemoryJournal, SqliteJournal
+from .outcomes import Outcome
 from .reconcile import reconcile
+from .report import AcceptedCall, DispatchRecord, Report
 from .trace import TraceWriter
-from .report import AcceptedCall, DispatchRecord, MalformedBlock, Report
 
-__all__ = ["Orchestrator", "AsyncOrchestrator", "Step", "POLICIES"]
+__all__ = ["POLICIES", "AsyncOrchestrator", "Orchestrator", "Step"]
 
-Token = Union[str, bytes, int]
+Token = str | bytes | int
 
 POLICIES = ("read_eager", "defer", "eager_unsafe")
 """``read_eager``: reads run when their block closes in the draft, effects after
@@ -34,52 +36,16 @@ when its block closes in the draft, no ordering (measurement only)."""
 class Step:
     """What one ``draft`` or ``verify`` call did."""
 
-    events: tuple[_core.BlockEvent, ...]
-    """The core's block events, in order."""
+    outcomes: tuple[Outcome, ...]
+    """The core's outcomes, in order: calls closed, committed and retracted, malformed blocks."""
     dispatched: tuple[DispatchRecord, ...] = field(default=())
     """Calls the gate let go during this step (they may still wait for earlier conflicting calls)."""
 
 
-@dataclass
-class _Candidate:
-    """A call of a closed block, or a malformed block, not yet accepted or retracted."""
-
-    event: _core.BlockEvent
-    node: Node | None = None
-
-
 class _Gate:
     """The gate shared by ``Orchestrator`` and ``AsyncOrchestrator``: it turns the
-    core's block events into dispatch decisions under inert's invariants.
-
-    Args:
-        effects: an ``EffectTable``, or a mapping it is built from. Unknown tools are writes.
-        tools: tool name -> callable, called as ``tool(**arguments)``; idempotent tools
-            also get ``idempotency_key=<commit key>``.
-        format: the tool-call format, named as in vLLM's ``--tool-call-parser`` (see
-            ``inert.formats()``), or a custom format dict (see the README).
-        turn_key: seeds the commit keys; make it unique per turn.
-        policy: ``"read_eager"`` (default), ``"defer"`` or ``"eager_unsafe"`` (measurement only).
-        vocab: token id -> piece (a mapping, or a sequence indexed by id), to draft ``int`` tokens.
-        special_tokens: token id -> spelling of the model's special tokens; those that spell
-            a delimiter are matched by id (so are ``vocab`` entries that spell one exactly).
-        schemas: tool name -> JSON schema of its parameters, to type the raw values of
-            XML-style formats; defaults to the schemas of ``effects`` (from ``from_openai``).
-        max_block_bytes: a block longer than this is malformed and never dispatched.
-        max_workers: worker threads for tool calls.
-        timeout: default per-call timeout in seconds (a ``ToolSpec`` may set its own);
-            a call past it is recorded with ``ToolTimeoutError`` and is in doubt.
-        limits: tool name -> most calls of it running at once (a ``ToolSpec`` may set its own).
-        journal: a ``Journal``, or the path of a SQLite journal file (durable intents,
-            idempotency by commit key across restarts). In memory by default.
-        trace: path of a JSONL trace to append this turn's events to (see docs/trace.md).
-
-    Raises:
-        UnknownFormatError: ``format`` is not a known format.
-        FormatSpecError: a custom ``format`` dict cannot be used.
-        PolicyError: ``policy`` is not one of ``POLICIES``.
-        VocabularyError: a bad ``vocab`` or ``special_tokens`` entry.
-    """
+    core's outcomes into dispatch decisions under inert's invariants. See
+    ``Orchestrator`` for the arguments."""
 
     def __init__(
         self,
@@ -132,8 +98,9 @@ class _Gate:
             self._trace.emit("turn_start", format=self.stream.format, policy=policy)
         self._dispatcher = self._make_dispatcher(max_workers=max_workers, ordered=policy != "eager_unsafe",
                                                  limits=tool_limits)
-        self._candidates: dict[int, list[_Candidate]] = {}  # block id -> its calls
-        self._accepted: list[_Candidate] = []
+        self._nodes: dict[str, Node] = {}  # commit key -> the call closed under it, until committed or retracted
+        self._committed: list[Call] = []
+        self._malformed: list[Malformed] = []
 
     def _make_dispatcher(self, *, max_workers: int, ordered: bool, limits: dict[str, int]) -> Dispatcher:
         raise NotImplementedError
@@ -171,127 +138,140 @@ class _Gate:
 
     # -- the gate --
 
-    def _apply(self, events: list[_core.BlockEvent]) -> Step:
+    def _apply(self, outcomes: list[Outcome]) -> Step:
         dispatched: list[DispatchRecord] = []
-        for ev in events:
-            kind = ev.kind
+        for outcome in outcomes:
             if self._trace is not None:
-                self._trace.block(ev)
-            if kind == "closed":
-                self._on_closed(ev, dispatched)
-            elif kind == "malformed":
-                self._candidates[ev.block] = [_Candidate(ev)]
-            elif kind == "accepted":
-                self._on_accepted(ev, dispatched)
-            elif kind == "retracted":
-                self._on_retracted(ev)
-        return Step(tuple(events), tuple(dispatched))
+                self._trace.outcome(outcome)
+            if isinstance(outcome, CallClosed):
+                self._on_closed(outcome.call, dispatched)
+            elif isinstance(outcome, CallCommitted):
+                self._on_committed(outcome.call, dispatched)
+            elif isinstance(outcome, CallRetracted):
+                self._on_retracted(outcome.call)
+            else:
+                self._malformed.append(outcome.malformed)
+        return Step(tuple(outcomes), tuple(dispatched))
 
-    def _on_closed(self, ev: _core.BlockEvent, dispatched: list[DispatchRecord]) -> None:
-        name, arguments = ev.name, ev.arguments
-        assert name is not None and arguments is not None and ev.commit_key is not None
+    def _on_closed(self, call: Call, dispatched: list[DispatchRecord]) -> None:
         # The table is consulted once, here, when the gate decides (invariant 5).
-        spec = self.effects.spec(name)
+        spec = self.effects.spec(call.name)
         record = DispatchRecord(
-            commit_key=ev.commit_key,
-            name=name,
-            arguments=arguments,
+            commit_key=call.commit_key,
+            name=call.name,
+            arguments=call.arguments,
             effect=spec.effect,
-            footprint=spec.footprint(arguments),
-            span=(ev.start or 0, ev.end or 0),
+            footprint=spec.footprint(call.arguments),
+            span=call.span,
             early=False,
         )
-        node = self._dispatcher.register(record, self.tools.get(name), spec.timeout or self.timeout)
-        self._candidates.setdefault(ev.block, []).append(_Candidate(ev, node))
+        node = self._dispatcher.register(record, self.tools.get(call.name), spec.timeout or self.timeout)
+        self._nodes[call.commit_key] = node
         if self.policy == "eager_unsafe" or (self.policy == "read_eager" and spec.speculate):
             self._dispatcher.permit(node, early=True)
             dispatched.append(record)
 
-    def _on_accepted(self, ev: _core.BlockEvent, dispatched: list[DispatchRecord]) -> None:
-        for candidate in self._candidates.pop(ev.block, []):
-            self._accepted.append(candidate)
-            if candidate.node is not None and self._dispatcher.confirm(candidate.node):
-                dispatched.append(candidate.node.record)
+    def _on_committed(self, call: Call, dispatched: list[DispatchRecord]) -> None:
+        self._committed.append(call)
+        node = self._nodes.pop(call.commit_key)
+        if self._dispatcher.confirm(node):
+            dispatched.append(node.record)
 
-    def _on_retracted(self, ev: _core.BlockEvent) -> None:
-        for candidate in self._candidates.pop(ev.block, []):
-            if candidate.node is not None and self._dispatcher.retract(candidate.node) and self._trace is not None:
-                self._trace.discard(candidate.node.record)
+    def _on_retracted(self, call: Call) -> None:
+        node = self._nodes.pop(call.commit_key)
+        if self._dispatcher.retract(node) and self._trace is not None:
+            self._trace.discard(node.record)
 
     def _reconcile(self) -> Report:
-        accepted_calls: list[AcceptedCall] = []
-        malformed: list[MalformedBlock] = []
-        for c in self._accepted:
-            ev = c.event
-            span = (ev.start or 0, ev.end or 0)
-            key = ev.commit_key or ""
-            if ev.kind == "malformed":
-                malformed.append(MalformedBlock(span, ev.reason or "", key))
-            else:
-                accepted_calls.append(AcceptedCall(key, ev.name or "", ev.arguments or {}, span))
-        report = reconcile(self._dispatcher.log, accepted_calls)
-        report.malformed = malformed
+        accepted = [AcceptedCall(c.commit_key, c.name, c.arguments, c.span) for c in self._committed]
+        report = reconcile(self._dispatcher.log, accepted)
+        report.malformed = list(self._malformed)
         return report
 
 
-_DRAFT_DOC = """Appends a draft window (several calls extend the pending window).
-
-        Raises:
-            PieceTypeError: a token is not ``str``, ``bytes`` or ``int``; nothing changes.
-            VocabularyError: an ``int`` token is not in the vocabulary; nothing changes.
-            StreamFinishedError: the turn is finished.
-        """
-_VERIFY_DOC = """Accepts the first ``n_accepted`` pending tokens, rejects the rest, then
-        appends ``correction`` (the target's own next token) as accepted.
-
-        Raises:
-            VerifyError: ``n_accepted`` is negative or more than are pending; nothing changes.
-        """
-_FINISH_DOC = """Ends the turn: rejects tokens never verified, waits for every dispatched
-        call, and reconciles the dispatch log with the accepted stream.
-
-        Raises:
-            SpeculativeEffectViolation: anything diverged (``strict``); the exception holds the report.
-        """
-
-
 class Orchestrator(_Gate):
-    __doc__ = """Gates tool dispatch on speculative verification for one assistant turn.
+    """Gates tool dispatch on speculative verification for one assistant turn.
 
     Call ``draft(tokens)`` for every draft window and ``verify(n, correction)``
     after the target model scores it, then ``finish()`` once at the end of the turn.
     Tools run on a thread pool. One orchestrator per turn and per sequence; not
     shared between threads.
 
-""" + (_Gate.__doc__ or "")[(_Gate.__doc__ or "").index("    Args:"):]
+    Args:
+        effects: an ``EffectTable``, or a mapping it is built from. Unknown tools are writes.
+        tools: tool name -> callable, called as ``tool(**arguments)``; idempotent tools
+            also get ``idempotency_key=<commit key>``.
+        format: the tool-call format, named as in vLLM's ``--tool-call-parser`` (see
+            ``inert.formats()`` and ``docs/formats.md``), or a custom format dict (see the README).
+        turn_key: seeds the commit keys; make it unique per turn.
+        policy: ``"read_eager"`` (default), ``"defer"`` or ``"eager_unsafe"`` (measurement only).
+        vocab: token id -> piece (a mapping, or a sequence indexed by id), to draft ``int`` tokens.
+        special_tokens: token id -> spelling of the model's special tokens; those that spell
+            a delimiter are matched by id (so are ``vocab`` entries that spell one exactly).
+        schemas: tool name -> JSON schema of its parameters, to type the raw values of
+            XML-style formats; defaults to the schemas of ``effects`` (from ``from_openai``).
+        max_block_bytes: a block longer than this is malformed and never dispatched.
+        max_workers: worker threads for tool calls.
+        timeout: default per-call timeout in seconds (a ``ToolSpec`` may set its own);
+            a call past it is recorded with ``ToolTimeoutError`` and is in doubt.
+        limits: tool name -> most calls of it running at once (a ``ToolSpec`` may set its own).
+        journal: a ``Journal``, or the path of a SQLite journal file (durable intents,
+            idempotency by commit key across restarts). In memory by default.
+        trace: path of a JSONL trace to append this turn's events to (see ``docs/trace.md``).
+
+    Raises:
+        UnknownFormatError: ``format`` is not a known format.
+        FormatSpecError: a custom ``format`` dict cannot be used.
+        PolicyError: ``policy`` is not one of ``POLICIES``.
+        VocabularyError: a bad ``vocab`` or ``special_tokens`` entry.
+    """
 
     def _make_dispatcher(self, *, max_workers: int, ordered: bool, limits: dict[str, int]) -> Dispatcher:
         return ThreadDispatcher(self.journal, self.turn_key, max_workers=max_workers, ordered=ordered,
                                 limits=limits, trace=self._trace)
 
     def draft(self, tokens: Sequence[Token]) -> Step:
+        """Appends a draft window (several calls extend the pending window).
+
+        Raises:
+            PieceTypeError: a token is not ``str``, ``bytes`` or an integer; nothing changes.
+            VocabularyError: an integer token is not in the vocabulary; nothing changes.
+            StreamFinishedError: the turn is finished.
+        """
         return self._draft(tokens)
 
     def verify(self, n_accepted: int, correction: Token | None = None) -> Step:
+        """Accepts the first ``n_accepted`` pending tokens, rejects the rest, then
+        appends ``correction`` (the target's own next token) as accepted.
+
+        Raises:
+            VerifyError: ``n_accepted`` is negative or more than are pending; nothing changes.
+        """
         return self._verify(n_accepted, correction)
 
     def finish(self, *, strict: bool = True) -> Report:
+        """Ends the turn: rejects tokens never verified, waits for every dispatched
+        call, and reconciles the dispatch log with the accepted stream.
+
+        Raises:
+            SpeculativeEffectViolation: anything diverged (``strict``); the exception holds the report.
+        """
         self._end()
         assert isinstance(self._dispatcher, ThreadDispatcher)
         self._dispatcher.drain()
         return self._report(strict)
 
-    draft.__doc__, verify.__doc__, finish.__doc__ = _DRAFT_DOC, _VERIFY_DOC, _FINISH_DOC
-
 
 class AsyncOrchestrator(_Gate):
-    __doc__ = """``Orchestrator`` for asyncio loops: ``await orch.draft(...)``,
-    ``await orch.verify(...)``, ``await orch.finish()``. Coroutine tools run as
-    tasks on the loop, plain functions in a worker thread; a speculative read
-    whose block is rejected is cancelled if it is still running. ``max_workers``
-    is unused (asyncio's default executor runs the plain functions).
+    """``Orchestrator`` for asyncio loops: ``await orch.draft(...)``,
+    ``await orch.verify(...)``, ``await orch.finish()``. It takes the same
+    arguments as ``Orchestrator``; ``max_workers`` is unused (asyncio's default
+    executor runs the plain functions).
 
-""" + (_Gate.__doc__ or "")[(_Gate.__doc__ or "").index("    Args:"):]
+    Coroutine tools run as tasks on the loop, plain functions in a worker
+    thread; a speculative read whose block is rejected is cancelled if it is
+    still running.
+    """
 
     def _make_dispatcher(self, *, max_workers: int, ordered: bool, limits: dict[str, int]) -> Dispatcher:
         return AsyncDispatcher(self.journal, self.turn_key, ordered=ordered, limits=limits, trace=self._trace)
@@ -302,17 +282,18 @@ class AsyncOrchestrator(_Gate):
         return self._dispatcher
 
     async def draft(self, tokens: Sequence[Token]) -> Step:
+        """As ``Orchestrator.draft``."""
         self._bound()
         return self._draft(tokens)
 
     async def verify(self, n_accepted: int, correction: Token | None = None) -> Step:
+        """As ``Orchestrator.verify``."""
         self._bound()
         return self._verify(n_accepted, correction)
 
     async def finish(self, *, strict: bool = True) -> Report:
+        """As ``Orchestrator.finish``, awaiting the calls."""
         dispatcher = self._bound()
         self._end()
         await dispatcher.drain()
         return self._report(strict)
-
-    draft.__doc__, verify.__doc__, finish.__doc__ = _DRAFT_DOC, _VERIFY_DOC, _FINISH_DOC

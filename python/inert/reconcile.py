@@ -122,23 +122,29 @@ def reconcile(
         if len(executed) > 1 and _is_effect(r0):
             report.violations.append(Violation(
                 "duplicate", a.name, a.span, a.commit_key,
-                f"{r0.effect.value} tool {a.name!r} at tokens {a.span} ran {len(executed)} times under key {a.commit_key}",
+                f"{r0.effect.value} tool {a.name!r} at tokens {a.span} ran {len(executed)} times under key "
+                f"{a.commit_key}",
             ))
         if r0.name != a.name or r0.arguments != a.arguments:
             report.violations.append(Violation(
                 "key_divergence", a.name, a.span, a.commit_key,
-                f"key {a.commit_key} was dispatched as {r0.name}({r0.arguments}) but accepted as {a.name}({a.arguments})",
+                f"key {a.commit_key} was dispatched as {r0.name}({r0.arguments}) but accepted as "
+                f"{a.name}({a.arguments})",
             ))
         ran.append((a, r0))
-        report.results.append(CallResult(a.name, a.arguments, r0.effect, a.commit_key, r0.result, r0.error, r0.early, a.span))
+        report.results.append(
+            CallResult(a.name, a.arguments, r0.effect, a.commit_key, r0.result, r0.error, r0.early, a.span))
 
     for i, (ea, er) in enumerate(ran):
         for la, lr in ran[i + 1:]:
+            if lr is er:
+                continue  # one dispatch accepted twice (a key recurring): a call never races itself
             if er.footprint.conflicts(lr.footprint) and _overtook(er, lr):
                 report.violations.append(Violation(
                     "stale_read", la.name, la.span, la.commit_key,
                     f"{la.name!r} at tokens {la.span} (key {la.commit_key}) started before the earlier conflicting "
-                    f"{ea.name!r} at tokens {ea.span} (key {ea.commit_key}) finished: it observed the world out of stream order",
+                    f"{ea.name!r} at tokens {ea.span} (key {ea.commit_key}) finished: it observed the world out of "
+                    "stream order",
                     other_key=ea.commit_key,
                 ))
     return report

@@ -6,9 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ._core import Malformed
 from .effects import EffectClass, Footprint
 
-__all__ = ["DispatchRecord", "AcceptedCall", "CallResult", "DiscardedCall", "MalformedBlock", "Violation", "Report"]
+__all__ = ["AcceptedCall", "CallResult", "DiscardedCall", "DispatchRecord", "Report", "Violation"]
 
 Span = tuple[int, int]
 """Token positions ``(start, end)`` on the accepted stream, ``end`` exclusive."""
@@ -80,15 +81,6 @@ class DiscardedCall:
 
 
 @dataclass(frozen=True)
-class MalformedBlock:
-    """An accepted block that could not be parsed or outgrew the byte limit; never dispatched."""
-
-    span: Span
-    reason: str
-    commit_key: str
-
-
-@dataclass(frozen=True)
 class Violation:
     """A divergence between what ran and what the accepted stream says.
 
@@ -114,7 +106,8 @@ class Report:
 
     results: list[CallResult] = field(default_factory=list)
     discarded: list[DiscardedCall] = field(default_factory=list)
-    malformed: list[MalformedBlock] = field(default_factory=list)
+    malformed: list[Malformed] = field(default_factory=list)
+    """Accepted blocks that are not calls (``kind``, ``offset``, ``reason``); never dispatched."""
     violations: list[Violation] = field(default_factory=list)
     dispatch_log: list[DispatchRecord] = field(default_factory=list)
     accepted: list[AcceptedCall] = field(default_factory=list)

@@ -9,14 +9,13 @@ after ``record_content(True)``: they may hold user data.
 
 from __future__ import annotations
 
+import importlib
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from .report import DispatchRecord
-
-import importlib
 
 _trace: Any
 try:

@@ -1,7 +1,8 @@
-"""JSONL traces of a turn: what was drafted and verified, every block event,
-every dispatch and outcome. Schema ``inert.trace/1`` (see the README), enough
-to rebuild both the dispatched stream and the accepted stream; ``inert audit``
-reads it back, from inert or from any stack that writes the schema."""
+"""JSONL traces of a turn: what was drafted and verified, every outcome of the
+turn (calls closed, committed, retracted; malformed blocks), every dispatch and
+its result. Schema ``inert.trace/2`` (see ``docs/trace.md``), enough to rebuild
+both the dispatched stream and the accepted stream; ``inert audit`` reads it
+back, from inert or from any stack that writes the schema."""
 
 from __future__ import annotations
 
@@ -12,12 +13,13 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import IO, Any
 
-from . import _core
+from ._core import BlockMalformed
+from .outcomes import Outcome
 from .report import DispatchRecord
 
 __all__ = ["SCHEMA", "TraceWriter", "read_trace"]
 
-SCHEMA = "inert.trace/1"
+SCHEMA = "inert.trace/2"
 
 
 def _token(t: str | bytes | int) -> str | int:
@@ -52,15 +54,18 @@ class TraceWriter:
     def verify(self, n: int, correction: str | bytes | int | None) -> None:
         self.emit("verify", n_accepted=n, correction=None if correction is None else _token(correction))
 
-    def block(self, e: _core.BlockEvent) -> None:
-        fields: dict[str, Any] = {"kind": e.kind, "block": e.block}
-        if e.start is not None:
-            fields["span"] = [e.start, e.end]
-        for name in ("index", "name", "arguments", "commit_key", "reason", "call_id"):
-            value = getattr(e, name)
-            if value is not None:
-                fields[name] = value
-        self.emit("block", **fields)
+    def outcome(self, o: Outcome) -> None:
+        if isinstance(o, BlockMalformed):
+            m = o.malformed
+            self.emit(o.kind, block=m.block, index=m.index, span=list(m.span), commit_key=m.commit_key,
+                      kind=m.kind, offset=m.offset, reason=m.reason)
+            return
+        c = o.call
+        fields: dict[str, Any] = {"block": c.block, "index": c.index, "span": list(c.span), "name": c.name,
+                                  "arguments": c.arguments, "commit_key": c.commit_key}
+        if c.call_id is not None:
+            fields["call_id"] = c.call_id
+        self.emit(o.kind, **fields)
 
     def dispatch(self, r: DispatchRecord) -> None:
         self.emit("dispatch", t=r.started, commit_key=r.commit_key, name=r.name, arguments=r.arguments,
@@ -95,5 +100,6 @@ def read_trace(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
             except json.JSONDecodeError as e:
                 raise InertValueError(f"{os.fspath(path)}:{n}: not JSON ({e})") from None
             if not isinstance(row, dict) or row.get("v") != SCHEMA:
-                raise InertValueError(f"{os.fspath(path)}:{n}: not an {SCHEMA} event (its \"v\" is {row.get('v') if isinstance(row, dict) else None!r})")
+                version = row.get("v") if isinstance(row, dict) else None
+                raise InertValueError(f"{os.fspath(path)}:{n}: not an {SCHEMA} event (its \"v\" is {version!r})")
             yield row

@@ -5,7 +5,7 @@ use std::ops::Range;
 /// Bits indexed by ledger position. Range operations touch each 64-bit word
 /// once, so checking a block's span costs `len / 64` word operations.
 #[derive(Debug, Clone, Default)]
-pub struct BitSet {
+pub(super) struct BitSet {
     words: Vec<u64>,
     len: usize,
 }
@@ -23,18 +23,8 @@ fn mask_for(word_index: usize, range: &Range<usize>) -> u64 {
 }
 
 impl BitSet {
-    #[must_use]
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    #[must_use]
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
     /// Appends one cleared bit.
-    pub fn push_clear(&mut self) {
+    pub(super) fn push_clear(&mut self) {
         if self.len % 64 == 0 {
             self.words.push(0);
         }
@@ -42,7 +32,7 @@ impl BitSet {
     }
 
     #[must_use]
-    pub fn get(&self, i: usize) -> bool {
+    pub(super) fn get(&self, i: usize) -> bool {
         i < self.len && self.words[i / 64] >> (i % 64) & 1 == 1
     }
 
@@ -57,7 +47,7 @@ impl BitSet {
     ///
     /// ## Panics
     /// If `range` reaches past `len()`: ranges come from the ledger, never from callers.
-    pub fn set_range(&mut self, range: Range<usize>) {
+    pub(super) fn set_range(&mut self, range: Range<usize>) {
         assert!(range.end <= self.len, "bit range {range:?} past length {}", self.len);
         for w in Self::words_of(&range) {
             self.words[w] |= mask_for(w, &range);
@@ -66,7 +56,7 @@ impl BitSet {
 
     /// Number of set bits in `range`.
     #[must_use]
-    pub fn count_ones(&self, range: Range<usize>) -> usize {
+    pub(super) fn count_ones(&self, range: Range<usize>) -> usize {
         let range = range.start.min(self.len)..range.end.min(self.len);
         Self::words_of(&range).map(|w| (self.words[w] & mask_for(w, &range)).count_ones() as usize).sum()
     }

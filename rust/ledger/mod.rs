@@ -1,11 +1,10 @@
 //! The ledger: every token drafted in a turn, in drafting order, with its
-//! decision. Rejected tokens stay here (off the live stream) for audit.
+//! decision. Rejected tokens stay here (off the live stream) for audit. The
+//! ledger owns the undecided window: its length is asked of the ledger alone.
 
 mod bitset;
-pub mod commit_key;
 
-pub use bitset::BitSet;
-pub use commit_key::{CommitHasher, CommitKey};
+use bitset::BitSet;
 
 use crate::error::CoreError;
 use std::ops::Range;
@@ -24,22 +23,15 @@ struct TokenRecord {
     len: u32,
 }
 
-/// The outcome of one `decide`: which ledger positions became accepted and rejected.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Decision {
-    pub accepted: Range<usize>,
-    pub rejected: Range<usize>,
-}
-
 /// Per-token pieces and states. The undecided tokens are always a suffix
-/// (the pending window), so a decision is two range updates on the bitsets.
+/// (the undecided window), so a decision is two range updates on the bitsets.
 #[derive(Debug, Default)]
 pub struct Ledger {
     bytes: Vec<u8>,
     tokens: Vec<TokenRecord>,
     accepted: BitSet,
     rejected: BitSet,
-    pending_start: usize,
+    undecided_start: usize,
 }
 
 impl Ledger {
@@ -61,8 +53,8 @@ impl Ledger {
 
     /// Number of undecided tokens: the current draft window.
     #[must_use]
-    pub fn pending(&self) -> usize {
-        self.len() - self.pending_start
+    pub fn undecided(&self) -> usize {
+        self.len() - self.undecided_start
     }
 
     /// Appends an undecided token and returns its ledger position.
@@ -77,18 +69,25 @@ impl Ledger {
         Ok(self.tokens.len() - 1)
     }
 
-    /// Accepts the first `n` pending tokens and rejects the rest of the window.
-    pub fn decide(&mut self, n: usize) -> Result<Decision, CoreError> {
-        let pending = self.pending();
-        if n > pending {
-            return Err(CoreError::VerifyTooMany { requested: n, pending });
+    /// Whether `n` undecided tokens can be accepted: the one check of a verify count.
+    pub fn check_decision(&self, n: usize) -> Result<(), CoreError> {
+        let undecided = self.undecided();
+        if n > undecided {
+            return Err(CoreError::VerifyTooMany { requested: n.to_string(), pending: undecided });
         }
-        let split = self.pending_start + n;
-        let decision = Decision { accepted: self.pending_start..split, rejected: split..self.len() };
-        self.accepted.set_range(decision.accepted.clone());
-        self.rejected.set_range(decision.rejected.clone());
-        self.pending_start = self.len();
-        Ok(decision)
+        Ok(())
+    }
+
+    /// Accepts the first `n` undecided tokens and rejects the rest of the window.
+    ///
+    /// ## Panics
+    /// If `n` is more than are undecided: `check_decision` first.
+    pub(crate) fn decide(&mut self, n: usize) {
+        let split = self.undecided_start + n;
+        assert!(split <= self.len(), "decide({n}) with {} undecided", self.undecided());
+        self.accepted.set_range(self.undecided_start..split);
+        self.rejected.set_range(split..self.len());
+        self.undecided_start = self.len();
     }
 
     #[must_use]
@@ -154,28 +153,28 @@ mod tests {
     #[test]
     fn decide_splits_the_window() {
         let mut l = ledger_with(5);
-        let d = l.decide(3).unwrap();
-        assert_eq!(d, Decision { accepted: 0..3, rejected: 3..5 });
+        l.decide(3);
         assert_eq!(l.state(2), TokenState::Accepted);
         assert_eq!(l.state(3), TokenState::Rejected);
-        assert_eq!(l.pending(), 0);
+        assert_eq!(l.undecided(), 0);
         assert_eq!(l.piece(4), b"t4");
     }
 
     #[test]
-    fn verify_too_many_leaves_state() {
-        let mut l = ledger_with(2);
-        assert_eq!(l.decide(3), Err(CoreError::VerifyTooMany { requested: 3, pending: 2 }));
-        assert_eq!(l.pending(), 2);
+    fn verify_too_many_is_refused_before_anything_changes() {
+        let l = ledger_with(2);
+        assert_eq!(l.check_decision(3), Err(CoreError::VerifyTooMany { requested: "3".into(), pending: 2 }));
+        assert_eq!(l.check_decision(2), Ok(()));
+        assert_eq!(l.undecided(), 2);
         assert_eq!(l.state(0), TokenState::Undecided);
     }
 
     #[test]
     fn block_acceptance_skips_rebuilt_drafts() {
         let mut l = ledger_with(4);
-        l.decide(2).unwrap(); // 0,1 accepted; 2,3 rejected
+        l.decide(2); // 0,1 accepted; 2,3 rejected
         l.append(b"c").unwrap(); // 4
-        l.decide(1).unwrap();
+        l.decide(1);
         // A block built from tokens 0,1,4 spans ledger 0..5 with 3 live tokens.
         assert!(l.is_accepted_whole(0..5, 3));
         assert!(!l.is_accepted_whole(0..5, 4));

@@ -1,55 +1,75 @@
-//! Conversions across the boundary: tokens in, JSON values out.
+//! Conversions across the boundary: tokens in, JSON values both ways. Every
+//! failure is a `CoreError`, converted to a Python exception in one place.
 
-use super::errors::inert_error;
-use crate::stream::TokenIn;
+use crate::error::CoreError;
+use crate::turn::TokenIn;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 use serde_json::{Map, Value};
 
+/// The name of an object's type, for messages.
+pub(super) fn type_name(obj: &Bound<'_, PyAny>) -> String {
+    obj.get_type().name().map_or_else(|_| "an unknown type".to_owned(), |n| n.to_string())
+}
+
 /// The Python objects of a token window, held so their buffers can be borrowed.
-pub fn collect_tokens<'py>(tokens: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, PyAny>>> {
-    let py = tokens.py();
+pub(super) fn collect_tokens<'py>(tokens: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, PyAny>>> {
     if tokens.is_instance_of::<PyString>() || tokens.is_instance_of::<PyBytes>() {
-        return Err(inert_error(
-            py,
-            "PieceTypeError",
-            "tokens must be a sequence of pieces, not a single str or bytes; wrap one piece in a list".to_owned(),
-        ));
+        return Err(CoreError::BareTokens { type_name: type_name(tokens) }.into());
     }
     if let Ok(list) = tokens.cast::<PyList>() {
         return Ok(list.iter().collect());
     }
-    tokens.try_iter()?.collect()
+    let not_a_sequence = || CoreError::NotASequence { what: "tokens", type_name: type_name(tokens) };
+    tokens.try_iter().map_err(|_| not_a_sequence())?.collect()
 }
 
-/// Borrows one token: `str` and `bytes` as pieces, `int` as a token id.
-pub fn token<'a>(index: usize, obj: &'a Bound<'_, PyAny>) -> PyResult<TokenIn<'a>> {
+/// Borrows one token: `str` and `bytes` as pieces, an integer (anything with
+/// `__index__`, numpy's integer scalars included) as a token id.
+pub(super) fn token<'a>(index: usize, obj: &'a Bound<'_, PyAny>) -> Result<TokenIn<'a>, CoreError> {
     if let Ok(s) = obj.cast::<PyString>() {
-        return Ok(TokenIn::Piece(s.to_str()?.as_bytes()));
+        return s.to_str().map(|s| TokenIn::Piece(s.as_bytes())).map_err(|_| CoreError::PieceNotUnicode { index });
     }
     if let Ok(b) = obj.cast::<PyBytes>() {
         return Ok(TokenIn::Piece(b.as_bytes()));
     }
-    if obj.is_instance_of::<PyInt>() && !obj.is_instance_of::<PyBool>() {
-        return match obj.extract::<u64>() {
-            Ok(id) => Ok(TokenIn::Id(id)),
-            Err(_) => Err(inert_error(
-                obj.py(),
-                "VocabularyError",
-                format!("token {index} is {obj}, which is not a valid token id; ids are non-negative integers"),
-            )),
-        };
+    if obj.is_instance_of::<PyBool>() {
+        return Err(CoreError::PieceType { index, type_name: type_name(obj) });
     }
-    let type_name = obj.get_type().name().map_or_else(|_| "an unknown type".to_owned(), |n| n.to_string());
-    Err(inert_error(
-        obj.py(),
-        "PieceTypeError",
-        format!("token {index} is of type {type_name}; a token must be a str or bytes piece, or an int id"),
-    ))
+    let integral = obj.is_instance_of::<PyInt>() || obj.hasattr("__index__").unwrap_or(false);
+    if !integral {
+        return Err(CoreError::PieceType { index, type_name: type_name(obj) });
+    }
+    obj.extract::<u64>().map(TokenIn::Id).map_err(|_| CoreError::InvalidTokenId { index, value: repr(obj) })
+}
+
+/// A non-negative integer argument: an `int` or anything with `__index__`.
+pub(super) fn count(obj: &Bound<'_, PyAny>, what: &'static str) -> Result<usize, CoreError> {
+    let integral =
+        !obj.is_instance_of::<PyBool>() && (obj.is_instance_of::<PyInt>() || obj.hasattr("__index__").unwrap_or(false));
+    if !integral {
+        return Err(CoreError::WrongType { what: what.to_owned(), expected: "an int", got: type_name(obj) });
+    }
+    obj.extract::<usize>().map_err(|_| CoreError::OutOfRange {
+        what,
+        value: repr(obj),
+        expected: "a non-negative integer that fits in 64 bits",
+    })
+}
+
+/// `str(obj)`, for messages.
+pub(super) fn repr(obj: &Bound<'_, PyAny>) -> String {
+    obj.str().map_or_else(|_| "<unprintable>".to_owned(), |s| s.to_string())
+}
+
+/// A `str` argument.
+pub(super) fn text<'a>(obj: &'a Bound<'_, PyAny>, what: &str) -> Result<&'a str, CoreError> {
+    let wrong = || CoreError::WrongType { what: what.to_owned(), expected: "a str", got: type_name(obj) };
+    obj.cast::<PyString>().map_err(|_| wrong())?.to_str().map_err(|_| wrong())
 }
 
 /// A JSON value as the equivalent Python object.
-pub fn json_to_py<'py>(py: Python<'py>, value: &Value) -> PyResult<Bound<'py, PyAny>> {
+pub(super) fn json_to_py<'py>(py: Python<'py>, value: &Value) -> PyResult<Bound<'py, PyAny>> {
     Ok(match value {
         Value::Null => py.None().into_bound(py),
         Value::Bool(b) => PyBool::new(py, *b).to_owned().into_any(),
@@ -75,7 +95,7 @@ pub fn json_to_py<'py>(py: Python<'py>, value: &Value) -> PyResult<Bound<'py, Py
 }
 
 /// A JSON object as a Python dict, keys in the model's order.
-pub fn object_to_py<'py>(py: Python<'py>, map: &Map<String, Value>) -> PyResult<Bound<'py, PyDict>> {
+pub(super) fn object_to_py<'py>(py: Python<'py>, map: &Map<String, Value>) -> PyResult<Bound<'py, PyDict>> {
     let dict = PyDict::new(py);
     for (k, v) in map {
         dict.set_item(k, json_to_py(py, v)?)?;
@@ -84,11 +104,10 @@ pub fn object_to_py<'py>(py: Python<'py>, map: &Map<String, Value>) -> PyResult<
 }
 
 /// A Python value made of dicts, lists, tuples, str, int, float, bool and None, as JSON.
-pub fn py_to_json(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Value> {
-    fn go(obj: &Bound<'_, PyAny>, what: &str, depth: usize) -> PyResult<Value> {
-        let py = obj.py();
+pub(super) fn py_to_json(obj: &Bound<'_, PyAny>, what: &'static str) -> PyResult<Value> {
+    fn go(obj: &Bound<'_, PyAny>, what: &'static str, depth: usize) -> PyResult<Value> {
         if depth > 64 {
-            return Err(inert_error(py, "InertValueError", format!("{what} nests too deeply")));
+            return Err(CoreError::TooDeep { what }.into());
         }
         if obj.is_none() {
             return Ok(Value::Null);
@@ -108,15 +127,13 @@ pub fn py_to_json(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Value> {
             return Ok(serde_json::Number::from_f64(f.value()).map_or(Value::Null, Value::Number));
         }
         if let Ok(s) = obj.cast::<PyString>() {
-            return Ok(Value::String(s.to_str()?.to_owned()));
+            return Ok(Value::String(text(s.as_any(), what)?.to_owned()));
         }
         if let Ok(d) = obj.cast::<PyDict>() {
             let mut map = Map::new();
             for (k, v) in d.iter() {
-                let key = k.cast::<PyString>().map_err(|_| {
-                    inert_error(py, "InertTypeError", format!("{what}: keys must be str, got {}", k.get_type()))
-                })?;
-                map.insert(key.to_str()?.to_owned(), go(&v, what, depth + 1)?);
+                let key = text(&k, &format!("{what}: a key"))?;
+                map.insert(key.to_owned(), go(&v, what, depth + 1)?);
             }
             return Ok(Value::Object(map));
         }
@@ -127,7 +144,12 @@ pub fn py_to_json(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Value> {
                 .collect::<PyResult<Vec<_>>>()
                 .map(Value::Array);
         }
-        Err(inert_error(py, "InertTypeError", format!("{what}: cannot use a value of type {} here", obj.get_type())))
+        Err(CoreError::WrongType {
+            what: what.to_owned(),
+            expected: "JSON-like values (dict, list, str, int, float, bool, None)",
+            got: type_name(obj),
+        }
+        .into())
     }
     go(obj, what, 0)
 }

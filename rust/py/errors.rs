@@ -1,6 +1,6 @@
-//! Core errors become instances of the exception classes declared once, in
-//! `inert/errors.py`, where they can derive from both `InertError` and the
-//! matching builtin (`ValueError`, `TypeError`).
+//! The one conversion from core errors to Python exceptions. The classes are
+//! declared once, in `inert/errors.py`, where each derives from `InertError`
+//! and the matching builtin; their handles are looked up once and cached.
 
 use crate::error::CoreError;
 use pyo3::exceptions::PyRuntimeError;
@@ -8,42 +8,70 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyType;
 
-static ERRORS: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
+/// Handles of the classes of `inert.errors` the core raises.
+struct Classes {
+    inert_value: Py<PyType>,
+    inert_type: Py<PyType>,
+    verify: Py<PyType>,
+    unknown_format: Py<PyType>,
+    format_spec: Py<PyType>,
+    vocabulary: Py<PyType>,
+    stream_limit: Py<PyType>,
+    stream_finished: Py<PyType>,
+    piece_type: Py<PyType>,
+}
 
-/// An instance of `inert.errors.<class>` carrying `message`.
-pub fn inert_error(py: Python<'_>, class: &str, message: String) -> PyErr {
-    let module = ERRORS.get_or_try_init(py, || py.import("inert.errors").map(Bound::unbind));
-    let class =
-        module.and_then(|m| m.bind(py).getattr(class)).and_then(|c| c.cast_into::<PyType>().map_err(PyErr::from));
-    match class {
-        Ok(class) => PyErr::from_type(class, message),
-        // Only reachable if inert's Python package is broken; still no panic.
-        Err(e) => PyRuntimeError::new_err(format!("{message} (and inert.errors could not be loaded: {e})")),
+static CLASSES: PyOnceLock<Classes> = PyOnceLock::new();
+
+impl Classes {
+    fn load(py: Python<'_>) -> PyResult<Self> {
+        let module = py.import("inert.errors")?;
+        let class = |name: &str| -> PyResult<Py<PyType>> { Ok(module.getattr(name)?.cast_into::<PyType>()?.unbind()) };
+        Ok(Self {
+            inert_value: class("InertValueError")?,
+            inert_type: class("InertTypeError")?,
+            verify: class("VerifyError")?,
+            unknown_format: class("UnknownFormatError")?,
+            format_spec: class("FormatSpecError")?,
+            vocabulary: class("VocabularyError")?,
+            stream_limit: class("StreamLimitError")?,
+            stream_finished: class("StreamFinishedError")?,
+            piece_type: class("PieceTypeError")?,
+        })
+    }
+
+    /// The class each error is raised as.
+    fn of(&self, err: &CoreError) -> &Py<PyType> {
+        match err {
+            CoreError::VerifyTooMany { .. } | CoreError::NegativeCount { .. } => &self.verify,
+            CoreError::UnknownFormat { .. } => &self.unknown_format,
+            CoreError::BadFormatSpec(_) => &self.format_spec,
+            CoreError::UnknownTokenId { .. }
+            | CoreError::TokenIdTooLarge { .. }
+            | CoreError::InvalidTokenId { .. }
+            | CoreError::EmptySpecialToken { .. }
+            | CoreError::BadVocabKey { .. }
+            | CoreError::BadVocabEntry { .. } => &self.vocabulary,
+            CoreError::PieceType { .. } | CoreError::BareTokens { .. } | CoreError::NotASequence { .. } => {
+                &self.piece_type
+            }
+            CoreError::WrongType { .. } => &self.inert_type,
+            CoreError::PieceNotUnicode { .. }
+            | CoreError::OutOfRange { .. }
+            | CoreError::TooDeep { .. }
+            | CoreError::PastLedger { .. } => &self.inert_value,
+            CoreError::Finished => &self.stream_finished,
+            CoreError::StreamTooLong => &self.stream_limit,
+        }
     }
 }
 
-/// The one mapping from core errors to Python exceptions.
-pub fn to_py(py: Python<'_>, err: &CoreError) -> PyErr {
-    let class = match err {
-        CoreError::VerifyTooMany { .. } | CoreError::NegativeCount { .. } => "VerifyError",
-        CoreError::UnknownFormat { .. } => "UnknownFormatError",
-        CoreError::BadFormatSpec(_) => "FormatSpecError",
-        CoreError::UnknownTokenId { .. } | CoreError::TokenIdTooLarge { .. } | CoreError::EmptySpecialToken { .. } => {
-            "VocabularyError"
-        }
-        CoreError::Finished => "StreamFinishedError",
-        CoreError::StreamTooLong => "StreamLimitError",
-    };
-    inert_error(py, class, err.to_string())
-}
-
-/// `Result<T, CoreError>` to `PyResult<T>`.
-pub trait IntoPyResult<T> {
-    fn or_raise(self, py: Python<'_>) -> PyResult<T>;
-}
-
-impl<T> IntoPyResult<T> for Result<T, CoreError> {
-    fn or_raise(self, py: Python<'_>) -> PyResult<T> {
-        self.map_err(|e| to_py(py, &e))
+impl From<CoreError> for PyErr {
+    fn from(err: CoreError) -> Self {
+        Python::attach(|py| match CLASSES.get_or_try_init(py, || Classes::load(py)) {
+            Ok(classes) => PyErr::from_type(classes.of(&err).bind(py).clone(), err.to_string()),
+            // Only reachable if inert's Python package is broken; still no panic.
+            Err(e) => PyRuntimeError::new_err(format!("{err} (and inert.errors could not be loaded: {e})")),
+        })
     }
 }

@@ -7,11 +7,11 @@ use aho_corasick::{Anchored, MatchKind};
 
 /// Where the matcher stands inside a possibly partial delimiter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Cursor(StateID);
+pub(super) struct Cursor(StateID);
 
 /// A set of delimiters searched for unanchored in a byte stream.
 #[derive(Debug, Clone)]
-pub struct Delimiters {
+pub(super) struct Delimiters {
     dfa: DFA,
     start: StateID,
 }
@@ -19,7 +19,7 @@ pub struct Delimiters {
 impl Cursor {
     /// The cursor of a mode that searches for nothing.
     #[must_use]
-    pub fn none() -> Self {
+    pub(super) fn none() -> Self {
         Self(StateID::ZERO)
     }
 }
@@ -32,7 +32,7 @@ impl Delimiters {
     /// patterns, which its size limits are far from; the patterns are static.
     #[must_use]
     #[allow(clippy::expect_used)] // static patterns: failure is a build bug, caught by every test
-    pub fn new(patterns: &[&str]) -> Self {
+    pub(super) fn new(patterns: &[&str]) -> Self {
         let dfa = DFA::builder()
             .match_kind(MatchKind::Standard)
             .build(patterns)
@@ -42,13 +42,13 @@ impl Delimiters {
     }
 
     #[must_use]
-    pub fn start(&self) -> Cursor {
+    pub(super) fn start(&self) -> Cursor {
         Cursor(self.start)
     }
 
     /// Advances by one byte; returns the index of the delimiter that ends here.
     #[inline]
-    pub fn step(&self, cursor: &mut Cursor, byte: u8) -> Option<usize> {
+    pub(super) fn step(&self, cursor: &mut Cursor, byte: u8) -> Option<usize> {
         cursor.0 = self.dfa.next_state(Anchored::No, cursor.0, byte);
         if self.dfa.is_match(cursor.0) {
             Some(self.dfa.match_pattern(cursor.0, 0).as_usize())

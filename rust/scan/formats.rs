@@ -75,7 +75,11 @@ const DS_CALL: (&[&str], &[&str]) = (&["<｜tool▁call▁begin｜>"], &["<｜to
 
 /// The spec of a built-in format.
 pub fn builtin(name: &str) -> Result<FormatSpec, CoreError> {
-    let unknown = || CoreError::UnknownFormat { name: name.to_owned(), known: NAMES };
+    let unknown = || CoreError::UnknownFormat {
+        name: name.to_owned(),
+        known: NAMES,
+        suggestion: crate::error::closest(name, NAMES),
+    };
     Ok(match name {
         "hermes" => delimited(name, &["<tool_call>"], &["</tool_call>"], Syntax::Json, Body::JsonObject),
         "qwen3_coder" => delimited(name, &["<tool_call>"], &["</tool_call>"], Syntax::Raw, Body::QwenXml),
@@ -139,6 +143,8 @@ mod tests {
             assert_eq!(builtin(name).unwrap().name, *name);
         }
         let err = builtin("nope").unwrap_err().to_string();
-        assert!(err.contains("\"nope\"") && err.contains("minimax_m2"), "{err}");
+        assert!(err.contains("\"nope\"") && err.contains("minimax_m2") && !err.contains("mean"), "{err}");
+        let err = builtin("hermess").unwrap_err().to_string();
+        assert!(err.contains("did you mean \"hermes\"?"), "{err}");
     }
 }

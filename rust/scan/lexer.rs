@@ -25,7 +25,7 @@ pub enum StructStart {
 
 /// The lexer state after a byte.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Lexer {
+pub(super) struct Lexer {
     quote: u8,
     escaped: bool,
     depth: u16,
@@ -35,7 +35,7 @@ pub struct Lexer {
 
 /// What one byte did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Step {
+pub(super) struct Step {
     /// The byte lay outside every string (quotes belong to their string).
     pub outside: bool,
     /// The byte closed the outermost bracket: the value is complete.
@@ -44,7 +44,7 @@ pub struct Step {
 
 impl Lexer {
     #[inline]
-    pub fn step(&mut self, syntax: Syntax, start: StructStart, byte: u8) -> Step {
+    pub(super) fn step(&mut self, syntax: Syntax, start: StructStart, byte: u8) -> Step {
         let mut step = Step { outside: false, completed: false };
         if syntax == Syntax::Raw {
             step.outside = true;

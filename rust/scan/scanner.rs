@@ -3,9 +3,10 @@
 //! by a `FormatSpec`; the per-format work is only in the body parsers.
 
 use super::body::{self, Schemas};
+use super::call::Call;
 use super::delimiter::{Cursor, Delimiters};
-use super::event::Call;
 use super::lexer::Lexer;
+use super::malformed::{Malformed, MalformedKind};
 use super::spec::FormatSpec;
 use std::ops::Range;
 
@@ -50,24 +51,25 @@ pub struct ScanState {
     in_section: bool,
     /// A call may start at the next non-blank byte (anchored formats).
     armed: bool,
-    /// A structurally complete block waits for the next token to confirm it.
-    pending: bool,
+    /// A structurally complete block waits for the next token to confirm it
+    /// (formats whose blocks end on a bracket, not on a closing delimiter).
+    awaiting_confirmation: bool,
     /// Live-text offset of the open delimiter's first byte.
     block_start: u32,
     body_start: u32,
-    /// The body of the block waiting for confirmation (another may open meanwhile).
-    pending_body: (u32, u32),
 }
 
-/// What one token did to the block structure.
+/// What one token did to the block structure. Every byte offset is in the live text.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ScanEvent {
-    /// A block opened; its open delimiter starts at this live-text offset.
+    /// A block opened; its open delimiter starts at `delimiter_start`.
     Opened { delimiter_start: usize },
-    /// The oldest open block ended at live-text offset `end` and parsed into these calls.
-    Closed { calls: Vec<Call>, end: usize },
-    /// The oldest open block ended at `end` unparseable, or the open one outgrew the byte limit there.
-    Malformed { reason: String, end: usize },
+    /// The open block ended with its byte `end - 1`, parsed into calls or found
+    /// malformed. `confirmed` is false for a structurally complete block, which
+    /// counts only once the next token (or the end of the turn) confirms it.
+    Ended { end: usize, body: Result<Vec<Call>, Malformed>, confirmed: bool },
+    /// The block that ended unconfirmed is confirmed by this token.
+    Confirmed,
 }
 
 /// The delimiters searched for in one mode, with what each does.
@@ -160,10 +162,9 @@ impl Scanner {
             lexer: Lexer::default(),
             in_section: false,
             armed: self.spec.anchor.is_some(),
-            pending: false,
+            awaiting_confirmation: false,
             block_start: 0,
             body_start: 0,
-            pending_body: (0, 0),
         }
     }
 
@@ -183,9 +184,10 @@ impl Scanner {
         role: TokenRole,
         out: &mut Vec<ScanEvent>,
     ) {
-        if state.pending {
+        if state.awaiting_confirmation {
             // This token confirms the structurally complete block before it.
-            self.confirm(state, text, out);
+            state.awaiting_confirmation = false;
+            out.push(ScanEvent::Confirmed);
         }
         if let TokenRole::Delimiter(role) = role {
             if self.delimit(state, text, role, token.clone(), out) {
@@ -274,24 +276,23 @@ impl Scanner {
                     let overflowed = state.mode == Mode::Overflow;
                     self.leave_block(state);
                     if !overflowed {
-                        if state.pending {
+                        if state.awaiting_confirmation {
                             // A second block completed in the same token: the first is confirmed.
-                            self.confirm(state, text, out);
+                            out.push(ScanEvent::Confirmed);
                         }
-                        state.pending = true;
-                        state.pending_body = (state.body_start, (i + 1) as u32);
+                        state.awaiting_confirmation = true;
+                        let body = self.parse(text, state.body_start as usize..i + 1);
+                        out.push(ScanEvent::Ended { end: i + 1, body, confirmed: false });
                     }
                     return;
                 }
                 if state.mode == Mode::Body && i + 1 - state.block_start as usize > self.max_block_bytes {
                     state.mode = Mode::Overflow;
-                    out.push(ScanEvent::Malformed {
-                        reason: format!(
-                            "the block exceeds max_block_bytes ({} bytes) before it ends",
-                            self.max_block_bytes
-                        ),
-                        end: i + 1,
-                    });
+                    let message =
+                        format!("the block exceeds max_block_bytes ({} bytes) before it ends", self.max_block_bytes);
+                    let at = i + 1 - state.body_start as usize;
+                    let body = Err(Malformed::new(MalformedKind::TooLarge, at, message));
+                    out.push(ScanEvent::Ended { end: i + 1, body, confirmed: true });
                 }
             }
         }
@@ -319,24 +320,19 @@ impl Scanner {
         let overflowed = state.mode == Mode::Overflow;
         self.leave_block(state);
         if !overflowed {
-            out.push(self.parse(text, state.body_start as usize..body_end, end));
+            let body = self.parse(text, state.body_start as usize..body_end);
+            out.push(ScanEvent::Ended { end, body, confirmed: true });
         }
     }
 
-    fn confirm(&self, state: &mut ScanState, text: &[u8], out: &mut Vec<ScanEvent>) {
-        state.pending = false;
-        let (start, end) = (state.pending_body.0 as usize, state.pending_body.1 as usize);
-        out.push(self.parse(text, start..end, end));
-    }
-
-    fn parse(&self, text: &[u8], body: Range<usize>, end: usize) -> ScanEvent {
-        let parsed = match std::str::from_utf8(&text[body]) {
-            Err(e) => Err(format!("the block is not valid UTF-8 (at byte {} of its body)", e.valid_up_to())),
+    fn parse(&self, text: &[u8], body: Range<usize>) -> Result<Vec<Call>, Malformed> {
+        match std::str::from_utf8(&text[body]) {
+            Err(e) => Err(Malformed::new(
+                MalformedKind::InvalidUtf8,
+                e.valid_up_to(),
+                format!("the block is not valid UTF-8 (at byte {} of its body)", e.valid_up_to()),
+            )),
             Ok(body) => body::parse(&self.spec.body, body, &self.schemas),
-        };
-        match parsed {
-            Ok(calls) => ScanEvent::Closed { calls, end },
-            Err(reason) => ScanEvent::Malformed { reason, end },
         }
     }
 
@@ -345,12 +341,17 @@ impl Scanner {
     #[must_use]
     pub fn finish(&self, state: &ScanState, text: &[u8]) -> Vec<ScanEvent> {
         let mut out = Vec::new();
-        if state.pending {
-            self.confirm(&mut { *state }, text, &mut out);
+        if state.awaiting_confirmation {
+            out.push(ScanEvent::Confirmed);
         }
         if state.mode == Mode::Body {
-            let reason = "the turn ended inside the block (it never closed)".to_owned();
-            out.push(ScanEvent::Malformed { reason, end: text.len() });
+            let at = text.len() - state.body_start as usize;
+            let body = Err(Malformed::new(
+                MalformedKind::Unterminated,
+                at,
+                "the turn ended inside the block (it never closed)",
+            ));
+            out.push(ScanEvent::Ended { end: text.len(), body, confirmed: true });
         }
         out
     }

@@ -1,10 +1,10 @@
 """Fuzz target for the scanner through the public API, over every format:
 arbitrary bytes, arbitrary chunkings, arbitrary verify decisions.
 
-Checks, on every input: nothing raises (model output is data); each block's
-events follow opened -> closed|malformed -> accepted|retracted and nothing
-accepted is ever retracted; the accepted calls of the incremental run equal a
-one-shot parse of the accepted text (two code paths, one answer).
+Checks, on every input: nothing raises (model output is data); each call is
+closed, then committed or retracted exactly once, and none is left open at the
+end of the turn; what the incremental run commits equals a one-shot parse of
+the accepted text (two code paths, one answer).
 
     pip install atheris
     python tests/fuzz/fuzz_scanner.py -dict=tests/fuzz/delimiters.dict -max_total_time=60   # what CI runs
@@ -33,27 +33,27 @@ MAX_BLOCK = 512
 
 
 @atheris.instrument_func
-def committed(events: list[inert.BlockEvent]) -> list[tuple[object, ...]]:
-    state: dict[int, str] = {}
-    current: dict[int, list[tuple[object, ...]]] = {}
+def committed(outcomes: list[inert.Outcome]) -> list[tuple[object, ...]]:
+    """What the turn committed, checking each call's life on the way."""
+    live: set[int] = set()
     out: list[tuple[object, ...]] = []
-    allowed = {"opened": (None,), "closed": ("opened", "closed"), "malformed": ("opened",),
-               "accepted": ("closed", "malformed"), "retracted": ("opened", "closed", "malformed")}
-    for e in events:
-        before = state.get(e.block)
-        if before not in allowed[e.kind]:
-            raise AssertionError(f"{e.kind} after {before} for block {e.block}: {e!r}")
-        if e.kind == "closed":
-            current.setdefault(e.block, []).append((e.name, e.arguments))
-        elif e.kind == "malformed":
-            current[e.block] = [("malformed",)]
-        elif e.kind == "accepted":
-            out += current.pop(e.block, [])
-        elif e.kind == "retracted":
-            current.pop(e.block, None)
-        state[e.block] = {"retracted": "opened", "accepted": "accepted"}.get(e.kind, e.kind)
-        if e.kind == "accepted":
-            state[e.block] = "done"  # a block that is done takes no more events
+    for o in outcomes:
+        if isinstance(o, inert.BlockMalformed):
+            out.append(("malformed", o.malformed.kind))
+            continue
+        key = id(o.call)
+        if isinstance(o, inert.CallClosed):
+            if key in live:
+                raise AssertionError(f"closed twice: {o!r}")
+            live.add(key)
+            continue
+        if key not in live:
+            raise AssertionError(f"{o.kind} of a call that is not closed: {o!r}")
+        live.remove(key)
+        if isinstance(o, inert.CallCommitted):
+            out.append((o.call.name, o.call.arguments))
+    if live:
+        raise AssertionError(f"{len(live)} call(s) neither committed nor retracted at the end of the turn")
     return out
 
 
@@ -63,7 +63,7 @@ def one_input(data: bytes) -> None:
     fmt = FORMATS[fdp.ConsumeIntInRange(0, len(FORMATS) - 1)]
     text = PREFIXES[fdp.ConsumeIntInRange(0, len(PREFIXES) - 1)] + fdp.ConsumeBytes(fdp.ConsumeIntInRange(0, 2048))
     stream = inert.TokenStream(fmt, "fuzz", max_block_bytes=MAX_BLOCK)
-    events: list[inert.BlockEvent] = []
+    outcomes: list[inert.Outcome] = []
     accepted = b""
     pos = 0
     while pos < len(text) and fdp.remaining_bytes() > 0:
@@ -71,16 +71,16 @@ def one_input(data: bytes) -> None:
         while len(window) < fdp.ConsumeIntInRange(1, 8) and pos + sum(map(len, window)) < len(text):
             start = pos + sum(map(len, window))
             window.append(text[start:start + fdp.ConsumeIntInRange(1, 16)])
-        events += stream.draft(window)
+        outcomes += stream.draft(window)
         n = fdp.ConsumeIntInRange(0, len(window))
-        events += stream.verify(n)
+        outcomes += stream.verify(n)
         accepted += b"".join(window[:n])
         pos += sum(map(len, window[:n])) or 1
-    events += stream.finish()
+    outcomes += stream.finish()
     assert stream.accepted_text() == accepted
-    incremental = committed(events)
-    one_shot = [("malformed",) if e.kind == "malformed" else (e.name, e.arguments)
-                for e in inert._core.parse(accepted, fmt, max_block_bytes=MAX_BLOCK)]
+    incremental = committed(outcomes)
+    one_shot = [("malformed", p.kind) if isinstance(p, inert.Malformed) else (p.name, p.arguments)
+                for p in inert.parse(accepted, fmt, max_block_bytes=MAX_BLOCK)]
     if incremental != one_shot:
         raise AssertionError(f"{fmt}: incremental {incremental} != one-shot {one_shot} for {accepted!r}")
 

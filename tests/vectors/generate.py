@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from render import ANCHORED, XML_FORMATS, render  # noqa: E402
+from render import ANCHORED, XML_FORMATS, render
 
 HERE = Path(__file__).resolve().parent
 FORMATS = [
@@ -38,7 +38,7 @@ LOOKALIKE = {
 }
 
 
-def case(name: str, fmt: str, output: str, calls: list[tuple[str, dict[str, Any]]], malformed: int = 0,
+def case(name: str, fmt: str, output: str, calls: list[tuple[str, dict[str, Any]]], malformed: int = 0, *,
          schemas: dict[str, Any] | None = None) -> dict[str, Any]:
     row: dict[str, Any] = {"case": name, "format": fmt, "output": output,
                            "calls": [{"name": n, "arguments": a} for n, a in calls], "malformed": malformed}
@@ -177,8 +177,7 @@ def main() -> None:
     for fmt in FORMATS:
         rows = common(fmt) + SPECIAL.get(fmt, [])
         with open(HERE / f"{fmt}.jsonl", "w", encoding="utf-8") as f:
-            for row in rows:
-                f.write(json.dumps(row, ensure_ascii=False) + "\n")
+            f.writelines(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
         print(f"{fmt:16} {len(rows)} cases")
 
 

@@ -1,7 +1,8 @@
 //! JSON call objects: `{"name": …, "arguments"|"parameters": {…}}`, alone,
 //! in an array, or as a sequence.
 
-use super::super::event::Call;
+use super::super::call::Call;
+use super::super::malformed::{json_error_offset, Malformed, MalformedKind};
 use super::excerpt;
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -19,39 +20,70 @@ struct Wire<'a> {
 }
 
 impl Wire<'_> {
-    fn into_call(self) -> Result<Call, String> {
+    /// The call; `text` is the JSON the wire was read from, for error offsets.
+    fn into_call(self, text: &str) -> Result<Call, Malformed> {
         let raw = self.arguments.or(self.parameters);
-        let mut call = arguments_call(self.name, raw.map_or("{}", RawValue::get))?;
+        let raw_text = raw.map_or("{}", RawValue::get);
+        let base = raw.map_or(0, |r| offset_in(text, r.get()));
+        let mut call = arguments_call(self.name, raw_text).map_err(|m| m.shifted(base))?;
         call.id = self.id;
         Ok(call)
     }
 }
 
+/// Where `inner` (a sub-slice of `outer`) starts in `outer`.
+pub(super) fn offset_in(outer: &str, inner: &str) -> usize {
+    (inner.as_ptr() as usize).saturating_sub(outer.as_ptr() as usize).min(outer.len())
+}
+
 /// A call from its name and argument text, which must be a JSON object (or null).
-pub fn arguments_call(name: String, raw_arguments: &str) -> Result<Call, String> {
+pub(super) fn arguments_call(name: String, raw_arguments: &str) -> Result<Call, Malformed> {
     let arguments: Map<String, Value> = match serde_json::from_str(raw_arguments) {
         Ok(Value::Object(map)) => map,
         Ok(Value::Null) => Map::new(),
-        Ok(other) => return Err(format!("the arguments of {name:?} must be a JSON object, got {}", kind_of(&other))),
-        Err(e) => return Err(format!("invalid arguments JSON for {name:?}: {e}")),
+        Ok(other) => {
+            let at = raw_arguments.len() - raw_arguments.trim_start().len();
+            return Err(Malformed::new(
+                MalformedKind::ArgumentsNotObject,
+                at,
+                format!("the arguments of {name:?} must be a JSON object, got {}", kind_of(&other)),
+            ));
+        }
+        Err(e) => {
+            return Err(Malformed::new(
+                MalformedKind::InvalidJson,
+                json_error_offset(raw_arguments, &e),
+                format!("invalid arguments JSON for {name:?}: {e}"),
+            ))
+        }
     };
     Ok(Call { name, arguments, raw_arguments: raw_arguments.trim().to_owned(), id: None })
 }
 
+/// A serde error on `text` as a malformed block; a missing `name` field is its own kind.
+fn wire_error(text: &str, e: &serde_json::Error, what: &str) -> Malformed {
+    let kind = if e.is_data() && e.to_string().starts_with("missing field `name`") {
+        MalformedKind::MissingName
+    } else {
+        MalformedKind::InvalidJson
+    };
+    Malformed::new(kind, json_error_offset(text, e), format!("invalid tool-call JSON {what}{}: {e}", excerpt(text)))
+}
+
 /// Exactly one call object.
-pub fn object_call(text: &str) -> Result<Call, String> {
-    let wire: Wire<'_> =
-        serde_json::from_str(text).map_err(|e| format!("invalid tool-call JSON {}: {e}", excerpt(text)))?;
-    wire.into_call()
+pub(super) fn object_call(text: &str) -> Result<Call, Malformed> {
+    let wire: Wire<'_> = serde_json::from_str(text).map_err(|e| wire_error(text, &e, ""))?;
+    wire.into_call(text)
 }
 
 /// An array of call objects, or call objects separated by whitespace, `;` or `,`.
-pub fn object_calls(text: &str) -> Result<Vec<Call>, String> {
+pub(super) fn object_calls(text: &str) -> Result<Vec<Call>, Malformed> {
     let trimmed = text.trim();
+    let base = offset_in(text, trimmed);
     if trimmed.starts_with('[') {
-        let wires: Vec<Wire<'_>> = serde_json::from_str(trimmed)
-            .map_err(|e| format!("invalid tool-call JSON array {}: {e}", excerpt(trimmed)))?;
-        return wires.into_iter().map(Wire::into_call).collect();
+        let wires: Vec<Wire<'_>> =
+            serde_json::from_str(trimmed).map_err(|e| wire_error(trimmed, &e, "array ").shifted(base))?;
+        return wires.into_iter().map(|w| w.into_call(text)).collect();
     }
     let mut calls = Vec::new();
     let mut rest = trimmed;
@@ -60,10 +92,11 @@ pub fn object_calls(text: &str) -> Result<Vec<Call>, String> {
         if rest.is_empty() {
             return Ok(calls);
         }
+        let at = offset_in(text, rest);
         let mut stream = serde_json::Deserializer::from_str(rest).into_iter::<Wire<'_>>();
         match stream.next() {
-            Some(Ok(wire)) => calls.push(wire.into_call()?),
-            Some(Err(e)) => return Err(format!("invalid tool-call JSON {}: {e}", excerpt(rest))),
+            Some(Ok(wire)) => calls.push(wire.into_call(text)?),
+            Some(Err(e)) => return Err(wire_error(rest, &e, "").shifted(at)),
             None => return Ok(calls),
         }
         rest = &rest[stream.byte_offset()..];
@@ -104,10 +137,15 @@ mod tests {
 
     #[test]
     fn malformed_reasons() {
-        assert!(object_call(r#"{"name": "f", "arguments": [1]}"#).unwrap_err().contains("an array"));
-        assert!(object_call(r#"{"arguments": {}}"#).unwrap_err().contains("name"));
-        assert!(object_call(r#"{"name": "f", "arguments": {"#).unwrap_err().contains("invalid"));
-        assert!(object_call(r#"{"name": "f", "name": "g"}"#).unwrap_err().contains("duplicate"));
+        let not_object = object_call(r#"{"name": "f", "arguments": [1]}"#).unwrap_err();
+        assert_eq!((not_object.kind, not_object.offset), (MalformedKind::ArgumentsNotObject, 27));
+        assert!(not_object.message.contains("an array"));
+        assert_eq!(object_call(r#"{"arguments": {}}"#).unwrap_err().kind, MalformedKind::MissingName);
+        let cut = object_call(r#"{"name": "f", "arguments": {"#).unwrap_err();
+        assert_eq!((cut.kind, cut.offset), (MalformedKind::InvalidJson, 27));
+        assert!(object_call(r#"{"name": "f", "name": "g"}"#).unwrap_err().message.contains("duplicate"));
         assert!(object_calls(r#"[{"name": "a"}, 3]"#).is_err());
+        let second = object_calls("{\"name\": \"a\"}\n{\"name\": \"b\", \"arguments\": {\"k\": }}").unwrap_err();
+        assert_eq!((second.kind, second.offset), (MalformedKind::InvalidJson, 47));
     }
 }

@@ -1,5 +1,5 @@
 //! Block bodies to calls, one parser per body layout. Each returns the
-//! block's calls in order, or the reason the block is malformed.
+//! block's calls in order, or why the block is malformed.
 
 mod json;
 mod named;
@@ -9,11 +9,12 @@ mod xml;
 
 pub use schema::Schemas;
 
-use super::event::Call;
+use super::call::Call;
+use super::malformed::{Malformed, MalformedKind};
 use super::spec::Body;
 
 /// Parses the text of one block body.
-pub fn parse(body: &Body, text: &str, schemas: &Schemas) -> Result<Vec<Call>, String> {
+pub(crate) fn parse(body: &Body, text: &str, schemas: &Schemas) -> Result<Vec<Call>, Malformed> {
     let calls = match body {
         Body::JsonObject => vec![json::object_call(text)?],
         Body::JsonObjects => json::object_calls(text)?,
@@ -28,10 +29,14 @@ pub fn parse(body: &Body, text: &str, schemas: &Schemas) -> Result<Vec<Call>, St
         Body::Pythonic => pythonic::calls(text)?,
     };
     if calls.is_empty() {
-        return Err("the block holds no call".to_owned());
+        return Err(Malformed::new(MalformedKind::NoCall, 0, "the block holds no call"));
     }
     if let Some(c) = calls.iter().find(|c| c.name.trim().is_empty()) {
-        return Err(format!("a call has an empty tool name (arguments {})", c.raw_arguments));
+        return Err(Malformed::new(
+            MalformedKind::MissingName,
+            0,
+            format!("a call has an empty tool name (arguments {})", c.raw_arguments),
+        ));
     }
     Ok(calls)
 }

@@ -1,11 +1,12 @@
 //! `[get_weather(city='SF', metric="c"), get_time()]`: Python call syntax with
 //! keyword arguments whose values are Python literals, read into JSON values.
 
-use super::super::event::Call;
+use super::super::call::Call;
+use super::super::malformed::{Malformed, MalformedKind};
 use serde_json::{Map, Number, Value};
 
 /// The calls of a Python list of calls.
-pub fn calls(text: &str) -> Result<Vec<Call>, String> {
+pub(super) fn calls(text: &str) -> Result<Vec<Call>, Malformed> {
     let mut p = Parser { s: text.as_bytes(), i: 0, text };
     p.ws();
     p.expect(b'[')?;
@@ -25,7 +26,7 @@ pub fn calls(text: &str) -> Result<Vec<Call>, String> {
     }
     p.ws();
     if p.i != p.s.len() {
-        return Err(format!("unexpected text after the call list at byte {}", p.i));
+        return Err(p.error(MalformedKind::Layout, format!("unexpected text after the call list at byte {}", p.i)));
     }
     Ok(calls)
 }
@@ -37,6 +38,10 @@ struct Parser<'a> {
 }
 
 impl Parser<'_> {
+    fn error(&self, kind: MalformedKind, message: impl Into<String>) -> Malformed {
+        Malformed::new(kind, self.i.min(self.s.len()), message)
+    }
+
     fn peek(&self) -> Option<u8> {
         self.s.get(self.i).copied()
     }
@@ -56,26 +61,27 @@ impl Parser<'_> {
         }
     }
 
-    fn expect(&mut self, b: u8) -> Result<(), String> {
+    fn expect(&mut self, b: u8) -> Result<(), Malformed> {
         if self.eat(b) {
             Ok(())
         } else {
-            Err(format!("expected {:?} at byte {} of the call list", b as char, self.i))
+            Err(self
+                .error(MalformedKind::Layout, format!("expected {:?} at byte {} of the call list", b as char, self.i)))
         }
     }
 
-    fn ident(&mut self) -> Result<&str, String> {
+    fn ident(&mut self) -> Result<&str, Malformed> {
         let start = self.i;
         while self.peek().is_some_and(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.' || b >= 0x80) {
             self.i += 1;
         }
         if start == self.i {
-            return Err(format!("expected a name at byte {start} of the call list"));
+            return Err(self.error(MalformedKind::Layout, format!("expected a name at byte {start} of the call list")));
         }
         Ok(&self.text[start..self.i])
     }
 
-    fn call(&mut self) -> Result<Call, String> {
+    fn call(&mut self) -> Result<Call, Malformed> {
         let name = self.ident()?.to_owned();
         self.ws();
         self.expect(b'(')?;
@@ -88,7 +94,12 @@ impl Parser<'_> {
             }
             let key = self.ident()?.to_owned();
             self.ws();
-            self.expect(b'=').map_err(|_| format!("argument {key:?} of {name:?} is not a keyword argument"))?;
+            self.expect(b'=').map_err(|_| {
+                self.error(
+                    MalformedKind::InvalidLiteral,
+                    format!("argument {key:?} of {name:?} is not a keyword argument"),
+                )
+            })?;
             self.ws();
             let value = self.value(0)?;
             arguments.insert(key, value);
@@ -103,9 +114,9 @@ impl Parser<'_> {
         Ok(Call { name, arguments, raw_arguments, id: None })
     }
 
-    fn value(&mut self, depth: usize) -> Result<Value, String> {
+    fn value(&mut self, depth: usize) -> Result<Value, Malformed> {
         if depth > 64 {
-            return Err("argument literals nest too deeply".to_owned());
+            return Err(self.error(MalformedKind::InvalidLiteral, "argument literals nest too deeply"));
         }
         self.ws();
         match self.peek() {
@@ -115,18 +126,23 @@ impl Parser<'_> {
             Some(b'{') => self.dict(depth),
             Some(b) if b == b'-' || b == b'+' || b.is_ascii_digit() => self.number(),
             _ => {
+                let start = self.i;
                 let word = self.ident()?;
                 match word {
                     "True" | "true" => Ok(Value::Bool(true)),
                     "False" | "false" => Ok(Value::Bool(false)),
                     "None" | "null" => Ok(Value::Null),
-                    other => Err(format!("{other:?} is not a Python literal")),
+                    other => Err(Malformed::new(
+                        MalformedKind::InvalidLiteral,
+                        start,
+                        format!("{other:?} is not a Python literal"),
+                    )),
                 }
             }
         }
     }
 
-    fn sequence(&mut self, open: u8, close: u8, depth: usize) -> Result<Value, String> {
+    fn sequence(&mut self, open: u8, close: u8, depth: usize) -> Result<Value, Malformed> {
         self.expect(open)?;
         let mut items = Vec::new();
         loop {
@@ -144,7 +160,7 @@ impl Parser<'_> {
         }
     }
 
-    fn dict(&mut self, depth: usize) -> Result<Value, String> {
+    fn dict(&mut self, depth: usize) -> Result<Value, Malformed> {
         self.expect(b'{')?;
         let mut map = Map::new();
         loop {
@@ -168,7 +184,7 @@ impl Parser<'_> {
         }
     }
 
-    fn number(&mut self) -> Result<Value, String> {
+    fn number(&mut self) -> Result<Value, Malformed> {
         let start = self.i;
         while self.peek().is_some_and(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'+' | b'.' | b'_')) {
             self.i += 1;
@@ -181,10 +197,10 @@ impl Parser<'_> {
             .ok()
             .and_then(Number::from_f64)
             .map(Value::Number)
-            .ok_or_else(|| format!("{lit:?} is not a number"))
+            .ok_or_else(|| Malformed::new(MalformedKind::InvalidLiteral, start, format!("{lit:?} is not a number")))
     }
 
-    fn string(&mut self, quote: u8) -> Result<String, String> {
+    fn string(&mut self, quote: u8) -> Result<String, Malformed> {
         self.i += 1;
         let mut out = String::new();
         let mut run = self.i;
@@ -197,7 +213,8 @@ impl Parser<'_> {
             if b == b'\\' {
                 out.push_str(&self.text[run..self.i]);
                 self.i += 1;
-                let esc = self.peek().ok_or("unterminated string")?;
+                let esc =
+                    self.peek().ok_or_else(|| self.error(MalformedKind::InvalidLiteral, "unterminated string"))?;
                 self.i += 1;
                 match esc {
                     b'n' => out.push('\n'),
@@ -211,9 +228,13 @@ impl Parser<'_> {
                             b'u' => 4,
                             _ => 2,
                         };
-                        let hex = self.text.get(self.i..self.i + n).ok_or("truncated escape")?;
-                        let code =
-                            u32::from_str_radix(hex, 16).map_err(|_| format!("bad escape \\{}{hex}", esc as char))?;
+                        let hex = self
+                            .text
+                            .get(self.i..self.i + n)
+                            .ok_or_else(|| self.error(MalformedKind::InvalidLiteral, "truncated escape"))?;
+                        let code = u32::from_str_radix(hex, 16).map_err(|_| {
+                            self.error(MalformedKind::InvalidLiteral, format!("bad escape \\{}{hex}", esc as char))
+                        })?;
                         out.push(char::from_u32(code).unwrap_or('\u{fffd}'));
                         self.i += n;
                     }
@@ -227,7 +248,7 @@ impl Parser<'_> {
             }
             self.i += 1;
         }
-        Err("unterminated string in the call list".to_owned())
+        Err(self.error(MalformedKind::InvalidLiteral, "unterminated string in the call list"))
     }
 }
 
@@ -254,8 +275,10 @@ mod tests {
     #[test]
     fn escapes_and_errors() {
         assert_eq!(calls(r"[f(s='a\'b\n')]").unwrap()[0].arguments["s"], "a'b\n");
-        assert!(calls("[f(1)]").unwrap_err().contains("keyword"));
-        assert!(calls("[f(a=x)]").unwrap_err().contains("literal"));
+        let positional = calls("[f(1)]").unwrap_err();
+        assert!(positional.message.contains("keyword") && positional.kind == MalformedKind::InvalidLiteral);
+        let name = calls("[f(a=x)]").unwrap_err();
+        assert_eq!((name.kind, name.offset), (MalformedKind::InvalidLiteral, 5));
         assert!(calls("[f(a=1)").is_err());
         assert!(calls("[f(a=1)] tail").is_err());
     }

@@ -2,7 +2,8 @@
 //! schema when one is given. A closing tag inside a value counts only when
 //! structure follows it.
 
-use super::super::event::Call;
+use super::super::call::Call;
+use super::super::malformed::{Malformed, MalformedKind};
 use super::schema::Schemas;
 use serde_json::{Map, Value};
 
@@ -36,10 +37,15 @@ fn call(name: &str, arguments: Map<String, Value>) -> Call {
     Call { name: name.trim().to_owned(), arguments, raw_arguments, id: None }
 }
 
+fn layout(at: usize, message: impl Into<String>) -> Malformed {
+    Malformed::new(MalformedKind::Layout, at, message)
+}
+
 /// `<function=NAME><parameter=K>V</parameter>…</function>` (Qwen3-Coder).
-pub fn qwen(text: &str, schemas: &Schemas) -> Result<Call, String> {
-    let start = text.find("<function=").ok_or("no <function=NAME> in the block")? + "<function=".len();
-    let name_end = text[start..].find('>').ok_or("the <function= tag is not closed")? + start;
+pub(super) fn qwen(text: &str, schemas: &Schemas) -> Result<Call, Malformed> {
+    let start =
+        text.find("<function=").ok_or_else(|| layout(0, "no <function=NAME> in the block"))? + "<function=".len();
+    let name_end = text[start..].find('>').ok_or_else(|| layout(start, "the <function= tag is not closed"))? + start;
     let name = text[start..name_end].trim();
     let region_end = text.rfind("</function>").filter(|&e| e > name_end).unwrap_or(text.len());
     let region = &text[..region_end];
@@ -47,7 +53,9 @@ pub fn qwen(text: &str, schemas: &Schemas) -> Result<Call, String> {
     let mut pos = name_end + 1;
     while let Some(i) = region[pos..].find("<parameter=") {
         let key_start = pos + i + "<parameter=".len();
-        let key_end = region[key_start..].find('>').ok_or("a <parameter= tag is not closed")? + key_start;
+        let key_end =
+            region[key_start..].find('>').ok_or_else(|| layout(key_start, "a <parameter= tag is not closed"))?
+                + key_start;
         let key = region[key_start..key_end].trim();
         let (value_end, next) =
             value_end(region, key_end + 1, "</parameter>", &["<parameter=", "</function>"], "<parameter=");
@@ -59,17 +67,20 @@ pub fn qwen(text: &str, schemas: &Schemas) -> Result<Call, String> {
 }
 
 /// `NAME<arg_key>K</arg_key><arg_value>V</arg_value>…`, with or without newlines (GLM-4.5/4.7).
-pub fn glm(text: &str, schemas: &Schemas) -> Result<Call, String> {
+pub(super) fn glm(text: &str, schemas: &Schemas) -> Result<Call, Malformed> {
     let first = text.find("<arg_key>").unwrap_or(text.len());
     let name = text[..first].trim();
     let mut args = Map::new();
     let mut pos = first;
     while let Some(i) = text[pos..].find("<arg_key>") {
         let key_start = pos + i + "<arg_key>".len();
-        let key_end = text[key_start..].find("</arg_key>").ok_or("an <arg_key> is not closed")? + key_start;
+        let key_end =
+            text[key_start..].find("</arg_key>").ok_or_else(|| layout(key_start, "an <arg_key> is not closed"))?
+                + key_start;
         let key = text[key_start..key_end].trim();
         let after = &text[key_end + "</arg_key>".len()..];
-        let value_rel = after.find("<arg_value>").ok_or_else(|| format!("argument {key:?} has no <arg_value>"))?;
+        let value_rel =
+            after.find("<arg_value>").ok_or_else(|| layout(key_end, format!("argument {key:?} has no <arg_value>")))?;
         let value_start = key_end + "</arg_key>".len() + value_rel + "<arg_value>".len();
         let (value_end, next) = value_end(text, value_start, "</arg_value>", &["<arg_key>"], "<arg_key>");
         args.insert(key.to_owned(), schemas.typed(name, key, &text[value_start..value_end]));
@@ -84,16 +95,19 @@ fn named_params(
     open: &str,
     close: &str,
     value: impl Fn(&str, &str, &str, &str) -> Value,
-) -> Result<Call, String> {
-    let name_end = text.find("\">").ok_or("the invoke name is not closed with \">")?;
+) -> Result<Call, Malformed> {
+    let name_end = text.find("\">").ok_or_else(|| layout(0, "the invoke name is not closed with \">"))?;
     let name = &text[..name_end];
     let mut args = Map::new();
     let mut pos = name_end + 2;
     while let Some(i) = text[pos..].find(open) {
         let attrs_start = pos + i + open.len();
-        let attrs_end = text[attrs_start..].find('>').ok_or("a parameter tag is not closed")? + attrs_start;
+        let attrs_end =
+            text[attrs_start..].find('>').ok_or_else(|| layout(attrs_start, "a parameter tag is not closed"))?
+                + attrs_start;
         let attrs = &text[attrs_start..attrs_end];
-        let key = attr(attrs, "name").ok_or_else(|| format!("a parameter of {name:?} has no name"))?;
+        let key =
+            attr(attrs, "name").ok_or_else(|| layout(attrs_start, format!("a parameter of {name:?} has no name")))?;
         let (value_end, next) = value_end(text, attrs_end + 1, close, &[open], open);
         args.insert(key.to_owned(), value(name, key, attrs, &text[attrs_end + 1..value_end]));
         pos = next;
@@ -109,7 +123,7 @@ fn attr<'a>(attrs: &'a str, key: &str) -> Option<&'a str> {
 }
 
 /// After `<｜DSML｜invoke name="`: `string="false"` values are JSON, `string="true"` raw (DeepSeek V3.2).
-pub fn dsml(text: &str) -> Result<Call, String> {
+pub(super) fn dsml(text: &str) -> Result<Call, Malformed> {
     named_params(text, "<｜DSML｜parameter", "</｜DSML｜parameter>", |_, _, attrs, raw| {
         if attr(attrs, "string") == Some("false") {
             serde_json::from_str(raw.trim()).unwrap_or_else(|_| Value::String(raw.to_owned()))
@@ -120,7 +134,7 @@ pub fn dsml(text: &str) -> Result<Call, String> {
 }
 
 /// After `<invoke name="`: `<parameter name="K">V</parameter>` (MiniMax M2).
-pub fn minimax(text: &str, schemas: &Schemas) -> Result<Call, String> {
+pub(super) fn minimax(text: &str, schemas: &Schemas) -> Result<Call, Malformed> {
     named_params(text, "<parameter", "</parameter>", |tool, key, _, raw| schemas.typed(tool, key, strip_newlines(raw)))
 }
 

@@ -64,8 +64,9 @@ impl CommitHasher {
         }
     }
 
-    /// The key of the `ordinal`-th block (from 0) that ends in the last token
-    /// absorbed: one token can close several blocks, and each needs its own key.
+    /// The key of the `ordinal`-th call (from 0) that ends in the last token
+    /// absorbed: one token can end several calls (blocks, or the calls of one
+    /// block), and each needs its own key. Malformed blocks count among them.
     #[must_use]
     pub fn key(&self, ordinal: u32) -> CommitKey {
         let mut h = self.0;

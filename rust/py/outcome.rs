@@ -1,0 +1,210 @@
+//! The typed outcomes of a step, as Python sees them: one frozen class per
+//! outcome, holding a `Call` or a `Malformed`. The same `Call` object goes out
+//! in a call's `CallClosed` and in its `CallCommitted` or `CallRetracted`.
+
+use super::convert::object_to_py;
+use crate::turn::{CallRecord, MalformedRecord, Outcome};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyString};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// A tool call parsed from a block. Immutable.
+#[pyclass(frozen, name = "Call", module = "inert._core")]
+#[derive(Debug)]
+pub(super) struct PyCall {
+    #[pyo3(get)]
+    block: u64,
+    #[pyo3(get)]
+    index: u32,
+    #[pyo3(get)]
+    name: Py<PyString>,
+    #[pyo3(get)]
+    arguments: Py<PyDict>,
+    #[pyo3(get)]
+    raw_arguments: Py<PyString>,
+    #[pyo3(get)]
+    call_id: Option<Py<PyString>>,
+    #[pyo3(get)]
+    commit_key: Py<PyString>,
+    #[pyo3(get)]
+    start: usize,
+    #[pyo3(get)]
+    end: usize,
+}
+
+#[pymethods]
+impl PyCall {
+    #[getter]
+    fn span(&self) -> (usize, usize) {
+        (self.start, self.end)
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(format!(
+            "Call(name={}, arguments={}, commit_key={}, span=({}, {}))",
+            self.name.bind(py).repr()?,
+            self.arguments.bind(py).repr()?,
+            self.commit_key.bind(py).repr()?,
+            self.start,
+            self.end
+        ))
+    }
+}
+
+impl PyCall {
+    fn new(py: Python<'_>, r: &CallRecord) -> PyResult<Self> {
+        Ok(Self {
+            block: r.block,
+            index: r.index,
+            name: PyString::new(py, &r.call.name).unbind(),
+            arguments: object_to_py(py, &r.call.arguments)?.unbind(),
+            raw_arguments: PyString::new(py, &r.call.raw_arguments).unbind(),
+            call_id: r.call.id.as_deref().map(|id| PyString::new(py, id).unbind()),
+            commit_key: PyString::new(py, &r.key.to_string()).unbind(),
+            start: r.span.start,
+            end: r.span.end,
+        })
+    }
+}
+
+/// A malformed block, or one malformed call of a block: never dispatched. Immutable.
+#[pyclass(frozen, name = "Malformed", module = "inert._core")]
+#[derive(Debug)]
+pub(super) struct PyMalformed {
+    #[pyo3(get)]
+    block: u64,
+    #[pyo3(get)]
+    index: u32,
+    #[pyo3(get)]
+    kind: &'static str,
+    #[pyo3(get)]
+    offset: usize,
+    #[pyo3(get)]
+    reason: String,
+    #[pyo3(get)]
+    commit_key: String,
+    #[pyo3(get)]
+    start: usize,
+    #[pyo3(get)]
+    end: usize,
+}
+
+#[pymethods]
+impl PyMalformed {
+    #[getter]
+    fn span(&self) -> (usize, usize) {
+        (self.start, self.end)
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "Malformed(kind={:?}, offset={}, reason={:?}, span=({}, {}))",
+            self.kind, self.offset, self.reason, self.start, self.end
+        )
+    }
+}
+
+impl PyMalformed {
+    fn new(r: &MalformedRecord) -> Self {
+        Self {
+            block: r.block,
+            index: r.index,
+            kind: r.error.kind.name(),
+            offset: r.error.offset,
+            reason: r.error.message.clone(),
+            commit_key: r.key.to_string(),
+            start: r.span.start,
+            end: r.span.end,
+        }
+    }
+}
+
+/// Declares an outcome class that holds one payload.
+macro_rules! outcome_class {
+    ($rust:ident, $python:literal, $field:ident: $payload:ty, $kind:literal, $doc:literal) => {
+        #[doc = $doc]
+        #[pyclass(frozen, name = $python, module = "inert._core")]
+        #[derive(Debug)]
+        pub(super) struct $rust {
+            #[pyo3(get)]
+            $field: Py<$payload>,
+        }
+
+        #[pymethods]
+        impl $rust {
+            /// The outcome's name, as traces spell it.
+            #[classattr]
+            fn kind() -> &'static str {
+                $kind
+            }
+
+            #[classattr]
+            fn __match_args__() -> (&'static str,) {
+                (stringify!($field),)
+            }
+
+            fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+                Ok(format!("{}({})", $python, self.$field.bind(py).repr()?))
+            }
+        }
+    };
+}
+
+outcome_class!(CallClosed, "CallClosed", call: PyCall, "call_closed", "A call closed; speculative until committed.");
+outcome_class!(CallCommitted, "CallCommitted", call: PyCall, "call_committed", "Every token of the call is accepted.");
+outcome_class!(CallRetracted, "CallRetracted", call: PyCall, "call_retracted", "The call's tokens were rejected.");
+outcome_class!(BlockMalformed, "BlockMalformed", malformed: PyMalformed, "block_malformed", "An accepted malformed block.");
+
+/// The Python `Call` of each call closed and not yet committed or retracted, so that
+/// its later outcome carries the same object. Keyed by the record's address; the
+/// entry holds the record, so no other record can take that address meanwhile.
+#[derive(Debug, Default)]
+pub(super) struct CallCache(HashMap<usize, (Arc<CallRecord>, Py<PyCall>)>);
+
+impl CallCache {
+    fn get_or_make(&mut self, py: Python<'_>, r: &Arc<CallRecord>, keep: bool) -> PyResult<Py<PyCall>> {
+        let id = Arc::as_ptr(r) as usize;
+        let call = match self.0.remove(&id) {
+            Some((_, call)) => call,
+            None => Py::new(py, PyCall::new(py, r)?)?,
+        };
+        if keep {
+            self.0.insert(id, (r.clone(), call.clone_ref(py)));
+        }
+        Ok(call)
+    }
+
+    /// The outcomes as Python objects.
+    pub(super) fn convert<'py>(&mut self, py: Python<'py>, out: Vec<Outcome>) -> PyResult<Vec<Bound<'py, PyAny>>> {
+        out.into_iter()
+            .map(|o| {
+                Ok(match o {
+                    Outcome::CallClosed(r) => {
+                        Bound::new(py, CallClosed { call: self.get_or_make(py, &r, true)? })?.into_any()
+                    }
+                    Outcome::CallCommitted(r) => {
+                        Bound::new(py, CallCommitted { call: self.get_or_make(py, &r, false)? })?.into_any()
+                    }
+                    Outcome::CallRetracted(r) => {
+                        Bound::new(py, CallRetracted { call: self.get_or_make(py, &r, false)? })?.into_any()
+                    }
+                    Outcome::BlockMalformed(r) => {
+                        Bound::new(py, BlockMalformed { malformed: Py::new(py, PyMalformed::new(&r))? })?.into_any()
+                    }
+                })
+            })
+            .collect()
+    }
+}
+
+/// Registers the classes of this module.
+pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyCall>()?;
+    m.add_class::<PyMalformed>()?;
+    m.add_class::<CallClosed>()?;
+    m.add_class::<CallCommitted>()?;
+    m.add_class::<CallRetracted>()?;
+    m.add_class::<BlockMalformed>()?;
+    Ok(())
+}

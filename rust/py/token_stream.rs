@@ -1,0 +1,300 @@
+//! `TokenStream` and the module functions, over `crate::turn`.
+
+use super::convert::{collect_tokens, count, py_to_json, repr, text, token, type_name};
+use super::outcome::CallCache;
+use crate::error::CoreError;
+use crate::ledger::TokenState;
+use crate::scan::{formats as builtin_formats, FormatSpec, Schemas};
+use crate::turn::{CommitHasher, TokenIn, Turn, TurnConfig};
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyBytes, PyDict, PyInt, PyString};
+
+/// One turn of one sequence. Mutable: one per stream, not shared between threads.
+#[pyclass(name = "TokenStream", module = "inert._core")]
+#[derive(Debug)]
+pub(super) struct PyTokenStream {
+    turn: Turn,
+    calls: CallCache,
+}
+
+/// A `str` argument, refused with inert's error (not pyo3's) when it is not one.
+#[derive(Debug, Clone)]
+pub(super) struct TurnKey(String);
+
+impl<'a, 'py> FromPyObject<'a, 'py> for TurnKey {
+    type Error = PyErr;
+
+    fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        Ok(Self(text(&obj, "turn_key")?.to_owned()))
+    }
+}
+
+/// A byte limit: a non-negative int, refused with inert's error otherwise.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct ByteLimit(usize);
+
+impl<'a, 'py> FromPyObject<'a, 'py> for ByteLimit {
+    type Error = PyErr;
+
+    fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        Ok(Self(count(&obj, "max_block_bytes")?))
+    }
+}
+
+const DEFAULT_MAX_BLOCK_BYTES: ByteLimit = ByteLimit(1 << 20);
+
+/// `(id, piece)` pairs from a `{id: piece}` mapping or a sequence indexed by id.
+fn id_pieces(table: Option<&Bound<'_, PyAny>>, what: &'static str) -> PyResult<Vec<(u64, Vec<u8>)>> {
+    let Some(table) = table.filter(|t| !t.is_none()) else {
+        return Ok(Vec::new());
+    };
+    let pairs: Vec<(u64, Bound<'_, PyAny>)> = if let Ok(d) = table.cast::<PyDict>() {
+        d.iter()
+            .map(|(id, piece)| {
+                let id = id.extract::<u64>().map_err(|_| CoreError::BadVocabKey { what, key: repr(&id) })?;
+                Ok((id, piece))
+            })
+            .collect::<PyResult<_>>()?
+    } else {
+        let items = table.try_iter().map_err(|_| CoreError::NotASequence { what, type_name: type_name(table) })?;
+        items.zip(0u64..).map(|(piece, id)| piece.map(|p| (id, p))).collect::<PyResult<_>>()?
+    };
+    pairs
+        .into_iter()
+        .map(|(id, piece)| match token(0, &piece) {
+            Ok(TokenIn::Piece(b)) => Ok((id, b.to_vec())),
+            _ => Err(CoreError::BadVocabEntry { what, id, got: type_name(&piece) }.into()),
+        })
+        .collect()
+}
+
+/// A turn configuration from Python: a built-in format name or a custom
+/// format dict, and optional `{tool: json_schema}` schemas.
+fn config(
+    format: Option<&Bound<'_, PyAny>>,
+    turn_key: String,
+    schemas: Option<&Bound<'_, PyAny>>,
+    max_block_bytes: usize,
+) -> PyResult<TurnConfig> {
+    let format = match format.filter(|f| !f.is_none()) {
+        Some(format) => format_spec(format)?,
+        None => builtin_formats::builtin("hermes")?,
+    };
+    let schemas = match schemas {
+        Some(s) if !s.is_none() => Schemas::from_json(&py_to_json(s, "schemas")?),
+        _ => Schemas::default(),
+    };
+    Ok(TurnConfig { format, schemas, turn_key, max_block_bytes })
+}
+
+/// A built-in format by name, or a custom format from its dict.
+fn format_spec(format: &Bound<'_, PyAny>) -> PyResult<FormatSpec> {
+    if format.is_instance_of::<PyString>() {
+        return Ok(builtin_formats::builtin(text(format, "format")?)?);
+    }
+    if format.is_instance_of::<PyDict>() {
+        let doc = py_to_json(format, "format")?;
+        return Ok(FormatSpec::custom(&doc).map_err(CoreError::BadFormatSpec)?);
+    }
+    Err(CoreError::WrongType {
+        what: "format".to_owned(),
+        expected: "a format name or a custom format dict",
+        got: type_name(format),
+    }
+    .into())
+}
+
+/// `verify`'s count: negative and too-large counts are `VerifyError`s.
+fn accepted_count(n: &Bound<'_, PyAny>) -> Result<usize, CoreError> {
+    let integral =
+        !n.is_instance_of::<PyBool>() && (n.is_instance_of::<PyInt>() || n.hasattr("__index__").unwrap_or(false));
+    if !integral {
+        return Err(CoreError::WrongType {
+            what: "verify(n_accepted)".to_owned(),
+            expected: "an int",
+            got: type_name(n),
+        });
+    }
+    match n.extract::<i64>() {
+        Ok(v) if v < 0 => Err(CoreError::NegativeCount { requested: v.to_string() }),
+        // A count past usize is more than any window; `check_decision` says so.
+        Ok(v) => Ok(usize::try_from(v).unwrap_or(usize::MAX)),
+        Err(_) if n.lt(0i64).unwrap_or(false) => Err(CoreError::NegativeCount { requested: repr(n) }),
+        Err(_) => Err(CoreError::VerifyTooMany { requested: repr(n), pending: 0 }),
+    }
+}
+
+#[pymethods]
+impl PyTokenStream {
+    #[new]
+    #[pyo3(
+        signature = (format = None, turn_key = TurnKey(String::new()), *, vocab = None, special_tokens = None, schemas = None, max_block_bytes = DEFAULT_MAX_BLOCK_BYTES),
+        text_signature = "(format=None, turn_key='', *, vocab=None, special_tokens=None, schemas=None, max_block_bytes=1048576)"
+    )]
+    fn new(
+        format: Option<&Bound<'_, PyAny>>,
+        turn_key: TurnKey,
+        vocab: Option<&Bound<'_, PyAny>>,
+        special_tokens: Option<&Bound<'_, PyAny>>,
+        schemas: Option<&Bound<'_, PyAny>>,
+        max_block_bytes: ByteLimit,
+    ) -> PyResult<Self> {
+        let config = config(format, turn_key.0, schemas, max_block_bytes.0)?;
+        let vocab = id_pieces(vocab, "vocab")?;
+        let special = id_pieces(special_tokens, "special_tokens")?;
+        Ok(Self { turn: Turn::new(&config, vocab, special)?, calls: CallCache::default() })
+    }
+
+    fn draft<'py>(&mut self, py: Python<'py>, tokens: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, PyAny>>> {
+        let objects = collect_tokens(tokens)?;
+        let window = objects.iter().enumerate().map(|(i, o)| token(i, o)).collect::<Result<Vec<_>, _>>()?;
+        let out = self.turn.draft(&window)?;
+        self.calls.convert(py, out)
+    }
+
+    #[pyo3(signature = (n_accepted, correction = None))]
+    fn verify<'py>(
+        &mut self,
+        py: Python<'py>,
+        n_accepted: &Bound<'py, PyAny>,
+        correction: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Vec<Bound<'py, PyAny>>> {
+        let n = accepted_count(n_accepted).map_err(|e| match e {
+            CoreError::VerifyTooMany { requested, .. } => {
+                CoreError::VerifyTooMany { requested, pending: self.turn.undecided_len() }
+            }
+            other => other,
+        })?;
+        let correction = correction.filter(|c| !c.is_none()).map(|c| token(0, c)).transpose()?;
+        let out = self.turn.verify(n, correction)?;
+        self.calls.convert(py, out)
+    }
+
+    fn finish<'py>(&mut self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyAny>>> {
+        let out = self.turn.finish()?;
+        self.calls.convert(py, out)
+    }
+
+    #[getter]
+    fn format(&self) -> String {
+        self.turn.format().name.clone()
+    }
+
+    /// Tokens drafted and not yet verified.
+    #[getter]
+    fn pending_len(&self) -> usize {
+        self.turn.undecided_len()
+    }
+
+    #[getter]
+    fn accepted_len(&self) -> usize {
+        self.turn.accepted_len()
+    }
+
+    #[getter]
+    fn ledger_len(&self) -> usize {
+        self.turn.ledger().len()
+    }
+
+    #[getter]
+    fn finished(&self) -> bool {
+        self.turn.is_finished()
+    }
+
+    fn accepted_text<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        PyBytes::new(py, self.turn.accepted_text())
+    }
+
+    fn live_text<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        PyBytes::new(py, self.turn.live_text())
+    }
+
+    fn token_state(&self, index: &Bound<'_, PyAny>) -> PyResult<&'static str> {
+        let past = || CoreError::PastLedger { index: repr(index), len: self.turn.ledger().len() };
+        let i =
+            count(index, "index").map_err(|e| if matches!(e, CoreError::OutOfRange { .. }) { past() } else { e })?;
+        match self.turn.token_state(i) {
+            Some(TokenState::Undecided) => Ok("undecided"),
+            Some(TokenState::Accepted) => Ok("accepted"),
+            Some(TokenState::Rejected) => Ok("rejected"),
+            None => Err(past().into()),
+        }
+    }
+
+    fn token_piece<'py>(&self, py: Python<'py>, index: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
+        self.token_state(index)?;
+        Ok(PyBytes::new(py, self.turn.ledger().piece(count(index, "index")?)))
+    }
+
+    fn rejected_runs(&self) -> Vec<(usize, usize)> {
+        self.turn.ledger().rejected_runs().into_iter().map(|r| (r.start, r.end)).collect()
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "TokenStream(format={:?}, accepted={}, pending={}, ledger={})",
+            self.turn.format().name,
+            self.turn.accepted_len(),
+            self.turn.undecided_len(),
+            self.turn.ledger().len()
+        )
+    }
+}
+
+/// Parses a whole finished output in one shot with the stream's scanner.
+#[pyfunction]
+#[pyo3(
+    signature = (text, format = None, *, schemas = None, max_block_bytes = DEFAULT_MAX_BLOCK_BYTES),
+    text_signature = "(text, format=None, *, schemas=None, max_block_bytes=1048576)"
+)]
+pub(super) fn parse<'py>(
+    py: Python<'py>,
+    text: &Bound<'py, PyAny>,
+    format: Option<&Bound<'py, PyAny>>,
+    schemas: Option<&Bound<'py, PyAny>>,
+    max_block_bytes: ByteLimit,
+) -> PyResult<Vec<Bound<'py, PyAny>>> {
+    let config = config(format, String::new(), schemas, max_block_bytes.0)?;
+    let bytes: &[u8] = if let Ok(s) = text.cast::<PyString>() {
+        s.to_str().map_err(|_| CoreError::PieceNotUnicode { index: 0 })?.as_bytes()
+    } else if let Ok(b) = text.cast::<PyBytes>() {
+        b.as_bytes()
+    } else {
+        return Err(CoreError::WrongType {
+            what: "parse(text)".to_owned(),
+            expected: "str or bytes",
+            got: type_name(text),
+        }
+        .into());
+    };
+    let out = crate::turn::parse(bytes, &config)?;
+    let objects = CallCache::default().convert(py, out)?;
+    // Each committed outcome holds what the one-shot parse found: a Call or a Malformed.
+    objects.into_iter().map(|o| o.getattr(if o.hasattr("call")? { "call" } else { "malformed" })).collect()
+}
+
+/// The known format names.
+#[pyfunction]
+pub(super) fn formats() -> Vec<&'static str> {
+    builtin_formats::NAMES.to_vec()
+}
+
+/// The commit key of the `ordinal`-th call ending in the last of `tokens`,
+/// for stacks that reconcile against inert without running its stream.
+#[pyfunction]
+#[pyo3(signature = (turn_key, tokens, ordinal = 0))]
+#[allow(clippy::needless_pass_by_value)] // pyo3 hands extracted arguments over by value
+pub(super) fn commit_key(turn_key: TurnKey, tokens: &Bound<'_, PyAny>, ordinal: u32) -> PyResult<String> {
+    let objects = collect_tokens(tokens)?;
+    let mut hasher = CommitHasher::new(&turn_key.0);
+    for (i, o) in objects.iter().enumerate() {
+        match token(i, o)? {
+            TokenIn::Piece(p) => hasher.absorb(p, None),
+            TokenIn::Id(id) => {
+                let id = u32::try_from(id).map_err(|_| CoreError::TokenIdTooLarge { id, max: u64::from(u32::MAX) })?;
+                hasher.absorb(&[], Some(id));
+            }
+        }
+    }
+    Ok(hasher.key(ordinal).to_string())
+}

@@ -1,0 +1,56 @@
+//! What a turn tells its caller after each step: typed outcomes a caller can
+//! act on directly, the lifecycle already folded (see `blocks.rs`).
+
+use super::keys::CommitKey;
+use crate::scan::{Call, Malformed};
+use std::ops::Range;
+use std::sync::Arc;
+
+/// A call of a block: the parsed call, where its block sits on the live
+/// stream, and its commit key.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallRecord {
+    /// The block it belongs to: an id unique within the turn.
+    pub block: u64,
+    /// Its position among the items (calls and malformed calls) of its block.
+    pub index: u32,
+    /// Live-stream token positions `start..end` of its block, `end` one past its last token.
+    pub span: Range<usize>,
+    pub key: CommitKey,
+    pub call: Call,
+}
+
+/// A malformed block, or one malformed call of a block: never dispatched.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MalformedRecord {
+    pub block: u64,
+    pub index: u32,
+    pub span: Range<usize>,
+    pub key: CommitKey,
+    pub error: Malformed,
+}
+
+/// One outcome of a step. The calls of a block go through `CallClosed` and
+/// then exactly one of `CallCommitted` or `CallRetracted`; a malformed block
+/// is reported once, as `BlockMalformed`, when all its tokens are accepted.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// A call closed. Until it is committed it is speculative: some of its
+    /// tokens, or the token that confirms its end, are undecided. Reads may run.
+    CallClosed(Arc<CallRecord>),
+    /// Every token of the call's block is accepted and its end confirmed: final.
+    CallCommitted(Arc<CallRecord>),
+    /// A token of the call's block was rejected: the call never happened. If the
+    /// block's opening survives, the block stays open and may close again.
+    CallRetracted(Arc<CallRecord>),
+    /// Every token of a malformed block (or call) is accepted: final, reported, never run.
+    BlockMalformed(Arc<MalformedRecord>),
+}
+
+impl Outcome {
+    /// Whether this outcome is final: the accepted stream holds it for good.
+    #[must_use]
+    pub fn is_committed(&self) -> bool {
+        matches!(self, Self::CallCommitted(_) | Self::BlockMalformed(_))
+    }
+}

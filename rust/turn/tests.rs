@@ -1,0 +1,343 @@
+use super::*;
+use crate::scan::formats::NAMES;
+use crate::scan::samples::samples;
+use crate::scan::{Call, MalformedKind};
+use std::sync::Arc;
+
+fn hermes(turn: &str) -> TurnConfig {
+    TurnConfig::builtin("hermes", turn, 1 << 20).unwrap()
+}
+
+fn turn() -> Turn {
+    Turn::new(&hermes("turn"), [], []).unwrap()
+}
+
+fn pieces(text: &str, size: usize) -> Vec<&[u8]> {
+    text.as_bytes().chunks(size).collect()
+}
+
+fn draft(t: &mut Turn, ps: &[&[u8]]) -> Vec<Outcome> {
+    let toks: Vec<TokenIn<'_>> = ps.iter().map(|p| TokenIn::Piece(p)).collect();
+    t.draft(&toks).unwrap()
+}
+
+/// The key `inert.commit_key(turn, pieces, ordinal)` computes.
+fn key_of(turn: &str, pieces: &[&[u8]], ordinal: u32) -> CommitKey {
+    let mut h = CommitHasher::new(turn);
+    for p in pieces {
+        h.absorb_piece(p);
+    }
+    h.key(ordinal)
+}
+
+/// Outcomes as short labels with the call name, for readable assertions.
+fn labels(out: &[Outcome]) -> Vec<String> {
+    out.iter()
+        .map(|o| match o {
+            Outcome::CallClosed(c) => format!("closed {}", c.call.name),
+            Outcome::CallCommitted(c) => format!("committed {}", c.call.name),
+            Outcome::CallRetracted(c) => format!("retracted {}", c.call.name),
+            Outcome::BlockMalformed(m) => format!("malformed {}", m.error.kind.name()),
+        })
+        .collect()
+}
+
+fn committed_calls(out: &[Outcome]) -> Vec<Call> {
+    out.iter()
+        .filter_map(|o| match o {
+            Outcome::CallCommitted(c) => Some(c.call.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+const CALL: &str = "ok <tool_call>{\"name\": \"f\", \"arguments\": {\"x\": 1}}</tool_call> done";
+
+#[test]
+fn close_then_commit() {
+    let mut t = turn();
+    let out = draft(&mut t, &pieces(CALL, 5));
+    let [Outcome::CallClosed(c)] = out.as_slice() else { panic!("{out:?}") };
+    assert_eq!(c.call.name, "f");
+    let last_byte = CALL.find("</tool_call>").unwrap() + "</tool_call>".len() - 1;
+    assert_eq!(c.span, 0..last_byte / 5 + 1);
+    let out = t.verify(t.undecided_len(), None).unwrap();
+    assert_eq!(out, vec![Outcome::CallCommitted(c.clone())]);
+    assert_eq!(t.accepted_text(), CALL.as_bytes());
+}
+
+#[test]
+fn rejection_retracts_and_rebuilds() {
+    let mut t = turn();
+    let wrong = CALL.replace("\"x\": 1", "\"x\": 2");
+    let ps = pieces(&wrong, 4);
+    let out = draft(&mut t, &ps);
+    let [Outcome::CallClosed(drafted)] = out.as_slice() else { panic!("{out:?}") };
+    // Reject from the token holding the wrong digit.
+    let bad = wrong.find("2}").unwrap() / 4;
+    assert_eq!(t.verify(bad, None).unwrap(), vec![Outcome::CallRetracted(drafted.clone())]);
+    let right = pieces(CALL, 4);
+    let out = draft(&mut t, &right[bad..]);
+    let [Outcome::CallClosed(c)] = out.as_slice() else { panic!("{out:?}") };
+    assert_eq!((c.block, c.call.arguments["x"].as_i64()), (drafted.block, Some(1)));
+    assert_ne!(c.key, drafted.key);
+    assert_eq!(c.key, key_of("turn", &right[..c.span.end], 0));
+    assert_eq!(labels(&t.verify(t.undecided_len(), None).unwrap()), ["committed f"]);
+    assert_eq!(t.accepted_text(), CALL.as_bytes());
+    assert!(!t.ledger().rejected_runs().is_empty());
+}
+
+#[test]
+fn commit_key_is_the_same_whether_accepted_now_or_later() {
+    let mut a = turn();
+    let out = draft(&mut a, &pieces(CALL, 3));
+    let Outcome::CallClosed(ca) = &out[0] else { panic!() };
+    let mut b = turn();
+    let mut kb = None;
+    for p in pieces(CALL, 3) {
+        let mut out = draft(&mut b, &[p]);
+        out.extend(b.verify(1, None).unwrap());
+        for o in out {
+            if let Outcome::CallCommitted(c) = o {
+                kb = Some(c.key);
+            }
+        }
+    }
+    assert_eq!(Some(ca.key), kb);
+}
+
+#[test]
+fn opener_rejection_retires_the_block_silently() {
+    let mut t = turn();
+    draft(&mut t, &pieces("a <tool_call>{\"na", 4));
+    assert_eq!(t.verify(1, None).unwrap(), vec![], "an open block announced nothing, so nothing is retracted");
+    let out = draft(&mut t, &pieces("<tool_call>{\"name\": \"g\"}</tool_call>", 6));
+    let [Outcome::CallClosed(c)] = out.as_slice() else { panic!("{out:?}") };
+    assert_eq!(c.block, 1, "a new block");
+}
+
+#[test]
+fn correction_is_accepted_and_can_close_a_block() {
+    let mut t = turn();
+    let body = "<tool_call>{\"name\": \"f\"}</tool_call";
+    draft(&mut t, &[body.as_bytes(), b"!!"]);
+    let out = t.verify(1, Some(TokenIn::Piece(b">"))).unwrap();
+    assert_eq!(labels(&out), ["closed f", "committed f"]);
+    assert_eq!((t.undecided_len(), t.accepted_len()), (0, 2));
+}
+
+#[test]
+fn bad_verify_changes_nothing() {
+    let mut t = turn();
+    draft(&mut t, &pieces(CALL, 8));
+    let before = (t.undecided_len(), t.ledger().len());
+    assert!(matches!(t.verify(99, None), Err(CoreError::VerifyTooMany { .. })));
+    assert!(matches!(t.verify(1, Some(TokenIn::Id(5))), Err(CoreError::UnknownTokenId { .. })));
+    assert_eq!((t.undecided_len(), t.ledger().len()), before);
+}
+
+#[test]
+fn special_token_ids_bind_to_delimiters() {
+    let vocab = [(1, b"{\"name\": \"f\"}".to_vec()), (2, b"x".to_vec())];
+    let special = [(151_657, b"<tool_call>".to_vec()), (151_658, b"</tool_call>".to_vec())];
+    let mut t = Turn::new(&hermes("t"), vocab, special).unwrap();
+    let out = t.draft(&[TokenIn::Id(2), TokenIn::Id(151_657), TokenIn::Id(1), TokenIn::Id(151_658)]).unwrap();
+    let [Outcome::CallClosed(c)] = out.as_slice() else { panic!("{out:?}") };
+    assert_eq!((c.span.clone(), c.call.name.as_str()), (1..4, "f"));
+    assert_eq!(t.live_text(), b"x<tool_call>{\"name\": \"f\"}</tool_call>");
+}
+
+#[test]
+fn finish_reports_unterminated_and_rejects_undecided() {
+    let mut t = turn();
+    draft(&mut t, &pieces("<tool_call>{\"name\": \"f\"", 5));
+    t.verify(3, None).unwrap(); // through `>{"na`: the block is open
+    draft(&mut t, &[b"zzz"]);
+    let out = t.finish().unwrap();
+    let [Outcome::BlockMalformed(m)] = out.as_slice() else { panic!("{out:?}") };
+    assert_eq!((m.error.kind, m.error.offset), (MalformedKind::Unterminated, 4));
+    assert_eq!(m.key, key_of("turn", &pieces("<tool_call>{\"name\": \"f\"", 5)[..3], 0));
+    assert_eq!(t.token_state(t.ledger().len() - 1), Some(TokenState::Rejected));
+    assert!(matches!(t.draft(&[TokenIn::Piece(b"x")]), Err(CoreError::Finished)));
+}
+
+type Confirm<'a> = &'a dyn Fn(&mut Turn) -> Vec<Outcome>;
+
+/// Invariant 3 for formats whose blocks end on a bracket: the key is that of the
+/// block's own last token, whatever confirms it, and rejecting only the
+/// confirming token never retracts the block.
+#[test]
+fn a_structural_blocks_key_is_its_last_tokens_whatever_confirms_it() {
+    let config = TurnConfig::builtin("llama3_json", "t", 1 << 20).unwrap();
+    let call: [&[u8]; 2] = [b"{\"name\": \"get\", ", b"\"parameters\": {\"q\": 1}}"];
+    let want = key_of("t", &call, 0);
+    let confirmations: [Confirm<'_>; 4] = [
+        // a drafted token that is accepted
+        &|t| [t.draft(&[TokenIn::Piece(b" x")]).unwrap(), t.verify(1, None).unwrap()].concat(),
+        // a drafted token that is rejected, then a correction
+        &|t| [t.draft(&[TokenIn::Piece(b" x")]).unwrap(), t.verify(0, Some(TokenIn::Piece(b" "))).unwrap()].concat(),
+        // a correction alone
+        &|t| t.verify(0, Some(TokenIn::Piece(b" "))).unwrap(),
+        // the end of the turn, after a rejected confirmation
+        &|t| [t.draft(&[TokenIn::Piece(b" x")]).unwrap(), t.verify(0, None).unwrap(), t.finish().unwrap()].concat(),
+    ];
+    for (i, confirm) in confirmations.iter().enumerate() {
+        let mut t = Turn::new(&config, [], []).unwrap();
+        let mut out = t.draft(&call.map(TokenIn::Piece)).unwrap();
+        assert!(out.is_empty(), "complete, not yet confirmed: {out:?}");
+        out.extend(t.verify(2, None).unwrap());
+        out.extend(confirm(&mut t));
+        out.extend(if t.is_finished() { vec![] } else { t.finish().unwrap() });
+        assert_eq!(labels(&out), ["closed get", "committed get"], "confirmation {i}");
+        let (Outcome::CallClosed(a), Outcome::CallCommitted(b)) = (&out[0], &out[1]) else { panic!() };
+        assert_eq!((a.key, b.key), (want, want), "confirmation {i}");
+        assert_eq!(a.span, 0..2);
+    }
+    // The issue's reproduction: the call and its confirmation drafted together.
+    let mut t = Turn::new(&config, [], []).unwrap();
+    let mut out = t.draft(&[call[0], call[1], b" x"].map(TokenIn::Piece)).unwrap();
+    out.extend(t.verify(2, Some(TokenIn::Piece(b" "))).unwrap());
+    out.extend(t.finish().unwrap());
+    assert_eq!(labels(&out), ["closed get", "committed get"], "no retraction: the block's own tokens were accepted");
+    let Outcome::CallCommitted(c) = &out[1] else { panic!() };
+    assert_eq!(c.key, want);
+}
+
+#[test]
+fn two_blocks_ending_in_one_token_take_ordinals_in_stream_order() {
+    let text = "<tool_call>{\"name\": \"a\"}</tool_call><tool_call>{\"name\": \"b\"}</tool_call>";
+    let out = parse(text.as_bytes(), &hermes("t")).unwrap();
+    let keys: Vec<_> = out
+        .iter()
+        .map(|o| match o {
+            Outcome::CallCommitted(c) => c.key,
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(keys, [key_of("t", &[text.as_bytes()], 0), key_of("t", &[text.as_bytes()], 1)]);
+}
+
+#[test]
+fn one_shot_parse_of_every_sample() {
+    for (name, text) in samples() {
+        let config = TurnConfig::builtin(name, "", 1 << 20).unwrap();
+        let out = parse(text.as_bytes(), &config).unwrap();
+        assert_eq!(labels(&out), ["committed a", "committed b"], "{name}");
+    }
+}
+
+/// A tiny deterministic generator for the schedule simulations below.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: usize) -> usize {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 % n as u64) as usize
+    }
+}
+
+/// Random schedules over every format's sample: chunk it, draft windows with
+/// corruptions, accept a random correct prefix, sometimes correct. Checks, at
+/// every step: each key equals the key of the live pieces through its block's
+/// last token (with its ordinal); the closed calls are exactly the live ones
+/// (every call whose tokens were rejected was retracted); and at the end the
+/// committed calls equal a one-shot parse of the accepted text.
+#[test]
+#[allow(clippy::too_many_lines, clippy::many_single_char_names)] // a schedule simulator: t, k, n, p, q as in the prose
+fn random_schedules_keep_keys_and_equal_one_shot_parse() {
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    for (name, text) in samples() {
+        assert!(NAMES.contains(&name));
+        let config = TurnConfig::builtin(name, "k", 1 << 20).unwrap();
+        let target = text.as_bytes();
+        let one_shot = committed_calls(&parse(target, &config).unwrap());
+        for _ in 0..60 {
+            let mut t = Turn::new(&config, [], []).unwrap();
+            let mut live: Vec<Vec<u8>> = Vec::new(); // what the turn's live stream holds
+            let mut open: Vec<Arc<CallRecord>> = Vec::new(); // closed, not committed or retracted
+            let mut committed = Vec::new();
+            let mut pos = 0;
+            let mut check = |out: Vec<Outcome>, live: &[Vec<u8>]| {
+                for o in out {
+                    match o {
+                        Outcome::CallClosed(c) => {
+                            let through: Vec<&[u8]> = live[..c.span.end].iter().map(Vec::as_slice).collect();
+                            let mut h = CommitHasher::new("k");
+                            for p in &through {
+                                h.absorb_piece(p);
+                            }
+                            let ordinals: Vec<CommitKey> = (0..4).map(|i| h.key(i)).collect();
+                            assert!(ordinals.contains(&c.key), "{name}: key of {:?} is not its tokens'", c.call.name);
+                            open.push(c);
+                        }
+                        Outcome::CallRetracted(c) => {
+                            let at = open.iter().position(|o| o.key == c.key).expect("retracts a closed call");
+                            open.remove(at);
+                        }
+                        Outcome::CallCommitted(c) => {
+                            let at = open.iter().position(|o| o.key == c.key).expect("commits a closed call");
+                            open.remove(at);
+                            committed.push(c.call.clone());
+                        }
+                        Outcome::BlockMalformed(m) => panic!("{name}: {m:?}"),
+                    }
+                }
+                // Every call still closed lies on the live stream.
+                for c in &open {
+                    assert!(c.span.end <= live.len(), "{name}: {:?} outlived its tokens", c.call.name);
+                }
+            };
+            while pos < target.len() {
+                let k = 1 + rng.below(6);
+                let mut window: Vec<Vec<u8>> = Vec::new();
+                let mut p = pos;
+                for _ in 0..k {
+                    if p >= target.len() {
+                        break;
+                    }
+                    let len = (1 + rng.below(7)).min(target.len() - p);
+                    let mut piece = target[p..p + len].to_vec();
+                    if rng.below(5) == 0 {
+                        piece[0] = b"{}\"<>/x[]"[rng.below(9)];
+                    }
+                    p += len;
+                    window.push(piece);
+                }
+                let refs: Vec<TokenIn<'_>> = window.iter().map(|w| TokenIn::Piece(w)).collect();
+                let out = t.draft(&refs).unwrap();
+                live.extend(window.iter().cloned());
+                check(out, &live);
+                let mut ok = 0;
+                let mut q = pos;
+                for w in &window {
+                    if target[q..].starts_with(w) {
+                        ok += 1;
+                        q += w.len();
+                    } else {
+                        break;
+                    }
+                }
+                let n = rng.below(ok + 1);
+                let n_bytes: usize = window[..n].iter().map(Vec::len).sum();
+                // A correction needs a whole UTF-8 character: take one from the target.
+                let rest = &target[pos + n_bytes..];
+                let corr = std::str::from_utf8(rest)
+                    .ok()
+                    .and_then(|s| s.chars().next())
+                    .filter(|_| rng.below(3) > 0)
+                    .map(|c| rest[..c.len_utf8()].to_vec());
+                let out = t.verify(n, corr.as_deref().map(TokenIn::Piece)).unwrap();
+                live.truncate(live.len() - window.len() + n);
+                live.extend(corr.iter().cloned());
+                check(out, &live);
+                pos += n_bytes + corr.map_or(0, |c| c.len());
+            }
+            check(t.finish().unwrap(), &live);
+            assert!(open.is_empty(), "{name}: calls left neither committed nor retracted: {open:?}");
+            assert_eq!(t.accepted_text(), target);
+            assert_eq!(committed, one_shot, "{name}");
+        }
+    }
+}

@@ -1,0 +1,116 @@
+//! The live stream of a turn: accepted tokens, then the undecided window, with
+//! the state saved after each undecided token so that a rejection restores one
+//! saved value and never re-scans text.
+//!
+//! Three positions meet here and are never mixed: a *live position* indexes
+//! this stream (rejected tokens are gone from it), a *ledger position* indexes
+//! every token ever drafted (`Ledger`), and a *byte offset* indexes the live text.
+
+use super::keys::CommitHasher;
+use crate::scan::ScanState;
+use std::ops::Range;
+
+/// Everything that changes per token, saved after each undecided token.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Checkpoint {
+    pub(super) scan: ScanState,
+    pub(super) hash: CommitHasher,
+    /// Calls (and malformed blocks) that ended in this token so far: the next one's key ordinal.
+    pub(super) ends: u32,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct LiveToken {
+    ledger_at: u32,
+    /// Byte offset one past its last byte in the live text.
+    text_end: u32,
+}
+
+/// The live text, its tokens, and the saved states.
+#[derive(Debug)]
+pub(super) struct Window {
+    text: Vec<u8>,
+    tokens: Vec<LiveToken>,
+    /// The state after the last accepted token.
+    base: Checkpoint,
+    /// The state after each undecided token; as long as the ledger's undecided window.
+    undecided: Vec<Checkpoint>,
+}
+
+impl Window {
+    pub(super) fn new(base: Checkpoint) -> Self {
+        Self { text: Vec::new(), tokens: Vec::new(), base, undecided: Vec::new() }
+    }
+
+    /// Live tokens: accepted, then undecided.
+    pub(super) fn len(&self) -> usize {
+        self.tokens.len()
+    }
+
+    pub(super) fn accepted_len(&self) -> usize {
+        self.tokens.len() - self.undecided.len()
+    }
+
+    pub(super) fn text(&self) -> &[u8] {
+        &self.text
+    }
+
+    pub(super) fn accepted_text(&self) -> &[u8] {
+        let end = self.accepted_len().checked_sub(1).map_or(0, |last| self.tokens[last].text_end as usize);
+        &self.text[..end]
+    }
+
+    /// The state after the last accepted token.
+    pub(super) fn base(&self) -> Checkpoint {
+        self.base
+    }
+
+    /// The state after the last live token: where the next token starts from.
+    pub(super) fn last(&self) -> Checkpoint {
+        *self.undecided.last().unwrap_or(&self.base)
+    }
+
+    /// Appends an undecided token's bytes; returns its live position and byte range.
+    /// The caller bounds the text by `u32::MAX` before appending.
+    pub(super) fn append(&mut self, bytes: &[u8], ledger_at: usize) -> (usize, Range<usize>) {
+        let start = self.text.len();
+        self.text.extend_from_slice(bytes);
+        self.tokens.push(LiveToken { ledger_at: ledger_at as u32, text_end: self.text.len() as u32 });
+        (self.tokens.len() - 1, start..self.text.len())
+    }
+
+    /// Saves the state after the token just appended.
+    pub(super) fn save(&mut self, checkpoint: Checkpoint) {
+        self.undecided.push(checkpoint);
+        debug_assert_eq!(self.accepted_len() + self.undecided.len(), self.tokens.len());
+    }
+
+    /// The live position of the token holding byte `offset`. Offsets asked for
+    /// are delimiter starts, a few tokens from the end, so a backward walk costs
+    /// the delimiter's length, not the stream's.
+    pub(super) fn token_at(&self, offset: usize) -> usize {
+        let mut pos = self.tokens.len();
+        while pos > 0 && self.tokens[pos - 1].text_end as usize > offset {
+            pos -= 1;
+        }
+        pos
+    }
+
+    /// Ledger positions `first..=last` of the live tokens `start..=last`.
+    pub(super) fn ledger_span(&self, start: usize, last: usize) -> Range<usize> {
+        self.tokens[start].ledger_at as usize..self.tokens[last].ledger_at as usize + 1
+    }
+
+    /// Keeps the first `len` live tokens (all accepted tokens and some undecided
+    /// ones), which become accepted; drops the rest. A lookup, never a re-scan.
+    pub(super) fn keep(&mut self, len: usize) {
+        let accepted = self.accepted_len();
+        debug_assert!(len >= accepted && len <= self.tokens.len());
+        if let Some(&cp) = self.undecided.get((len - accepted).wrapping_sub(1)) {
+            self.base = cp;
+        }
+        self.undecided.clear();
+        self.tokens.truncate(len);
+        self.text.truncate(self.tokens.last().map_or(0, |t| t.text_end as usize));
+    }
+}
