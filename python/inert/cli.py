@@ -67,15 +67,42 @@ def render_demo(runs: list[DemoRun]) -> str:
     ]
     for c in safe.report.results:
         out.append(f"  {c.name}({json.dumps(c.arguments)}) -> {c.result!r}{'  [early]' if c.early else ''}")
-    out += ["", "what reconciliation named in the eager_unsafe run"]
-    for v in unsafe.report.violations:
-        out += textwrap.wrap(f"[{v.kind}] {v.message}", width=110, initial_indent="  ", subsequent_indent="    ")
-    for d in unsafe.unexplained:
-        out.append(f"  NOT NAMED: {d}")
-    ok = demo_ok(runs)
-    out += ["", "verdict: " + ("inert kept the rejected tokens inert; every divergence of the unsafe run was named"
-                                if ok else "FAILED: inert's run diverged or a divergence went unnamed")]
+    out += ["", "what the database shows in the eager_unsafe run, and what reconciliation named for it"]
+    explained: set[str] = set()
+    for d in unsafe.divergences:
+        out.append(f"  {d}")
+        for message in unsafe.named[d]:
+            explained.add(message)
+            out += textwrap.wrap(message, width=110, initial_indent="    named: ", subsequent_indent="      ")
+        if not unsafe.named[d]:
+            out.append("    NOT NAMED by any violation")
+    if not unsafe.divergences:
+        out.append("  nothing: the database matches the accepted stream")
+    rest = [f"[{v.kind}] {v.message}" for v in unsafe.report.violations if f"[{v.kind}] {v.message}" not in explained]
+    if rest:
+        out += ["", "reconciliation also named (no divergence in the database comes from these)"]
+        for message in rest:
+            out += textwrap.wrap(message, width=110, initial_indent="  ", subsequent_indent="    ")
+    out += ["", *textwrap.wrap("verdict: " + _demo_verdict(runs), width=110, subsequent_indent="  ")]
     return "\n".join(out)
+
+
+def _demo_verdict(runs: list[DemoRun]) -> str:
+    unsafe, safe = runs
+    if demo_ok(runs):
+        return ("inert kept the rejected tokens inert; the unsafe run showed the incident in the database "
+                "and every divergence of it was named")
+    why = []
+    if safe.report.violations or safe.divergences:
+        why.append("inert's run diverged from the accepted stream")
+    if not unsafe.shows_incident:
+        missing = [what for what, shown in (("the misspelled row did not persist", "reprots/q3" in unsafe.stray_rows),
+                                            ("C's read did not return the deleted row", bool(unsafe.stale_reads)))
+                   if not shown]
+        why.append("the unsafe run did not show the incident (" + "; ".join(missing) + ")")
+    if unsafe.unexplained:
+        why.append(f"{len(unsafe.unexplained)} divergence(s) of the unsafe run went unnamed")
+    return "FAILED: " + "; ".join(why)
 
 
 def _demo_json(runs: list[DemoRun]) -> dict[str, Any]:
@@ -92,9 +119,10 @@ def _demo_json(runs: list[DemoRun]) -> dict[str, Any]:
                             "message": v.message} for v in r.violations],
             "divergences": run.divergences,
             "unexplained": run.unexplained,
+            "shows_incident": run.shows_incident,
         }
 
-    return {"ok": demo_ok(runs), "runs": [one(r) for r in runs]}
+    return {"ok": demo_ok(runs), "verdict": _demo_verdict(runs), "runs": [one(r) for r in runs]}
 
 
 def _audit_text(turns: list[TurnAudit]) -> str:
