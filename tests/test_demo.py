@@ -37,8 +37,9 @@ def test_inert_run_matches_the_accepted_stream(runs: list) -> None:
     _, safe = runs
     assert safe.report.violations == [] and safe.divergences == []
     assert safe.rows == {"reports/q1": "Q1 revenue flat", "reports/q3": "Q3 revenue up 4%"}
-    assert [o["op"] for o in safe.operations][-1] == "SELECT"
-    assert safe.operations[-1]["outcome"] == "not found"
+    # A touches another row, so it may land at any point; C's read must come after B's delete.
+    ops = [(o["op"], o["name"], o["outcome"]) for o in safe.operations if o["name"] == "reports/q2"]
+    assert ops == [("DELETE", "reports/q2", "deleted"), ("SELECT", "reports/q2", "not found")]
 
 
 def test_cli_exit_code_and_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
