@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import textwrap
 from collections.abc import Sequence
@@ -172,35 +173,69 @@ def _simulate(args: argparse.Namespace) -> int:
     summaries = simulate(workloads, seeds=args.seeds)
     unsafe_policies = {"eager_unsafe"}
     leaks = [s for s in summaries if s.policy not in unsafe_policies and (s.orphans or s.stale_reads or s.diverged)]
-    if args.json:
-        print(json.dumps({"seeds": args.seeds, "safe": not leaks, "summaries": [s.as_json() for s in summaries]}, indent=2))
-    else:
-        print(f"inert simulate: {len(workloads)} workloads x 4 policies x {args.seeds} seeds (virtual time)")
+    out: dict[str, Any] = {"seeds": args.seeds, "safe": not leaks, "summaries": [s.as_json() for s in summaries]}
+    if not args.json:
+        _emit(f"inert simulate: {len(workloads)} workloads x 4 policies x {args.seeds} seeds (virtual time)")
         header = f"{'workload':<22} {'policy':<13} {'p50 ms':>8} {'p90 ms':>8} {'p99 ms':>8} {'saved':>8} " \
                  f"{'wasted':>7} {'orphans':>8} {'stale':>6} {'diverged':>9}"
-        print(header)
-        print("-" * len(header))
+        _emit(header)
+        _emit("-" * len(header))
         last = None
         for s in summaries:
             name = s.workload if s.workload != last else ""
             last = s.workload
-            print(f"{name:<22} {s.policy:<13} {s.p50 * 1e3:8.1f} {s.p90 * 1e3:8.1f} {s.p99 * 1e3:8.1f} "
+            _emit(f"{name:<22} {s.policy:<13} {s.p50 * 1e3:8.1f} {s.p90 * 1e3:8.1f} {s.p99 * 1e3:8.1f} "
                   f"{s.saved_p50 * 1e3:8.1f} {s.wasted_reads:7.2f} {s.orphans:8d} {s.stale_reads:6d} {s.diverged:9d}")
-        print("saved: median ms saved against end_of_turn on the same seeds; wasted: speculative reads discarded per turn;"
+        _emit("saved: median ms saved against end_of_turn on the same seeds; wasted: speculative reads discarded per turn;"
               "\norphans, stale reads and diverged worlds are counted over all seeds.")
         unsafe = sum(s.orphans + s.stale_reads + s.diverged for s in summaries if s.policy in unsafe_policies)
-        print("end_of_turn, defer and read_eager: no orphans, no stale reads, no diverged world"
+        _emit("end_of_turn, defer and read_eager: no orphans, no stale reads, no diverged world"
               if not leaks else f"VIOLATION: {len(leaks)} safe-policy rows corrupted the world")
-        print(f"eager_unsafe: {unsafe} corruptions")
+        _emit(f"eager_unsafe: {unsafe} corruptions")
+    if args.json:
+        _emit(json.dumps(out, indent=2))
     if args.plot:
         shown = next((w for w in workloads if w.agent.name == "incident"), workloads[0])
         plot_alpha_sweep(shown, args.plot)
         if not args.json:
-            print(f"wrote {args.plot}")
+            _emit(f"wrote {args.plot}")
     return 1 if leaks else 0
 
 
+def _stdout_closed() -> None:
+    """stdout's reader went away (`inert audit t.jsonl | head`): point stdout at
+    devnull, as Python's docs advise, so neither a later print nor the exit flush
+    raises, and finish quietly."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # not a real file (captured output): replace the object instead
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - lives as long as the process
+    finally:
+        os.close(devnull)
+
+
+def _emit(text: str) -> None:
+    """Prints ``text``; a closed stdout ends the output, not the command (its exit status stands)."""
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:
+        _stdout_closed()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Runs the command line. Returns the exit status: 0 fine, 1 findings (or a failed
+    demo), 2 bad input. A closed stdout ends the output quietly."""
+    code = 0
+    try:
+        code = _main(argv)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _stdout_closed()
+    return code
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = argparse.ArgumentParser(prog="inert", description="Keep rejected speculative tokens inert.")
     parser.add_argument("--version", action="version", version=f"inert {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -226,11 +261,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _simulate(args)
         if args.command == "demo":
             runs = run_demo(args.db, args.trace)
-            print(json.dumps(_demo_json(runs), indent=2) if args.json else render_demo(runs))
+            _emit(json.dumps(_demo_json(runs), indent=2) if args.json else render_demo(runs))
             return 0 if demo_ok(runs) else 1
         if args.command == "audit":
             turns = audit(args.trace)
-            print(json.dumps(_audit_json(turns), indent=2) if args.json else _audit_text(turns))
+            _emit(json.dumps(_audit_json(turns), indent=2) if args.json else _audit_text(turns))
             return 1 if any(t.findings for t in turns) else 0
         if args.command == "recover":
             if args.json:
@@ -240,6 +275,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             else:
                 print(_recover_text(args.journal))
             return 0
+    except BrokenPipeError:
+        raise  # main() ends quietly: a closed stdout is not bad input
     except (InertError, OSError) as e:
         print(f"inert {args.command}: {e}", file=sys.stderr)
         return 2
