@@ -97,3 +97,71 @@ def test_demo_on_a_path_it_cannot_use(tmp_path: Path, where: str) -> None:
 
 def test_audit_of_a_missing_file(tmp_path: Path) -> None:
     assert_refused(inert("audit", str(tmp_path / "missing.jsonl")), "inert audit", "missing.jsonl")
+
+
+# -- inert simulate --
+
+MODEL = "[models.m]\nalpha = 0.8\n"
+AGENT = ("[agents.a]\ntranscript = '''<tool_call>{\"name\": \"get\", \"arguments\": {\"key\": \"x\"}}</tool_call>'''\n"
+         "[agents.a.tools.get]\nkind = \"read\"\nmedian_s = 0.01\n")
+
+BAD_WORKLOADS = {
+    "toml-syntax": ("[models.m\nalpha = 0.8\n", "not valid TOML"),
+    "not-utf8": (b"[models.m]\nalpha = 0.8 # \xff\xfe\n", "UTF-8"),
+    "unknown-kind": (MODEL + AGENT.replace('"read"', '"teleport"'), "agents.a.tools.get.kind"),
+    "string-number": (MODEL + AGENT.replace("0.01", '"fast"'), "agents.a.tools.get.median_s"),
+    "k-zero": ("[models.m]\nalpha = 0.8\nk = 0\n" + AGENT, "models.m.k"),
+    "k-negative": ("[models.m]\nalpha = 0.8\nk = -3\n" + AGENT, "models.m.k"),
+    "k-fraction": ("[models.m]\nalpha = 0.8\nk = 2.5\n" + AGENT, "models.m.k"),
+    "k-boolean": ("[models.m]\nalpha = 0.8\nk = true\n" + AGENT, "models.m.k"),
+    "alpha-above-one": ("[models.m]\nalpha = 1.5\n" + AGENT, "models.m.alpha"),
+    "alpha-negative": ("[models.m]\nalpha = -0.1\n" + AGENT, "models.m.alpha"),
+    "alpha-nan": ("[models.m]\nalpha = nan\n" + AGENT, "models.m.alpha"),
+    "alpha-missing": ("[models.m]\nk = 4\n" + AGENT, "models.m.alpha"),
+    "alpha-decay-zero": ("[models.m]\nalpha = 0.8\nalpha_decay = 0.0\n" + AGENT, "models.m.alpha_decay"),
+    "negative-verify": ("[models.m]\nalpha = 0.8\nverify_s = -0.005\n" + AGENT, "models.m.verify_s"),
+    "negative-draft": ("[models.m]\nalpha = 0.8\ndraft_s = -1\n" + AGENT, "models.m.draft_s"),
+    "negative-latency": (MODEL + AGENT.replace("0.01", "-0.01"), "agents.a.tools.get.median_s"),
+    "p99-below-median": (MODEL + AGENT + "p99_s = 0.001\n", "agents.a.tools.get.p99_s"),
+    "adaptive-string": ("[models.m]\nalpha = 0.8\nadaptive = \"yes\"\n" + AGENT, "models.m.adaptive"),
+    "unknown-model-field": ("[models.m]\nalpha = 0.8\nwindow = 4\n" + AGENT, "models.m.window"),
+    "unknown-top-level": ("[model.m]\nalpha = 0.8\n", "model"),
+    "missing-transcript": (MODEL + "[agents.a.tools.get]\nkind = \"read\"\nmedian_s = 0.01\n", "agents.a.transcript"),
+    "unknown-format": (MODEL + AGENT.replace("[agents.a]\n", "[agents.a]\nformat = \"hermess\"\n"), "agents.a.format"),
+    "tools-not-a-table": (MODEL + "[agents.x]\ntranscript = \"hi\"\ntools = 3\n", "agents.x.tools"),
+    "row-not-a-string": (MODEL + AGENT.replace("[agents.a.tools.get]", "rows = { x = 1 }\n[agents.a.tools.get]"),
+                         "agents.a.rows.x"),
+    "unknown-workload-model": (MODEL + AGENT + "[[workloads]]\nmodel = \"nope\"\nagent = \"a\"\n", "workloads[0].model"),
+    "workload-missing-agent": (MODEL + AGENT + "[[workloads]]\nmodel = \"m\"\n", "workloads[0].agent"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_WORKLOADS))
+def test_simulate_refuses_a_bad_workload_file_naming_the_file_and_the_field(tmp_path: Path, case: str) -> None:
+    content, field = BAD_WORKLOADS[case]
+    path = tmp_path / f"{case}.toml"
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content)
+    assert_refused(inert("simulate", "--workloads", str(path), "--seeds", "2"), "inert simulate", str(path), field)
+
+
+def test_simulate_runs_a_good_workload_file(tmp_path: Path) -> None:
+    path = tmp_path / "good.toml"
+    path.write_text("[models.m]\nalpha = 0.8\nk = 4\nverify_s = 0.004\nalpha_decay = 1.0\nadaptive = true\n"
+                    + AGENT + "p99_s = 0.05\n[[workloads]]\nmodel = \"m\"\nagent = \"a\"\n")
+    done = inert("simulate", "--workloads", str(path), "--seeds", "3")
+    assert done.returncode == 0, done.stderr
+    assert "m / a" in done.stdout
+
+
+@pytest.mark.parametrize("seeds", ["0", "-1", "many", "2.5"])
+def test_simulate_refuses_a_bad_seed_count(seeds: str) -> None:
+    done = inert("simulate", "--seeds", seeds)
+    assert "Traceback" not in done.stderr and done.returncode == 2, done.stderr
+    assert "--seeds" in done.stderr and seeds in done.stderr
+
+
+def test_simulate_refuses_a_missing_workload_file(tmp_path: Path) -> None:
+    assert_refused(inert("simulate", "--workloads", str(tmp_path / "nope.toml")), "inert simulate", "nope.toml")

@@ -92,5 +92,5 @@ def test_custom_workloads_from_toml(tmp_path: Path) -> None:
     assert main(["simulate", "--workloads", str(path), "--seeds", "3", "--json"]) == 0
     bad = tmp_path / "bad.toml"
     bad.write_text("[agents.x]\ntools = 3\n")
-    with pytest.raises(inert.InertValueError, match="bad workload"):
+    with pytest.raises(inert.InertValueError, match=r"bad\.toml: agents\.x\."):
         load_workloads(bad)

@@ -202,6 +202,16 @@ def _simulate(args: argparse.Namespace) -> int:
     return 1 if leaks else 0
 
 
+def _seeds(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number of turns, at least 1, got {text!r}")
+    return n
+
+
 def _stdout_closed() -> None:
     """stdout's reader went away (`inert audit t.jsonl | head`): point stdout at
     devnull, as Python's docs advise, so neither a later print nor the exit flush
@@ -251,7 +261,7 @@ def _main(argv: Sequence[str] | None) -> int:
     rec.add_argument("--json", action="store_true", help="machine-readable output")
     sim = sub.add_parser("simulate", help="what each dispatch policy costs and risks, on virtual time")
     sim.add_argument("--workloads", metavar="TOML", help="custom workloads (default: the built-in ones)")
-    sim.add_argument("--seeds", type=int, default=100, help="turns per workload and policy (default 100)")
+    sim.add_argument("--seeds", type=_seeds, default=100, help="turns per workload and policy (default 100)")
     sim.add_argument("--json", action="store_true", help="machine-readable output")
     sim.add_argument("--plot", metavar="PNG", help="write latency against acceptance rate (needs matplotlib)")
     args = parser.parse_args(argv)
