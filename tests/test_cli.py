@@ -165,3 +165,8 @@ def test_simulate_refuses_a_bad_seed_count(seeds: str) -> None:
 
 def test_simulate_refuses_a_missing_workload_file(tmp_path: Path) -> None:
     assert_refused(inert("simulate", "--workloads", str(tmp_path / "nope.toml")), "inert simulate", "nope.toml")
+
+
+def test_simulate_refuses_a_plot_into_a_missing_folder(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib", reason="the optional plot extra (matplotlib) is not installed")
+    assert_refused(inert("simulate", "--seeds", "2", "--plot", str(tmp_path / "no" / "x.png")), "inert simulate", "--plot")

@@ -13,7 +13,7 @@ from typing import Any
 from . import __version__
 from .audit import TurnAudit, audit
 from .demo import DemoRun, demo_ok, run_demo
-from .errors import InertError
+from .errors import InertError, InertValueError
 from .journal import JournalEntry, recover
 
 COL = 52
@@ -167,8 +167,13 @@ def _recover_text(path: str) -> str:
 
 def _simulate(args: argparse.Namespace) -> int:
     from .simulate import default_workloads, load_workloads, simulate
-    from .simulate.plot import plot_alpha_sweep
+    from .simulate.plot import plot_alpha_sweep, require_matplotlib, sweep_lines
 
+    if args.plot:  # before the sweep, which takes a while: say first what is missing
+        require_matplotlib()
+        folder = os.path.dirname(os.path.abspath(args.plot))
+        if not os.path.isdir(folder):
+            raise InertValueError(f"--plot {args.plot}: no such folder {folder}")
     workloads = load_workloads(args.workloads) if args.workloads else default_workloads()
     summaries = simulate(workloads, seeds=args.seeds)
     unsafe_policies = {"eager_unsafe"}
@@ -192,13 +197,15 @@ def _simulate(args: argparse.Namespace) -> int:
         _emit("end_of_turn, defer and read_eager: no orphans, no stale reads, no diverged world"
               if not leaks else f"VIOLATION: {len(leaks)} safe-policy rows corrupted the world")
         _emit(f"eager_unsafe: {unsafe} corruptions")
-    if args.json:
-        _emit(json.dumps(out, indent=2))
     if args.plot:
         shown = next((w for w in workloads if w.agent.name == "incident"), workloads[0])
-        plot_alpha_sweep(shown, args.plot)
+        sweep = plot_alpha_sweep(shown, args.plot, seeds=args.seeds)
+        out["plot"] = {"path": args.plot, "workload": shown.name, "seeds": args.seeds,
+                       "points": [{"alpha": a, **s.as_json()} for a, ss in sweep.items() for s in ss]}
         if not args.json:
-            _emit(f"wrote {args.plot}")
+            _emit("\n".join(["", *sweep_lines(shown, sweep, args.seeds), f"wrote {args.plot}"]))
+    if args.json:
+        _emit(json.dumps(out, indent=2))
     return 1 if leaks else 0
 
 
