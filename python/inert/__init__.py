@@ -16,6 +16,8 @@ from .errors import (
     FormatSpecError,
     IdempotencyConflictError,
     InDoubtError,
+    InFlightError,
+    JournalError,
     InertError,
     InertTypeError,
     InertValueError,
@@ -31,7 +33,7 @@ from .errors import (
     VerifyError,
     VocabularyError,
 )
-from .journal import Journal, JournalEntry, MemoryJournal, Recovery, SqliteJournal, recover
+from .journal import Journal, JournalEntry, MemoryJournal, PostgresJournal, Recovery, SqliteJournal, recover
 from .dispatch_async import CancelledCallError
 from .orchestrator import POLICIES, AsyncOrchestrator, Orchestrator, Step
 from .parse import ParsedCall, parse
@@ -61,11 +63,13 @@ __all__ = [
     "FormatSpecError",
     "IdempotencyConflictError",
     "InDoubtError",
+    "InFlightError",
     "InertError",
     "InertTypeError",
     "InertValueError",
     "Journal",
     "JournalEntry",
+    "JournalError",
     "MalformedBlock",
     "MemoryJournal",
     "MissingToolError",
@@ -74,6 +78,7 @@ __all__ = [
     "ParsedCall",
     "PieceTypeError",
     "POLICIES",
+    "PostgresJournal",
     "PolicyError",
     "reconcile",
     "recover",
