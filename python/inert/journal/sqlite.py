@@ -15,6 +15,7 @@ import sqlite3
 import threading
 import time
 import urllib.parse
+import uuid
 from typing import Any
 
 from ..canonical import canonical_arguments
@@ -103,6 +104,52 @@ def _schema_problem(db: sqlite3.Connection, path: str) -> str | None:
     return None
 
 
+def _create_file(path: str) -> None:
+    """Creates a journal file whole: built beside its name, then linked into
+    place, so that a crash never leaves a half-made journal for recovery to
+    misread, and two processes creating it at once agree on one file."""
+    tmp = f"{path}.{os.getpid()}-{uuid.uuid4().hex[:8]}.new"
+    try:
+        db = sqlite3.connect(tmp, isolation_level=None)
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            for statement in _SCHEMA:
+                db.execute(statement)
+        finally:
+            db.close()
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            return  # another process made it first: use theirs
+        except OSError:  # a file system without hard links
+            if not os.path.exists(path):
+                os.replace(tmp, path)
+        _sync_folder(path)
+    except sqlite3.Error as e:
+        raise _error(path, "cannot create it", e) from e
+    except OSError as e:
+        raise JournalError(f"journal {path}: cannot create it: {e}; check that its folder exists and that this "
+                           "process may write there") from e
+    finally:
+        for leftover in (tmp, tmp + "-wal", tmp + "-shm"):
+            if os.path.exists(leftover):
+                os.unlink(leftover)
+
+
+def _sync_folder(path: str) -> None:
+    # The new name must survive a power cut as surely as the intents written under it.
+    try:
+        fd = os.open(os.path.dirname(os.path.abspath(path)), os.O_RDONLY)
+    except OSError:  # pragma: no cover - a platform without directory fds
+        return
+    try:
+        os.fsync(fd)
+    except OSError:  # pragma: no cover
+        pass
+    finally:
+        os.close(fd)
+
+
 class SqliteJournal:
     """A durable journal in one SQLite file (WAL, ``synchronous=FULL``): an intent
     is on disk before its tool runs, so a crash never loses a dispatch.
@@ -112,7 +159,8 @@ class SqliteJournal:
     leases here: a fleet shares :class:`~inert.PostgresJournal` instead).
 
     Args:
-        path: the journal file; created with inert's tables when missing or empty.
+        path: the journal file; created whole (never half-made, even by a crash) when
+            missing, and given inert's tables when empty.
 
     Raises:
         JournalError: ``path`` is a directory, cannot be opened or written, is not a
@@ -126,6 +174,8 @@ class SqliteJournal:
             raise JournalError(f"journal {self.path} is a directory: give the path of a journal file "
                                "(created when missing)")
         self._lock = threading.Lock()
+        if not os.path.exists(self.path):
+            _create_file(self.path)
         try:
             self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=30)
         except sqlite3.Error as e:
