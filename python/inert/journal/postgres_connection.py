@@ -43,7 +43,7 @@ def redact(dsn: str) -> str:
             user, _, host = netloc.rpartition("@")
             netloc = user.split(":", 1)[0] + ":***@" + host
         query = urllib.parse.urlencode(
-            [(k, "***" if k == "password" else v) for k, v in urllib.parse.parse_qsl(parts.query)], safe="/")
+            [(k, "***" if k == "password" else v) for k, v in urllib.parse.parse_qsl(parts.query)], safe="/*")
         return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
     except ValueError:
         return "the PostgreSQL journal"  # unparseable: show nothing that might hold a secret
