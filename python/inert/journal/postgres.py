@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..canonical import canonical_arguments
 from ..effects import EffectClass
-from ..errors import InFlightError, JournalError
+from ..errors import InertValueError, InFlightError, JournalError
 from ..report import DispatchRecord
 from .postgres_connection import Timeouts, connect, connection_lost, failure, open_connection, psycopg_module, redact
 from .postgres_schema import check_schema
@@ -124,8 +124,6 @@ class PostgresJournal:
     def __init__(self, dsn: str, *, worker: str | None = None, lease_seconds: float = 30.0,
                  wait_seconds: float = 30.0, create: bool = False, connect_timeout: float = 5.0,
                  statement_timeout: float = 10.0, on_wait: Callable[[JournalEntry], None] | None = None) -> None:
-        from ..errors import InertValueError
-
         if not lease_seconds > 0:
             raise InertValueError(f"lease_seconds must be positive, not {lease_seconds!r}")
         if not wait_seconds >= 0:
