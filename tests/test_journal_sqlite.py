@@ -222,7 +222,7 @@ def test_recover_reads_intents_still_in_the_wal_without_changing_it(tmp_path: Pa
     worker.close()
 
 
-@pytest.mark.parametrize("kind", ["empty", "text", "other database", "directory"])
+@pytest.mark.parametrize("kind", ["empty", "text", "other database", "database without tables", "directory"])
 def test_recover_refuses_what_is_not_a_journal(tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str) -> None:
     path = tmp_path / "thing"
     if kind == "empty":
@@ -234,6 +234,10 @@ def test_recover_refuses_what_is_not_a_journal(tmp_path: Path, capsys: pytest.Ca
         db.execute("CREATE TABLE users (id INTEGER PRIMARY KEY)")
         db.commit()
         db.close()
+    elif kind == "database without tables":
+        db = sqlite3.connect(path)
+        db.execute("PRAGMA user_version = 3")  # writes a header, and nothing else
+        db.close()
     else:
         path.mkdir()
     before = snapshot(path) if kind != "directory" else {}
@@ -243,7 +247,7 @@ def test_recover_refuses_what_is_not_a_journal(tmp_path: Path, capsys: pytest.Ca
     assert rc == 2 and out == "" and "Traceback" not in err
     assert err.startswith(f"inert recover: ") and str(path) in err
     assert {"empty": "empty file", "text": "not a SQLite database", "other database": "holds other tables (users)",
-            "directory": "is a directory"}[kind] in err
+            "database without tables": "holds no tables", "directory": "is a directory"}[kind] in err
     if kind != "directory":
         assert snapshot(path) == before and not Path(f"{path}-wal").exists()
 

@@ -80,8 +80,9 @@ def _error(path: str, doing: str, exc: BaseException) -> JournalError:
     return JournalError(f"journal {path}: {doing}: {text}; {advice}")
 
 
-def _schema_problem(db: sqlite3.Connection, path: str) -> str | None:
-    """Why the database is not an inert journal, or ``None`` when it is one (or holds no tables).
+def _schema_problem(db: sqlite3.Connection, path: str, *, empty_ok: bool) -> str | None:
+    """Why the database is not an inert journal, or ``None`` when it is one (or, with
+    ``empty_ok``, holds no tables yet).
 
     Raises:
         JournalError: the schema is of a newer version than this inert reads.
@@ -90,7 +91,7 @@ def _schema_problem(db: sqlite3.Connection, path: str) -> str | None:
     tables.discard("sqlite_sequence")  # SQLite's own, for AUTOINCREMENT
     (version,) = db.execute("PRAGMA user_version").fetchone()
     if not tables:
-        return None
+        return None if empty_ok else "it holds no tables, not an inert journal"
     if not set(_COLUMNS) <= tables:
         shown = ", ".join(sorted(tables)[:8]) + (", ..." if len(tables) > 8 else "")
         return f"it holds other tables ({shown}), not an inert journal's intents and outcomes"
@@ -190,7 +191,7 @@ class SqliteJournal:
         try:
             # Checked before anything is written: another application's database
             # must not be switched to WAL or given tables it never asked for.
-            problem = _schema_problem(self._db, self.path)
+            problem = _schema_problem(self._db, self.path, empty_ok=True)
             if problem is not None:
                 raise JournalError(f"journal {self.path}: {problem}; give the path of a journal file "
                                    "(inert creates it)")
@@ -333,7 +334,7 @@ def read_sqlite_journal(path: str | os.PathLike[str]) -> list[JournalEntry]:
         except sqlite3.Error as e:
             raise _error(path, "cannot open it to read", e) from e
         try:
-            problem = _schema_problem(db, path)
+            problem = _schema_problem(db, path, empty_ok=False)
             if problem is not None:
                 raise JournalError(f"{path}: {problem}")
             rows = db.execute(_SELECT + " ORDER BY i.seq").fetchall()
