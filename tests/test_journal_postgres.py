@@ -181,7 +181,7 @@ def test_past_the_deadline_the_waiter_gets_in_flight_error(open_pg: Open, postgr
 
 
 def test_a_running_call_renews_its_lease_and_stays_live(open_pg: Open) -> None:
-    holder = open_pg(worker="A", lease_seconds=0.5)
+    holder = open_pg(worker="A", lease_seconds=1.0)  # renewed every third: a stall of 2/3 s is tolerated
     assert holder.begin(record("ck1-a"), "t1") is None
     (first,) = holder.entries()
     assert first.in_flight and first.lease_expires_at is not None
