@@ -285,8 +285,8 @@ def test_a_network_drop_mid_call_leaves_it_in_doubt_and_says_so(open_pg: Open, p
     assert [e.commit_key for e in inert.recover(postgres_dsn).in_doubt] == ["ck1-a"]
 
 
-def test_a_database_gone_before_a_call_fails_the_call_not_the_turn(open_pg: Open) -> None:
-    proxy = Proxy(open_pg().dsn)
+def test_a_database_gone_before_a_call_fails_the_call_not_the_turn(open_pg: Open, postgres_dsn: str) -> None:
+    proxy = Proxy(postgres_dsn)
     journal = open_pg(proxy.dsn, worker="A", connect_timeout=1)
     proxy.cut()
     runs: list[int] = []
