@@ -54,6 +54,11 @@ def lapsed(dsn: str) -> Callable[[], bool]:
     return lambda: not inert.recover(dsn).in_flight
 
 
+def backend_pids(admin: str, worker: str) -> list[int]:
+    return [r[0] for r in admin_execute(admin, "SELECT pid FROM pg_stat_activity WHERE application_name = %s",
+                                        (f"inert {worker}",))]
+
+
 def in_thread(fn: Callable[[], Any]) -> tuple[threading.Thread, dict[str, Any]]:
     out: dict[str, Any] = {}
 
@@ -246,12 +251,43 @@ def test_the_heartbeat_runs_only_while_keys_are_held(open_pg: Open) -> None:
     assert not beat.is_alive(), "a journal dropped without close() leaves no thread behind"
 
 
+def test_a_worker_journals_its_concurrent_calls_on_at_most_pool_size_connections(postgres_admin: str,
+                                                                                  open_pg: Open) -> None:
+    j = open_pg(worker="A", pool_size=2)
+    start = threading.Barrier(6)
+
+    def calls(t: int) -> None:
+        start.wait(10)
+        for i in range(10):
+            r = record(f"ck1-{t}-{i}")
+            assert j.begin(r, "t1") is None
+            j.complete(r, "ok")
+
+    runs = [in_thread(lambda t=t: calls(t)) for t in range(6)]
+    for t, out in runs:
+        t.join(30)
+        assert "error" not in out, out.get("error")
+    assert len(j.entries()) == 60
+    assert 1 <= len(backend_pids(postgres_admin, "A")) <= 2
+
+
+def test_a_waiter_does_not_hold_the_connection_its_holder_needs(open_pg: Open) -> None:
+    """One connection, shared by a call that holds a key and one that waits on it:
+    the waiter polls without keeping the connection, so the holder can record its outcome."""
+    j = open_pg(worker="A", pool_size=1)
+    r = record("ck1-a")
+    assert j.begin(r, "t1") is None
+    waiting = threading.Event()
+    j.on_wait = lambda e: waiting.set()
+    t, out = in_thread(lambda: j.begin(record("ck1-a"), "t1"))
+    assert waiting.wait(10)
+    r.result = 7
+    j.complete(r, "ok")
+    t.join(10)
+    assert out["value"].result == 7
+
+
 # -- connections lost, servers gone: nothing hangs, the call says it is in doubt --
-
-def backend_pids(admin: str, worker: str) -> list[int]:
-    return [r[0] for r in admin_execute(admin, "SELECT pid FROM pg_stat_activity WHERE application_name = %s",
-                                        (f"inert {worker}",))]
-
 
 def test_a_connection_lost_mid_call_is_reopened_and_the_outcome_recorded(postgres_admin: str, open_pg: Open,
                                                                          postgres_dsn: str) -> None:
@@ -421,8 +457,9 @@ def test_without_psycopg_the_message_names_the_extra(monkeypatch: pytest.MonkeyP
         inert.Orchestrator({"f": "write"}, {}, journal="postgresql://u@127.0.0.1:1/db")
 
 
-@pytest.mark.parametrize("kw", [{"lease_seconds": 0}, {"lease_seconds": -1}, {"wait_seconds": -0.5}])
-def test_leases_and_waits_must_make_sense(kw: dict[str, float]) -> None:
+@pytest.mark.parametrize("kw", [{"lease_seconds": 0}, {"lease_seconds": -1}, {"wait_seconds": -0.5},
+                                {"pool_size": 0}, {"pool_size": 1.5}])
+def test_leases_waits_and_pools_must_make_sense(kw: dict[str, float]) -> None:
     with pytest.raises(inert.InertValueError):
         inert.PostgresJournal("postgresql://u@127.0.0.1:1/db", **kw)  # type: ignore[arg-type]
 

@@ -114,6 +114,9 @@ class PostgresJournal:
         statement_timeout: seconds any one statement or lock wait may take.
         on_wait: called with the holder's entry when ``begin`` starts waiting on a
             key another worker holds (for metrics and logs).
+        pool_size: connections this journal opens at most, so that the calls of one
+            worker running at once journal at once (the server commits them together)
+            instead of queueing on one connection. Opened as concurrency demands.
 
     Raises:
         JournalError: psycopg is missing; the database is unreachable; it holds no
@@ -123,11 +126,14 @@ class PostgresJournal:
 
     def __init__(self, dsn: str, *, worker: str | None = None, lease_seconds: float = 30.0,
                  wait_seconds: float = 30.0, create: bool = False, connect_timeout: float = 5.0,
-                 statement_timeout: float = 10.0, on_wait: Callable[[JournalEntry], None] | None = None) -> None:
+                 statement_timeout: float = 10.0, on_wait: Callable[[JournalEntry], None] | None = None,
+                 pool_size: int = 4) -> None:
         if not lease_seconds > 0:
             raise InertValueError(f"lease_seconds must be positive, not {lease_seconds!r}")
         if not wait_seconds >= 0:
             raise InertValueError(f"wait_seconds must be 0 or more, not {wait_seconds!r}")
+        if isinstance(pool_size, bool) or not isinstance(pool_size, int) or pool_size < 1:
+            raise InertValueError(f"pool_size must be a positive int, not {pool_size!r}")
         self.dsn = dsn
         self.worker = worker or default_worker()
         self.lease_seconds = float(lease_seconds)
@@ -135,21 +141,24 @@ class PostgresJournal:
         self.on_wait = on_wait
         self._timeouts = Timeouts(connect_timeout, statement_timeout)
         self._pg = psycopg_module()
-        self._lock = threading.Lock()  # one connection, one statement at a time
+        self._lock = threading.Lock()  # guards the pool, the held keys and the heartbeat
+        self._returned = threading.Condition(self._lock)  # a connection came back to the pool
+        self._pool_size = pool_size
+        self._opened = 1  # connections open or being opened, idle or in use
         self._held: dict[str, str] = {}  # commit key -> claim token, renewed until its outcome is recorded
         self._stop = threading.Event()
         self._heartbeat: threading.Thread | None = None
         self._closed = False
-        self._conn: psycopg.Connection[Any] | None = connect(dsn, application_name=self._application_name,
-                                                               timeouts=self._timeouts)
+        conn = connect(dsn, application_name=self._application_name, timeouts=self._timeouts)
         try:
-            check_schema(self._conn, dsn, create=create)
+            check_schema(conn, dsn, create=create)
         except self._pg.Error as e:
-            self._conn.close()
+            conn.close()
             raise failure(dsn, "cannot read the journal's schema", e) from e
         except BaseException:
-            self._conn.close()
+            conn.close()
             raise
+        self._idle: list[psycopg.Connection[Any]] = [conn]
 
     def __repr__(self) -> str:
         return f"PostgresJournal({redact(self.dsn)!r}, worker={self.worker!r})"
@@ -159,24 +168,50 @@ class PostgresJournal:
         return f"inert {self.worker}"
 
     def _run(self, doing: str, work: Callable[[psycopg.Connection[Any]], T]) -> T:
-        """Runs ``work`` on the connection, reopening it once if it was lost.
+        """Runs ``work`` on a pooled connection, reopening it once if it was lost.
         Every statement the journal runs is safe to repeat (claims carry a token)."""
-        with self._lock:
-            if self._closed:
-                raise JournalError(f"PostgreSQL journal {redact(self.dsn)}: {doing}: the journal is closed")
+        conn = self._checkout(doing)
+        try:
             for attempt in (1, 2):
                 try:
-                    if self._conn is None or connection_lost(self._conn):
-                        self._conn = None
-                        self._conn = open_connection(self.dsn, application_name=self._application_name,
-                                                     timeouts=self._timeouts)
-                    return work(self._conn)
+                    if conn is None or connection_lost(conn):
+                        if conn is not None:
+                            conn.close()
+                        conn = None
+                        conn = open_connection(self.dsn, application_name=self._application_name,
+                                               timeouts=self._timeouts)
+                    return work(conn)
                 except self._pg.Error as e:
-                    if attempt == 1 and (self._conn is None or connection_lost(self._conn)):
+                    if attempt == 1 and (conn is None or connection_lost(conn)):
                         log.warning("%r: connection lost (%s); reconnecting", self, str(e).strip())
                         continue
                     raise failure(self.dsn, doing, e) from e
             raise AssertionError("unreachable")  # pragma: no cover
+        finally:
+            self._checkin(conn)
+
+    def _checkout(self, doing: str) -> psycopg.Connection[Any] | None:
+        """An idle connection, or ``None`` when the caller may open one (the pool has room)."""
+        with self._lock:
+            while True:
+                if self._closed:
+                    raise JournalError(f"PostgreSQL journal {redact(self.dsn)}: {doing}: the journal is closed")
+                if self._idle:
+                    return self._idle.pop()  # the most recent: an idle worker keeps one connection warm
+                if self._opened < self._pool_size:
+                    self._opened += 1
+                    return None
+                self._returned.wait()
+
+    def _checkin(self, conn: psycopg.Connection[Any] | None) -> None:
+        with self._lock:
+            if conn is None or self._closed or connection_lost(conn):
+                self._opened -= 1
+                if conn is not None:
+                    conn.close()
+            else:
+                self._idle.append(conn)
+            self._returned.notify()
 
     # -- the Journal protocol --
 
@@ -317,7 +352,7 @@ class PostgresJournal:
                 log.warning("%s", e)
 
     def close(self) -> None:
-        """Stops renewing leases and closes the connection. Keys still held (calls
+        """Stops renewing leases and closes the connections. Keys still held (calls
         without an outcome) fall in doubt when their leases lapse."""
         self._stop.set()
         with self._lock:
@@ -326,8 +361,10 @@ class PostgresJournal:
             heartbeat.join()
         with self._lock:
             self._closed = True
-            if self._conn is not None:
-                self._conn.close()
+            idle, self._idle = self._idle, []
+            self._returned.notify_all()
+        for conn in idle:  # those in use close as they come back
+            conn.close()
 
     def __enter__(self) -> PostgresJournal:
         return self
