@@ -7,6 +7,9 @@ from typing import Any
 MEDIANS: dict[str, float] = {}
 FORMAT_MEDIANS: dict[tuple[str, str], float] = {}
 PARSE_MBPS: dict[str, float] = {}
+THROUGHPUT: dict[tuple[str, int], float] = {}
+"""(journal kind, workers) -> intents + outcomes per second (bench_journal.py)."""
+JOURNAL_NOTES: dict[str, str] = {}
 
 
 def record(benchmark: Any, name: str, per: int = 1) -> None:
@@ -14,8 +17,22 @@ def record(benchmark: Any, name: str, per: int = 1) -> None:
     MEDIANS[name] = benchmark.stats.stats.median / per
 
 
+def _journal_summary(tr: Any) -> None:
+    if THROUGHPUT:
+        tr.section("inert: journal throughput (intents + outcomes per second; each worker a thread with its own journal)")
+        for (kind, workers), rate in sorted(THROUGHPUT.items()):
+            note = f"   ({JOURNAL_NOTES[kind]})" if kind in JOURNAL_NOTES else ""
+            tr.write_line(f"{kind:<9} {workers} worker{'s' if workers > 1 else ' '}  {rate:9.0f} /s{note}")
+    memory = MEDIANS.get("journal_turn_memory")
+    if memory and "journal_turn_postgres" in MEDIANS:
+        extra = MEDIANS["journal_turn_postgres"] - memory
+        tr.write_line(f"PostgreSQL journal adds {extra * 1e6:.0f} us per dispatched write "
+                      f"({JOURNAL_NOTES.get('postgres', 'PostgreSQL')})")
+
+
 def pytest_terminal_summary(terminalreporter: Any) -> None:
     tr = terminalreporter
+    _journal_summary(tr)
     if FORMAT_MEDIANS:
         tr.section("inert: per-step medians by format (core, k=8) and parse throughput")
         hermes = FORMAT_MEDIANS.get(("hermes", "1k"))

@@ -27,6 +27,8 @@ from .errors import (
     FormatSpecError,
     IdempotencyConflictError,
     InDoubtError,
+    InFlightError,
+    JournalError,
     InertError,
     InertTypeError,
     InertValueError,
@@ -42,7 +44,7 @@ from .errors import (
     VerifyError,
     VocabularyError,
 )
-from .journal import Journal, JournalEntry, MemoryJournal, Recovery, SqliteJournal, recover
+from .journal import Journal, JournalEntry, MemoryJournal, PostgresJournal, Recovery, SqliteJournal, recover
 from .orchestrator import POLICIES, AsyncOrchestrator, Orchestrator, Step
 from .outcomes import Outcome
 from .parse import parse
@@ -74,17 +76,20 @@ __all__ = [
     "FormatSpecError",
     "IdempotencyConflictError",
     "InDoubtError",
+    "InFlightError",
     "InertError",
     "InertTypeError",
     "InertValueError",
     "Journal",
     "JournalEntry",
+    "JournalError",
     "Malformed",
     "MemoryJournal",
     "MissingToolError",
     "Orchestrator",
     "Outcome",
     "PieceTypeError",
+    "PostgresJournal",
     "PolicyError",
     "Recovery",
     "ReplayedError",

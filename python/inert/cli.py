@@ -14,7 +14,7 @@ from . import __version__
 from .audit import TurnAudit, audit
 from .demo import DemoRun, demo_ok, run_demo
 from .errors import InertError, InertValueError
-from .journal import JournalEntry, recover
+from .journal import JournalEntry, init_journal, is_dsn, recover, redact
 
 COL = 52
 
@@ -149,18 +149,22 @@ def _audit_json(turns: list[TurnAudit]) -> dict[str, Any]:
 def _entry_json(e: JournalEntry) -> dict[str, Any]:
     return {"commit_key": e.commit_key, "turn_key": e.turn_key, "tool": e.tool, "effect": e.effect,
             "arguments": e.arguments, "fingerprint": e.fingerprint, "intent_at": e.intent_at, "status": e.status,
-            "result": e.result, "error": e.error, "finished_at": e.finished_at}
+            "result": e.result, "error": e.error, "finished_at": e.finished_at, "worker": e.worker,
+            "lease_expires_at": e.lease_expires_at}
 
 
-def _recover_text(path: str) -> str:
-    rec = recover(path)
-    out = [f"{path}: {len(rec.in_doubt)} in doubt, {len(rec.completed)} completed"]
+def _recover_text(name: str) -> str:
+    rec = recover(name)
+    shown = redact(name) if is_dsn(name) else name
+    flying = f", {len(rec.in_flight)} in flight" if rec.in_flight else ""
+    out = [f"{shown}: {len(rec.in_doubt)} in doubt{flying}, {len(rec.completed)} completed"]
     for title, entries in (("in doubt (may or may not have happened; not run again)", rec.in_doubt),
+                           ("in flight (a live worker holds it; its outcome is still to come)", rec.in_flight),
                            ("completed", rec.completed)):
         if entries:
             out.append(title)
             for e in entries:
-                status = e.status or "no outcome"
+                status = e.status or (f"held by {e.worker}" if e.in_flight else "no outcome")
                 out.append(f"  {e.commit_key}  {e.effect:<10} {e.tool}({json.dumps(e.arguments, ensure_ascii=False)})  {status}")
     return "\n".join(out)
 
@@ -261,11 +265,14 @@ def _main(argv: Sequence[str] | None) -> int:
     demo.add_argument("--json", action="store_true", help="machine-readable output")
     demo.add_argument("--trace", metavar="PATH", help="append both turns' events to this JSONL trace")
     aud = sub.add_parser("audit", help="find orphaned effects, missed calls, key divergence and stale reads in a trace")
-    aud.add_argument("trace", metavar="TRACE", help="an inert.trace/1 JSONL file, from inert or any stack")
+    aud.add_argument("trace", metavar="TRACE", help="an inert.trace/2 JSONL file, from inert or any stack")
     aud.add_argument("--json", action="store_true", help="machine-readable output")
-    rec = sub.add_parser("recover", help="list a journal's dispatches: in doubt, and completed")
-    rec.add_argument("journal", metavar="PATH", help="a SQLite journal file")
+    rec = sub.add_parser("recover", help="list a journal's dispatches: in doubt, in flight and completed (read-only)")
+    rec.add_argument("journal", metavar="PATH|DSN", help="a SQLite journal file, or a postgresql:// URI")
     rec.add_argument("--json", action="store_true", help="machine-readable output")
+    jrn = sub.add_parser("journal", help="manage a journal").add_subparsers(dest="action", required=True)
+    jinit = jrn.add_parser("init", help="create a journal's tables (PostgreSQL: once per database, before workers)")
+    jinit.add_argument("journal", metavar="DSN|PATH", help="a postgresql:// URI, or a SQLite journal file")
     sim = sub.add_parser("simulate", help="what each dispatch policy costs and risks, on virtual time")
     sim.add_argument("--workloads", metavar="TOML", help="custom workloads (default: the built-in ones)")
     sim.add_argument("--seeds", type=_seeds, default=100, help="turns per workload and policy (default 100)")
@@ -284,13 +291,17 @@ def _main(argv: Sequence[str] | None) -> int:
             turns = audit(args.trace)
             _emit(json.dumps(_audit_json(turns), indent=2) if args.json else _audit_text(turns))
             return 1 if any(t.findings for t in turns) else 0
+        if args.command == "journal":
+            _emit(init_journal(args.journal))
+            return 0
         if args.command == "recover":
             if args.json:
                 r = recover(args.journal)
-                print(json.dumps({"in_doubt": [_entry_json(e) for e in r.in_doubt],
+                _emit(json.dumps({"in_doubt": [_entry_json(e) for e in r.in_doubt],
+                                  "in_flight": [_entry_json(e) for e in r.in_flight],
                                   "completed": [_entry_json(e) for e in r.completed]}, indent=2, default=repr))
             else:
-                print(_recover_text(args.journal))
+                _emit(_recover_text(args.journal))
             return 0
     except BrokenPipeError:
         raise  # main() ends quietly: a closed stdout is not bad input

@@ -30,6 +30,8 @@ __all__ = [
     "MissingToolError",
     "IdempotencyConflictError",
     "InDoubtError",
+    "InFlightError",
+    "JournalError",
     "ReplayedError",
     "ToolTimeoutError",
     "SpeculativeEffectViolation",
@@ -95,6 +97,17 @@ class IdempotencyConflictError(InertError, ValueError):
 class InDoubtError(InertError, RuntimeError):
     """Recorded (not raised) for a write whose key the journal holds without an outcome:
     it may have run before a crash, so it is not run again. Resolve it with ``inert recover``."""
+
+
+class InFlightError(InertError, RuntimeError):
+    """Raised by a shared journal's ``begin`` (and recorded as the call's error) when
+    another live worker holds the key and its outcome did not come within the
+    journal's wait: the call may still complete there, so it was not run here."""
+
+
+class JournalError(InertError):
+    """The journal could not be opened, read or written: the message names it and
+    says what to do. A call whose intent or outcome it could not record is in doubt."""
 
 
 class ReplayedError(InertError, RuntimeError):

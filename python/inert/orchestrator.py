@@ -16,7 +16,7 @@ from .dispatch import Dispatcher, Node, ThreadDispatcher
 from .dispatch_async import AsyncDispatcher
 from .effects import EffectLike, EffectTable
 from .errors import PolicyError, SpeculativeEffectViolation
-from .journal import Journal, MemoryJournal, SqliteJournal
+from .journal import Journal, MemoryJournal, OwnedJournal, open_journal
 from .outcomes import Outcome
 from .reconcile import reconcile
 from .report import AcceptedCall, DispatchRecord, Report
@@ -84,11 +84,11 @@ class _Gate:
             schemas=schemas if schemas is not None else self.effects.schemas,
             max_block_bytes=max_block_bytes,
         )
-        self._own_journal: SqliteJournal | None = None  # opened here from a path: closed at finish
+        self._own_journal: OwnedJournal | None = None  # opened here from a path or URI: closed at finish
         if journal is None:
             journal = MemoryJournal()
         elif isinstance(journal, (str, os.PathLike)):
-            journal = self._own_journal = SqliteJournal(journal)
+            journal = self._own_journal = open_journal(journal)
         self.journal: Journal = journal
         self.timeout = timeout
         tool_limits = {n: s.max_concurrency for n, s in self.effects.items() if s.max_concurrency}
@@ -215,8 +215,9 @@ class Orchestrator(_Gate):
         timeout: default per-call timeout in seconds (a ``ToolSpec`` may set its own);
             a call past it is recorded with ``ToolTimeoutError`` and is in doubt.
         limits: tool name -> most calls of it running at once (a ``ToolSpec`` may set its own).
-        journal: a ``Journal``, or the path of a SQLite journal file (durable intents,
-            idempotency by commit key across restarts). In memory by default.
+        journal: a ``Journal``, the path of a SQLite journal file (durable intents,
+            idempotency by commit key across restarts), or a ``postgresql://`` URI (a
+            ``PostgresJournal`` a fleet shares). In memory by default.
         trace: path of a JSONL trace to append this turn's events to (see ``docs/trace.md``).
 
     Raises:

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .effects import EffectClass, Footprint
-from .journal import canonical_arguments
+from .canonical import canonical_arguments
 from .report import AcceptedCall, CallResult, DiscardedCall, DispatchRecord, Report, Violation
 
 __all__ = ["reconcile"]
