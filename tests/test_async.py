@@ -93,7 +93,7 @@ def test_async_timeout_and_journal(tmp_path: Any) -> None:
 
     async def main() -> inert.Report:
         orch = inert.AsyncOrchestrator({"hang": inert.ToolSpec("write", timeout=0.05)}, {"hang": hang},
-                                       journal=tmp_path / "j.sqlite")
+                                       journal=tmp_path / "j.sqlite", turn_key="t")
         await orch.draft([block("hang")])
         await orch.verify(1)
         return await orch.finish(strict=False)
@@ -111,7 +111,7 @@ def test_async_idempotency_replay(tmp_path: Any) -> None:
         return "ok"
 
     async def turn() -> inert.Report:
-        orch = inert.AsyncOrchestrator({"put": "idempotent"}, {"put": put}, journal=tmp_path / "j.sqlite")
+        orch = inert.AsyncOrchestrator({"put": "idempotent"}, {"put": put}, journal=tmp_path / "j.sqlite", turn_key="t")
         await orch.draft([block("put", v=1)])
         await orch.verify(1)
         return await orch.finish()

@@ -70,9 +70,9 @@ class _SlowDecoding:
         landed = self.landed
         delete = demo._World.delete_report
 
-        def delete_and_say_so(world: Any, *args: Any, **kwargs: Any) -> Any:
+        def delete_and_say_so(world: Any, name: str, idempotency_key: str) -> Any:
             try:
-                return delete(world, *args, **kwargs)
+                return delete(world, name, idempotency_key)
             finally:
                 landed.set()
 

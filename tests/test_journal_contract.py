@@ -7,6 +7,8 @@ with the same idempotency key."""
 
 from __future__ import annotations
 
+import dataclasses
+
 from typing import Any
 
 import pytest
@@ -32,7 +34,7 @@ def test_intent_before_the_call_outcome_after(backend: Backend) -> None:
     assert (e.commit_key, e.turn_key, e.tool, e.effect, e.arguments, e.status) == (
         "ck1-a", "t1", "send", "write", {"to": "ana", "body": "héllo"}, None)
     assert len(e.fingerprint) == 64 and e.fingerprint == inert.journal.fingerprint({"body": "héllo", "to": "ana"})
-    r.result = {"id": [1, 2], "note": "ünïcode"}
+    r = dataclasses.replace(r, result={"id": [1, 2], "note": "ünïcode"})
     j.complete(r, "ok")
     (e,) = j.entries()
     assert (e.status, e.result, e.error, e.in_doubt) == ("ok", {"id": [1, 2], "note": "ünïcode"}, None, False)
@@ -44,7 +46,7 @@ def test_a_key_journaled_once_returns_its_outcome_to_every_later_worker(backend:
     first = backend.open()
     r = record("ck1-b", "charge", amount=5)
     assert first.begin(r, "t1") is None
-    r.result = "charged 5"
+    r = dataclasses.replace(r, result="charged 5")
     first.complete(r, "ok")
     close(first)
     later = backend.open()  # another worker, or the same process restarted
@@ -124,7 +126,7 @@ def test_a_timed_out_call_is_in_doubt(backend: Backend) -> None:
     j = backend.open()
     r = record("ck1-d", "slow")
     assert j.begin(r, "t1") is None
-    r.error = inert.ToolTimeoutError("'slow' did not return within 0.1 s")
+    r = dataclasses.replace(r, error=inert.ToolTimeoutError("'slow' did not return within 0.1 s"))
     j.complete(r, "timeout")
     prior = backend.open().begin(record("ck1-d", "slow"), "t1")
     assert prior is not None and prior.status == "timeout" and prior.in_doubt
@@ -138,7 +140,7 @@ def test_entries_are_in_intent_order_and_recover_sorts_them(backend: Backend) ->
         r = record(f"ck1-{i}", "f", i=i)
         assert j.begin(r, "t1") is None
         if i % 2 == 0:
-            r.result = i
+            r = dataclasses.replace(r, result=i)
             j.complete(r, "ok")
     assert [e.commit_key for e in j.entries()] == [f"ck1-{i}" for i in range(5)]
     backend.abandon(j)

@@ -7,6 +7,8 @@ events, never with sleeps that race."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import sys
 import threading
 import time
@@ -86,7 +88,7 @@ def test_a_database_without_a_journal_is_refused_and_left_alone(postgres_admin: 
     with pytest.raises(inert.JournalError, match=r"holds no inert journal; create it once with `inert journal init DSN`"):
         inert.PostgresJournal(postgres_db)
     with pytest.raises(inert.JournalError, match="inert journal init"):
-        inert.Orchestrator({"f": "write"}, {"f": lambda: 1}, journal=postgres_db)
+        inert.Orchestrator({"f": "write"}, {"f": lambda: 1}, journal=postgres_db, turn_key="t")
     with pytest.raises(inert.JournalError, match="holds no inert journal"):
         inert.recover(postgres_db)
     assert tables(postgres_admin, postgres_db) == set()
@@ -158,7 +160,7 @@ def test_a_second_worker_waits_for_a_live_holder_and_gets_its_outcome(open_pg: O
     t, out = in_thread(lambda: turn(other, {"send": lambda n: runs.append(n)}, {"send": "write"},
                                     [block("send", n=1)]))
     assert waiting.wait(10), "B never started waiting"
-    r.result = "sent by A"
+    r = dataclasses.replace(r, result="sent by A")
     holder.complete(r, "ok")
     t.join(10)
     report = out["value"]
@@ -220,7 +222,7 @@ def test_one_worker_reruns_an_idempotent_key_in_doubt_while_others_wait(open_pg:
     with pytest.raises(inert.InFlightError, match="worker B"):
         open_pg(worker="C", wait_seconds=0).begin(record("ck1-put", "put", "idempotent"), "t1")
     r = record("ck1-put", "put", "idempotent")
-    r.result = "put"
+    r = dataclasses.replace(r, result="put")
     b.complete(r, "ok")
     replay = open_pg(worker="C").begin(record("ck1-put", "put", "idempotent"), "t1")
     assert replay is not None and replay.status == "ok" and replay.result == "put"
@@ -232,7 +234,7 @@ def test_a_timed_out_idempotent_call_is_rerun_by_one_worker(open_pg: Open) -> No
     a = open_pg(worker="A")
     r = record("ck1-put", "put", "idempotent")
     assert a.begin(r, "t1") is None
-    r.error = inert.ToolTimeoutError("late")
+    r = dataclasses.replace(r, error=inert.ToolTimeoutError("late"))
     a.complete(r, "timeout")
     prior = open_pg(worker="B").begin(record("ck1-put", "put", "idempotent"), "t1")
     assert prior is not None and prior.status == "timeout"
@@ -281,7 +283,7 @@ def test_a_waiter_does_not_hold_the_connection_its_holder_needs(open_pg: Open) -
     j.on_wait = lambda e: waiting.set()
     t, out = in_thread(lambda: j.begin(record("ck1-a"), "t1"))
     assert waiting.wait(10)
-    r.result = 7
+    r = dataclasses.replace(r, result=7)
     j.complete(r, "ok")
     t.join(10)
     assert out["value"].result == 7
@@ -296,7 +298,7 @@ def test_a_connection_lost_mid_call_is_reopened_and_the_outcome_recorded(postgre
     assert j.begin(r, "t1") is None
     (pid,) = backend_pids(postgres_admin, "A")
     admin_execute(postgres_admin, "SELECT pg_terminate_backend(%s)", (pid,))
-    r.result = 1
+    r = dataclasses.replace(r, result=1)
     j.complete(r, "ok")
     assert [e.status for e in inert.recover(postgres_dsn).completed] == ["ok"]
     assert backend_pids(postgres_admin, "A") != [pid]
@@ -309,7 +311,7 @@ def test_a_network_drop_mid_call_leaves_it_in_doubt_and_says_so(open_pg: Open, p
     assert j.begin(r, "t1") is None
     proxy.cut()
     t0 = time.monotonic()
-    r.result = "sent"
+    r = dataclasses.replace(r, result="sent")
     with pytest.raises(inert.JournalError, match=r"could not record the outcome of 'send' under key ck1-a; it stays "
                                                  r"in doubt.*unreachable"):
         j.complete(r, "ok")
@@ -387,7 +389,7 @@ def test_recover_lists_in_doubt_and_in_flight_apart_without_writing(postgres_adm
     done = open_pg(worker="A")
     r = record("ck1-done", "f")
     assert done.begin(r, "t1") is None
-    r.result = 1
+    r = dataclasses.replace(r, result=1)
     done.complete(r, "ok")
     dead = open_pg(worker="dead", lease_seconds=0.3)
     assert dead.begin(record("ck1-doubt", "g"), "t1") is None
@@ -454,7 +456,7 @@ def test_without_psycopg_the_message_names_the_extra(monkeypatch: pytest.MonkeyP
     with pytest.raises(inert.JournalError, match=r"needs psycopg 3: pip install 'inert\[postgres\]'"):
         inert.PostgresJournal("postgresql://u@127.0.0.1:1/db")
     with pytest.raises(inert.JournalError, match="psycopg"):
-        inert.Orchestrator({"f": "write"}, {}, journal="postgresql://u@127.0.0.1:1/db")
+        inert.Orchestrator({"f": "write"}, {}, journal="postgresql://u@127.0.0.1:1/db", turn_key="t")
 
 
 @pytest.mark.parametrize("kw", [{"lease_seconds": 0}, {"lease_seconds": -1}, {"wait_seconds": -0.5},

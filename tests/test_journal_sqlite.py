@@ -7,6 +7,8 @@ without changing a byte of it and refuses what is not a journal."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import os
 import sqlite3
 import subprocess
@@ -29,7 +31,7 @@ def journal_with_entries(path: Path, n: int = 3, complete: bool = True) -> None:
             r = record(f"ck1-{i}", "f", i=i, pad="x" * 2000)
             assert j.begin(r, "t1") is None
             if complete:
-                r.result = i
+                r = dataclasses.replace(r, result=i)
                 j.complete(r, "ok")
 
 
@@ -55,7 +57,7 @@ def test_a_directory_is_refused_naming_it(tmp_path: Path) -> None:
     with pytest.raises(inert.JournalError, match=f"{tmp_path}.* is a directory"):
         inert.SqliteJournal(tmp_path)
     with pytest.raises(inert.JournalError, match="is a directory"):
-        inert.Orchestrator({"f": "write"}, {"f": lambda: 1}, journal=tmp_path)
+        inert.Orchestrator({"f": "write"}, {"f": lambda: 1}, journal=tmp_path, turn_key="t")
 
 
 def test_a_missing_folder_says_so(tmp_path: Path) -> None:

@@ -20,9 +20,9 @@ from ._core import (
     commit_key,
     formats,
 )
-from .dispatch_async import CancelledCallError
 from .effects import EffectClass, EffectTable, Footprint, ToolSpec
 from .errors import (
+    CancelledCallError,
     EffectTableError,
     FormatSpecError,
     IdempotencyConflictError,
@@ -35,21 +35,25 @@ from .errors import (
     MissingToolError,
     PieceTypeError,
     PolicyError,
+    ReentrancyError,
     ReplayedError,
     SpeculativeEffectViolation,
     StreamFinishedError,
     StreamLimitError,
     ToolTimeoutError,
     UnknownFormatError,
+    UnstorableResultError,
     VerifyError,
     VocabularyError,
 )
 from .journal import Journal, JournalEntry, MemoryJournal, PostgresJournal, Recovery, SqliteJournal, recover
-from .orchestrator import POLICIES, AsyncOrchestrator, Orchestrator, Step
+from .gate import POLICIES, Dispatch
+from .orchestrator import AsyncOrchestrator, Orchestrator, Step
 from .outcomes import Outcome
 from .parse import parse
-from .reconcile import reconcile
+from .audit import reconcile
 from .report import AcceptedCall, CallResult, DiscardedCall, DispatchRecord, Report, Violation
+from .runtime import CurrentCall, LoopError, current_call
 
 try:
     __version__ = version("inert")
@@ -66,8 +70,11 @@ __all__ = [
     "CallCommitted",
     "CallResult",
     "CallRetracted",
+    "CurrentCall",
+    "current_call",
     "CancelledCallError",
     "DiscardedCall",
+    "Dispatch",
     "DispatchRecord",
     "EffectClass",
     "EffectTable",
@@ -83,6 +90,7 @@ __all__ = [
     "Journal",
     "JournalEntry",
     "JournalError",
+    "LoopError",
     "Malformed",
     "MemoryJournal",
     "MissingToolError",
@@ -92,6 +100,7 @@ __all__ = [
     "PostgresJournal",
     "PolicyError",
     "Recovery",
+    "ReentrancyError",
     "ReplayedError",
     "Report",
     "SpeculativeEffectViolation",
@@ -103,6 +112,7 @@ __all__ = [
     "ToolSpec",
     "ToolTimeoutError",
     "UnknownFormatError",
+    "UnstorableResultError",
     "VerifyError",
     "Violation",
     "VocabularyError",

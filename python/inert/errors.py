@@ -35,6 +35,12 @@ __all__ = [
     "ReplayedError",
     "ToolTimeoutError",
     "SpeculativeEffectViolation",
+    "CancelledCallError",
+    "ReentrancyError",
+    "UnstorableResultError",
+    "RecordedError",
+    "closest_name",
+    "describe",
 ]
 
 
@@ -95,8 +101,10 @@ class IdempotencyConflictError(InertError, ValueError):
 
 
 class InDoubtError(InertError, RuntimeError):
-    """Recorded (not raised) for a write whose key the journal holds without an outcome:
-    it may have run before a crash, so it is not run again. Resolve it with ``inert recover``."""
+    """Recorded (not raised) for a write whose key the journal holds without an outcome
+    and no live holder it knows of: it may or may not have happened, so it is not run
+    again. Resolve it with ``inert recover``. (A key a live worker of a shared journal
+    holds is an ``InFlightError`` instead.)"""
 
 
 class InFlightError(InertError, RuntimeError):
@@ -119,6 +127,24 @@ class ToolTimeoutError(InertError, TimeoutError):
     """Recorded (not raised) when a tool outlives its timeout."""
 
 
+class CancelledCallError(InertError, RuntimeError):
+    """Recorded for a speculative call cancelled because its block was rejected."""
+
+
+class ReentrancyError(InertError, RuntimeError):
+    """A tool called back into the orchestrator that is running it (``draft``,
+    ``verify`` or ``finish`` from inside its own tool would deadlock or corrupt the turn)."""
+
+
+class UnstorableResultError(InertError, ValueError):
+    """Recorded (not raised) when a tool returns a result the journal cannot store
+    (a cycle, an integer too long for JSON, an object whose ``repr`` raises)."""
+
+
+class RecordedError(InertError, RuntimeError):
+    """An error as a trace or another stack's dispatch log recorded it (its text)."""
+
+
 class SpeculativeEffectViolation(InertError, RuntimeError):
     """A dispatched effect diverged from the accepted stream.
 
@@ -131,3 +157,20 @@ class SpeculativeEffectViolation(InertError, RuntimeError):
         self.violations: list[Violation] = list(report.violations)
         lines = [v.message for v in self.violations]
         super().__init__(f"{len(lines)} speculative-effect violation(s):\n  " + "\n  ".join(lines))
+
+
+def describe(error: BaseException) -> str:
+    """``Type: message`` for any exception, even one whose ``str()`` raises."""
+    try:
+        text = str(error)
+    except Exception:  # noqa: BLE001 - a broken __str__ must not break the turn or its records
+        text = f"<unprintable {type(error).__name__}>"
+    return f"{type(error).__name__}: {text}"
+
+
+def closest_name(name: str, known: list[str]) -> str | None:
+    """The known name ``name`` is most likely a typo of, if any is close."""
+    import difflib
+
+    matches = difflib.get_close_matches(name, known, n=1, cutoff=0.75)
+    return matches[0] if matches else None

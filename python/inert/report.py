@@ -15,10 +15,11 @@ Span = tuple[int, int]
 """Token positions ``(start, end)`` on the accepted stream, ``end`` exclusive."""
 
 
-@dataclass
+@dataclass(frozen=True)
 class DispatchRecord:
     """One dispatch of a tool call, as the journal holds it: written (intent)
-    before the call, completed (outcome) after. Times are ``time.perf_counter()``."""
+    before the call, completed (outcome) after. Times are ``time.perf_counter()``.
+    Immutable: the runtime that runs the call owns its outcome and hands out snapshots."""
 
     commit_key: str
     name: str

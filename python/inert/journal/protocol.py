@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..canonical import fingerprint
-from ..errors import IdempotencyConflictError
+from ..errors import IdempotencyConflictError, describe
 from ..report import DispatchRecord
 
 __all__ = ["OK", "ERROR", "TIMEOUT", "STATUSES", "Journal", "JournalEntry", "Recovery"]
@@ -134,7 +134,7 @@ def same_call(prior: JournalEntry, record: DispatchRecord) -> JournalEntry:
 
 def outcome_of(record: DispatchRecord, status: str) -> tuple[Any, str | None]:
     """The result and the error text a journal stores for ``record`` ended with ``status``."""
-    error = None if record.error is None else f"{type(record.error).__name__}: {record.error}"
+    error = None if record.error is None else describe(record.error)
     return (record.result if status == OK else None), error
 
 
