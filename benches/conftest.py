@@ -10,6 +10,10 @@ PARSE_MBPS: dict[str, float] = {}
 THROUGHPUT: dict[tuple[str, int], float] = {}
 """(journal kind, workers) -> intents + outcomes per second (bench_journal.py)."""
 JOURNAL_NOTES: dict[str, str] = {}
+MEANS: dict[str, float] = {}
+"""Mean seconds per step, where the mean differs from the median on purpose (bench_runtime.py)."""
+RUNTIME: dict[str, float] = {}
+"""One-off figures of a whole turn (bench_runtime.py)."""
 
 
 def record(benchmark: Any, name: str, per: int = 1) -> None:
@@ -30,9 +34,29 @@ def _journal_summary(tr: Any) -> None:
                       f"({JOURNAL_NOTES.get('postgres', 'PostgreSQL')})")
 
 
+def _runtime_summary(tr: Any) -> None:
+    short, long = MEDIANS.get("calls_step@1k"), MEDIANS.get("calls_step@64k")
+    if short and long:
+        tr.section("inert: the runtime (Orchestrator, read_eager, steps that close calls)")
+        m_short, m_long = MEANS.get("calls_step@1k", 0.0), MEANS.get("calls_step@64k", 0.0)
+        tr.write_line(f"step median  1k {short * 1e6:8.2f} us   64k {long * 1e6:8.2f} us   64k/1k {long / short:5.2f}")
+        if m_short and m_long:
+            tr.write_line(f"step mean    1k {m_short * 1e6:8.2f} us   64k {m_long * 1e6:8.2f} us   "
+                          f"64k/1k {m_long / m_short:5.2f}   (target <= 1.2)")
+    few, many = MEDIANS.get("finish@100"), MEDIANS.get("finish@800")
+    if few and many:
+        tr.write_line(f"finish() 100 calls {few * 1e3:8.2f} ms   800 calls {many * 1e3:8.2f} ms   "
+                      f"ratio {many / few:5.2f} for 8x the calls (target <= 10)")
+    if "tiny_blocks_s" in RUNTIME:
+        tr.write_line(f"8000 tiny blocks ({RUNTIME['tiny_blocks_text_kb']:.0f} KB of text): "
+                      f"{RUNTIME['tiny_blocks_s']:.2f} s, peak {RUNTIME['tiny_blocks_peak_mb']:.1f} MB of Python memory "
+                      "(targets < 2 s, < 100 MB)")
+
+
 def pytest_terminal_summary(terminalreporter: Any) -> None:
     tr = terminalreporter
     _journal_summary(tr)
+    _runtime_summary(tr)
     if FORMAT_MEDIANS:
         tr.section("inert: per-step medians by format (core, k=8) and parse throughput")
         hermes = FORMAT_MEDIANS.get(("hermes", "1k"))

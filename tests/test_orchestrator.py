@@ -114,23 +114,27 @@ def test_one_router_serves_every_tool() -> None:
 
 
 def test_eager_read_waits_for_an_earlier_conflicting_write() -> None:
+    """Ordered by an event, not a sleep: once the read of b has run, the read of a still
+    has not, because the write of a is unverified."""
     order: list[str] = []
+    read_b = threading.Event()
     effects = {
         "write_x": ToolSpec("write", reads="key", writes="key"),
         "read_x": ToolSpec("read_only", reads="key"),
     }
 
     def write_x(key: str) -> None:
-        time.sleep(0.05)
         order.append(f"write {key}")
 
     def read_x(key: str) -> None:
         order.append(f"read {key}")
+        if key == "b":
+            read_b.set()
 
     orch = inert.Orchestrator(effects, {"write_x": write_x, "read_x": read_x})
     step = orch.draft([block("write_x", key="a"), block("read_x", key="a"), block("read_x", key="b")])
     assert [r.arguments["key"] for r in step.dispatched] == ["a", "b"]  # both let go; "a" must still wait
-    time.sleep(0.02)
+    assert read_b.wait(30)
     assert order == ["read b"], "the read of a must not run while the write of a is unverified"
     orch.verify(3)
     report = orch.finish()

@@ -104,26 +104,37 @@ class ThreadRuntime:
     def _start(self, nodes: list[Node]) -> None:
         """Launches calls the scheduler started (called with the lock held)."""
         for node in nodes:
-            run: CallRun = node.owner
-            run.early = node.early
-            run.started = self.clock()
-            self._log.append(run)
-            if self._trace is not None:
-                self._trace.dispatch(run.record())
-            timeout = run.dispatch.timeout
-            if timeout is not None:
-                self._deadlines.add(timeout, partial(self._time_out, node))
-            self._pool.submit(self._run, node)
+            self._launch(node)
+            self._pool.submit(self._work, node)
 
-    def _run(self, node: Node) -> None:
-        """A worker runs the call. Exactly one party concludes it: the worker, unless the
-        call timed out while its tool ran (then the deadline concluded it)."""
+    def _launch(self, node: Node) -> None:
+        """A call starts: its start time, its place in the log, its deadline (lock held)."""
+        run: CallRun = node.owner
+        run.early = node.early
+        run.started = self.clock()
+        self._log.append(run)
+        if self._trace is not None:
+            self._trace.dispatch(run.record())
+        timeout = run.dispatch.timeout
+        if timeout is not None:
+            self._deadlines.add(timeout, partial(self._time_out, node))
+
+    def _work(self, node: Node | None) -> None:
+        """A worker runs a call, then any call its end let go: a chain of calls that
+        wait on each other (unknown footprints serialise) stays on one thread instead
+        of handing each call to another."""
+        while node is not None:
+            node = self._run(node)
+
+    def _run(self, node: Node) -> Node | None:
+        """Runs the call; returns a call its end let go, for this worker to run next.
+        Exactly one party concludes it: the worker, unless it timed out while its tool
+        ran (then the deadline concluded it)."""
         run: CallRun = node.owner
         with self._lock:
             late = run.settled  # timed out while it waited for a worker: never begun, never run
         if late:
-            self._conclude(node)
-            return
+            return self._conclude(node)
         result: Any = None
         error: BaseException | None = None
         try:
@@ -132,8 +143,7 @@ class ThreadRuntime:
                 timed_out = run.settled
                 run.invoked = must_run and not timed_out
             if timed_out:  # the deadline passed while the journal took the intent: do not run it now
-                self._conclude(node)
-                return
+                return self._conclude(node)
             if must_run:
                 result = self._invoke(run)
             else:
@@ -141,7 +151,8 @@ class ThreadRuntime:
         except BaseException as exc:  # noqa: BLE001 - every path out of a call settles it, KeyboardInterrupt included
             error = exc
         if self._settle(run, result, error):
-            self._conclude(node)
+            return self._conclude(node)
+        return None
 
     def _invoke(self, run: CallRun) -> Any:
         invocation = run.invocation
@@ -185,17 +196,22 @@ class ThreadRuntime:
         if not in_tool:
             return  # queued or journaling its intent: its worker concludes it when it gets there
         self._pool.abandon_one()  # its worker is stuck in the tool; the other calls keep their capacity
-        self._pool.submit(self._conclude, node)  # not on the timer thread: the journal may block
+        self._pool.submit(lambda: self._work(self._conclude(node)))  # not on the timer thread: the journal may block
 
-    def _conclude(self, node: Node) -> None:
-        """Journals the settled outcome, then lets later calls go. Never raises."""
+    def _conclude(self, node: Node) -> Node | None:
+        """Journals the settled outcome, then lets later calls go; returns one of them for
+        the calling worker to run itself (the others go to the pool)."""
         run: CallRun = node.owner
         stored_outcome(run, self._journal)
         if self._trace is not None:
             self._trace.result(run.record())
         with self._lock:
-            self._start(self._scheduler.finish(node))
+            ready = self._scheduler.finish(node)
+            self._start(ready[1:])
+            if ready:
+                self._launch(ready[0])
             self._notify_if_idle()
+        return ready[0] if ready else None
 
     def _notify_if_idle(self) -> None:
         if self._scheduler.in_flight == 0:
