@@ -8,9 +8,8 @@ from pathlib import Path
 import pytest
 
 import inert
-from inert.audit import audit
+from inert.audit import SCHEMA, audit, read_trace
 from inert.cli import main
-from inert.audit import SCHEMA, read_trace
 
 FOREIGN = Path(__file__).resolve().parent / "traces" / "foreign_incident.jsonl"
 

@@ -64,7 +64,7 @@ class _SlowDecoding:
     decides nothing: the incident must show either way."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        import inert.demo as demo
+        from inert import demo
 
         self.landed = threading.Event()
         landed = self.landed
@@ -104,7 +104,7 @@ def test_incident_shows_when_decoding_is_slower_than_the_delete(monkeypatch: pyt
 def _read_sees_the_delete(monkeypatch: pytest.MonkeyPatch) -> None:
     """C's read answers from a world where Q2 is already gone, while B's call is still running:
     reconciliation still names the ordering, but no stale answer happened."""
-    import inert.demo as demo
+    from inert import demo
 
     read = demo._World.read_report
 

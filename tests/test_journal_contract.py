@@ -8,13 +8,12 @@ with the same idempotency key."""
 from __future__ import annotations
 
 import dataclasses
-
 from typing import Any
 
 import pytest
+from journals import Backend, close, record
 
 import inert
-from journals import Backend, close, record
 from tools import block
 
 

@@ -8,7 +8,6 @@ events, never with sleeps that race."""
 from __future__ import annotations
 
 import dataclasses
-
 import sys
 import threading
 import time
@@ -16,10 +15,10 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from journals import Proxy, admin_execute, dbname_of, record
 
 import inert
 from inert.cli import main
-from journals import Proxy, admin_execute, dbname_of, record, with_database
 from tools import block
 
 Open = Callable[..., inert.PostgresJournal]

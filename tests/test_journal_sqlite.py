@@ -8,7 +8,6 @@ without changing a byte of it and refuses what is not a journal."""
 from __future__ import annotations
 
 import dataclasses
-
 import os
 import sqlite3
 import subprocess
@@ -18,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from journals import record
 
 import inert
 from inert.cli import main
-from journals import record
 from tools import block
 
 
@@ -81,10 +80,9 @@ def test_a_truncated_journal_raises_journal_errors_not_sqlite_errors(tmp_path: P
     journal_with_entries(path, n=20)
     data = path.read_bytes()
     path.write_bytes(data[: len(data) // 2])
-    with pytest.raises(inert.JournalError, match=f"{path}.*(corrupt|malformed)"):
-        with inert.SqliteJournal(path) as j:
-            j.entries()
-            j.begin(record("ck1-new", "f"), "t1")
+    with pytest.raises(inert.JournalError, match=f"{path}.*(corrupt|malformed)"), inert.SqliteJournal(path) as j:
+        j.entries()
+        j.begin(record("ck1-new", "f"), "t1")
     with pytest.raises(inert.JournalError, match=f"{path}"):
         inert.recover(path)
 
@@ -247,7 +245,7 @@ def test_recover_refuses_what_is_not_a_journal(tmp_path: Path, capsys: pytest.Ca
         inert.recover(path)
     rc, out, err = cli(capsys, "recover", str(path))
     assert rc == 2 and out == "" and "Traceback" not in err
-    assert err.startswith(f"inert recover: ") and str(path) in err
+    assert err.startswith("inert recover: ") and str(path) in err
     assert {"empty": "empty file", "text": "not a SQLite database", "other database": "holds other tables (users)",
             "database without tables": "holds no tables", "directory": "is a directory"}[kind] in err
     if kind != "directory":

@@ -269,7 +269,7 @@ def test_an_in_doubt_write_says_what_is_known(tmp_path: Any) -> None:
     ({"timeout": -1}, inert.InertValueError, "timeout"),
     ({"timeout": float("nan")}, inert.InertValueError, "timeout"),
     ({"tools": 5}, inert.InertTypeError, "tools must be a mapping"),
-    ({"tools": {"f": 5}}, inert.InertTypeError, "not a callable"),
+    ({"tools": {"f": 5}}, inert.InertTypeError, "a tool is a callable"),
 ])
 def test_constructor_mistakes(kwargs: dict[str, Any], exc: type, words: str) -> None:
     with pytest.raises(exc, match=words):

@@ -11,8 +11,19 @@ import pytest
 
 import inert
 from inert.cli import main
-from inert.simulate import (AGENTS, MODELS, POLICIES, ModelProfile, Workload, decode, default_workloads,
-                            load_workloads, run_turn, simulate, tokenize)
+from inert.simulate import (
+    AGENTS,
+    MODELS,
+    POLICIES,
+    ModelProfile,
+    Workload,
+    decode,
+    default_workloads,
+    load_workloads,
+    run_turn,
+    simulate,
+    tokenize,
+)
 from inert.simulate.clock import VirtualLoop
 
 
@@ -132,7 +143,7 @@ class _Figures:
 def test_plot_honours_seeds_and_shows_each_policy_and_each_corruption_apart(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("matplotlib", reason="the optional plot extra (matplotlib) is not installed")
-    import inert.simulate.plot as plot
+    from inert.simulate import plot
 
     seen: list[object] = []
     sweep = plot.alpha_sweep

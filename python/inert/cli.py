@@ -157,15 +157,19 @@ def _recover_text(name: str) -> str:
     rec = recover(name)
     shown = redact(name) if is_dsn(name) else name
     flying = f", {len(rec.in_flight)} in flight" if rec.in_flight else ""
-    out = [f"{shown}: {len(rec.in_doubt)} in doubt{flying}, {len(rec.completed)} completed"]
+    staged = f", {len(rec.prepared)} prepared and never committed or aborted" if rec.prepared else ""
+    out = [f"{shown}: {len(rec.in_doubt)} in doubt{flying}, {len(rec.completed)} completed{staged}"]
     for title, entries in (("in doubt (may or may not have happened; not run again)", rec.in_doubt),
                            ("in flight (a live worker holds it; its outcome is still to come)", rec.in_flight),
+                           ("prepared, never committed or aborted (two-phase tools: staged state to clean up)",
+                            rec.prepared),
                            ("completed", rec.completed)):
         if entries:
             out.append(title)
             for e in entries:
                 status = e.status or (f"held by {e.worker}" if e.in_flight else "no outcome")
-                out.append(f"  {e.commit_key}  {e.effect:<10} {e.tool}({json.dumps(e.arguments, ensure_ascii=False)})  {status}")
+                call = f"{e.tool}({json.dumps(e.arguments, ensure_ascii=False)})"
+                out.append(f"  {e.commit_key}  {e.effect:<10} {call}  {status}")
     return "\n".join(out)
 
 
@@ -299,6 +303,7 @@ def _main(argv: Sequence[str] | None) -> int:
                 r = recover(args.journal)
                 _emit(json.dumps({"in_doubt": [_entry_json(e) for e in r.in_doubt],
                                   "in_flight": [_entry_json(e) for e in r.in_flight],
+                                  "prepared": [_entry_json(e) for e in r.prepared],
                                   "completed": [_entry_json(e) for e in r.completed]}, indent=2, default=repr))
             else:
                 _emit(_recover_text(args.journal))

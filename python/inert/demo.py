@@ -27,7 +27,7 @@ from typing import Any
 from . import EffectClass, Orchestrator, Report, ToolSpec
 from .errors import InertValueError
 
-__all__ = ["DemoRun", "run_demo", "demo_ok", "TARGET", "DRAFT"]
+__all__ = ["DRAFT", "TARGET", "DemoRun", "demo_ok", "run_demo"]
 
 INTRO = "I'll publish the Q3 report, retire Q2, and confirm Q2 is gone.\n"
 CALLS = (

@@ -15,7 +15,7 @@ from typing import Any, Union
 
 from .errors import EffectTableError
 
-__all__ = ["EffectClass", "ToolSpec", "EffectTable", "Footprint", "FootprintFn"]
+__all__ = ["EffectClass", "EffectTable", "Footprint", "FootprintFn", "ToolSpec"]
 
 
 class EffectClass(str, enum.Enum):

@@ -6,7 +6,9 @@ time) applies the same decisions.
 - Invariant 1: a write or idempotent call is let go only when its call is
   committed (every token of its block accepted).
 - Invariant 2: a read may be let go when its call closes in the draft
-  (``read_eager``), if its spec allows speculation.
+  (``read_eager``), if its spec allows speculation. So may the first phase of a
+  two-phase tool (``prepare``), which is observationally inert: its second
+  phase, ``commit``, is the write, and runs only once the call is committed.
 - Invariant 5: the effect table is consulted once, when the call closes.
 """
 
@@ -42,6 +44,8 @@ class Dispatch:
     footprint: Footprint
     span: tuple[int, int]
     timeout: float | None
+    two_phase: bool = False
+    """Its tool prepares, then commits (after acceptance) or aborts (after rejection)."""
 
 
 @dataclass(frozen=True)
@@ -78,17 +82,20 @@ class Gate:
         effects: the effect table (unknown tools are its default, a write).
         policy: one of ``POLICIES``.
         timeout: the default per-call timeout; a tool's ``ToolSpec(timeout=)`` wins.
+        two_phase: the tools that prepare, then commit or abort.
 
     Raises:
         PolicyError: ``policy`` is not one of ``POLICIES``.
     """
 
-    def __init__(self, effects: EffectTable, policy: str = "read_eager", timeout: float | None = None) -> None:
+    def __init__(self, effects: EffectTable, policy: str = "read_eager", timeout: float | None = None,
+                 two_phase: frozenset[str] = frozenset()) -> None:
         if policy not in POLICIES:
             raise PolicyError(f"unknown policy {policy!r}; use one of {', '.join(POLICIES)}")
         self.effects = effects
         self.policy = policy
         self.timeout = timeout
+        self.two_phase = two_phase
         self._permitted: set[str] = set()  # keys let go and not yet committed or retracted
         self.committed: list[Call] = []
         """The accepted stream's calls, in stream order."""
@@ -108,7 +115,8 @@ class Gate:
             if isinstance(outcome, CallClosed):
                 dispatch = self._dispatch(outcome.call)
                 spec = self.effects.spec(dispatch.name)
-                permit = self.policy == "eager_unsafe" or (self.policy == "read_eager" and spec.speculate)
+                early = spec.speculate or dispatch.two_phase  # a read, or a prepare: inert until committed
+                permit = self.policy == "eager_unsafe" or (self.policy == "read_eager" and early)
                 commands.append(Schedule(dispatch, permit))
                 if permit:
                     self._permitted.add(dispatch.commit_key)
@@ -141,4 +149,5 @@ class Gate:
             footprint=spec.footprint(call.arguments),
             span=call.span,
             timeout=spec.timeout if spec.timeout is not None else self.timeout,
+            two_phase=call.name in self.two_phase,
         )

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from . import _core
+from .audit import TraceWriter, reconcile
 from .effects import EffectLike, EffectTable
 from .errors import (
     EffectTableError,
@@ -25,10 +26,8 @@ from .errors import (
 from .gate import POLICIES, Confirm, Dispatch, Gate, Retract, Schedule
 from .journal import Journal, MemoryJournal, OwnedJournal, open_journal
 from .outcomes import Outcome
-from .audit import reconcile
 from .report import DispatchRecord, Report
 from .runtime import AsyncRuntime, Invocation, Node, ThreadRuntime, ToolBox, running_for
-from .audit import TraceWriter
 
 __all__ = ["POLICIES", "AsyncOrchestrator", "Orchestrator", "RuntimeFactory", "Session", "Step"]
 
@@ -150,6 +149,7 @@ class Session:
         journal: Journal | str | os.PathLike[str] | None = None,
         trace: str | os.PathLike[str] | None = None,
         threads_only: bool = False,
+        two_phase: frozenset[str] | None = None,
     ) -> None:
         if isinstance(effects, EffectTable):
             self.effects = effects
@@ -165,7 +165,10 @@ class Session:
                         f"tool {name!r} is a coroutine function, which worker threads cannot await: "
                         "use AsyncOrchestrator")
         _warn_unknown_tools(self.effects, self.tools)
-        self.gate = Gate(self.effects, policy, _timeout(timeout))
+        # Which tools prepare, then commit or abort: the tool box knows, unless the runtime
+        # runs tools of its own (the simulator's) and says.
+        phased = two_phase if two_phase is not None else frozenset(self.tools.two_phase())
+        self.gate = Gate(self.effects, policy, _timeout(timeout), phased)
         if policy == "eager_unsafe":
             warnings.warn(
                 "policy='eager_unsafe' dispatches calls from unverified draft tokens; use it only to measure",

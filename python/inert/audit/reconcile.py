@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ..effects import EffectClass, Footprint
 from ..canonical import canonical_arguments
+from ..effects import EffectClass, Footprint
 from ..errors import RecordedError
 from ..report import AcceptedCall, CallResult, DiscardedCall, DispatchRecord, Report, Violation
 from .order import out_of_order
@@ -40,7 +40,14 @@ def record_from_json(r: DispatchRecord | Mapping[str, Any]) -> DispatchRecord:
         error=None if r.get("error") is None else RecordedError(str(r["error"])),
         replayed=bool(r.get("replayed", False)),
         discarded=bool(r.get("discarded", False)),
+        phase=_phase(r.get("phase")),
     )
+
+
+def _phase(value: Any) -> str | None:
+    if value is None or value in ("prepare", "commit", "abort"):
+        return value  # type: ignore[no-any-return]
+    raise ValueError(f"phase must be prepare, commit, abort or null, got {value!r}"[:200])
 
 
 def accepted_from_json(a: AcceptedCall | Mapping[str, Any]) -> AcceptedCall:
@@ -96,7 +103,7 @@ def _span(value: Any) -> tuple[int, int]:
 
 
 def _is_effect(r: DispatchRecord) -> bool:
-    return r.effect is not EffectClass.READ_ONLY
+    return r.executed_effect
 
 
 def reconcile(
@@ -130,6 +137,12 @@ def reconcile(
     paired = {id(r) for r in moved.values()}
 
     for r in log:
+        if r.phase == "prepare" and r.error is None and r.finished is not None:
+            report.violations.append(Violation(
+                "leaked_prepare", r.name, r.span, r.commit_key,
+                f"two-phase tool {r.name!r} at tokens {r.span} (key {r.commit_key}) was prepared and then neither "
+                "committed nor aborted: what it staged is still held",
+            ))
         if _is_effect(r):
             if r.commit_key not in accepted_keys and id(r) not in paired:
                 report.violations.append(Violation(
@@ -161,8 +174,8 @@ def reconcile(
         # The dispatch that counts: the last one not discarded (rejected tokens drafted again recur a key).
         live = [x for x in records if not x.discarded] or records
         r0 = live[-1]
-        executed = [x for x in records if not x.replayed]
-        if len(executed) > 1 and _is_effect(r0):
+        executed = [x for x in records if not x.replayed and x.executed_effect]
+        if len(executed) > 1:
             report.violations.append(Violation(
                 "duplicate", a.name, a.span, a.commit_key,
                 f"{r0.effect.value} tool {a.name!r} at tokens {a.span} ran {len(executed)} times under key "

@@ -95,6 +95,8 @@ class TraceWriter:
         fields: dict[str, Any] = {"commit_key": r.commit_key, "ok": r.error is None,
                                   "error": None if r.error is None else describe(r.error),
                                   "timed_out": r.timed_out, "replayed": r.replayed}
+        if r.phase is not None:
+            fields["phase"] = r.phase  # a two-phase tool: the phase it ended in (commit, abort, or prepare)
         if self._results:
             fields["result"] = r.result
         self.emit("result", t=r.finished, **fields)

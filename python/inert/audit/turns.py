@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import InertValueError, describe
-from .reconcile import accepted_from_json, reconcile, record_from_json
 from ..report import AcceptedCall, DispatchRecord, Report, Violation
+from .reconcile import accepted_from_json, reconcile, record_from_json
 from .trace import read_trace
 
 __all__ = ["TurnAudit", "audit"]
@@ -86,6 +86,8 @@ def audit(path: str | os.PathLike[str]) -> list[TurnAudit]:
                     if dispatch["finished"] is None:
                         dispatch["finished"] = float(row["t"])
                         dispatch["replayed"] = bool(row.get("replayed", False))
+                        dispatch["phase"] = row.get("phase")
+                        dispatch["error"] = row.get("error")
                         break
             elif event == "call_committed":
                 turn.accepted.append(accepted_from_json(row))

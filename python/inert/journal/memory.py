@@ -45,3 +45,8 @@ class MemoryJournal:
         """Every journaled dispatch, in intent order."""
         with self._lock:
             return list(self._entries.values())
+
+    def lookup(self, commit_key: str) -> JournalEntry | None:
+        """The entry of ``commit_key``, if any; see :meth:`inert.Journal.lookup`."""
+        with self._lock:
+            return self._entries.get(commit_key)

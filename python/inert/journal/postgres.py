@@ -52,7 +52,7 @@ from .protocol import JournalEntry, new_entry, outcome_of, result_json, same_cal
 if TYPE_CHECKING:
     import psycopg
 
-__all__ = ["PostgresJournal", "read_postgres_journal", "default_worker"]
+__all__ = ["PostgresJournal", "default_worker", "read_postgres_journal"]
 
 log = logging.getLogger("inert.journal")
 
@@ -322,6 +322,16 @@ class PostgresJournal:
         rows = self._run("could not read the journal",
                          lambda c: c.execute(_SELECT + " ORDER BY seq").fetchall())
         return [_row_entry(r) for r in rows]
+
+    def lookup(self, commit_key: str) -> JournalEntry | None:
+        """The entry of ``commit_key``, if any; see :meth:`inert.Journal.lookup`.
+
+        Raises:
+            JournalError: the database could not be read.
+        """
+        row = self._run("could not read the journal",
+                        lambda c: c.execute(_SELECT + " WHERE commit_key = %s", (commit_key,)).fetchone())
+        return None if row is None else _row_entry(row)
 
     # -- leases --
 

@@ -22,8 +22,17 @@ from ..errors import JournalError
 if TYPE_CHECKING:
     import psycopg
 
-__all__ = ["DSN_PREFIXES", "Timeouts", "is_dsn", "redact", "psycopg_module", "connect", "open_connection", "failure",
-           "connection_lost"]
+__all__ = [
+    "DSN_PREFIXES",
+    "Timeouts",
+    "connect",
+    "connection_lost",
+    "failure",
+    "is_dsn",
+    "open_connection",
+    "psycopg_module",
+    "redact",
+]
 
 DSN_PREFIXES = ("postgresql://", "postgres://")
 """A journal named by a string with one of these prefixes is a PostgreSQL database."""

@@ -18,7 +18,7 @@ from ..canonical import fingerprint
 from ..errors import IdempotencyConflictError, describe
 from ..report import DispatchRecord
 
-__all__ = ["OK", "ERROR", "TIMEOUT", "STATUSES", "Journal", "JournalEntry", "Recovery"]
+__all__ = ["ERROR", "OK", "STATUSES", "TIMEOUT", "Journal", "JournalEntry", "Recovery"]
 
 OK, ERROR, TIMEOUT = "ok", "error", "timeout"
 STATUSES = (OK, ERROR, TIMEOUT)
@@ -68,6 +68,9 @@ class Recovery:
     """Returned or raised, with the outcome recorded."""
     in_flight: list[JournalEntry] = field(default_factory=list)
     """Held by a live worker that has not recorded an outcome yet (shared journals only)."""
+    prepared: list[JournalEntry] = field(default_factory=list)
+    """Two-phase tools prepared and never committed or aborted (their ``commit_key`` is
+    ``KEY/prepare/ATTEMPT``): staged state someone must commit or clean up."""
 
 
 class Journal(Protocol):
@@ -106,6 +109,14 @@ class Journal(Protocol):
 
     def entries(self) -> list[JournalEntry]:
         """Every journaled dispatch, in intent order.
+
+        Raises:
+            JournalError: the journal could not be read.
+        """
+
+    def lookup(self, commit_key: str) -> JournalEntry | None:
+        """The entry of ``commit_key``, or ``None``, without claiming it (a two-phase
+        tool asks before it prepares, so a key already committed never prepares again).
 
         Raises:
             JournalError: the journal could not be read.

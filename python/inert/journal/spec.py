@@ -10,7 +10,7 @@ from .postgres_connection import is_dsn, redact
 from .postgres_schema import init_schema
 from .sqlite import SQLITE_SCHEMA_VERSION, SqliteJournal
 
-__all__ = ["OwnedJournal", "open_journal", "init_journal"]
+__all__ = ["OwnedJournal", "init_journal", "open_journal"]
 
 OwnedJournal = Union[SqliteJournal, PostgresJournal]
 """A journal opened from its name, which its opener closes."""

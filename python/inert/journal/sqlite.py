@@ -23,7 +23,7 @@ from ..errors import InertValueError, JournalError
 from ..report import DispatchRecord
 from .protocol import JournalEntry, new_entry, outcome_of, result_json, same_call
 
-__all__ = ["SqliteJournal", "read_sqlite_journal", "SQLITE_SCHEMA_VERSION"]
+__all__ = ["SQLITE_SCHEMA_VERSION", "SqliteJournal", "read_sqlite_journal"]
 
 SQLITE_SCHEMA_VERSION = 1
 """Stored in the file's ``PRAGMA user_version``. Files written before versioning
@@ -288,6 +288,20 @@ class SqliteJournal:
                 return [_row_entry(r) for r in self._db.execute(_SELECT + " ORDER BY i.seq")]
             except sqlite3.Error as exc:
                 raise _error(self.path, "could not read it", exc) from exc
+
+
+    def lookup(self, commit_key: str) -> JournalEntry | None:
+        """The entry of ``commit_key``, if any; see :meth:`inert.Journal.lookup`.
+
+        Raises:
+            JournalError: the file could not be read.
+        """
+        with self._lock:
+            try:
+                row = self._db.execute(_SELECT + " WHERE i.commit_key = ?", (commit_key,)).fetchone()
+            except sqlite3.Error as exc:
+                raise _error(self.path, "could not read it", exc) from exc
+        return None if row is None else _row_entry(row)
 
 
 def _row_entry(row: tuple[Any, ...]) -> JournalEntry:

@@ -10,12 +10,14 @@ later calls go), so no path can leave a turn waiting for ever.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from ..effects import EffectClass
 from ..errors import InDoubtError, JournalError, ReplayedError, UnstorableResultError, describe
 from ..gate import Dispatch
 from ..journal import ERROR, OK, TIMEOUT, Journal, JournalEntry
+from ..journal.phases import ABORT, COMMIT, PREPARE, phase_key
 from ..journal.protocol import result_json
 from ..report import DispatchRecord
 from .tools import CurrentCall, Invocation
@@ -27,8 +29,9 @@ class CallRun:
     """What happened to one dispatched call. Written only by the runtime that
     runs it, under its lock (or on its event loop)."""
 
-    __slots__ = ("began", "discarded", "dispatch", "early", "error", "finished", "invocation", "invoked", "replayed",
-                 "result", "settled", "started", "status", "timed_out")
+    __slots__ = ("attempt", "began", "concluded_by_deadline", "confirmed", "discarded", "dispatch", "early", "error",
+                 "finished", "invocation", "invoked", "phase", "prepared", "replayed", "result", "retracted", "settled",
+                 "started", "status", "timed_out")
 
     def __init__(self, dispatch: Dispatch, invocation: Invocation | None) -> None:
         self.dispatch = dispatch
@@ -42,12 +45,21 @@ class CallRun:
         """The journal holds this call's intent (it is this call's to complete)."""
         self.invoked = False
         """Its tool was called (so a timeout leaves its effect in doubt)."""
+        self.concluded_by_deadline = False
+        """It timed out while in its tool, so its deadline concluded it; otherwise its worker does."""
         self.replayed = False
         self.timed_out = False
         self.discarded = False
         self.settled = False
         """The outcome is fixed: returned, raised, timed out or cancelled. A later outcome is ignored."""
         self.status: str | None = None
+        # A two-phase tool: which phase runs (or ran last), what its prepare staged, and the
+        # block's fate, which decides the second phase.
+        self.phase: str | None = None
+        self.attempt = ""
+        self.prepared: Any = None
+        self.confirmed = False
+        self.retracted = False
 
     def record(self) -> DispatchRecord:
         """An immutable snapshot, for the journal, the trace and the report."""
@@ -56,7 +68,19 @@ class CallRun:
             commit_key=d.commit_key, name=d.name, arguments=d.arguments, effect=d.effect, footprint=d.footprint,
             span=d.span, early=self.early, started=self.started, finished=self.finished, result=self.result,
             error=self.error, replayed=self.replayed, timed_out=self.timed_out, discarded=self.discarded,
+            phase=self.phase,
         )
+
+    def phase_record(self, phase: str) -> DispatchRecord:
+        """The snapshot journaled for one phase of a two-phase call (its own key)."""
+        return dataclasses.replace(self.record(), commit_key=phase_key(self.dispatch.commit_key, phase, self.attempt),
+                                   phase=phase)
+
+    def next_phase(self) -> str:
+        """The phase a two-phase call runs next: prepare, then commit or abort as its block went."""
+        if self.phase is None:
+            return PREPARE
+        return ABORT if self.retracted else COMMIT
 
     def current(self) -> CurrentCall:
         d = self.dispatch
@@ -71,6 +95,17 @@ class CallRun:
             self.began = True
             return True
         return self._replay(prior)
+
+    def already_committed(self, journal: Journal) -> bool:
+        """Before a two-phase tool prepares: whether its commit key was journaled before
+        (then its outcome is this call's, and it never prepares again)."""
+        prior = journal.lookup(self.dispatch.commit_key)
+        if prior is None:
+            return False
+        if prior.in_doubt and self.dispatch.effect is not EffectClass.WRITE:
+            return False  # safe to repeat: it prepares anew, and its commit completes the intent in doubt
+        self._replay(prior)
+        return True
 
     def _replay(self, prior: JournalEntry) -> bool:
         """The key was journaled before (a restart, or rejected draft tokens drafted
@@ -93,6 +128,20 @@ class CallRun:
             return False
         self.error = ReplayedError(f"{d.name!r} under key {d.commit_key} already failed: {prior.error}")
         return False
+
+
+def journal_phase(run: CallRun, journal: Journal, turn_key: str, phase: str, error: BaseException | None,
+                  *, began: bool = False) -> None:
+    """Journals one phase of a two-phase call (prepare or abort) under its own key: the
+    intent first unless ``began``, then the outcome. A journal that fails here loses only
+    the phase's record; the call's own outcome is the commit's."""
+    record = dataclasses.replace(run.phase_record(phase), result=None, error=error)
+    try:
+        if not began:
+            journal.begin(record, turn_key)
+        journal.complete(record, OK if error is None else ERROR)
+    except Exception:  # noqa: BLE001 - recovery lists the phase's intent without outcome, which is the truth
+        return
 
 
 def stored_outcome(run: CallRun, journal: Journal) -> None:

@@ -35,6 +35,7 @@ class State(enum.Enum):
     GATED = "gated"  # scheduled, not yet permitted to run
     WAITING = "waiting"  # permitted: waits for earlier conflicting calls or a tool slot
     RUNNING = "running"
+    PREPARED = "prepared"  # a two-phase call between its phases: holds later calls, no tool slot
     DONE = "done"  # finished (or timed out): no longer holds anyone back
     CANCELLED = "cancelled"  # retracted before it started: it never runs
 
@@ -160,9 +161,27 @@ class Scheduler:
             return []
         node.state = State.DONE
         self.in_flight -= 1
-        tool = node.dispatch.name
+        return self._released(node) + self._free_slot(node.dispatch.name)
+
+    def prepared(self, node: Node) -> list[Node]:
+        """A two-phase call finished its first phase: it gives its tool slot back but still
+        holds every later conflicting call until its second phase (commit or abort) ends.
+        Returns the calls to start now."""
+        if node.state is not State.RUNNING:
+            return []
+        node.state = State.PREPARED
+        return self._free_slot(node.dispatch.name)
+
+    def resume(self, node: Node) -> list[Node]:
+        """A prepared call's block was decided: its second phase runs once a tool slot is free."""
+        if node.state is not State.PREPARED:
+            return []
+        node.state = State.WAITING
+        return self._try_start(node)
+
+    def _free_slot(self, tool: str) -> list[Node]:
         self._running[tool] -= 1
-        ready = self._released(node)
+        ready: list[Node] = []
         waiting = self._limited.get(tool, [])
         while waiting and self._slot_free(tool):
             nxt = heapq.heappop(waiting)[1]

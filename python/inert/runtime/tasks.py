@@ -11,16 +11,19 @@ from __future__ import annotations
 import asyncio
 import inspect
 import time
+import uuid
+from functools import partial
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from ..audit.trace import TraceWriter
 from ..errors import CancelledCallError, InertError, MissingToolError, ToolTimeoutError
+from ..journal.phases import ABORT, COMMIT, PREPARE
 from ..gate import Dispatch
 from ..journal import Journal
 from ..report import DispatchRecord
 from ..telemetry import tool_span
-from ..audit.trace import TraceWriter
-from .call import CallRun, stored_outcome
+from .call import CallRun, journal_phase, stored_outcome
 from .pool import WorkerPool
 from .schedule import Node, Scheduler, State
 from .tools import Invocation, enter_call
@@ -36,6 +39,12 @@ class LoopError(InertError, RuntimeError):
 
 class _TimedOut(Exception):
     """inert's own deadline passed (a tool's own ``TimeoutError`` is just its error)."""
+
+
+def _timeout_error(run: CallRun, phase: str) -> ToolTimeoutError:
+    doubt = "its effect is in doubt" if phase == COMMIT else "nothing was committed"
+    return ToolTimeoutError(
+        f"the {phase} of {run.dispatch.name!r} did not return within {run.dispatch.timeout} s; {doubt}")
 
 
 class AsyncRuntime:
@@ -81,19 +90,29 @@ class AsyncRuntime:
         return node
 
     def confirm(self, node: Node) -> None:
+        run: CallRun = node.owner
+        run.confirmed = True
+        if node.state is State.PREPARED:
+            self._start(self._scheduler.resume(node))  # a prepared two-phase call commits
+            return
         if node.state is State.WAITING:
             node.early = False
         self._start(self._scheduler.permit(node, early=False))
 
     def retract(self, node: Node) -> None:
+        run: CallRun = node.owner
+        run.retracted = True
         if node.state in (State.GATED, State.WAITING):
             self._start(self._scheduler.cancel(node))
             self._update_idle()
             return
-        run: CallRun = node.owner
         run.discarded = True
         if self._trace is not None:
             self._trace.discard(run.record())
+        if run.dispatch.two_phase:
+            if node.state is State.PREPARED:
+                self._start(self._scheduler.resume(node))  # it aborts
+            return  # still preparing: it aborts when its prepare returns
         if node in self._in_tool:
             self._tasks[node].cancel()  # a rejected speculative read: stop it; its task settles it
         # Not yet in its tool: its task sees `discarded` and settles without running it.
@@ -113,12 +132,14 @@ class AsyncRuntime:
         assert self._loop is not None, "bind() precedes every command"
         for node in nodes:
             run: CallRun = node.owner
-            run.early = node.early
-            run.started = self.clock()
-            self._log.append(run)
-            if self._trace is not None:
-                self._trace.dispatch(run.record())
-            self._tasks[node] = self._loop.create_task(self._run(node))
+            if run.started is None:  # not a prepared two-phase call resuming for its second phase
+                run.early = node.early
+                run.started = self.clock()
+                self._log.append(run)
+                if self._trace is not None:
+                    self._trace.dispatch(run.record())
+            body = self._run_two_phase(node) if run.dispatch.two_phase else self._run(node)
+            self._tasks[node] = self._loop.create_task(body)
         self._update_idle()
 
     def _update_idle(self) -> None:
@@ -169,6 +190,124 @@ class AsyncRuntime:
         run.settled = True
         run.result, run.error, run.finished = result, error, self.clock()
         # Shielded too: the outcome is journaled even if this task is cancelled meanwhile.
+        await asyncio.shield(self._in_thread(stored_outcome, run, self._journal))
+        if self._trace is not None:
+            self._trace.result(run.record())
+        del self._tasks[node]
+        self._start(self._scheduler.finish(node))
+
+    # -- two-phase tools: prepare (may run on draft tokens), then commit or abort --
+
+    async def _run_two_phase(self, node: Node) -> None:
+        """One task per stretch of phases: a prepare whose block is not decided yet ends
+        its task (holding later calls); the decision starts a task for the second phase."""
+        run: CallRun = node.owner
+        enter_call(self, run.current())
+        result: Any = None
+        error: BaseException | None = None
+        while True:
+            phase = run.phase = run.next_phase()
+            if phase != PREPARE:
+                break
+            try:
+                if await self._in_thread(run.already_committed, self._journal):
+                    result, error = run.result, run.error  # a replayed key: it never prepares again
+                    phase = run.phase = COMMIT
+                    break
+                run.attempt = uuid.uuid4().hex[:12]
+                await self._in_thread(self._journal.begin, run.phase_record(PREPARE), self._turn_key)
+                run.invoked = True
+                run.prepared = await self._phase(run, PREPARE)
+                await self._in_thread(partial(journal_phase, began=True), run, self._journal, self._turn_key,
+                                      PREPARE, None)
+            except BaseException as exc:  # noqa: BLE001 - every path out of a phase settles the call
+                failure = _timeout_error(run, PREPARE) if isinstance(exc, _TimedOut) else exc
+                if run.attempt and not isinstance(exc, _TimedOut):  # a timed-out prepare is journaled when it returns
+                    await self._in_thread(partial(journal_phase, began=True), run, self._journal, self._turn_key,
+                                          PREPARE, failure)
+                result, error = None, failure
+                run.timed_out = isinstance(exc, _TimedOut)
+                break
+            if not (run.confirmed or run.retracted):
+                del self._tasks[node]
+                self._start(self._scheduler.prepared(node))  # wait, holding later calls, for the block's fate
+                return
+        if phase == COMMIT and not run.replayed:
+            result, error = await self._commit(run)
+        elif phase == ABORT:
+            error = await self._abort(run)
+        await self._settle_and_conclude(node, result, error)
+
+    async def _phase(self, run: CallRun, phase: str) -> Any:
+        """Runs one phase of the tool under its deadline. A prepare that outlives the
+        deadline keeps running and is aborted when it returns (what it staged is dropped)."""
+        invocation = run.invocation
+        assert invocation is not None
+        fn = {PREPARE: invocation.fn.prepare, COMMIT: invocation.fn.commit, ABORT: invocation.fn.abort}[phase]
+        args: tuple[Any, ...] = () if phase == PREPARE else (run.prepared,)
+        kwargs: dict[str, Any] = dict(run.dispatch.arguments) if phase == PREPARE else {}
+        if phase == COMMIT:
+            kwargs["idempotency_key"] = run.dispatch.commit_key
+        if inspect.iscoroutinefunction(fn):
+            work: asyncio.Future[Any] = asyncio.ensure_future(fn(*args, **kwargs))
+        else:
+            work = asyncio.ensure_future(self._in_thread(lambda: fn(*args, **kwargs)))
+        if run.dispatch.timeout is None:
+            return await asyncio.shield(work)
+        deadline = asyncio.timeout(run.dispatch.timeout)
+        try:
+            async with deadline:
+                return await asyncio.shield(work)
+        except TimeoutError:
+            if not deadline.expired():
+                raise
+            if phase == PREPARE:
+                work.add_done_callback(lambda done: self._abort_late(run, done))
+            raise _TimedOut from None
+
+    def _abort_late(self, run: CallRun, done: asyncio.Future[Any]) -> None:
+        """A prepare that outlived its deadline returned: journal it, and drop what it staged."""
+        if self._loop is None or done.cancelled():
+            return
+        failure = done.exception()
+        if failure is None:
+            run.prepared = done.result()
+        self._loop.create_task(self._journal_late_prepare(run, failure))
+
+    async def _journal_late_prepare(self, run: CallRun, failure: BaseException | None) -> None:
+        await self._in_thread(partial(journal_phase, began=True), run, self._journal, self._turn_key, PREPARE, failure)
+        if failure is None:
+            await self._abort(run)
+
+    async def _commit(self, run: CallRun) -> tuple[Any, BaseException | None]:
+        try:
+            must_run = await self._in_thread(run.begin, self._journal, self._turn_key)
+            if not must_run:  # the key was committed meanwhile (another worker): drop what this one staged
+                await self._abort(run)
+                return run.result, run.error
+            run.invoked = True
+            return await self._phase(run, COMMIT), None
+        except _TimedOut:
+            run.timed_out = True
+            return None, _timeout_error(run, COMMIT)
+        except BaseException as exc:  # noqa: BLE001 - every path out of a phase settles the call
+            return None, exc
+
+    async def _abort(self, run: CallRun) -> BaseException:
+        """Runs the abort and journals it; returns the call's error (it never committed)."""
+        error: BaseException | None = None
+        try:
+            await self._in_thread(self._journal.begin, run.phase_record(ABORT), self._turn_key)
+            await self._phase(run, ABORT)
+        except BaseException as exc:  # noqa: BLE001 - recorded in the journal's abort entry and the report
+            error = _timeout_error(run, ABORT) if isinstance(exc, _TimedOut) else exc
+        await self._in_thread(partial(journal_phase, began=True), run, self._journal, self._turn_key, ABORT, error)
+        return error or CancelledCallError(f"{run.dispatch.name!r} was prepared, then aborted: its block was rejected")
+
+    async def _settle_and_conclude(self, node: Node, result: Any, error: BaseException | None) -> None:
+        run: CallRun = node.owner
+        run.settled = True
+        run.result, run.error, run.finished = result, error, self.clock()
         await asyncio.shield(self._in_thread(stored_outcome, run, self._journal))
         if self._trace is not None:
             self._trace.result(run.record())

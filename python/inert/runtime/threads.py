@@ -11,18 +11,20 @@ from __future__ import annotations
 
 import inspect
 import threading
-from functools import partial
+import uuid
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
-from ..errors import ToolTimeoutError
+from ..audit.trace import TraceWriter
+from ..errors import CancelledCallError, ToolTimeoutError
+from ..journal.phases import ABORT, COMMIT, PREPARE
 from ..gate import Dispatch
 from ..journal import Journal
 from ..report import DispatchRecord
 from ..telemetry import tool_span
-from ..audit.trace import TraceWriter
-from .call import CallRun, stored_outcome
+from .call import CallRun, journal_phase, stored_outcome
 from .pool import Deadlines, WorkerPool
 from .schedule import Node, Scheduler, State
 from .tools import Invocation
@@ -66,22 +68,32 @@ class ThreadRuntime:
         return node
 
     def confirm(self, node: Node) -> None:
-        """Its block was accepted: it runs if it has not been let go yet. A call let go
-        early that has not started yet will run after acceptance: it is no longer early."""
+        """Its block was accepted: it runs if it has not been let go yet (a prepared
+        two-phase call commits). A call let go early that has not started yet will run
+        after acceptance: it is no longer early."""
         with self._lock:
+            run: CallRun = node.owner
+            run.confirmed = True
+            if node.state is State.PREPARED:
+                self._start(self._scheduler.resume(node))
+                return
             if node.state is State.WAITING:
                 node.early = False
             self._start(self._scheduler.permit(node, early=False))
 
     def retract(self, node: Node) -> None:
-        """Its block was rejected: it never runs, or, if it started, never counts."""
+        """Its block was rejected: it never runs, or, if it started, never counts (a
+        prepared two-phase call aborts; one still preparing aborts when it returns)."""
         with self._lock:
             run: CallRun = node.owner
+            run.retracted = True
             if node.state in (State.GATED, State.WAITING):
                 self._start(self._scheduler.cancel(node))
                 self._notify_if_idle()
                 return
             run.discarded = True
+            if node.state is State.PREPARED:
+                self._start(self._scheduler.resume(node))
             record = run.record()
         if self._trace is not None:
             self._trace.discard(record)
@@ -108,16 +120,19 @@ class ThreadRuntime:
             self._pool.submit(self._work, node)
 
     def _launch(self, node: Node) -> None:
-        """A call starts: its start time, its place in the log, its deadline (lock held)."""
+        """A call starts: its start time, its place in the log, its deadline (lock held).
+        A two-phase call arms a deadline per phase, as each begins."""
         run: CallRun = node.owner
+        if run.started is not None:
+            return  # a prepared two-phase call resuming for its second phase
         run.early = node.early
         run.started = self.clock()
         self._log.append(run)
         if self._trace is not None:
             self._trace.dispatch(run.record())
         timeout = run.dispatch.timeout
-        if timeout is not None:
-            self._deadlines.add(timeout, partial(self._time_out, node))
+        if timeout is not None and not run.dispatch.two_phase:
+            self._deadlines.add(timeout, partial(self._time_out, node, None))
 
     def _work(self, node: Node | None) -> None:
         """A worker runs a call, then any call its end let go: a chain of calls that
@@ -131,6 +146,8 @@ class ThreadRuntime:
         Exactly one party concludes it: the worker, unless it timed out while its tool
         ran (then the deadline concluded it)."""
         run: CallRun = node.owner
+        if run.dispatch.two_phase:
+            return self._run_phase(node)
         with self._lock:
             late = run.settled  # timed out while it waited for a worker: never begun, never run
         if late:
@@ -173,6 +190,102 @@ class ThreadRuntime:
             span.result = result
         return result
 
+    # -- two-phase tools: prepare (may run on draft tokens), then commit or abort --
+
+    def _run_phase(self, node: Node) -> Node | None:
+        run: CallRun = node.owner
+        with self._lock:
+            if run.settled:  # the call timed out while this phase waited for a worker
+                return self._conclude(node)
+            phase = run.next_phase()
+            run.phase, run.invoked = phase, False
+        if run.dispatch.timeout is not None:
+            self._deadlines.add(run.dispatch.timeout, partial(self._time_out, node, phase))
+        if phase == PREPARE:
+            return self._prepare(node)
+        return self._second_phase(node, phase)
+
+    def _prepare(self, node: Node) -> Node | None:
+        run: CallRun = node.owner
+        invocation = run.invocation
+        assert invocation is not None and invocation.two_phase
+        prepared: Any = None
+        error: BaseException | None = None
+        staged = False
+        try:
+            if run.already_committed(self._journal):  # a replayed key: its recorded outcome; it never prepares again
+                run.phase = COMMIT
+                self._settle(run, run.result, run.error)
+                return self._conclude(node)
+            run.attempt = uuid.uuid4().hex[:12]
+            self._journal.begin(run.phase_record(PREPARE), self._turn_key)
+            with self._lock:
+                run.invoked = not run.settled
+            if run.invoked:
+                prepared = invocation.prepare(run.dispatch.arguments, run.current(), self)
+                staged = True
+        except BaseException as exc:  # noqa: BLE001 - every path out of a phase settles the call
+            error = exc
+        if run.attempt:
+            journal_phase(run, self._journal, self._turn_key, PREPARE, error, began=True)
+        with self._lock:
+            late = run.settled  # its deadline passed: the call is settled without it
+            if not late and error is None:
+                run.prepared = prepared
+                if not (run.confirmed or run.retracted):  # wait, holding later calls, for the block's fate
+                    self._start(self._scheduler.prepared(node))
+                    return None
+        if late:
+            if staged:
+                self._abort_staged(run, prepared)  # what a late prepare staged is dropped at once
+            return None if run.concluded_by_deadline else self._conclude(node)
+        if error is not None:
+            self._settle(run, None, error)
+            return self._conclude(node)
+        return self._run_phase(node)  # the block was decided meanwhile: its second phase, on this worker
+
+    def _second_phase(self, node: Node, phase: str) -> Node | None:
+        run: CallRun = node.owner
+        invocation = run.invocation
+        assert invocation is not None
+        result: Any = None
+        error: BaseException | None = None
+        try:
+            if phase == COMMIT:
+                must_run = run.begin(self._journal, self._turn_key)  # under the commit key, as any write
+                with self._lock:
+                    run.invoked = must_run and not run.settled
+                if run.invoked:
+                    result = invocation.commit(run.prepared, run.current(), self)
+                else:
+                    result, error = run.result, run.error
+                    self._abort_staged(run, run.prepared)  # replayed or timed out: what it staged is dropped
+            else:
+                self._journal.begin(run.phase_record(ABORT), self._turn_key)
+                with self._lock:
+                    run.invoked = not run.settled
+                if run.invoked:
+                    invocation.abort(run.prepared, run.current(), self)
+                error = CancelledCallError(f"{run.dispatch.name!r} was prepared, then aborted: its block was rejected")
+        except BaseException as exc:  # noqa: BLE001 - every path out of a phase settles the call
+            error = exc
+        if phase == ABORT:
+            aborted = None if isinstance(error, CancelledCallError) else error
+            journal_phase(run, self._journal, self._turn_key, ABORT, aborted, began=True)
+        if self._settle(run, result, error) or not run.concluded_by_deadline:
+            return self._conclude(node)
+        return None
+
+    def _abort_staged(self, run: CallRun, prepared: Any) -> None:
+        """Drops what a prepare staged when no commit will follow; journaled as the abort."""
+        assert run.invocation is not None
+        error: BaseException | None = None
+        try:
+            run.invocation.abort(prepared, run.current(), self)
+        except BaseException as exc:  # noqa: BLE001 - recorded in the journal's abort entry
+            error = exc
+        journal_phase(run, self._journal, self._turn_key, ABORT, error)
+
     def _settle(self, run: CallRun, result: Any, error: BaseException | None) -> bool:
         """Fixes the outcome unless it is fixed already (a timeout); returns whether it was."""
         with self._lock:
@@ -182,17 +295,18 @@ class ThreadRuntime:
             run.result, run.error, run.finished = result, error, self.clock()
             return True
 
-    def _time_out(self, node: Node) -> None:
+    def _time_out(self, node: Node, phase: str | None) -> None:
         run: CallRun = node.owner
         with self._lock:
-            if run.settled:
+            if run.settled or run.phase != phase:
                 return
             run.settled = True
             run.timed_out = True
             run.finished = self.clock()
-            run.error = ToolTimeoutError(
-                f"{run.dispatch.name!r} did not return within {run.dispatch.timeout} s; its effect is in doubt")
-            in_tool = run.invoked
+            what = f"the {phase} of {run.dispatch.name!r}" if phase else repr(run.dispatch.name)
+            doubt = "nothing was committed" if phase in (PREPARE, ABORT) else "its effect is in doubt"
+            run.error = ToolTimeoutError(f"{what} did not return within {run.dispatch.timeout} s; {doubt}")
+            run.concluded_by_deadline = in_tool = run.invoked
         if not in_tool:
             return  # queued or journaling its intent: its worker concludes it when it gets there
         self._pool.abandon_one()  # its worker is stuck in the tool; the other calls keep their capacity

@@ -2,10 +2,12 @@
 
 A tool is a callable named in ``tools={name: callable}``, called as
 ``tool(**arguments)``; or one router for every tool of a server, called as
-``router(name, arguments)`` (an MCP ``call_tool``, say). An idempotent tool
-gets ``idempotency_key=<commit key>`` only if its signature names that
-parameter, so a plain bridge never forwards it to a server as an argument; any
-tool can read its call's key from ``inert.current_call()`` instead.
+``router(name, arguments)`` (an MCP ``call_tool``, say); or a two-phase tool,
+an object with ``prepare(**arguments)``, ``commit(prepared, *, idempotency_key)``
+and ``abort(prepared)``. An idempotent tool gets ``idempotency_key=<commit
+key>`` only if its signature names that parameter, so a plain bridge never
+forwards it to a server as an argument; any tool can read its call's key from
+``inert.current_call()`` instead.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from typing import Any
 from ..effects import EffectClass
 from ..errors import InertTypeError, MissingToolError
 
-__all__ = ["CurrentCall", "Invocation", "ToolBox", "current_call", "enter_call", "is_async_callable", "running_for"]
+__all__ = ["CurrentCall", "Invocation", "ToolBox", "current_call", "enter_call", "is_async_callable", "is_two_phase",
+           "running_for"]
 
 
 @dataclass(frozen=True)
@@ -65,18 +68,52 @@ def _takes_idempotency_key(fn: Callable[..., Any]) -> bool:
 
 def is_async_callable(fn: object) -> bool:
     """A coroutine function, or an object whose ``__call__`` is one."""
-    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None))
+    if inspect.iscoroutinefunction(fn):
+        return True
+    call = getattr(type(fn), "__call__", None)  # noqa: B004 - the class's __call__, to see if it is a coroutine
+    return inspect.iscoroutinefunction(call)
+
+
+def is_two_phase(tool: object) -> bool:
+    """An object with ``prepare``, ``commit`` and ``abort`` methods (not a plain function)."""
+    return not inspect.isroutine(tool) and all(callable(getattr(tool, m, None)) for m in ("prepare", "commit", "abort"))
 
 
 @dataclass(frozen=True)
 class Invocation:
     """How to call one tool."""
 
-    fn: Callable[..., Any]
+    fn: Any
     routed: bool
     """Called as ``fn(name, arguments)`` rather than ``fn(**arguments)``."""
     takes_key: bool
     is_async: bool
+    two_phase: bool = False
+    """``fn`` is a two-phase tool: ``prepare``, then ``commit`` or ``abort``."""
+
+    def prepare(self, arguments: dict[str, Any], current: CurrentCall, owner: object) -> Any:
+        """Stages the call (nothing observable), with ``current`` as this context's call."""
+        token = _current.set((owner, current))
+        try:
+            return self.fn.prepare(**arguments)
+        finally:
+            _current.reset(token)
+
+    def commit(self, prepared: Any, current: CurrentCall, owner: object) -> Any:
+        """Makes the prepared call visible, under the commit key as its idempotency key."""
+        token = _current.set((owner, current))
+        try:
+            return self.fn.commit(prepared, idempotency_key=current.commit_key)
+        finally:
+            _current.reset(token)
+
+    def abort(self, prepared: Any, current: CurrentCall, owner: object) -> Any:
+        """Drops what prepare staged."""
+        token = _current.set((owner, current))
+        try:
+            return self.fn.abort(prepared)
+        finally:
+            _current.reset(token)
 
     def __call__(self, name: str, arguments: dict[str, Any], current: CurrentCall, owner: object) -> Any:
         """Calls the tool with ``current`` as this context's call (a worker thread's)."""
@@ -113,9 +150,15 @@ class ToolBox:
             return
         if isinstance(tools, Mapping):
             for name, fn in tools.items():
-                if not callable(fn):
-                    raise InertTypeError(f"tools[{name!r}] is {type(fn).__name__}, not a callable")
-                self._tools[name] = Invocation(fn, False, _takes_idempotency_key(fn), is_async_callable(fn))
+                if is_two_phase(fn):
+                    prepare = getattr(fn, "prepare")  # noqa: B009 - fn is typed as a callable; a two-phase tool is not
+                    self._tools[name] = Invocation(fn, False, True, is_async_callable(prepare), two_phase=True)
+                elif not callable(fn):
+                    raise InertTypeError(
+                        f"tools[{name!r}] is {type(fn).__name__}: a tool is a callable, or an object with "
+                        "prepare, commit and abort methods")
+                else:
+                    self._tools[name] = Invocation(fn, False, _takes_idempotency_key(fn), is_async_callable(fn))
         elif callable(tools):
             self._router = Invocation(tools, True, False, is_async_callable(tools))
         else:
@@ -126,6 +169,10 @@ class ToolBox:
     def names(self) -> list[str]:
         """The tools named one by one (a router serves any name)."""
         return list(self._tools)
+
+    def two_phase(self) -> list[str]:
+        """The tools that prepare, then commit or abort."""
+        return [n for n, inv in self._tools.items() if inv.two_phase]
 
     def invocations(self) -> list[tuple[str, Invocation]]:
         out = list(self._tools.items())

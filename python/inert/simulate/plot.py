@@ -10,7 +10,7 @@ from ..errors import InertError
 from .sweep import POLICIES, Summary, alpha_sweep
 from .workloads import Workload
 
-__all__ = ["ALPHAS", "require_matplotlib", "plot_alpha_sweep", "sweep_lines"]
+__all__ = ["ALPHAS", "plot_alpha_sweep", "require_matplotlib", "sweep_lines"]
 
 ALPHAS = [round(0.5 + 0.05 * i, 2) for i in range(10)]
 """The acceptance rates the figure sweeps."""

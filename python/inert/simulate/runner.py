@@ -13,6 +13,7 @@ from ..gate import Dispatch
 from ..journal import Journal
 from ..orchestrator import Session
 from ..report import DispatchRecord, Report
+from ..errors import CancelledCallError
 from ..runtime import CallRun, Invocation, Node, Scheduler, State, stored_outcome
 from .clock import VirtualLoop
 from .world import SimTool, World
@@ -40,16 +41,24 @@ class VirtualRuntime:
         return node
 
     def confirm(self, node: Node) -> None:
+        run: CallRun = node.owner
+        run.confirmed = True
+        if node.state is State.PREPARED:
+            self._start(self._scheduler.resume(node))  # a prepared two-phase call commits
+            return
         if node.state is State.WAITING:
             node.early = False
         self._start(self._scheduler.permit(node, early=False))
 
     def retract(self, node: Node) -> None:
+        run: CallRun = node.owner
+        run.retracted = True
         if node.state in (State.GATED, State.WAITING):
             self._start(self._scheduler.cancel(node))
-        else:
-            run: CallRun = node.owner
-            run.discarded = True  # an effect still lands when its call finishes: that is what an orphan is
+            return
+        run.discarded = True  # an effect still lands when its call finishes: that is what an orphan is
+        if node.state is State.PREPARED:
+            self._start(self._scheduler.resume(node))  # it aborts
 
     def records(self) -> list[DispatchRecord]:
         return [run.record() for run in self._log]
@@ -60,9 +69,41 @@ class VirtualRuntime:
     def _start(self, nodes: list[Node]) -> None:
         for node in nodes:
             run: CallRun = node.owner
-            run.early, run.started = node.early, self._loop.now
-            self._log.append(run)
-            self._loop.at(self._loop.now, partial(self._begin, node))
+            if run.started is None:  # not a prepared two-phase call resuming for its second phase
+                run.early, run.started = node.early, self._loop.now
+                self._log.append(run)
+            tool = self._sim.get(run.dispatch.name)
+            step = self._phase if tool is not None and tool.two_phase else self._begin
+            self._loop.at(self._loop.now, partial(step, node))
+
+    def _phase(self, node: Node) -> None:
+        """A two-phase tool's next phase: prepare (nothing changes), then commit (the effect
+        lands at its end) or abort (nothing lands)."""
+        run: CallRun = node.owner
+        tool = self._sim[run.dispatch.name]
+        arguments = run.dispatch.arguments
+        phase = run.phase = run.next_phase()
+        if phase == "prepare":
+            if run.already_committed(self._journal):
+                run.phase = "commit"  # its outcome is the commit on record; it never prepares again
+                self._finish(node, run.result, run.error)
+                return
+
+            def prepared() -> None:
+                run.prepared = True
+                if run.confirmed or run.retracted:
+                    self._phase(node)
+                else:
+                    self._start(self._scheduler.prepared(node))
+
+            self._loop.at(self._loop.now + tool.duration(self._seed, arguments, "prepare"), prepared)
+        elif phase == "commit":
+            run.begin(self._journal, self._turn_key)
+            run.invoked = True
+            end = self._loop.now + tool.duration(self._seed, arguments)
+            self._loop.at(end, lambda: self._finish(node, self._world.apply(tool, arguments, self._loop.now), None))
+        else:
+            self._finish(node, None, CancelledCallError(f"{run.dispatch.name!r} was prepared, then aborted"))
 
     def _begin(self, node: Node) -> None:
         run: CallRun = node.owner
@@ -108,7 +149,9 @@ class SimOrchestrator:
             self._runtime = VirtualRuntime(loop, world, tools, seed, journal, turn_key, **kwargs)
             return self._runtime
 
-        self._s = Session({n: t.spec() for n, t in tools.items()}, None, runtime=build, **session)
+        two_phase = frozenset(n for n, t in tools.items() if t.two_phase)
+        self._s = Session({n: t.spec() for n, t in tools.items()}, None, runtime=build, two_phase=two_phase,
+                          **session)
 
     def draft(self, tokens: list[str]) -> None:
         self._s.draft(tokens)

@@ -15,7 +15,7 @@ from .runner import SimOrchestrator
 from .workloads import Workload
 from .world import World
 
-__all__ = ["POLICIES", "TurnOutcome", "Summary", "run_turn", "simulate", "alpha_sweep"]
+__all__ = ["POLICIES", "Summary", "TurnOutcome", "alpha_sweep", "run_turn", "simulate"]
 
 POLICIES = ("end_of_turn", "defer", "read_eager", "eager_unsafe")
 """``end_of_turn``: every call after the whole turn is verified (most agent frameworks);

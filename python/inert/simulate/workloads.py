@@ -22,7 +22,7 @@ from ..errors import InertError, InertValueError
 from .decoding import ModelProfile
 from .world import Latency, SimTool
 
-__all__ = ["Agent", "Workload", "MODELS", "AGENTS", "default_workloads", "load_workloads"]
+__all__ = ["AGENTS", "MODELS", "Agent", "Workload", "default_workloads", "load_workloads"]
 
 
 @dataclass(frozen=True)
