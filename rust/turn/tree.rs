@@ -112,7 +112,7 @@ impl Turn {
             return Err(CoreError::DraftPending { pending: self.ledger.undecided() });
         }
         let parents = parents_of(parents, tokens.len())?;
-        self.check_room(tokens)?;
+        self.check_room(tokens.iter().copied())?;
 
         let first_ledger = self.ledger.len();
         for &t in tokens {
@@ -183,7 +183,7 @@ impl Turn {
             parent = Some(node as u32);
         }
         if let Some(c) = correction {
-            self.check_room(&[c])?;
+            self.check_room(std::iter::once(c))?;
         }
         Ok(())
     }
