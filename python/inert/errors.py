@@ -25,6 +25,9 @@ __all__ = [
     "StreamLimitError",
     "StreamFinishedError",
     "PieceTypeError",
+    "TreeError",
+    "BatchError",
+    "UnknownSequenceError",
     "EffectTableError",
     "PolicyError",
     "MissingToolError",
@@ -74,6 +77,23 @@ class StreamFinishedError(InertError, RuntimeError):
 
 class PieceTypeError(InertTypeError):
     """A token that is neither a ``str`` or ``bytes`` piece nor an ``int`` id."""
+
+
+class TreeError(InertValueError):
+    """A token tree whose parents or verified path do not describe a tree, or a tree
+    mixed with a linear draft (``draft`` or ``verify`` while a tree awaits ``verify_path``)."""
+
+
+class BatchError(InertValueError):
+    """A batch call whose arguments do not fit together: shapes that disagree, a
+    sequence added twice or named twice in one call."""
+
+
+class UnknownSequenceError(BatchError, KeyError):
+    """A batch call naming a sequence the batch does not hold."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""
 
 
 class EffectTableError(InertValueError):

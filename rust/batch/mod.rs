@@ -128,6 +128,23 @@ impl Batch {
         Ok(out)
     }
 
+    /// Drafts a token tree onto `seq` (see `Turn::draft_tree`).
+    pub fn draft_tree(&mut self, seq: u64, tokens: &[TokenIn<'_>], parents: &[i64]) -> Result<Vec<Outcome>, CoreError> {
+        let slot = self.slots.get(seq).ok_or(CoreError::UnknownSequence { seq })?;
+        self.turns[slot].draft_tree(tokens, parents).map_err(in_seq(seq))
+    }
+
+    /// Verifies `seq`'s tree along `path` (see `Turn::verify_path`).
+    pub fn verify_path(
+        &mut self,
+        seq: u64,
+        path: &[usize],
+        correction: Option<TokenIn<'_>>,
+    ) -> Result<Vec<Outcome>, CoreError> {
+        let slot = self.slots.get(seq).ok_or(CoreError::UnknownSequence { seq })?;
+        self.turns[slot].verify_path(path, correction).map_err(in_seq(seq))
+    }
+
     /// The slot of each row's sequence, refusing unknown and repeated sequences.
     fn rows(&mut self, seqs: &[u64]) -> Result<Vec<usize>, CoreError> {
         let stamp = self.slots.next_stamp();

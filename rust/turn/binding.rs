@@ -47,6 +47,11 @@ impl Binding {
     }
 
     #[must_use]
+    pub fn format(&self) -> &crate::scan::FormatSpec {
+        self.scanner.spec()
+    }
+
+    #[must_use]
     pub fn vocab(&self) -> &Arc<Vocab> {
         &self.vocab
     }
