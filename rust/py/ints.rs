@@ -26,7 +26,15 @@ pub(super) fn buffer_ints(obj: &Bound<'_, PyAny>, what: &'static str) -> Result<
     let wrong = || CoreError::BufferType { what, format: buf.format().to_string_lossy().into_owned() };
     let too_large =
         || CoreError::OutOfRange { what, value: "an element past 2**63".to_owned(), expected: "below 2**63" };
-    let values = match ElementType::from_format(buf.format()) {
+    let element = ElementType::from_format(buf.format());
+    if !matches!(element, ElementType::SignedInteger { .. } | ElementType::UnsignedInteger { .. }) {
+        return Err(wrong());
+    }
+    // An empty buffer may have no memory at all to type-check.
+    if buf.item_count() == 0 {
+        return Ok(Some(Ints { values: Vec::new(), shape }));
+    }
+    let values = match element {
         ElementType::SignedInteger { bytes: 1 } => read::<i8>(py, &buf, |v| Some(i64::from(v))),
         ElementType::SignedInteger { bytes: 2 } => read::<i16>(py, &buf, |v| Some(i64::from(v))),
         ElementType::SignedInteger { bytes: 4 } => read::<i32>(py, &buf, |v| Some(i64::from(v))),
