@@ -210,6 +210,8 @@ def test_numpy_and_list_inputs_give_identical_outcomes(steps: list[tuple[list[in
         assert view(a.verify(n, c)) == view(b.verify(np.int64(n), None if c is None else np.int32(c)))
     assert view(a.finish()) == view(b.finish())
     assert a.accepted_text() == b.accepted_text()
+    ids = [i for step in steps for i in step[0]]
+    assert inert.commit_key("t", as_buffer(ids, kind)) == inert.commit_key("t", ids)
 
 
 def test_bad_buffers_raise_and_change_nothing() -> None:

@@ -442,6 +442,6 @@ def parse(
 def formats() -> list[str]:
     """The known format names."""
 
-def commit_key(turn_key: str, tokens: Sequence[_Token], ordinal: int = 0) -> str:
+def commit_key(turn_key: str, tokens: _Tokens, ordinal: int = 0) -> str:
     """The commit key of the ``ordinal``-th call ending in the last of ``tokens``
     (calls and malformed blocks ending in one token count from 0, in stream order)."""

@@ -333,16 +333,19 @@ pub(super) fn formats() -> Vec<&'static str> {
 #[pyo3(signature = (turn_key, tokens, ordinal = 0))]
 #[allow(clippy::needless_pass_by_value)] // pyo3 hands extracted arguments over by value
 pub(super) fn commit_key(turn_key: TurnKey, tokens: &Bound<'_, PyAny>, ordinal: u32) -> PyResult<String> {
-    let objects = collect_tokens(tokens)?;
     let mut hasher = CommitHasher::new(&turn_key.0);
-    for (i, o) in objects.iter().enumerate() {
-        match token(i, o)? {
-            TokenIn::Piece(p) => hasher.absorb(p, None),
-            TokenIn::Id(id) => {
-                let id = u32::try_from(id).map_err(|_| CoreError::TokenIdTooLarge { id, max: u64::from(u32::MAX) })?;
-                hasher.absorb(&[], Some(id));
+    with_tokens(tokens, |window| {
+        for &t in window {
+            match t {
+                TokenIn::Piece(p) => hasher.absorb(p, None),
+                TokenIn::Id(id) => {
+                    let id =
+                        u32::try_from(id).map_err(|_| CoreError::TokenIdTooLarge { id, max: u64::from(u32::MAX) })?;
+                    hasher.absorb(&[], Some(id));
+                }
             }
         }
-    }
+        Ok(())
+    })?;
     Ok(hasher.key(ordinal).to_string())
 }
