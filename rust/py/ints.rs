@@ -3,11 +3,11 @@
 //! copy on the Rust side, or from a list or tuple of ints (numpy integer scalars
 //! included). Nothing here converts a buffer element by element through Python objects.
 
-use super::convert::{repr, type_name};
+use super::convert::{as_index, repr, type_name, Index};
 use crate::error::CoreError;
 use pyo3::buffer::{Element, ElementType, PyBuffer, PyUntypedBuffer};
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyBytes, PyInt, PyList, PyString, PyTuple};
+use pyo3::types::{PyBytes, PyList, PyString, PyTuple};
 
 /// Integers read from a buffer or a sequence, in row-major order, with their shape.
 #[derive(Debug)]
@@ -64,16 +64,15 @@ fn read<T: Element + Copy>(
 
 /// One integer: an `int` or anything with `__index__` (numpy's integer scalars), never a bool.
 pub(super) fn int(obj: &Bound<'_, PyAny>, what: &str) -> Result<i64, CoreError> {
-    let integral =
-        !obj.is_instance_of::<PyBool>() && (obj.is_instance_of::<PyInt>() || obj.hasattr("__index__").unwrap_or(false));
-    if !integral {
-        return Err(CoreError::WrongType { what: what.to_owned(), expected: "an int", got: type_name(obj) });
+    match as_index::<i64>(obj) {
+        Index::Fits(v) => Ok(v),
+        Index::Overflows => {
+            Err(CoreError::WrongType { what: what.to_owned(), expected: "an int that fits in 64 bits", got: repr(obj) })
+        }
+        Index::NotAnInteger => {
+            Err(CoreError::WrongType { what: what.to_owned(), expected: "an int", got: type_name(obj) })
+        }
     }
-    obj.extract::<i64>().map_err(|_| CoreError::WrongType {
-        what: what.to_owned(),
-        expected: "an int that fits in 64 bits",
-        got: repr(obj),
-    })
 }
 
 /// A 1-D run of integers: a buffer, or a sequence of ints.

@@ -1,6 +1,6 @@
 //! `TokenStream` and the module functions, over `crate::turn`.
 
-use super::convert::{collect_tokens, count, py_to_json, repr, text, token, type_name};
+use super::convert::{as_index, collect_tokens, count, py_to_json, repr, text, token, type_name, Index};
 use super::ints::{buffer_ints, ints_1d};
 use super::outcome::CallCache;
 use super::vocabulary::vocab_arg;
@@ -9,7 +9,7 @@ use crate::ledger::TokenState;
 use crate::scan::{formats as builtin_formats, FormatSpec, Schemas};
 use crate::turn::{CommitHasher, TokenIn, Turn, TurnConfig};
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyBytes, PyDict, PyInt, PyList, PyString, PyTuple};
+use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 
 /// One turn of one sequence. Mutable: one per stream, not shared between threads.
 #[pyclass(name = "TokenStream", module = "inert._core")]
@@ -83,21 +83,15 @@ fn format_spec(format: &Bound<'_, PyAny>) -> PyResult<FormatSpec> {
 
 /// `verify`'s count: negative and too-large counts are `VerifyError`s.
 fn accepted_count(n: &Bound<'_, PyAny>) -> Result<usize, CoreError> {
-    let integral =
-        !n.is_instance_of::<PyBool>() && (n.is_instance_of::<PyInt>() || n.hasattr("__index__").unwrap_or(false));
-    if !integral {
-        return Err(CoreError::WrongType {
-            what: "verify(n_accepted)".to_owned(),
-            expected: "an int",
-            got: type_name(n),
-        });
-    }
-    match n.extract::<i64>() {
-        Ok(v) if v < 0 => Err(CoreError::NegativeCount { requested: v.to_string() }),
+    match as_index::<i64>(n) {
+        Index::Fits(v) if v < 0 => Err(CoreError::NegativeCount { requested: v.to_string() }),
         // A count past usize is more than any window; `check_decision` says so.
-        Ok(v) => Ok(usize::try_from(v).unwrap_or(usize::MAX)),
-        Err(_) if n.lt(0i64).unwrap_or(false) => Err(CoreError::NegativeCount { requested: repr(n) }),
-        Err(_) => Err(CoreError::VerifyTooMany { requested: repr(n), pending: 0 }),
+        Index::Fits(v) => Ok(usize::try_from(v).unwrap_or(usize::MAX)),
+        Index::Overflows if n.lt(0i64).unwrap_or(false) => Err(CoreError::NegativeCount { requested: repr(n) }),
+        Index::Overflows => Err(CoreError::VerifyTooMany { requested: repr(n), pending: 0 }),
+        Index::NotAnInteger => {
+            Err(CoreError::WrongType { what: "verify(n_accepted)".to_owned(), expected: "an int", got: type_name(n) })
+        }
     }
 }
 
