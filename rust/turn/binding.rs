@@ -4,6 +4,8 @@
 
 use super::{TokenIn, TurnConfig};
 use crate::error::CoreError;
+#[cfg(test)]
+use crate::scan::Schemas;
 use crate::scan::{Scanner, TokenRole};
 use crate::vocab::Vocab;
 use std::sync::Arc;
@@ -71,6 +73,46 @@ impl Binding {
                 // piece() succeeded, so the id is bounded by MAX_TOKEN_ID.
                 let id = id as u32;
                 Ok(Resolved { bytes, id: Some(id), role: self.role_of(id) })
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scan::formats::NAMES;
+    use crate::scan::Schemas;
+    use crate::vocab::VocabBuilder;
+
+    /// Binding looks up only the format's delimiter spellings; it must bind exactly
+    /// what asking `role_of_special` of every entry would. The vocabulary holds every
+    /// format's spellings (and near misses, and reasoning tags), so a spelling that
+    /// `role_of_special` learns without `special_spellings` fails here.
+    #[test]
+    fn binding_by_lookup_equals_a_pass_over_every_entry() {
+        let mut texts: Vec<Vec<u8>> = vec![b"<think>".to_vec(), b"</think>".to_vec(), b"x".to_vec(), Vec::new()];
+        for name in NAMES {
+            let scanner = Scanner::new(crate::scan::formats::builtin(name).unwrap(), Schemas::default(), 1 << 20);
+            for s in scanner.special_spellings() {
+                texts.extend([s.to_vec(), s[..s.len() - 1].to_vec(), [s, b" "].concat()]);
+            }
+        }
+        let mut b = VocabBuilder::default();
+        for (id, t) in (0u64..).zip(&texts) {
+            b.insert(id, t).unwrap();
+        }
+        let vocab = Arc::new(b.build());
+        for name in NAMES {
+            let config = TurnConfig::builtin(name, "", 1 << 20).unwrap();
+            let binding = Binding::new(&config, vocab.clone());
+            for (id, t) in (0u32..).zip(&texts) {
+                assert_eq!(
+                    binding.role_of(id),
+                    binding.scanner.role_of_special(t),
+                    "{name}: {:?}",
+                    String::from_utf8_lossy(t)
+                );
             }
         }
     }
