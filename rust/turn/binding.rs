@@ -4,8 +4,6 @@
 
 use super::{TokenIn, TurnConfig};
 use crate::error::CoreError;
-#[cfg(test)]
-use crate::scan::Schemas;
 use crate::scan::{Scanner, TokenRole};
 use crate::vocab::Vocab;
 use std::sync::Arc;
