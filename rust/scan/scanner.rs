@@ -204,9 +204,24 @@ impl Scanner {
                 return;
             }
         }
+        if self.passes_over(state, &text[token.clone()]) {
+            return;
+        }
         for i in token {
             self.byte(state, text, i, out);
         }
+    }
+
+    /// Whether scanning `bytes` byte by byte would change nothing: between blocks
+    /// (or in a section), not armed for an anchored call, and no byte begins a
+    /// delimiter from where the automaton rests. Most prose tokens, in one table
+    /// lookup per byte instead of a walk of the automaton.
+    #[inline]
+    fn passes_over(&self, state: &ScanState, bytes: &[u8]) -> bool {
+        let anchored = state.armed && state.mode == Mode::Outside && self.spec.anchor.is_some();
+        matches!(state.mode, Mode::Outside | Mode::Section)
+            && !anchored
+            && self.matcher(state.mode).is_none_or(|m| m.delimiters.passes_over(state.cursor, bytes))
     }
 
     /// A special token acting as a whole delimiter; false when it means nothing in
