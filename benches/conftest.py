@@ -88,9 +88,33 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         short, long = MEDIANS.get(f"{impl}@1k"), MEDIANS.get(f"{impl}@64k")
         if short and long:
             tr.write_line(f"{impl:<16} 64k / 1k = {long / short:6.2f}   (flat when ~1)")
+    _serving(tr)
     for n in ("1k", "64k"):
         core, orch, base = (MEDIANS.get(f"{i}@{n}") for i in ("core", "orchestrator", "baseline_rescan"))
         if core and orch:
             tr.write_line(f"@{n}: orchestrator / core = {orch / core:6.2f}")
         if core and base:
             tr.write_line(f"@{n}: plain-Python rescan / core = {base / core:8.2f}")
+
+
+def _serving(tr: Any) -> None:
+    """The serving-surface targets (bench_serving.py), from this run's medians."""
+    m = MEDIANS
+    if {"attach:none", "attach:shared_150k"} <= m.keys():
+        tr.write_line(f"attach a 150k Vocabulary / build with none = {m['attach:shared_150k'] / m['attach:none']:6.2f}"
+                      "   (target <= 3)")
+    if "stream:numpy_step" in m:
+        step = m["stream:numpy_step"]
+        tr.write_line(f"TokenStream numpy k=8 draft+verify       = {step * 1e6:6.3f} us   (target <= 1)")
+    for n in (64, 512):
+        if f"batch:{n}" in m:
+            step = m[f"batch:{n}"]
+            target = "   (target <= 100 us, <= 0.2 us)" if n == 512 else ""
+            tr.write_line(f"StreamBatch {n:>3} x 8: {step * 1e6:8.1f} us per step, "
+                          f"{step / n * 1e6:6.3f} us per sequence-step{target}")
+    if {"batch:64", "batch:512"} <= m.keys():
+        flat = (m["batch:512"] / 512) / (m["batch:64"] / 64)
+        tr.write_line(f"StreamBatch per sequence-step, 512 / 64  = {flat:6.2f}   (flat when ~1)")
+    if {"batch:512", "loop:512"} <= m.keys():
+        tr.write_line(f"Python loop over 512 TokenStreams / StreamBatch = {m['loop:512'] / m['batch:512']:6.1f}x"
+                      "   (target >= 10)")

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from .report import Report, Violation
 
 __all__ = [
+    "BatchError",
     "CancelledCallError",
     "EffectTableError",
     "FormatSpecError",
@@ -35,7 +36,9 @@ __all__ = [
     "StreamFinishedError",
     "StreamLimitError",
     "ToolTimeoutError",
+    "TreeError",
     "UnknownFormatError",
+    "UnknownSequenceError",
     "UnstorableResultError",
     "VerifyError",
     "VocabularyError",
@@ -78,6 +81,23 @@ class StreamLimitError(InertValueError):
 
 class StreamFinishedError(InertError, RuntimeError):
     """Tokens were given to a turn after ``finish()``."""
+
+
+class TreeError(InertValueError):
+    """A token tree whose parents or verified path do not describe a tree, or a tree
+    mixed with a linear draft (``draft`` or ``verify`` while a tree awaits ``verify_path``)."""
+
+
+class BatchError(InertValueError):
+    """A batch call whose arguments do not fit together: shapes that disagree, a
+    sequence added twice or named twice in one call."""
+
+
+class UnknownSequenceError(BatchError, KeyError):
+    """A batch call naming a sequence the batch does not hold."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""
 
 
 class PieceTypeError(InertTypeError):

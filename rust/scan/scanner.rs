@@ -127,19 +127,29 @@ impl Scanner {
     /// The role a special token's spelling gives it in this format.
     #[must_use]
     pub fn role_of_special(&self, text: &[u8]) -> TokenRole {
+        self.special_groups()
+            .iter()
+            .find(|(texts, _)| texts.iter().any(|t| t.as_bytes() == text))
+            .map_or(TokenRole::Text, |(_, role)| TokenRole::Delimiter(*role))
+    }
+
+    /// Every spelling `role_of_special` gives a role: a vocabulary binds only the
+    /// ids spelled so, which it looks up by text instead of scanning every entry.
+    pub fn special_spellings(&self) -> impl Iterator<Item = &[u8]> {
+        self.special_groups().into_iter().flat_map(|(texts, _)| texts.iter().map(String::as_bytes))
+    }
+
+    /// The delimiters a special token may spell, with the role each gives it.
+    fn special_groups(&self) -> [(&[String], Role); 5] {
         let s = &self.spec;
         let arm = s.anchor.as_ref().map(|a| a.arm.as_slice()).unwrap_or_default();
-        let groups: [(&[String], Role); 5] = [
+        [
             (&s.section_open, Role::SectionOpen),
             (&s.section_close, Role::SectionClose),
             (&s.call_open, Role::CallOpen),
             (&s.call_close, Role::CallClose),
             (arm, Role::Arm),
-        ];
-        groups
-            .iter()
-            .find(|(texts, _)| texts.iter().any(|t| t.as_bytes() == text))
-            .map_or(TokenRole::Text, |(_, role)| TokenRole::Delimiter(*role))
+        ]
     }
 
     fn matcher(&self, mode: Mode) -> Option<&Matcher> {
@@ -194,9 +204,24 @@ impl Scanner {
                 return;
             }
         }
+        if self.passes_over(state, &text[token.clone()]) {
+            return;
+        }
         for i in token {
             self.byte(state, text, i, out);
         }
+    }
+
+    /// Whether scanning `bytes` byte by byte would change nothing: between blocks
+    /// (or in a section), not armed for an anchored call, and no byte begins a
+    /// delimiter from where the automaton rests. Most prose tokens, in one table
+    /// lookup per byte instead of a walk of the automaton.
+    #[inline]
+    fn passes_over(&self, state: &ScanState, bytes: &[u8]) -> bool {
+        let anchored = state.armed && state.mode == Mode::Outside && self.spec.anchor.is_some();
+        matches!(state.mode, Mode::Outside | Mode::Section)
+            && !anchored
+            && self.matcher(state.mode).is_none_or(|m| m.delimiters.passes_over(state.cursor, bytes))
     }
 
     /// A special token acting as a whole delimiter; false when it means nothing in

@@ -21,13 +21,13 @@ use crate::scan::{Call, Malformed};
 use std::sync::Arc;
 
 /// One item of an ended block: a call, or a call (or whole block) that is malformed.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 enum Item {
     Call(Arc<CallRecord>),
     Malformed(Arc<MalformedRecord>),
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct End {
     /// The block's last token: the one holding its last byte.
     last: usize,
@@ -38,7 +38,7 @@ struct End {
     items: Vec<Item>,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct Block {
     id: u64,
     /// The token holding the first byte of its open delimiter.
@@ -49,8 +49,9 @@ struct Block {
 }
 
 /// The blocks that are not final, in stream order. At most one of them is open;
-/// ended ones wait for confirmation or acceptance.
-#[derive(Debug, Default)]
+/// ended ones wait for confirmation or acceptance. Cloned per node of a token
+/// tree: it holds only blocks not final yet, a handful at most.
+#[derive(Debug, Default, Clone)]
 pub(super) struct BlockTable {
     blocks: Vec<Block>,
     next_id: u64,
@@ -134,6 +135,13 @@ impl BlockTable {
             end.confirmed_at = Some(at);
         }
         block.announce(out);
+    }
+
+    /// Whether `call` is one of this table's calls, announced and not retracted.
+    pub(super) fn is_announced(&self, call: &Arc<CallRecord>) -> bool {
+        self.blocks
+            .iter()
+            .any(|b| b.end.as_ref().is_some_and(|e| e.announced && calls(&e.items).any(|c| Arc::ptr_eq(c, call))))
     }
 
     /// The live stream was cut back to `len` tokens: undoes what the dropped
