@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import inert
-from conftest import record
+from conftest import MEANS, record
 
 K = 8
 STEPS = 20
@@ -106,3 +106,57 @@ def test_python_loop_step(benchmark: object, n: int) -> None:
     benchmark.group = "batch step, k=8"  # type: ignore[attr-defined]
     benchmark.pedantic(run, rounds=5, iterations=1, warmup_rounds=1)  # type: ignore[attr-defined]
     record(benchmark, f"loop:{n}", per=STEPS)
+
+
+PROSE_IDS = [STREAM_IDS[i] for i, p in enumerate(PIECES) if "<" not in p and "{" not in p][:64]
+
+
+def test_orchestrator_numpy_step(benchmark: object) -> None:
+    """One sequence through the Orchestrator, 8-token numpy drafts with no block closing:
+    what the gate adds to the core when there is nothing to dispatch (target <= 3 us)."""
+    orch = inert.Orchestrator({"search": "read_only"}, {"search": lambda q: q}, vocab=VOCAB, turn_key="bench")
+    src = cycle(PROSE_IDS)
+    steps = [np.array([next(src) for _ in range(K)], dtype=np.int32) for _ in range(STEPS)]
+    correction = np.int32(PROSE_IDS[0])
+    six = np.int64(6)
+
+    def run() -> None:
+        for w in steps:
+            orch.draft(w)
+            orch.verify(six, correction)
+
+    benchmark.group = "one sequence, numpy k=8"  # type: ignore[attr-defined]
+    benchmark.pedantic(run, rounds=50, iterations=1, warmup_rounds=2)  # type: ignore[attr-defined]
+    record(benchmark, "orchestrator:numpy_step", per=STEPS)
+    orch.finish()
+
+
+def test_batch_orchestrator_step(benchmark: object) -> None:
+    """64 sequences through the BatchOrchestrator over prose with a tool-call block every
+    few steps, everything accepted: per step, and per call closed (each a read, run early)."""
+    n = 64
+    batch = inert.BatchOrchestrator({"search": "read_only"}, {"search": lambda q: q}, vocab=VOCAB)
+    for seq in range(n):
+        batch.add(seq, f"turn-{seq}")
+    seqs = np.arange(n, dtype=np.int64)
+    src = cycle(STREAM_IDS)
+    steps = [np.array([[next(src) for _ in range(K)]] * n, dtype=np.int32) for _ in range(STEPS * 40)]
+    it = iter(steps)
+    accept = np.full(n, K, dtype=np.int64)
+    closed = [0]
+
+    def run() -> None:
+        for _ in range(STEPS):
+            tokens = next(it)
+            out = batch.draft(seqs, tokens)
+            closed[0] += sum(len(step.dispatched) for step in out.values())
+            batch.verify(seqs, accept)
+
+    benchmark.group = "batch orchestrator, 64 sequences, k=8"  # type: ignore[attr-defined]
+    benchmark.pedantic(run, rounds=20, iterations=1, warmup_rounds=1)  # type: ignore[attr-defined]
+    record(benchmark, "batch_orchestrator:64", per=STEPS)
+    rounds = 21
+    MEANS["batch_orchestrator:calls_per_step"] = closed[0] / (rounds * STEPS)
+    for seq in range(n):
+        batch.finish(seq)
+    batch.close()

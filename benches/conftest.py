@@ -118,3 +118,12 @@ def _serving(tr: Any) -> None:
     if {"batch:512", "loop:512"} <= m.keys():
         tr.write_line(f"Python loop over 512 TokenStreams / StreamBatch = {m['loop:512'] / m['batch:512']:6.1f}x"
                       "   (target >= 10)")
+    orch = m.get("orchestrator:numpy_step")
+    if orch:
+        tr.write_line(f"Orchestrator numpy k=8, no block closing = {orch * 1e6:6.3f} us   (target <= 3)")
+    bo = m.get("batch_orchestrator:64")
+    calls = MEANS.get("batch_orchestrator:calls_per_step")
+    if bo:
+        per_call = f", {bo / calls * 1e6:8.1f} us per closed call" if calls else ""
+        tr.write_line(f"BatchOrchestrator 64 x 8: {bo * 1e6:8.1f} us per step, "
+                      f"{bo / 64 * 1e6:6.2f} us per sequence-step{per_call}")

@@ -53,6 +53,7 @@ from .errors import (
 )
 from .journal import Journal, JournalEntry, MemoryJournal, PostgresJournal, Recovery, SqliteJournal, recover
 from .gate import POLICIES, Dispatch
+from .batch import BatchOrchestrator
 from .orchestrator import AsyncOrchestrator, Orchestrator, Step
 from .outcomes import Outcome
 from .parse import parse
@@ -70,6 +71,7 @@ __all__ = [
     "AcceptedCall",
     "AsyncOrchestrator",
     "BatchError",
+    "BatchOrchestrator",
     "BlockMalformed",
     "Call",
     "CallClosed",

@@ -4,131 +4,44 @@ policy) and a runtime that executes the gate's commands (worker threads for
 
 from __future__ import annotations
 
-import math
 import os
-import uuid
-import warnings
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from . import _core
-from .audit import TraceWriter, reconcile
+from .audit import TraceWriter
 from .effects import EffectLike, EffectTable
-from .errors import (
-    EffectTableError,
-    InertTypeError,
-    InertValueError,
-    ReentrancyError,
-    SpeculativeEffectViolation,
-    closest_name,
-)
-from .gate import POLICIES, Confirm, Dispatch, Gate, Retract, Schedule
+from .errors import InertValueError, ReentrancyError
+from .gate import POLICIES
 from .journal import Journal, MemoryJournal, OwnedJournal, open_journal
 from .outcomes import Outcome
-from .report import DispatchRecord, Report
-from .runtime import AsyncRuntime, Invocation, Node, ThreadRuntime, ToolBox, running_for
+from .report import Report
+from .runtime import AsyncRuntime, ThreadRuntime, running_for
+from .turn import RuntimeFactory, Step, Tooling, Tools, TurnDriver, turn_key_for
 
-__all__ = ["POLICIES", "AsyncOrchestrator", "Orchestrator", "RuntimeFactory", "Session", "Step"]
+__all__ = ["POLICIES", "AsyncOrchestrator", "Orchestrator", "Session", "Step"]
 
 Token = str | bytes | int
-Tools = Mapping[str, Callable[..., Any]] | Callable[[str, dict[str, Any]], Any]
+Vocab = _core.Vocabulary | Mapping[int, str | bytes] | Sequence[str | bytes]
 
 
-@dataclass(frozen=True)
-class Step:
-    """What one ``draft`` or ``verify`` call did."""
-
-    outcomes: tuple[Outcome, ...]
-    """The core's outcomes, in order: calls closed, committed and retracted, malformed blocks."""
-    dispatched: tuple[Dispatch, ...] = field(default=())
-    """Calls the gate let go during this step (they may still wait for earlier conflicting calls)."""
+def _trace_token(t: Any) -> Any:
+    if t is None or isinstance(t, (str, int)):
+        return t
+    if isinstance(t, bytes):
+        return t.decode("utf-8", errors="backslashreplace")
+    return int(t)  # a numpy integer
 
 
-class Runtime(Protocol):
-    """What executes the gate's commands for one turn and owns its calls' outcomes."""
-
-    def schedule(self, dispatch: Dispatch, invocation: Invocation | None, *, permit: bool) -> Node: ...
-    def confirm(self, node: Node) -> None: ...
-    def retract(self, node: Node) -> None: ...
-    def records(self) -> list[DispatchRecord]: ...
-
-
-def _positive_int(value: object, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise InertTypeError(f"{what} must be an int, got {type(value).__name__}")
-    if value < 1:
-        raise InertValueError(f"{what} must be at least 1, got {value}")
-    return value
-
-
-def _limits(effects: EffectTable, limits: Mapping[str, int] | None) -> dict[str, int]:
-    out = {n: s.max_concurrency for n, s in effects.items() if s.max_concurrency}
-    if limits is None:
-        return out
-    if not isinstance(limits, Mapping):
-        raise InertTypeError(f"limits must map tool names to ints, got {type(limits).__name__}")
-    for name, limit in limits.items():
-        if not isinstance(name, str):
-            raise InertTypeError(f"limits keys are tool names (str), got {type(name).__name__}")
-        out[name] = _positive_int(limit, f"limits[{name!r}]")
-    return out
-
-
-def _timeout(timeout: object) -> float | None:
-    if timeout is None:
-        return None
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
-        raise InertTypeError(f"timeout must be a number of seconds or None, got {type(timeout).__name__}")
-    if not timeout > 0 or math.isinf(timeout):
-        raise InertValueError(f"timeout must be a positive, finite number of seconds, got {timeout!r}")
-    return float(timeout)
-
-
-def _turn_key(turn_key: object, journal: object) -> str:
-    """The turn key; a unique one when none is given and nothing outlives the process."""
-    if turn_key is None:
-        durable = journal is not None and not isinstance(journal, MemoryJournal)
-        if durable:
-            raise InertValueError(
-                "a journal that outlives the process needs turn_key=: the commit key (the idempotency key) "
-                "derives from it, so give each turn its own stable key (a request id plus the turn number), "
-                "the same key when a crashed turn is retried")
-        return f"turn-{uuid.uuid4().hex}"
-    if not isinstance(turn_key, str):
-        raise InertTypeError(f"turn_key must be a str, got {type(turn_key).__name__}")
-    return turn_key
-
-
-def _warn_unknown_tools(effects: EffectTable, tools: ToolBox) -> None:
-    """A callable for a tool the effect table does not name is usually a typo: the model's
-    calls to the real name would fail as missing. Warned, not refused: an unnamed tool is
-    the table's default class (a write), which is safe."""
-    named = [n for n, _ in effects.items()]
-    if not named:
-        return  # an empty table classifies every tool by its default, on purpose
-    for name in tools.names():
-        if name not in effects:
-            hint = closest_name(name, named)
-            warnings.warn(
-                f"tool {name!r} has a callable but no entry in the effect table, so it is a "
-                f"{effects.default.effect.value}" + (f"; did you mean {hint!r}?" if hint else ""),
-                stacklevel=4,
-            )
-
-
-class RuntimeFactory(Protocol):
-    """Builds a turn's runtime (``ThreadRuntime``, ``AsyncRuntime``, or the simulator's)."""
-
-    def __call__(self, journal: Journal, turn_key: str, *, ordered: bool, limits: dict[str, int], max_workers: int,
-                 trace: TraceWriter | None) -> Runtime: ...
+def _trace_tokens(tokens: Any) -> list[Any]:
+    return [_trace_token(t) for t in tokens]
 
 
 class Session:
-    """One turn composed: the token stream, the gate, a runtime, the journal and the
-    trace, and the one path from the core's outcomes to the runtime's commands. The
-    orchestrators (and the simulator) are thin fronts over it; see ``Orchestrator``
-    for the arguments. ``runtime`` builds the runtime that executes the commands."""
+    """One turn composed: its token stream, the journal and the trace it owns, and a
+    ``TurnDriver`` (gate and runtime). The orchestrators (and the simulator) are thin
+    fronts over it; see ``Orchestrator`` for the arguments. ``runtime`` builds the
+    runtime that executes the gate's commands."""
 
     def __init__(
         self,
@@ -139,7 +52,7 @@ class Session:
         format: str | Mapping[str, Any] = "hermes",
         turn_key: str | None = None,
         policy: str = "read_eager",
-        vocab: Mapping[int, str | bytes] | Sequence[str | bytes] | None = None,
+        vocab: Vocab | None = None,
         special_tokens: Mapping[int, str | bytes] | None = None,
         schemas: Mapping[str, Mapping[str, Any]] | None = None,
         max_block_bytes: int = 1 << 20,
@@ -151,32 +64,10 @@ class Session:
         threads_only: bool = False,
         two_phase: frozenset[str] | None = None,
     ) -> None:
-        if isinstance(effects, EffectTable):
-            self.effects = effects
-        elif effects is None or isinstance(effects, Mapping):
-            self.effects = EffectTable(effects)
-        else:
-            raise EffectTableError(f"effects must be an EffectTable or a mapping, got {type(effects).__name__}")
-        self.tools = ToolBox(tools)
-        if threads_only:
-            for name, inv in self.tools.invocations():
-                if inv.is_async:
-                    raise InertTypeError(
-                        f"tool {name!r} is a coroutine function, which worker threads cannot await: "
-                        "use AsyncOrchestrator")
-        _warn_unknown_tools(self.effects, self.tools)
-        # Which tools prepare, then commit or abort: the tool box knows, unless the runtime
-        # runs tools of its own (the simulator's) and says.
-        phased = two_phase if two_phase is not None else frozenset(self.tools.two_phase())
-        self.gate = Gate(self.effects, policy, _timeout(timeout), phased)
-        if policy == "eager_unsafe":
-            warnings.warn(
-                "policy='eager_unsafe' dispatches calls from unverified draft tokens; use it only to measure",
-                stacklevel=4,
-            )
-        self.turn_key = _turn_key(turn_key, journal)
-        workers = _positive_int(max_workers, "max_workers")
-        limits_ = _limits(self.effects, limits)
+        self.tooling = Tooling.build(effects, tools, policy=policy, timeout=timeout, limits=limits,
+                                     max_workers=max_workers, threads_only=threads_only, two_phase=two_phase)
+        self.effects = self.tooling.effects
+        self.turn_key = turn_key_for(turn_key, journal)
         self.stream = _core.TokenStream(
             format, self.turn_key, vocab=vocab, special_tokens=special_tokens,
             schemas=schemas if schemas is not None else self.effects.schemas, max_block_bytes=max_block_bytes,
@@ -197,9 +88,10 @@ class Session:
         if self.trace is not None:
             self.trace.emit("turn_start", format=self.stream.format, policy=policy)
         self.runtime = runtime(
-            self.journal, self.turn_key, ordered=self.gate.ordered, limits=limits_, max_workers=workers,
-            trace=self.trace)
-        self._nodes: dict[str, Node] = {}  # commit key -> its call, until committed or retracted
+            self.journal, self.turn_key, ordered=self.tooling.policy != "eager_unsafe", limits=self.tooling.limits,
+            max_workers=self.tooling.workers, trace=self.trace)
+        self.driver = TurnDriver(self.tooling, self.runtime, self.trace)
+        self.gate = self.driver.gate
 
     def refuse_reentry(self) -> None:
         if running_for() is self.runtime:
@@ -219,39 +111,26 @@ class Session:
             self.trace.verify(n_accepted, correction)
         return self.apply(outcomes)
 
-    def apply(self, outcomes: list[Outcome]) -> Step:
-        """Turns one step's outcomes into commands and hands them to the runtime."""
+    def draft_tree(self, tokens: Any, parents: Any) -> Step:
+        outcomes = self.stream.draft_tree(tokens, parents)
         if self.trace is not None:
-            for outcome in outcomes:
-                self.trace.outcome(outcome)
-        commands, let_go = self.gate.apply(outcomes)
-        dispatched: dict[str, Dispatch] = {}
-        runtime = self.runtime
-        # Retractions first, the latest call first: retracting an earlier call must not let
-        # a later one start that this same step retracts (it waits on it, as a ghost, instead).
-        for command in reversed(commands):
-            if isinstance(command, Retract):
-                runtime.retract(self._nodes.pop(command.commit_key))
-        for command in commands:
-            if isinstance(command, Schedule):
-                d = command.dispatch
-                self._nodes[d.commit_key] = runtime.schedule(d, self.tools.get(d.name), permit=command.permit)
-                dispatched[d.commit_key] = d
-            elif isinstance(command, Confirm):
-                node = self._nodes.pop(command.commit_key)
-                dispatched[command.commit_key] = node.dispatch
-                runtime.confirm(node)
-        return Step(tuple(outcomes), tuple(dispatched[k] for k in let_go))
+            self.trace.emit("draft_tree", tokens=_trace_tokens(tokens), parents=[int(p) for p in parents])
+        return self.apply(outcomes)
+
+    def verify_path(self, path: Any, correction: Token | None) -> Step:
+        outcomes = self.stream.verify_path(path, correction)
+        if self.trace is not None:
+            self.trace.emit("verify_path", path=[int(p) for p in path], correction=_trace_token(correction))
+        return self.apply(outcomes)
+
+    def apply(self, outcomes: list[Outcome]) -> Step:
+        return self.driver.apply(outcomes)
 
     def report(self, strict: bool) -> Report:
-        report = reconcile(self.runtime.records(), self.gate.accepted())
-        report.malformed = list(self.gate.malformed)
-        if self.trace is not None:
-            self.trace.emit("turn_end", violations=len(report.violations))
-        self.close()
-        if strict and report.violations:
-            raise SpeculativeEffectViolation(report)
-        return report
+        try:
+            return self.driver.report(strict)
+        finally:
+            self.close()
 
     def close(self) -> None:
         if self.trace is not None:
@@ -287,7 +166,9 @@ class Orchestrator:
         turn_key: seeds the commit keys; unique per turn (a request id and the turn number).
             Required with a journal that outlives the process; otherwise a unique one is made.
         policy: ``"read_eager"`` (default), ``"defer"`` or ``"eager_unsafe"`` (measurement only).
-        vocab: token id -> piece (a mapping, or a sequence indexed by id), to draft ``int`` tokens.
+        vocab: an ``inert.Vocabulary`` (built once per model and shared by every stream), or
+            token id -> piece (a mapping, or a sequence indexed by id), to draft ``int`` tokens
+            (lists, or any 1-D integer buffer: numpy arrays, ``array.array``, ``memoryview``).
         special_tokens: token id -> spelling of the model's special tokens; those that spell
             a delimiter are matched by id (so are ``vocab`` entries that spell one exactly).
         schemas: tool name -> JSON schema of its parameters, to type the raw values of
@@ -321,7 +202,7 @@ class Orchestrator:
         format: str | Mapping[str, Any] = "hermes",
         turn_key: str | None = None,
         policy: str = "read_eager",
-        vocab: Mapping[int, str | bytes] | Sequence[str | bytes] | None = None,
+        vocab: Vocab | None = None,
         special_tokens: Mapping[int, str | bytes] | None = None,
         schemas: Mapping[str, Mapping[str, Any]] | None = None,
         max_block_bytes: int = 1 << 20,
@@ -386,6 +267,29 @@ class Orchestrator:
         self._s.refuse_reentry()
         return self._s.verify(n_accepted, correction)
 
+    def draft_tree(self, tokens: Any, parents: Any) -> Step:
+        """Drafts a token tree (EAGLE, Medusa): node ``i`` is ``tokens[i]``, its parent
+        ``parents[i]`` (an earlier node, or -1 for a child of the last accepted token). A
+        call that closes on any branch may run its reads early, keyed by its own path.
+
+        Raises:
+            TreeError: the parents do not describe a tree, or a draft awaits verification;
+                nothing changes.
+        """
+        self._s.refuse_reentry()
+        return self._s.draft_tree(tokens, parents)
+
+    def verify_path(self, path: Any, correction: Token | None = None) -> Step:
+        """Accepts the tree's nodes on ``path`` (from a root down), rejects every other
+        node (their calls are retracted, their early reads discarded), then appends
+        ``correction``: from here the turn is exactly as if ``path`` alone was drafted.
+
+        Raises:
+            TreeError: no tree awaits verification, or ``path`` is not a chain from a root.
+        """
+        self._s.refuse_reentry()
+        return self._s.verify_path(path, correction)
+
     def finish(self, *, strict: bool = True) -> Report:
         """Ends the turn: rejects tokens never verified, waits for every dispatched
         call (a timed-out one counts as finished), and reconciles the dispatch log with
@@ -423,7 +327,7 @@ class AsyncOrchestrator:
         format: str | Mapping[str, Any] = "hermes",
         turn_key: str | None = None,
         policy: str = "read_eager",
-        vocab: Mapping[int, str | bytes] | Sequence[str | bytes] | None = None,
+        vocab: Vocab | None = None,
         special_tokens: Mapping[int, str | bytes] | None = None,
         schemas: Mapping[str, Mapping[str, Any]] | None = None,
         max_block_bytes: int = 1 << 20,
@@ -480,6 +384,16 @@ class AsyncOrchestrator:
         """As ``Orchestrator.verify``; also raises ``LoopError`` from another event loop."""
         self._enter()
         return self._s.verify(n_accepted, correction)
+
+    async def draft_tree(self, tokens: Any, parents: Any) -> Step:
+        """As ``Orchestrator.draft_tree``."""
+        self._enter()
+        return self._s.draft_tree(tokens, parents)
+
+    async def verify_path(self, path: Any, correction: Token | None = None) -> Step:
+        """As ``Orchestrator.verify_path``."""
+        self._enter()
+        return self._s.verify_path(path, correction)
 
     async def finish(self, *, strict: bool = True) -> Report:
         """As ``Orchestrator.finish``, awaiting the calls."""

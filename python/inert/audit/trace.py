@@ -31,10 +31,12 @@ def _printable(value: Any) -> str:
         return f"<{type(value).__name__}>"
 
 
-def _token(t: str | bytes | int) -> str | int:
+def _token(t: Any) -> str | int:
     if isinstance(t, bytes):
         return t.decode("utf-8", errors="backslashreplace")
-    return t
+    if isinstance(t, str):
+        return t
+    return int(t)  # an int, or a numpy integer
 
 
 class TraceWriter:
@@ -68,11 +70,11 @@ class TraceWriter:
             except (OSError, ValueError) as e:
                 self.failure = f"the trace stopped at a write that failed: {e}"
 
-    def draft(self, tokens: Sequence[str | bytes | int]) -> None:
+    def draft(self, tokens: Any) -> None:
         self.emit("draft", tokens=[_token(t) for t in tokens])
 
-    def verify(self, n: int, correction: str | bytes | int | None) -> None:
-        self.emit("verify", n_accepted=n, correction=None if correction is None else _token(correction))
+    def verify(self, n: Any, correction: Any) -> None:
+        self.emit("verify", n_accepted=int(n), correction=None if correction is None else _token(correction))
 
     def outcome(self, o: Outcome) -> None:
         if isinstance(o, BlockMalformed):

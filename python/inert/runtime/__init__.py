@@ -5,9 +5,9 @@ steps of a call and the tool box; each owns its calls' outcomes."""
 
 from .call import CallRun, stored_outcome
 from .pool import Deadlines, WorkerPool
-from .schedule import Node, Scheduler, State
+from .schedule import Node, Scheduler, Slots, State
 from .tasks import AsyncRuntime, LoopError
-from .threads import ThreadRuntime
+from .threads import ThreadEngine, ThreadRuntime
 from .tools import CurrentCall, Invocation, ToolBox, current_call, is_async_callable, running_for
 
 __all__ = [
@@ -19,7 +19,9 @@ __all__ = [
     "LoopError",
     "Node",
     "Scheduler",
+    "Slots",
     "State",
+    "ThreadEngine",
     "ThreadRuntime",
     "ToolBox",
     "WorkerPool",

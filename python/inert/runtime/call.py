@@ -30,12 +30,14 @@ class CallRun:
     runs it, under its lock (or on its event loop)."""
 
     __slots__ = ("attempt", "began", "concluded_by_deadline", "confirmed", "discarded", "dispatch", "early", "error",
-                 "finished", "invocation", "invoked", "phase", "prepared", "replayed", "result", "retracted", "settled",
-                 "started", "status", "timed_out")
+                 "finished", "home", "invocation", "invoked", "phase", "prepared", "replayed", "result", "retracted",
+                 "settled", "started", "status", "timed_out")
 
     def __init__(self, dispatch: Dispatch, invocation: Invocation | None) -> None:
         self.dispatch = dispatch
         self.invocation = invocation
+        self.home: Any = None
+        """The runtime that runs it (in a batch, turns share workers and slots)."""
         self.early = False
         self.started: float | None = None
         self.finished: float | None = None

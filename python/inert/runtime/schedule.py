@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import enum
 import heapq
+import itertools
 from collections import deque
 from collections.abc import Hashable, Iterable
 from typing import Any
@@ -28,7 +29,7 @@ from typing import Any
 from ..effects import Footprint
 from ..gate import Dispatch
 
-__all__ = ["Node", "Scheduler", "State"]
+__all__ = ["Node", "Scheduler", "Slots", "State"]
 
 
 class State(enum.Enum):
@@ -104,19 +105,58 @@ class _Barrier:
         return out
 
 
+class Slots:
+    """Per-tool limits: how many calls of each tool run, and the calls waiting for a
+    slot, first come first served. One per scheduler, or one shared by the schedulers
+    of a batch (global limits); whoever serialises the schedulers serialises these."""
+
+    def __init__(self, limits: dict[str, int] | None = None) -> None:
+        self._limits = dict(limits or {})
+        self._running: dict[str, int] = {}
+        self._waiting: dict[str, list[tuple[int, Node]]] = {}
+        self._arrivals = itertools.count()
+
+    def free(self, tool: str) -> bool:
+        limit = self._limits.get(tool)
+        return limit is None or self._running.get(tool, 0) < limit
+
+    def take(self, tool: str) -> None:
+        self._running[tool] = self._running.get(tool, 0) + 1
+
+    def wait(self, node: Node) -> None:
+        heapq.heappush(self._waiting.setdefault(node.dispatch.name, []), (next(self._arrivals), node))
+
+    def release(self, tool: str) -> list[Node]:
+        """A call of ``tool`` gave its slot back: the calls that take slots now (marked running)."""
+        self._running[tool] -= 1
+        granted: list[Node] = []
+        waiting = self._waiting.get(tool, [])
+        while waiting and self.free(tool):
+            node = heapq.heappop(waiting)[1]
+            if node.state is State.WAITING:  # a call cancelled while it waited for the slot is skipped
+                node.state = State.RUNNING
+                self.take(tool)
+                granted.append(node)
+        return granted
+
+    def waiting(self) -> Iterable[Node]:
+        for queue in self._waiting.values():
+            yield from (n for _, n in queue)
+
+
 class Scheduler:
     """Which calls may start, in stream order, under per-tool limits.
 
     Args:
         ordered: keep stream order between conflicting calls; only ``eager_unsafe`` turns it off.
         limits: tool name -> most calls of it running at once.
+        slots: limits shared with other schedulers (a batch's); ``limits`` is then unused.
     """
 
-    def __init__(self, *, ordered: bool = True, limits: dict[str, int] | None = None) -> None:
+    def __init__(self, *, ordered: bool = True, limits: dict[str, int] | None = None,
+                 slots: Slots | None = None) -> None:
         self._ordered = ordered
-        self._limits = dict(limits or {})
-        self._running: dict[str, int] = {}
-        self._limited: dict[str, list[tuple[int, Node]]] = {}  # ready but over the tool's limit
+        self._slots = slots if slots is not None else Slots(limits)
         self._seq = 0
         self._writer: dict[Hashable, Node] = {}
         self._readers: dict[Hashable, list[Node]] = {}
@@ -180,14 +220,8 @@ class Scheduler:
         return self._try_start(node)
 
     def _free_slot(self, tool: str) -> list[Node]:
-        self._running[tool] -= 1
-        ready: list[Node] = []
-        waiting = self._limited.get(tool, [])
-        while waiting and self._slot_free(tool):
-            nxt = heapq.heappop(waiting)[1]
-            if nxt.state is State.WAITING:  # a call cancelled while it waited for the slot is skipped
-                ready += self._take_slot(nxt)
-        return ready
+        """Its slot goes to the next call waiting for it, which may be another scheduler's."""
+        return self._slots.release(tool)
 
     # -- internals --
 
@@ -248,21 +282,9 @@ class Scheduler:
         if node.state is not State.WAITING or node.blockers > 0:
             return []
         tool = node.dispatch.name
-        if not self._slot_free(tool):
-            heapq.heappush(self._limited.setdefault(tool, []), (node.seq, node))
+        if not self._slots.free(tool):
+            self._slots.wait(node)
             return []
-        return self._take_slot(node)
-
-    def _take_slot(self, node: Node) -> list[Node]:
         node.state = State.RUNNING
-        self._running[node.dispatch.name] = self._running.get(node.dispatch.name, 0) + 1
+        self._slots.take(tool)
         return [node]
-
-    def _slot_free(self, tool: str) -> bool:
-        limit = self._limits.get(tool)
-        return limit is None or self._running.get(tool, 0) < limit
-
-    def pending(self) -> Iterable[Node]:
-        """Calls over their tool's limit, waiting for a slot (for diagnostics)."""
-        for waiting in self._limited.values():
-            yield from (n for _, n in waiting)

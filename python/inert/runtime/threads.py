@@ -26,10 +26,31 @@ from ..report import DispatchRecord
 from ..telemetry import tool_span
 from .call import CallRun, journal_phase, stored_outcome
 from .pool import Deadlines, WorkerPool
-from .schedule import Node, Scheduler, State
+from .schedule import Node, Scheduler, Slots, State
 from .tools import Invocation
 
-__all__ = ["ThreadRuntime"]
+__all__ = ["ThreadEngine", "ThreadRuntime"]
+
+
+class ThreadEngine:
+    """What the runtimes of many turns can share: one lock, one pool of daemon workers,
+    one timer thread, and per-tool limits that hold across the turns (a batch's).
+
+    Args:
+        max_workers: calls running at once, across every turn.
+        limits: tool name -> most calls of it running at once, across every turn.
+    """
+
+    def __init__(self, max_workers: int = 8, limits: dict[str, int] | None = None) -> None:
+        self.lock = threading.Lock()
+        self.pool = WorkerPool(max_workers)
+        self.deadlines = Deadlines()
+        self.slots = Slots(limits)
+
+    def close(self) -> None:
+        """Stops the workers once idle (never joins one stuck in a tool) and the timer thread."""
+        self.deadlines.close()
+        self.pool.shutdown()
 
 
 class ThreadRuntime:
@@ -42,27 +63,38 @@ class ThreadRuntime:
         limits: tool name -> most calls of it running at once.
         max_workers: calls running at once.
         trace: receives ``dispatch``, ``result`` and ``discard`` events.
+        engine: a ``ThreadEngine`` shared with other turns (then ``limits`` and
+            ``max_workers`` are the engine's); by default the runtime has its own.
     """
 
     def __init__(self, journal: Journal, turn_key: str, *, ordered: bool = True, limits: dict[str, int] | None = None,
-                 max_workers: int = 8, trace: TraceWriter | None = None) -> None:
+                 max_workers: int = 8, trace: TraceWriter | None = None, engine: ThreadEngine | None = None) -> None:
         self._journal = journal
         self._turn_key = turn_key
         self._trace = trace
-        self._lock = threading.Lock()
+        self._owns_engine = engine is None
+        self._engine = engine if engine is not None else ThreadEngine(max_workers, limits)
+        self._lock = self._engine.lock
         self._idle = threading.Condition(self._lock)
-        self._scheduler = Scheduler(ordered=ordered, limits=limits)
-        self._pool = WorkerPool(max_workers)
-        self._deadlines = Deadlines()
+        self._scheduler = Scheduler(ordered=ordered, slots=self._engine.slots)
+        self._pool = self._engine.pool
+        self._deadlines = self._engine.deadlines
         self._log: list[CallRun] = []  # in the order the calls started
         self.clock: Callable[[], float] = time.perf_counter
+
+    @property
+    def engine(self) -> ThreadEngine:
+        """The lock, workers, timer and tool slots this runtime runs on."""
+        return self._engine
 
     # -- the gate's commands --
 
     def schedule(self, dispatch: Dispatch, invocation: Invocation | None, *, permit: bool) -> Node:
         """A call closed: it takes its place in stream order, and runs now if ``permit``."""
         with self._lock:
-            node = self._scheduler.add(dispatch, CallRun(dispatch, invocation))
+            run = CallRun(dispatch, invocation)
+            run.home = self
+            node = self._scheduler.add(dispatch, run)
             if permit:
                 self._start(self._scheduler.permit(node, early=True))
         return node
@@ -103,8 +135,8 @@ class ThreadRuntime:
         stops the workers."""
         with self._idle:
             self._idle.wait_for(lambda: self._scheduler.in_flight == 0)
-        self._deadlines.close()
-        self._pool.shutdown()
+        if self._owns_engine:
+            self._engine.close()
 
     def records(self) -> list[DispatchRecord]:
         """Every call that started, in start order."""
@@ -114,10 +146,12 @@ class ThreadRuntime:
     # -- running a call --
 
     def _start(self, nodes: list[Node]) -> None:
-        """Launches calls the scheduler started (called with the lock held)."""
+        """Launches calls the scheduler started (called with the lock held). A call that
+        took a tool slot another turn gave back is launched by its own turn's runtime."""
         for node in nodes:
-            self._launch(node)
-            self._pool.submit(self._work, node)
+            home: ThreadRuntime = node.owner.home
+            home._launch(node)
+            self._pool.submit(_work, node)
 
     def _launch(self, node: Node) -> None:
         """A call starts: its start time, its place in the log, its deadline (lock held).
@@ -133,13 +167,6 @@ class ThreadRuntime:
         timeout = run.dispatch.timeout
         if timeout is not None and not run.dispatch.two_phase:
             self._deadlines.add(timeout, partial(self._time_out, node, None))
-
-    def _work(self, node: Node | None) -> None:
-        """A worker runs a call, then any call its end let go: a chain of calls that
-        wait on each other (unknown footprints serialise) stays on one thread instead
-        of handing each call to another."""
-        while node is not None:
-            node = self._run(node)
 
     def _run(self, node: Node) -> Node | None:
         """Runs the call; returns a call its end let go, for this worker to run next.
@@ -310,7 +337,7 @@ class ThreadRuntime:
         if not in_tool:
             return  # queued or journaling its intent: its worker concludes it when it gets there
         self._pool.abandon_one()  # its worker is stuck in the tool; the other calls keep their capacity
-        self._pool.submit(lambda: self._work(self._conclude(node)))  # not on the timer thread: the journal may block
+        self._pool.submit(lambda: _work(self._conclude(node)))  # not on the timer thread: the journal may block
 
     def _conclude(self, node: Node) -> Node | None:
         """Journals the settled outcome, then lets later calls go; returns one of them for
@@ -323,10 +350,18 @@ class ThreadRuntime:
             ready = self._scheduler.finish(node)
             self._start(ready[1:])
             if ready:
-                self._launch(ready[0])
+                ready[0].owner.home._launch(ready[0])
             self._notify_if_idle()
         return ready[0] if ready else None
 
     def _notify_if_idle(self) -> None:
         if self._scheduler.in_flight == 0:
             self._idle.notify_all()
+
+
+def _work(node: Node | None) -> None:
+    """A worker runs a call, then any call its end let go: a chain of calls that wait
+    on each other (unknown footprints serialise) stays on one thread instead of handing
+    each call to another. Each call runs under its own turn's runtime."""
+    while node is not None:
+        node = node.owner.home._run(node)
