@@ -22,7 +22,7 @@ COL = 52
 def _columns(left: list[str], right: list[str]) -> list[str]:
     rows = max(len(left), len(right))
     left, right = left + [""] * (rows - len(left)), right + [""] * (rows - len(right))
-    return [f"  {a:<{COL}}  {b}".rstrip() for a, b in zip(left, right)]
+    return [f"  {a:<{COL}}  {b}".rstrip() for a, b in zip(left, right, strict=True)]
 
 
 def _ops(run: DemoRun) -> list[str]:
@@ -42,7 +42,8 @@ def _verdict(run: DemoRun) -> list[str]:
     return [
         f"dispatched {len(r.dispatch_log)}, committed {len(r.results)}, discarded reads {len(r.discarded)}",
         f"violations: {found}",
-        "world matches the accepted stream" if not run.divergences else f"world diverges in {len(run.divergences)} place(s)",
+        "world matches the accepted stream" if not run.divergences
+        else f"world diverges in {len(run.divergences)} place(s)",
     ]
 
 
@@ -174,7 +175,7 @@ def _recover_text(name: str) -> str:
 
 
 def _simulate(args: argparse.Namespace) -> int:
-    from .simulate import default_workloads, load_workloads, simulate
+    from .simulate import default_workloads, depth_workloads, load_workloads, simulate
     from .simulate.plot import plot_alpha_sweep, require_matplotlib, sweep_lines
 
     if args.plot:  # before the sweep, which takes a while: say first what is missing
@@ -182,6 +183,8 @@ def _simulate(args: argparse.Namespace) -> int:
         folder = os.path.dirname(os.path.abspath(args.plot))
         if not os.path.isdir(folder):
             raise InertValueError(f"--plot {args.plot}: no such folder {folder}")
+    if args.depths is not None:
+        return _simulate_depths(args, load_workloads(args.workloads) if args.workloads else depth_workloads())
     workloads = load_workloads(args.workloads) if args.workloads else default_workloads()
     summaries = simulate(workloads, seeds=args.seeds)
     unsafe_policies = {"eager_unsafe"}
@@ -199,8 +202,8 @@ def _simulate(args: argparse.Namespace) -> int:
             last = s.workload
             _emit(f"{name:<22} {s.policy:<13} {s.p50 * 1e3:8.1f} {s.p90 * 1e3:8.1f} {s.p99 * 1e3:8.1f} "
                   f"{s.saved_p50 * 1e3:8.1f} {s.wasted_reads:7.2f} {s.orphans:8d} {s.stale_reads:6d} {s.diverged:9d}")
-        _emit("saved: median ms saved against end_of_turn on the same seeds; wasted: speculative reads discarded per turn;"
-              "\norphans, stale reads and diverged worlds are counted over all seeds.")
+        _emit("saved: median ms saved against end_of_turn on the same seeds; wasted: speculative reads and two-phase\n"
+              "prepares discarded per turn; orphans, stale reads and diverged worlds are counted over all seeds.")
         unsafe = sum(s.orphans + s.stale_reads + s.diverged for s in summaries if s.policy in unsafe_policies)
         _emit("end_of_turn, defer and read_eager: no orphans, no stale reads, no diverged world"
               if not leaks else f"VIOLATION: {len(leaks)} safe-policy rows corrupted the world")
@@ -215,6 +218,40 @@ def _simulate(args: argparse.Namespace) -> int:
     if args.json:
         _emit(json.dumps(out, indent=2))
     return 1 if leaks else 0
+
+
+def _simulate_depths(args: argparse.Namespace, workloads: list[Any]) -> int:
+    """``inert simulate --depths``: read_eager against defer as drafts get deeper."""
+    from .simulate.depth import depth_lines, depth_sweep
+    from .simulate.plot import plot_depth_sweep
+    from .simulate.workloads import DEPTHS
+
+    depths = args.depths or list(DEPTHS)  # --depths alone: the default depths
+    points = depth_sweep(workloads, depths, seeds=args.seeds)
+    safe = not any(p.corruptions for p in points)
+    out: dict[str, Any] = {"seeds": args.seeds, "depths": depths, "safe": safe,
+                           "points": [p.as_json() for p in points]}
+    if not args.json:
+        _emit("\n".join(depth_lines(points)))
+    if args.plot:
+        plot_depth_sweep(points, args.plot)
+        out["plot"] = {"path": args.plot}
+        if not args.json:
+            _emit(f"wrote {args.plot}")
+    if args.json:
+        _emit(json.dumps(out, indent=2))
+    return 0 if safe else 1
+
+
+def _depths(text: str) -> list[int]:
+    try:
+        depths = [int(part) for part in text.split(",")]
+    except ValueError:
+        depths = []
+    if not depths or any(not 1 <= d <= 1024 for d in depths):
+        raise argparse.ArgumentTypeError(
+            f"must be draft depths between 1 and 1024, separated by commas (4,8,16), got {text!r}")
+    return sorted(set(depths))
 
 
 def _seeds(text: str) -> int:
@@ -281,7 +318,11 @@ def _main(argv: Sequence[str] | None) -> int:
     sim.add_argument("--workloads", metavar="TOML", help="custom workloads (default: the built-in ones)")
     sim.add_argument("--seeds", type=_seeds, default=100, help="turns per workload and policy (default 100)")
     sim.add_argument("--json", action="store_true", help="machine-readable output")
-    sim.add_argument("--plot", metavar="PNG", help="write latency against acceptance rate (needs matplotlib)")
+    sim.add_argument("--plot", metavar="PNG", help="write the figure of what was simulated: latency against "
+                     "acceptance rate, or with --depths the saving against draft depth (needs matplotlib)")
+    sim.add_argument("--depths", metavar="K,K,...", type=_depths, nargs="?", const=[], default=None,
+                     help="instead of the policy table: what read_eager saves against defer at each draft depth "
+                          "(default 4,8,16,32,64), for the built-in drafters and two-phase agents or --workloads")
     args = parser.parse_args(argv)
 
     try:
