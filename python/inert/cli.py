@@ -12,7 +12,7 @@ from typing import Any
 
 from . import __version__
 from .audit import TurnAudit, audit
-from .demo import DemoRun, demo_ok, run_demo
+from .demo import SLIP, DemoRun, demo_ok, run_demo, two_phase_ok
 from .errors import InertError, InertValueError
 from .journal import JournalEntry, init_journal, is_dsn, recover, redact
 
@@ -26,7 +26,8 @@ def _columns(left: list[str], right: list[str]) -> list[str]:
 
 
 def _ops(run: DemoRun) -> list[str]:
-    return [f"{o['t_ms']:6.1f} ms  {o['op']:<6} {o['name']:<11} {o['outcome']}" for o in run.operations]
+    width = max([6, *(len(o["op"]) for o in run.operations)])
+    return [f"{o['t_ms']:6.1f} ms  {o['op']:<{width}} {o['name']:<11} {o['outcome']}" for o in run.operations]
 
 
 def _rows(run: DemoRun) -> list[str]:
@@ -47,8 +48,41 @@ def _verdict(run: DemoRun) -> list[str]:
     ]
 
 
+def _two_phase_section(run: DemoRun) -> list[str]:
+    r = run.report
+    staged = {d.commit_key for d in r.discarded if d.name == "create_report"}
+    aborted = [d for d in r.discarded if d.commit_key in staged]
+    committed = [c.arguments.get("name") for c in r.results if c.name == "create_report"]
+    phases = (f"A's phases: {SLIP!r} prepared on the draft, never in resources, aborted; "
+              + ", ".join(repr(n) for n in committed) + " committed once, after the verifier accepted A's block"
+              if two_phase_ok(run) else "A's phases went wrong: " + "; ".join(run.phase_problems or run.divergences))
+    title = "read_eager with A a two-phase create: prepare on the draft, commit on acceptance, abort on rejection"
+    return [
+        "",
+        title,
+        "-" * len(title),
+        *textwrap.wrap("A's prepare stages the report in a table of its own connection, which no other connection "
+                       "can see; its commit copies the report into resources; its abort drops it.", width=110,
+                       initial_indent="  ", subsequent_indent="  "),
+        "",
+        "operations against the database (LOOK and ACCEPT: what the decode loop saw and did, logged with them)",
+        *(f"  {line}" for line in _ops(run)),
+        "",
+        "final rows",
+        *(f"  {line}" for line in _rows(run)),
+        "",
+        "inert's report",
+        f"  dispatched {len(r.dispatch_log)}, committed {len(r.results)}, aborted prepares {len(aborted)}, "
+        f"discarded reads {len(r.discarded) - len(aborted)}",
+        f"  violations: {', '.join(sorted({v.kind for v in r.violations})) or 'none'}",
+        "  world matches the accepted stream" if not run.divergences
+        else f"  world diverges in {len(run.divergences)} place(s)",
+        *textwrap.wrap(phases, width=110, initial_indent="  ", subsequent_indent="    "),
+    ]
+
+
 def render_demo(runs: list[DemoRun]) -> str:
-    unsafe, safe = runs
+    unsafe, safe, *staged = runs
     out = [
         "inert demo: one Hermes turn, three calls, one draft slip in the first call's arguments",
         "  A create_report(reports/q3)   B delete_report(reports/q2)   C read_report(reports/q2)",
@@ -85,15 +119,19 @@ def render_demo(runs: list[DemoRun]) -> str:
         out += ["", "reconciliation also named (no divergence in the database comes from these)"]
         for message in rest:
             out += textwrap.wrap(message, width=110, initial_indent="  ", subsequent_indent="    ")
+    for run in staged:
+        out += _two_phase_section(run)
     out += ["", *textwrap.wrap("verdict: " + _demo_verdict(runs), width=110, subsequent_indent="  ")]
     return "\n".join(out)
 
 
 def _demo_verdict(runs: list[DemoRun]) -> str:
-    unsafe, safe = runs
+    unsafe, safe, *staged = runs
     if demo_ok(runs):
         return ("inert kept the rejected tokens inert; the unsafe run showed the incident in the database "
-                "and every divergence of it was named")
+                "and every divergence of it was named"
+                + ("; with A a two-phase create, its prepare ran on the draft, the draft's name never reached the "
+                   "database, and A committed once, after the verifier accepted it" if staged else ""))
     why = []
     if safe.report.violations or safe.divergences:
         why.append("inert's run diverged from the accepted stream")
@@ -104,6 +142,10 @@ def _demo_verdict(runs: list[DemoRun]) -> str:
         why.append("the unsafe run did not show the incident (" + "; ".join(missing) + ")")
     if unsafe.unexplained:
         why.append(f"{len(unsafe.unexplained)} divergence(s) of the unsafe run went unnamed")
+    for run in staged:
+        if not two_phase_ok(run):
+            what = run.phase_problems + run.divergences + [f"[{v.kind}] {v.message}" for v in run.report.violations]
+            why.append("the two-phase run went wrong (" + "; ".join(what) + ")")
     return "FAILED: " + "; ".join(why)
 
 
@@ -112,6 +154,7 @@ def _demo_json(runs: list[DemoRun]) -> dict[str, Any]:
         r = run.report
         return {
             "policy": run.policy,
+            "two_phase": run.two_phase,
             "operations": run.operations,
             "rows": run.rows,
             "accepted": [{"name": c.name, "arguments": c.arguments, "commit_key": c.commit_key, "result": c.result,
@@ -122,6 +165,7 @@ def _demo_json(runs: list[DemoRun]) -> dict[str, Any]:
             "divergences": run.divergences,
             "unexplained": run.unexplained,
             "shows_incident": run.shows_incident,
+            "phase_problems": run.phase_problems,
         }
 
     return {"ok": demo_ok(runs), "verdict": _demo_verdict(runs), "runs": [one(r) for r in runs]}
