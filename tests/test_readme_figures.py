@@ -98,4 +98,26 @@ def test_the_draft_depth_figures_in_the_readme_are_what_its_command_prints(
     assert loss["saved_p50"] < 0
     assert (f"on `payments` at k = 32 `read_eager` loses a median {-loss['saved_p50'] * 1e3:.1f} ms a turn to "
             f"`defer` and finishes after it in {loss['slower']} turns of {seeds}") in text
+    lost = [by["call-model", "coding-staged", k]["slower"] for k in depths]
+    assert f"on `coding-staged`, in {min(lost)}-{max(lost)} turns of {seeds} at every depth" in text
     assert not any(p["corruptions"] for p in out["points"]) and "No point of the sweep corrupts the world" in text
+
+
+def test_the_assumptions_the_readme_states_are_the_simulators() -> None:
+    """Not figures the command prints, but the inputs the README names beside them."""
+    from inert.simulate import AGENTS, DEPTH_AGENTS, DRAFTERS, Workload, call_spans
+
+    text = _section()
+    assert f"EAGLE-style heads (α {DRAFTERS['eagle'].alpha} per token)" in text
+    assert DRAFTERS["suffix"].call_accuracy == 0.9 and "right 9 times in 10" in text
+    assert DRAFTERS["call-model"].call_accuracy == 0.8 and "wrong one time in five" in text
+    batch = DRAFTERS["suffix-batch32"]
+    assert f"{batch.verify_s * 1e3:g} ms + {batch.verify_per_token_s * 1e3:g} ms per drafted token" in text
+    lengths = [end - start for a in DEPTH_AGENTS for start, end in call_spans(Workload(batch, AGENTS[a]))]
+    assert f"call blocks of {min(lengths)}-{max(lengths)} tokens" in text
+    write, pay = AGENTS["coding-staged"].tools["write_file"], AGENTS["payments"].tools["pay_invoice"]
+    assert write.prepare is not None and pay.prepare is not None
+    assert (f"checks it ({write.prepare.median * 1e3:g} ms) before renaming it into place "
+            f"({write.latency.median * 1e3:g} ms)") in text
+    assert (f"authorises each payment ({pay.prepare.median * 1e3:g} ms) before capturing it "
+            f"({pay.latency.median * 1e3:g} ms)") in text

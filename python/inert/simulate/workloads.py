@@ -11,9 +11,13 @@ Two-phase tools (``SimTool(..., prepare=Latency(...))``) stage their effect for
 the prepare latency, changing nothing, then commit for their own latency. The
 built-in ones: a coding agent whose ``write_file`` writes and checks a temporary
 file (120 ms median, 400 ms p99: write and fsync it, run the formatter and the
-linter on it) and renames it into place (2 ms); a payments agent whose ``pay_invoice`` authorises (holds the funds
-at the bank, runs the fraud and limit checks, stages the ledger transaction:
-350 ms median, 1.5 s p99) and captures (COMMIT: 40 ms median, 200 ms p99).
+linter on it) and renames it into place (2 ms); a payments agent whose
+``pay_invoice`` authorises (holds the funds at the bank, runs the fraud and
+limit checks, stages the ledger transaction: 350 ms median, 1.5 s p99) and
+captures (COMMIT: 40 ms median, 200 ms p99). A two-phase call's footprint is
+its key argument (the path, the invoice): a draft slip in another argument (the
+content, the amount) leaves it as it was, so the corrected call conflicts with
+the rejected one and waits while the rejected one's prepare is still running.
 
 Draft depth (``DRAFTERS``, swept by ``inert simulate --depths``). An early start
 (a read, a prepare) can begin only when its call's block closes in a draft, and
@@ -22,7 +26,10 @@ step at most, however deep the draft. Depth matters through two things: how
 often a call's last token is drafted at all (a call whose last token is the
 target's own correction or bonus token closes on acceptance, with no lead), and
 how long the verify step is (deep windows cost more once the batch makes
-verification compute-bound). The drafters, all on the 8B target of ``8b-h100``:
+verification compute-bound). A draft goes on with the right tokens after its
+first wrong one (``decoding.decode``), so in a deep window the calls after a slip
+close in the draft too, and start for nothing: that is what deep drafts at low
+acceptance cost ``read_eager``. The drafters, all on the 8B target of ``8b-h100``:
 
 - ``eagle``: EAGLE/Medusa-style heads, alpha 0.8 per token at any depth (deeper
   windows add rejected tokens, not accepted ones); verify 5 ms + 0.02 ms per
@@ -30,7 +37,7 @@ verification compute-bound). The drafters, all on the 8B target of ``8b-h100``:
 - ``suffix``: suffix decoding over repeated agent output (a suffix tree of
   earlier turns; drafting costs microseconds, 0.02 ms per token here): prose at
   alpha 0.75, and tool-call blocks, which repeat earlier calls' structure and
-  mostly their values, drafted whole: a block (24-52 tokens here) is right whole
+  mostly their values, drafted whole: a block (25-52 tokens here) is right whole
   in 9 cases out of 10. Deep enough (k >= the block), a call's last token is
   almost always drafted.
 - ``suffix-batch32``: the same under batch load, 32 sequences in each verify
