@@ -40,14 +40,14 @@ class DepthPoint:
     """Median over the seeds of defer's latency less read_eager's (the same turn, the same slips)."""
     saved_mean: float
     slower: int
-    """Seeds on which read_eager finished later than defer (see ``docs``: a rejected block's prepare
-    still running holds the corrected call that conflicts with it until it returns)."""
+    """Seeds on which read_eager finished later than defer: a call rejected while it still ran (a
+    prepare, a read) holds the later call that conflicts with it until it returns (README, "Simulation")."""
     verify_step: float
-    """Mean verify step: the most one early start can lead acceptance by."""
+    """Mean verify step: how far an early start can lead acceptance (a full window's step is longer)."""
     ahead_per_turn: float
     """Accepted calls per turn that started before their acceptance under read_eager (on the draft)."""
     lead_per_call: float
-    """Mean time those calls started ahead of their acceptance: at most ``verify_step`` or so."""
+    """Mean time those calls started ahead of their acceptance: at most one verify step each."""
     tokens_per_step: float
     corruptions: int
     """Orphans, stale reads and diverged worlds under either policy, over every seed: 0, or a bug."""
