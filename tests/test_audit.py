@@ -36,9 +36,12 @@ def test_audit_cli_exit_status_and_json(capsys: pytest.CaptureFixture[str]) -> N
 def test_inerts_own_trace_rebuilds_both_streams(tmp_path: Path) -> None:
     trace = tmp_path / "t.jsonl"
     assert main(["demo", "--trace", str(trace)]) == 0
-    unsafe, safe = audit(trace)
+    unsafe, safe, staged = audit(trace)
     assert sorted(v.kind for v in unsafe.findings) == ["orphan", "orphan", "stale_read"]
     assert safe.findings == [] and len(safe.accepted) == 3 and len(safe.dispatched) == 3
+    # A two-phase: its prepare on the draft's name was dispatched and aborted, which is no finding.
+    assert staged.turn == "demo-read_eager+two_phase"
+    assert staged.findings == [] and len(staged.accepted) == 3 and len(staged.dispatched) == 4
     events = [row for _, row in read_trace(trace)]
     kinds = {e["event"] for e in events}
     assert {"turn_start", "draft", "verify", "call_closed", "call_committed", "call_retracted", "dispatch", "result",

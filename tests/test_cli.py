@@ -17,7 +17,7 @@ FOREIGN = Path(__file__).resolve().parent / "traces" / "foreign_incident.jsonl"
 
 def inert(*args: str, stdout: int | None = subprocess.PIPE) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "inert", *args], stdout=stdout, stderr=subprocess.PIPE, text=True,
-                          timeout=120)
+                          timeout=120, check=False)
 
 
 def into_closed_pipe(*args: str) -> subprocess.CompletedProcess[str]:
@@ -105,6 +105,8 @@ MODEL = "[models.m]\nalpha = 0.8\n"
 AGENT = ("[agents.a]\ntranscript = '''<tool_call>{\"name\": \"get\", \"arguments\": {\"key\": \"x\"}}</tool_call>'''\n"
          "[agents.a.tools.get]\nkind = \"read\"\nmedian_s = 0.01\n")
 
+WRITE = AGENT.replace('"read"', '"write"')
+
 BAD_WORKLOADS = {
     "toml-syntax": ("[models.m\nalpha = 0.8\n", "not valid TOML"),
     "not-utf8": (b"[models.m]\nalpha = 0.8 # \xff\xfe\n", "UTF-8"),
@@ -131,8 +133,20 @@ BAD_WORKLOADS = {
     "tools-not-a-table": (MODEL + "[agents.x]\ntranscript = \"hi\"\ntools = 3\n", "agents.x.tools"),
     "row-not-a-string": (MODEL + AGENT.replace("[agents.a.tools.get]", "rows = { x = 1 }\n[agents.a.tools.get]"),
                          "agents.a.rows.x"),
-    "unknown-workload-model": (MODEL + AGENT + "[[workloads]]\nmodel = \"nope\"\nagent = \"a\"\n", "workloads[0].model"),
+    "unknown-workload-model": (MODEL + AGENT + "[[workloads]]\nmodel = \"nope\"\nagent = \"a\"\n",
+                               "workloads[0].model"),
     "workload-missing-agent": (MODEL + AGENT + "[[workloads]]\nmodel = \"m\"\n", "workloads[0].agent"),
+    "prepare-on-a-read": (MODEL + AGENT + "prepare = { median_s = 0.1 }\n", "agents.a.tools.get.prepare"),
+    "prepare-not-a-table": (MODEL + WRITE + "prepare = 0.1\n", "agents.a.tools.get.prepare"),
+    "prepare-missing-median": (MODEL + WRITE + "prepare = { p99_s = 0.1 }\n", "agents.a.tools.get.prepare.median_s"),
+    "prepare-negative": (MODEL + WRITE + "prepare = { median_s = -0.1 }\n", "agents.a.tools.get.prepare.median_s"),
+    "prepare-p99-below-median": (MODEL + WRITE + "prepare = { median_s = 0.1, p99_s = 0.01 }\n",
+                                 "agents.a.tools.get.prepare.p99_s"),
+    "prepare-unknown-field": (MODEL + WRITE + "prepare = { median = 0.1 }\n", "agents.a.tools.get.prepare.median"),
+    "call-accuracy-above-one": ("[models.m]\nalpha = 0.8\ncall_accuracy = 1.2\n" + AGENT, "models.m.call_accuracy"),
+    "whole-calls-string": ("[models.m]\nalpha = 0.8\nwhole_calls = \"yes\"\n" + AGENT, "models.m.whole_calls"),
+    "negative-verify-per-token": ("[models.m]\nalpha = 0.8\nverify_per_token_s = -0.001\n" + AGENT,
+                                  "models.m.verify_per_token_s"),
 }
 
 
@@ -163,10 +177,18 @@ def test_simulate_refuses_a_bad_seed_count(seeds: str) -> None:
     assert "--seeds" in done.stderr and seeds in done.stderr
 
 
+@pytest.mark.parametrize("depths", ["0", "4,x", "", "4,,8", "-4", "2000"])
+def test_simulate_refuses_bad_draft_depths(depths: str) -> None:
+    done = inert("simulate", "--depths", depths)
+    assert "Traceback" not in done.stderr and done.returncode == 2, done.stderr
+    assert "--depths" in done.stderr and "between 1 and 1024" in done.stderr
+
+
 def test_simulate_refuses_a_missing_workload_file(tmp_path: Path) -> None:
     assert_refused(inert("simulate", "--workloads", str(tmp_path / "nope.toml")), "inert simulate", "nope.toml")
 
 
 def test_simulate_refuses_a_plot_into_a_missing_folder(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib", reason="the optional plot extra (matplotlib) is not installed")
-    assert_refused(inert("simulate", "--seeds", "2", "--plot", str(tmp_path / "no" / "x.png")), "inert simulate", "--plot")
+    assert_refused(inert("simulate", "--seeds", "2", "--plot", str(tmp_path / "no" / "x.png")), "inert simulate",
+                   "--plot")

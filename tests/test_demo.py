@@ -1,4 +1,5 @@
-"""`inert demo`: the incident diverges under eager_unsafe, not under read_eager."""
+"""`inert demo`: the incident diverges under eager_unsafe, not under read_eager, nor under
+read_eager with A a two-phase create (its prepare on the draft, its commit after acceptance)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from typing import Any
 import pytest
 
 from inert.cli import main
-from inert.demo import demo_ok, run_demo
+from inert.demo import SLIP, demo_ok, run_demo, run_policy, two_phase_ok
 
 
 @pytest.fixture(scope="module")
@@ -22,7 +23,7 @@ def runs() -> list:
 
 
 def test_unsafe_run_diverges_the_way_the_incident_did(runs: list) -> None:
-    unsafe, _ = runs
+    unsafe = runs[0]
     assert "reprots/q3" in unsafe.rows, "the misspelled resource persists"
     kinds = sorted(v.kind for v in unsafe.report.violations)
     assert kinds == ["orphan", "orphan", "stale_read"]
@@ -34,7 +35,7 @@ def test_unsafe_run_diverges_the_way_the_incident_did(runs: list) -> None:
 
 
 def test_inert_run_matches_the_accepted_stream(runs: list) -> None:
-    _, safe = runs
+    safe = runs[1]
     assert safe.report.violations == [] and safe.divergences == []
     assert safe.rows == {"reports/q1": "Q1 revenue flat", "reports/q3": "Q3 revenue up 4%"}
     # A touches another row, so it may land at any point; C's read must come after B's delete.
@@ -46,13 +47,17 @@ def test_cli_exit_code_and_json(tmp_path: Path, capsys: pytest.CaptureFixture[st
     db = tmp_path / "world.sqlite"
     assert main(["demo", "--db", str(db), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["ok"] and [r["policy"] for r in out["runs"]] == ["eager_unsafe", "read_eager"]
+    assert out["ok"] and [(r["policy"], r["two_phase"]) for r in out["runs"]] == [
+        ("eager_unsafe", False), ("read_eager", False), ("read_eager", True)]
+    assert out["runs"][2]["phase_problems"] == []
     with sqlite3.connect(db) as con:
-        assert {r for (r,) in con.execute("SELECT DISTINCT run FROM ops")} == {"eager_unsafe", "read_eager"}
+        runs = {r for (r,) in con.execute("SELECT DISTINCT run FROM ops")}
+    assert runs == {"eager_unsafe", "read_eager", "read_eager+two_phase"}
 
 
 def test_module_entry_point_prints_the_table() -> None:
-    done = subprocess.run([sys.executable, "-m", "inert", "demo"], capture_output=True, text=True, timeout=60)
+    done = subprocess.run([sys.executable, "-m", "inert", "demo"], capture_output=True, text=True, timeout=60,
+                          check=False)
     assert done.returncode == 0, done.stderr
     assert "operations against the database" in done.stdout and "[stale_read]" in done.stdout
 
@@ -94,9 +99,10 @@ class _SlowDecoding:
 def test_incident_shows_when_decoding_is_slower_than_the_delete(monkeypatch: pytest.MonkeyPatch) -> None:
     _SlowDecoding(monkeypatch)
     runs = run_demo()
-    unsafe, safe = runs
+    unsafe, safe, staged = runs
     read = next(r for r in unsafe.report.results if r.name == "read_report")
     assert "Q2 revenue" in read.result, "C read Q2 before B's delete landed, however slow decoding was"
+    assert two_phase_ok(staged)
     assert sorted(v.kind for v in unsafe.report.violations) == ["orphan", "orphan", "stale_read"]
     assert demo_ok(runs) and safe.divergences == []
 
@@ -119,7 +125,7 @@ def _read_sees_the_delete(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_verdict_comes_from_what_the_database_saw(monkeypatch: pytest.MonkeyPatch) -> None:
     _read_sees_the_delete(monkeypatch)
     runs = run_demo()
-    unsafe, _ = runs
+    unsafe = runs[0]
     read = next(r for r in unsafe.report.results if r.name == "read_report")
     assert read.result == "reports/q2 does not exist"
     assert not any("stale" in d for d in unsafe.divergences), "a correct answer is not a stale read"
@@ -132,3 +138,89 @@ def test_cli_exits_1_and_says_why_when_the_incident_did_not_show(
     assert main(["demo"]) == 1
     out = capsys.readouterr().out
     assert "FAILED" in out and "every divergence of the unsafe run was named" not in out
+
+
+# -- A as a two-phase create --
+
+TWO_PHASE_OPS = [
+    ("PREPARE", SLIP), ("LOOK", SLIP), ("ABORT", SLIP),
+    ("PREPARE", "reports/q3"), ("ACCEPT", "reports/q3"), ("COMMIT", "reports/q3"),
+    ("DELETE", "reports/q2"), ("SELECT", "reports/q2"),
+]
+
+
+def test_two_phase_create_prepares_on_the_draft_and_commits_only_the_accepted_name(runs: list) -> None:
+    staged = runs[2]
+    assert (staged.policy, staged.two_phase) == ("read_eager", True)
+    assert [(o["op"], o["name"]) for o in staged.operations] == TWO_PHASE_OPS, (
+        "A's prepare ran on the draft, the draft's name was aborted, A committed after the verifier accepted it")
+    look = next(o for o in staged.operations if o["op"] == "LOOK")
+    assert look["outcome"].startswith("not in resources"), "another connection never saw the draft's name"
+    assert staged.rows == {"reports/q1": "Q1 revenue flat", "reports/q3": "Q3 revenue up 4%"}
+    assert staged.report.violations == [] and staged.divergences == [] and staged.phase_problems == []
+    create = next(c for c in staged.report.results if c.name == "create_report")
+    assert create.arguments["name"] == "reports/q3" and create.early, "its prepare ran before its block was accepted"
+    (aborted,) = staged.report.discarded
+    assert (aborted.name, aborted.arguments["name"]) == ("create_report", SLIP)
+    assert two_phase_ok(staged) and demo_ok(runs)
+
+
+def test_two_phase_run_reads_the_same_every_time(tmp_path: Path) -> None:
+    """Ordered by events, not sleeps: the database's log of the two-phase run never changes."""
+    for i in range(5):
+        run = run_policy("read_eager", tmp_path / f"w{i}.sqlite", two_phase=True)
+        assert [(o["op"], o["name"]) for o in run.operations] == TWO_PHASE_OPS
+        assert two_phase_ok(run)
+
+
+def test_two_phase_section_and_verdict_in_the_output(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["demo"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "read_eager with A a two-phase create" in out
+    assert "A's phases: 'reprots/q3' prepared on the draft, never in resources, aborted" in out
+    assert "the draft's name never reached the database" in out
+
+
+def _leak_the_draft_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A two-phase create whose abort makes the staged report visible, as a commit would."""
+    from inert import demo
+
+    def abort_by_committing(tool: Any, staged: Any) -> None:
+        tool.commit(staged, idempotency_key="leaked")
+
+    monkeypatch.setattr(demo._StagedCreate, "abort", abort_by_committing)
+
+
+def _commit_on_close(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A runtime that takes every two-phase call as accepted from the start: it commits as soon
+    as its prepare returns, before the verifier has judged its block (and commits the draft's
+    name). The decode loop waits for each commit before it looks, so the order is fixed."""
+    from inert import demo
+    from inert.runtime import threads
+
+    class AcceptedFromTheStart(threads.CallRun):
+        def __init__(self, dispatch: Any, invocation: Any) -> None:
+            super().__init__(dispatch, invocation)
+            self.confirmed = dispatch.two_phase
+
+    wait = demo._Phases.wait
+
+    def wait_for_the_commit(phases: Any, name: str, *which: str) -> bool:
+        return wait(phases, name, *(("commit", "abort") if which == ("prepare",) else which))
+
+    monkeypatch.setattr(threads, "CallRun", AcceptedFromTheStart)
+    monkeypatch.setattr(demo._Phases, "wait", wait_for_the_commit)
+
+
+@pytest.mark.parametrize("fault", [_leak_the_draft_name, _commit_on_close])
+def test_the_verdict_fails_if_the_draft_name_leaks_or_a_commit_precedes_acceptance(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str], fault: Any) -> None:
+    fault(monkeypatch)
+    staged = run_policy("read_eager", tmp_path / "w.sqlite", two_phase=True)
+    assert not two_phase_ok(staged)
+    assert any(SLIP in p and "committed" in p for p in staged.phase_problems), staged.phase_problems
+    if fault is _commit_on_close:
+        assert any("before the verifier accepted" in p for p in staged.phase_problems), staged.phase_problems
+    assert main(["demo"]) == 1
+    out = capsys.readouterr().out
+    assert "FAILED" in out and "the two-phase run went wrong" in out

@@ -12,7 +12,7 @@ from typing import Any
 
 from . import __version__
 from .audit import TurnAudit, audit
-from .demo import DemoRun, demo_ok, run_demo
+from .demo import SLIP, DemoRun, demo_ok, run_demo, two_phase_ok
 from .errors import InertError, InertValueError
 from .journal import JournalEntry, init_journal, is_dsn, recover, redact
 
@@ -22,11 +22,12 @@ COL = 52
 def _columns(left: list[str], right: list[str]) -> list[str]:
     rows = max(len(left), len(right))
     left, right = left + [""] * (rows - len(left)), right + [""] * (rows - len(right))
-    return [f"  {a:<{COL}}  {b}".rstrip() for a, b in zip(left, right)]
+    return [f"  {a:<{COL}}  {b}".rstrip() for a, b in zip(left, right, strict=True)]
 
 
 def _ops(run: DemoRun) -> list[str]:
-    return [f"{o['t_ms']:6.1f} ms  {o['op']:<6} {o['name']:<11} {o['outcome']}" for o in run.operations]
+    width = max([6, *(len(o["op"]) for o in run.operations)])
+    return [f"{o['t_ms']:6.1f} ms  {o['op']:<{width}} {o['name']:<11} {o['outcome']}" for o in run.operations]
 
 
 def _rows(run: DemoRun) -> list[str]:
@@ -42,12 +43,46 @@ def _verdict(run: DemoRun) -> list[str]:
     return [
         f"dispatched {len(r.dispatch_log)}, committed {len(r.results)}, discarded reads {len(r.discarded)}",
         f"violations: {found}",
-        "world matches the accepted stream" if not run.divergences else f"world diverges in {len(run.divergences)} place(s)",
+        "world matches the accepted stream" if not run.divergences
+        else f"world diverges in {len(run.divergences)} place(s)",
+    ]
+
+
+def _two_phase_section(run: DemoRun) -> list[str]:
+    r = run.report
+    staged = {d.commit_key for d in r.discarded if d.name == "create_report"}
+    aborted = [d for d in r.discarded if d.commit_key in staged]
+    committed = [c.arguments.get("name") for c in r.results if c.name == "create_report"]
+    phases = (f"A's phases: {SLIP!r} prepared on the draft, never in resources, aborted; "
+              + ", ".join(repr(n) for n in committed) + " committed once, after the verifier accepted A's block"
+              if two_phase_ok(run) else "A's phases went wrong: " + "; ".join(run.phase_problems or run.divergences))
+    title = "read_eager with A a two-phase create: prepare on the draft, commit on acceptance, abort on rejection"
+    return [
+        "",
+        title,
+        "-" * len(title),
+        *textwrap.wrap("A's prepare stages the report in a table of its own connection, which no other connection "
+                       "can see; its commit copies the report into resources; its abort drops it.", width=110,
+                       initial_indent="  ", subsequent_indent="  "),
+        "",
+        "operations against the database (LOOK and ACCEPT: what the decode loop saw and did, logged with them)",
+        *(f"  {line}" for line in _ops(run)),
+        "",
+        "final rows",
+        *(f"  {line}" for line in _rows(run)),
+        "",
+        "inert's report",
+        f"  dispatched {len(r.dispatch_log)}, committed {len(r.results)}, aborted prepares {len(aborted)}, "
+        f"discarded reads {len(r.discarded) - len(aborted)}",
+        f"  violations: {', '.join(sorted({v.kind for v in r.violations})) or 'none'}",
+        "  world matches the accepted stream" if not run.divergences
+        else f"  world diverges in {len(run.divergences)} place(s)",
+        *textwrap.wrap(phases, width=110, initial_indent="  ", subsequent_indent="    "),
     ]
 
 
 def render_demo(runs: list[DemoRun]) -> str:
-    unsafe, safe = runs
+    unsafe, safe, *staged = runs
     out = [
         "inert demo: one Hermes turn, three calls, one draft slip in the first call's arguments",
         "  A create_report(reports/q3)   B delete_report(reports/q2)   C read_report(reports/q2)",
@@ -84,15 +119,19 @@ def render_demo(runs: list[DemoRun]) -> str:
         out += ["", "reconciliation also named (no divergence in the database comes from these)"]
         for message in rest:
             out += textwrap.wrap(message, width=110, initial_indent="  ", subsequent_indent="    ")
+    for run in staged:
+        out += _two_phase_section(run)
     out += ["", *textwrap.wrap("verdict: " + _demo_verdict(runs), width=110, subsequent_indent="  ")]
     return "\n".join(out)
 
 
 def _demo_verdict(runs: list[DemoRun]) -> str:
-    unsafe, safe = runs
+    unsafe, safe, *staged = runs
     if demo_ok(runs):
         return ("inert kept the rejected tokens inert; the unsafe run showed the incident in the database "
-                "and every divergence of it was named")
+                "and every divergence of it was named"
+                + ("; with A a two-phase create, its prepare ran on the draft, the draft's name never reached the "
+                   "database, and A committed once, after the verifier accepted it" if staged else ""))
     why = []
     if safe.report.violations or safe.divergences:
         why.append("inert's run diverged from the accepted stream")
@@ -103,6 +142,10 @@ def _demo_verdict(runs: list[DemoRun]) -> str:
         why.append("the unsafe run did not show the incident (" + "; ".join(missing) + ")")
     if unsafe.unexplained:
         why.append(f"{len(unsafe.unexplained)} divergence(s) of the unsafe run went unnamed")
+    for run in staged:
+        if not two_phase_ok(run):
+            what = run.phase_problems + run.divergences + [f"[{v.kind}] {v.message}" for v in run.report.violations]
+            why.append("the two-phase run went wrong (" + "; ".join(what) + ")")
     return "FAILED: " + "; ".join(why)
 
 
@@ -111,6 +154,7 @@ def _demo_json(runs: list[DemoRun]) -> dict[str, Any]:
         r = run.report
         return {
             "policy": run.policy,
+            "two_phase": run.two_phase,
             "operations": run.operations,
             "rows": run.rows,
             "accepted": [{"name": c.name, "arguments": c.arguments, "commit_key": c.commit_key, "result": c.result,
@@ -121,6 +165,7 @@ def _demo_json(runs: list[DemoRun]) -> dict[str, Any]:
             "divergences": run.divergences,
             "unexplained": run.unexplained,
             "shows_incident": run.shows_incident,
+            "phase_problems": run.phase_problems,
         }
 
     return {"ok": demo_ok(runs), "verdict": _demo_verdict(runs), "runs": [one(r) for r in runs]}
@@ -174,7 +219,7 @@ def _recover_text(name: str) -> str:
 
 
 def _simulate(args: argparse.Namespace) -> int:
-    from .simulate import default_workloads, load_workloads, simulate
+    from .simulate import default_workloads, depth_workloads, load_workloads, simulate
     from .simulate.plot import plot_alpha_sweep, require_matplotlib, sweep_lines
 
     if args.plot:  # before the sweep, which takes a while: say first what is missing
@@ -182,6 +227,8 @@ def _simulate(args: argparse.Namespace) -> int:
         folder = os.path.dirname(os.path.abspath(args.plot))
         if not os.path.isdir(folder):
             raise InertValueError(f"--plot {args.plot}: no such folder {folder}")
+    if args.depths is not None:
+        return _simulate_depths(args, load_workloads(args.workloads) if args.workloads else depth_workloads())
     workloads = load_workloads(args.workloads) if args.workloads else default_workloads()
     summaries = simulate(workloads, seeds=args.seeds)
     unsafe_policies = {"eager_unsafe"}
@@ -199,8 +246,8 @@ def _simulate(args: argparse.Namespace) -> int:
             last = s.workload
             _emit(f"{name:<22} {s.policy:<13} {s.p50 * 1e3:8.1f} {s.p90 * 1e3:8.1f} {s.p99 * 1e3:8.1f} "
                   f"{s.saved_p50 * 1e3:8.1f} {s.wasted_reads:7.2f} {s.orphans:8d} {s.stale_reads:6d} {s.diverged:9d}")
-        _emit("saved: median ms saved against end_of_turn on the same seeds; wasted: speculative reads discarded per turn;"
-              "\norphans, stale reads and diverged worlds are counted over all seeds.")
+        _emit("saved: median ms saved against end_of_turn on the same seeds; wasted: speculative reads and two-phase\n"
+              "prepares discarded per turn; orphans, stale reads and diverged worlds are counted over all seeds.")
         unsafe = sum(s.orphans + s.stale_reads + s.diverged for s in summaries if s.policy in unsafe_policies)
         _emit("end_of_turn, defer and read_eager: no orphans, no stale reads, no diverged world"
               if not leaks else f"VIOLATION: {len(leaks)} safe-policy rows corrupted the world")
@@ -215,6 +262,40 @@ def _simulate(args: argparse.Namespace) -> int:
     if args.json:
         _emit(json.dumps(out, indent=2))
     return 1 if leaks else 0
+
+
+def _simulate_depths(args: argparse.Namespace, workloads: list[Any]) -> int:
+    """``inert simulate --depths``: read_eager against defer as drafts get deeper."""
+    from .simulate.depth import depth_lines, depth_sweep
+    from .simulate.plot import plot_depth_sweep
+    from .simulate.workloads import DEPTHS
+
+    depths = args.depths or list(DEPTHS)  # --depths alone: the default depths
+    points = depth_sweep(workloads, depths, seeds=args.seeds)
+    safe = not any(p.corruptions for p in points)
+    out: dict[str, Any] = {"seeds": args.seeds, "depths": depths, "safe": safe,
+                           "points": [p.as_json() for p in points]}
+    if not args.json:
+        _emit("\n".join(depth_lines(points)))
+    if args.plot:
+        plot_depth_sweep(points, args.plot)
+        out["plot"] = {"path": args.plot}
+        if not args.json:
+            _emit(f"wrote {args.plot}")
+    if args.json:
+        _emit(json.dumps(out, indent=2))
+    return 0 if safe else 1
+
+
+def _depths(text: str) -> list[int]:
+    try:
+        depths = [int(part) for part in text.split(",")]
+    except ValueError:
+        depths = []
+    if not depths or any(not 1 <= d <= 1024 for d in depths):
+        raise argparse.ArgumentTypeError(
+            f"must be draft depths between 1 and 1024, separated by commas (4,8,16), got {text!r}")
+    return sorted(set(depths))
 
 
 def _seeds(text: str) -> int:
@@ -281,7 +362,11 @@ def _main(argv: Sequence[str] | None) -> int:
     sim.add_argument("--workloads", metavar="TOML", help="custom workloads (default: the built-in ones)")
     sim.add_argument("--seeds", type=_seeds, default=100, help="turns per workload and policy (default 100)")
     sim.add_argument("--json", action="store_true", help="machine-readable output")
-    sim.add_argument("--plot", metavar="PNG", help="write latency against acceptance rate (needs matplotlib)")
+    sim.add_argument("--plot", metavar="PNG", help="write the figure of what was simulated: latency against "
+                     "acceptance rate, or with --depths the saving against draft depth (needs matplotlib)")
+    sim.add_argument("--depths", metavar="K,K,...", type=_depths, nargs="?", const=[], default=None,
+                     help="instead of the policy table: what read_eager saves against defer at each draft depth "
+                          "(default 4,8,16,32,64), for the built-in drafters and two-phase agents or --workloads")
     args = parser.parse_args(argv)
 
     try:

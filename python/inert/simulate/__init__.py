@@ -4,12 +4,49 @@ scanner, scheduler, journal and reconciliation are inert's own; only the clock,
 the decoding and the tools are simulated."""
 
 from .decoding import ModelProfile, decode, tokenize
-from .sweep import POLICIES, Summary, TurnOutcome, alpha_sweep, run_turn, simulate
-from .workloads import AGENTS, MODELS, Agent, Workload, default_workloads, load_workloads
+from .depth import DEPTH_POLICIES, DepthPoint, depth_sweep
+from .sweep import POLICIES, PlayedTurn, Summary, TurnOutcome, alpha_sweep, call_spans, play_turn, run_turn, simulate
+from .workloads import (
+    AGENTS,
+    DEPTH_AGENTS,
+    DEPTHS,
+    DRAFTERS,
+    MODELS,
+    Agent,
+    Workload,
+    default_workloads,
+    depth_workloads,
+    load_workloads,
+)
 from .world import Latency, SimTool, World
 
 __all__ = [
-    "AGENTS", "MODELS", "POLICIES", "Agent", "Latency", "ModelProfile", "SimTool", "Summary", "TurnOutcome",
-    "Workload", "World", "alpha_sweep", "decode", "default_workloads", "load_workloads", "run_turn", "simulate",
+    "AGENTS",
+    "DEPTHS",
+    "DEPTH_AGENTS",
+    "DEPTH_POLICIES",
+    "DRAFTERS",
+    "MODELS",
+    "POLICIES",
+    "Agent",
+    "DepthPoint",
+    "Latency",
+    "ModelProfile",
+    "PlayedTurn",
+    "SimTool",
+    "Summary",
+    "TurnOutcome",
+    "Workload",
+    "World",
+    "alpha_sweep",
+    "call_spans",
+    "decode",
+    "default_workloads",
+    "depth_sweep",
+    "depth_workloads",
+    "load_workloads",
+    "play_turn",
+    "run_turn",
+    "simulate",
     "tokenize",
 ]

@@ -1,5 +1,6 @@
 """`inert simulate --plot`: latency against acceptance rate per policy, with the
-corruption that eager dispatch buys beside it. Needs matplotlib (the `plot` extra)."""
+corruption that eager dispatch buys beside it; with ``--depths``, what read_eager
+saves against defer as drafts get deeper. Needs matplotlib (the `plot` extra)."""
 
 from __future__ import annotations
 
@@ -7,10 +8,11 @@ import os
 from typing import Any
 
 from ..errors import InertError
+from .depth import DepthPoint
 from .sweep import POLICIES, Summary, alpha_sweep
 from .workloads import Workload
 
-__all__ = ["ALPHAS", "plot_alpha_sweep", "require_matplotlib", "sweep_lines"]
+__all__ = ["ALPHAS", "plot_alpha_sweep", "plot_depth_sweep", "require_matplotlib", "sweep_lines"]
 
 ALPHAS = [round(0.5 + 0.05 * i, 2) for i in range(10)]
 """The acceptance rates the figure sweeps."""
@@ -116,3 +118,56 @@ def sweep_lines(workload: Workload, sweep: dict[float, list[Summary]], seeds: in
         "(orphans, stale reads and diverged worlds added up here; apart in the table and the figure)",
     ]
     return out
+
+
+DRAFTER_COLOURS = ("#1f77b4", "#2ca02c", "#d62728", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf")
+DRAFTER_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+
+
+def plot_depth_sweep(points: list[DepthPoint], path: str | os.PathLike[str]) -> None:
+    """Writes a PNG of a depth sweep, one column per agent: above, the median ms read_eager
+    saves against defer per drafter, with one verify step (the most a call can start ahead of
+    its acceptance) dotted in the drafter's colour; below, the turns read_eager lost.
+
+    Raises:
+        InertError: matplotlib is not installed.
+        OSError: ``path`` cannot be written.
+    """
+    plt = require_matplotlib()
+    agents = list(dict.fromkeys(p.agent for p in points))
+    drafters = list(dict.fromkeys(p.drafter for p in points))
+    depths = sorted({p.depth for p in points})
+    seeds = points[0].turns if points else 0
+    by = {(p.agent, p.drafter, p.depth): p for p in points}
+    fig, axes = plt.subplots(2, len(agents), figsize=(6 * len(agents), 7.2), squeeze=False,
+                             gridspec_kw={"height_ratios": [3, 2]}, sharex=True)
+    for col, agent in enumerate(agents):
+        top, bottom = axes[0][col], axes[1][col]
+        for i, drafter in enumerate(drafters):
+            row = [by[agent, drafter, d] for d in depths if (agent, drafter, d) in by]
+            if not row:
+                continue
+            ks = [p.depth for p in row]
+            style = {"color": DRAFTER_COLOURS[i % len(DRAFTER_COLOURS)],
+                     "marker": DRAFTER_MARKERS[i % len(DRAFTER_MARKERS)]}
+            top.plot(ks, [p.saved_p50 * 1e3 for p in row], label=drafter, linewidth=1.8, markersize=6, **style)
+            top.plot(ks, [p.verify_step * 1e3 for p in row], linestyle=":", linewidth=1.2, color=style["color"],
+                     label="one verify step" if i == 0 else None)
+            bottom.plot(ks, [p.slower for p in row], linewidth=1.4, markersize=5, **style)
+        top.axhline(0, color="#444444", linewidth=0.8)
+        top.set_title(f"{agent}: read_eager against defer", fontsize=11)
+        top.set_ylabel("median ms saved per turn")
+        top.grid(alpha=0.3)
+        bottom.set_ylabel(f"turns read_eager lost (of {seeds})")
+        bottom.set_xlabel("draft depth k (tokens per draft)")
+        bottom.grid(alpha=0.3)
+        bottom.set_xscale("log", base=2)
+        bottom.set_xticks(depths)
+        bottom.set_xticklabels([str(d) for d in depths])
+        bottom.set_ylim(bottom=0)
+    axes[0][0].legend(fontsize=9)
+    fig.tight_layout()
+    try:
+        fig.savefig(path, dpi=110)
+    finally:
+        plt.close(fig)

@@ -9,11 +9,11 @@ from functools import partial
 from typing import Any
 
 from ..audit.trace import TraceWriter
+from ..errors import CancelledCallError
 from ..gate import Dispatch
 from ..journal import Journal
 from ..orchestrator import Session
 from ..report import DispatchRecord, Report
-from ..errors import CancelledCallError
 from ..runtime import CallRun, Invocation, Node, Scheduler, State, stored_outcome
 from .clock import VirtualLoop
 from .world import SimTool, World
@@ -25,14 +25,16 @@ class VirtualRuntime:
     """Starts a call at the current virtual time and finishes it ``duration`` later:
     reads observe the world when they start, effects land when they finish."""
 
-    def __init__(self, loop: VirtualLoop, world: World, tools: Mapping[str, SimTool], seed: int, journal: Journal,
-                 turn_key: str, *, ordered: bool, limits: dict[str, int], max_workers: int,
+    def __init__(self, loop: VirtualLoop, world: World, tools: Mapping[str, SimTool], seed: int,  # noqa: PLR0917
+                 journal: Journal, turn_key: str, *, ordered: bool, limits: dict[str, int], max_workers: int,
                  trace: TraceWriter | None) -> None:
         del max_workers, trace  # virtual time has no threads, and the simulator keeps no trace
         self._loop, self._world, self._sim, self._seed = loop, world, tools, seed
         self._journal, self._turn_key = journal, turn_key
         self._scheduler = Scheduler(ordered=ordered, limits=limits)
         self._log: list[CallRun] = []
+        self.accepted_at: dict[str, float] = {}
+        """Commit key -> the virtual time its block was accepted."""
 
     def schedule(self, dispatch: Dispatch, invocation: Invocation | None, *, permit: bool) -> Node:
         node = self._scheduler.add(dispatch, CallRun(dispatch, invocation))
@@ -43,6 +45,7 @@ class VirtualRuntime:
     def confirm(self, node: Node) -> None:
         run: CallRun = node.owner
         run.confirmed = True
+        self.accepted_at[run.dispatch.commit_key] = self._loop.now
         if node.state is State.PREPARED:
             self._start(self._scheduler.resume(node))  # a prepared two-phase call commits
             return
@@ -144,9 +147,12 @@ class SimOrchestrator:
     def __init__(self, tools: Mapping[str, SimTool], loop: VirtualLoop, world: World, seed: int,
                  **session: Any) -> None:
         self._runtime: VirtualRuntime | None = None
+        self.accepted_at: dict[str, float] = {}
+        """Commit key -> the virtual time its block was accepted."""
 
         def build(journal: Journal, turn_key: str, **kwargs: Any) -> VirtualRuntime:
             self._runtime = VirtualRuntime(loop, world, tools, seed, journal, turn_key, **kwargs)
+            self.accepted_at = self._runtime.accepted_at
             return self._runtime
 
         two_phase = frozenset(n for n, t in tools.items() if t.two_phase)

@@ -3,19 +3,24 @@ waiting costs and what eager dispatch risks."""
 
 from __future__ import annotations
 
+import functools
+import json
 import random
 import sys
 import warnings
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
+from .._core import CallCommitted, TokenStream
+from ..report import Report
 from .clock import VirtualLoop
 from .decoding import Decoded, decode, tokenize
 from .runner import SimOrchestrator
 from .workloads import Workload
 from .world import World
 
-__all__ = ["POLICIES", "Summary", "TurnOutcome", "alpha_sweep", "run_turn", "simulate"]
+__all__ = ["POLICIES", "PlayedTurn", "Summary", "TurnOutcome", "alpha_sweep", "call_spans", "play_turn", "run_turn",
+           "simulate"]
 
 POLICIES = ("end_of_turn", "defer", "read_eager", "eager_unsafe")
 """``end_of_turn``: every call after the whole turn is verified (most agent frameworks);
@@ -32,12 +37,47 @@ class TurnOutcome:
     stale_reads: int
     diverged: bool
     """The world's final rows differ from the accepted calls applied in stream order."""
+    ahead: int = 0
+    """Accepted calls that started before their block was accepted (a read, or a prepare, on the draft)."""
+    lead: float = 0.0
+    """Seconds those calls started ahead of their acceptance, added up."""
+
+
+@functools.lru_cache(maxsize=64)
+def _spans(transcript: str, fmt: str) -> tuple[tuple[int, int], ...]:
+    stream = TokenStream(json.loads(fmt), "spans")
+    tokens = tokenize(transcript)
+    outcomes = [*stream.draft(tokens), *stream.verify(len(tokens)), *stream.finish()]
+    return tuple(o.call.span for o in outcomes if isinstance(o, CallCommitted))
+
+
+def call_spans(workload: Workload) -> tuple[tuple[int, int], ...]:
+    """The token spans ``[start, end)`` of the tool-call blocks of ``workload``'s turn."""
+    return _spans(workload.agent.transcript, json.dumps(workload.agent.format, sort_keys=True))
+
+
+@dataclass(frozen=True)
+class PlayedTurn:
+    """A turn as ``play_turn`` ran it: its outcome, and what to check it against."""
+
+    outcome: TurnOutcome
+    report: Report
+    """The turn's report: the dispatch log has virtual start and end times."""
+    accepted_at: dict[str, float]
+    """Commit key -> the virtual time its block was accepted."""
 
 
 def run_turn(workload: Workload, policy: str, seed: int) -> TurnOutcome:
     """One turn of ``workload`` under ``policy``; the seed fixes acceptance, corruptions and latencies."""
+    return play_turn(workload, policy, seed).outcome
+
+
+def play_turn(workload: Workload, policy: str, seed: int) -> PlayedTurn:
+    """``run_turn``, with the turn's report and when each accepted call's block was accepted."""
     agent = workload.agent
     tokens = tokenize(agent.transcript)
+    model = workload.model
+    calls = call_spans(workload) if model.call_accuracy is not None or model.whole_calls else ()
     loop, world = VirtualLoop(), World(agent.rows)
     rng = random.Random(seed)
     gate_policy = "defer" if policy == "end_of_turn" else policy
@@ -46,11 +86,11 @@ def run_turn(workload: Workload, policy: str, seed: int) -> TurnOutcome:
         orch = SimOrchestrator(agent.tools, loop, world, seed, format=agent.format, turn_key=f"sim-{seed}",
                                policy=gate_policy)
     if policy == "end_of_turn":
-        decoded = decode(tokens, workload.model, rng, lambda w: None, lambda n, c: None, loop.run_until)
+        decoded = decode(tokens, model, rng, lambda w: None, lambda n, c: None, loop.run_until, calls=calls)
         orch.draft(tokens)  # the whole verified turn, handed over at its end
         orch.verify(len(tokens), None)
     else:
-        decoded = decode(tokens, workload.model, rng, orch.draft, orch.verify, loop.run_until)
+        decoded = decode(tokens, model, rng, orch.draft, orch.verify, loop.run_until, calls=calls)
     report = orch.finish()
     finished = [r.finished for r in report.dispatch_log if r.finished is not None and not r.discarded]
     reference = World(agent.rows)
@@ -59,19 +99,28 @@ def run_turn(workload: Workload, policy: str, seed: int) -> TurnOutcome:
         if tool is not None:
             reference.apply(tool, call.arguments, 0.0)
     kinds = [v.kind for v in report.violations]
-    return TurnOutcome(
+    started = {r.commit_key: r.started for r in report.dispatch_log if not r.discarded and r.started is not None}
+    leads = [lead for key, at in orch.accepted_at.items() if key in started and (lead := at - started[key]) > 0]
+    outcome = TurnOutcome(
         latency=max([decoded.end, *finished]),
         decode=decoded,
         wasted_reads=len(report.discarded),
         orphans=kinds.count("orphan") + kinds.count("key_divergence"),
         stale_reads=kinds.count("stale_read"),
         diverged=world.rows() != reference.rows(),
+        ahead=len(leads), lead=sum(leads),
     )
+    return PlayedTurn(outcome, report, dict(orch.accepted_at))
 
 
-def _pct(values: list[float], q: float) -> float:
+def percentile(values: list[float], q: float) -> float:
+    """The ``q`` quantile of ``values``, one of them (the upper one of a tie)."""
     s = sorted(values)
     return s[min(len(s) - 1, int(q * len(s)))]
+
+
+def median(values: list[float]) -> float:
+    return percentile(values, 0.5)
 
 
 @dataclass(frozen=True)
@@ -95,7 +144,7 @@ class Summary:
         return asdict(self)
 
 
-class _Progress:
+class Progress:
     """A progress bar on stderr for sweeps that take more than a moment."""
 
     def __init__(self, total: int) -> None:
@@ -114,7 +163,7 @@ class _Progress:
 
 def simulate(workloads: list[Workload], seeds: int = 100, first_seed: int = 0) -> list[Summary]:
     """Every workload under every policy, on the same ``seeds`` seeds."""
-    progress = _Progress(len(workloads) * len(POLICIES) * seeds)
+    progress = Progress(len(workloads) * len(POLICIES) * seeds)
     out = []
     for w in workloads:
         runs: dict[str, list[TurnOutcome]] = {}
@@ -126,10 +175,11 @@ def simulate(workloads: list[Workload], seeds: int = 100, first_seed: int = 0) -
         base = [r.latency for r in runs["end_of_turn"]]
         for policy, turns in runs.items():
             lat = [t.latency for t in turns]
-            saved = [b - x for b, x in zip(base, lat)]
+            saved = [b - x for b, x in zip(base, lat, strict=True)]
             steps = sum(t.decode.steps for t in turns) or 1
             out.append(Summary(
-                w.name, policy, len(turns), _pct(lat, 0.5), _pct(lat, 0.9), _pct(lat, 0.99), _pct(saved, 0.5),
+                w.name, policy, len(turns), percentile(lat, 0.5), percentile(lat, 0.9), percentile(lat, 0.99),
+                median(saved),
                 sum(t.wasted_reads for t in turns) / len(turns), sum(t.orphans for t in turns),
                 sum(t.stale_reads for t in turns), sum(t.diverged for t in turns),
                 sum(t.decode.tokens for t in turns) / steps,

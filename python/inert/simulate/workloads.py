@@ -6,6 +6,52 @@ model on one H100 (verify ~5 ms, k ~5, acceptance 0.6-0.9) and a 70B model
 (verify 10-20 ms). Tool latencies are assumptions too (web search hundreds of
 ms with a long tail, file reads and writes tens of ms). Change any of them in
 a TOML workload.
+
+Two-phase tools (``SimTool(..., prepare=Latency(...))``) stage their effect for
+the prepare latency, changing nothing, then commit for their own latency. The
+built-in ones: a coding agent whose ``write_file`` writes and checks a temporary
+file (120 ms median, 400 ms p99: write and fsync it, run the formatter and the
+linter on it) and renames it into place (2 ms); a payments agent whose
+``pay_invoice`` authorises (holds the funds at the bank, runs the fraud and
+limit checks, stages the ledger transaction: 350 ms median, 1.5 s p99) and
+captures (COMMIT: 40 ms median, 200 ms p99). A two-phase call's footprint is
+its key argument (the path, the invoice): a draft slip in another argument (the
+content, the amount) leaves it as it was, so the corrected call conflicts with
+the rejected one and waits while the rejected one's prepare is still running.
+
+Draft depth (``DRAFTERS``, swept by ``inert simulate --depths``). An early start
+(a read, a prepare) can begin only when its call's block closes in a draft, and
+that draft is verified in the next step: the lead over acceptance is one verify
+step at most, however deep the draft. Depth matters through two things: how
+often a call's last token is drafted at all (a call whose last token is the
+target's own correction or bonus token closes on acceptance, with no lead), and
+how long the verify step is (deep windows cost more once the batch makes
+verification compute-bound). A draft goes on with the right tokens after its
+first wrong one (``decoding.decode``), so in a deep window the calls after a slip
+close in the draft too, and start for nothing: that is what deep drafts at low
+acceptance cost ``read_eager``. The drafters, all on the 8B target of ``8b-h100``:
+
+- ``eagle``: EAGLE/Medusa-style heads, alpha 0.8 per token at any depth (deeper
+  windows add rejected tokens, not accepted ones); verify 5 ms + 0.02 ms per
+  drafted token (memory-bound: a deep window costs little more at batch 1).
+- ``suffix``: suffix decoding over repeated agent output (a suffix tree of
+  earlier turns; drafting costs microseconds, 0.02 ms per token here): prose at
+  alpha 0.75, and tool-call blocks, which repeat earlier calls' structure and
+  mostly their values, drafted whole: a block (25-52 tokens here) is right whole
+  in 9 cases out of 10. Deep enough (k >= the block), a call's last token is
+  almost always drafted.
+- ``suffix-batch32``: the same under batch load, 32 sequences in each verify
+  pass: 12 ms a step before any draft token (the weights and 32 sequences' KV
+  caches read from memory), and each drafted token per sequence adds 32 tokens
+  of compute (32 x 16 GFLOP, ~0.7 ms at ~700 TFLOP/s, most of an H100's dense
+  bf16 peak): verify 12 ms + 0.7 ms per drafted token.
+- ``call-model``: a small model that predicts a whole call when the target
+  reaches it (as in speculative tool-call work), drafted as one window from the
+  call's first token to its last, whatever k is (k bounds the prose windows,
+  which EAGLE heads draft at alpha 0.8); right whole in 8 cases out of 10.
+  The call's tokens cost the heads' drafting time; a prediction made earlier
+  than the step that verifies it would give no more lead, since inert's verify
+  resolves the whole pending draft.
 """
 
 from __future__ import annotations
@@ -22,7 +68,8 @@ from ..errors import InertError, InertValueError
 from .decoding import ModelProfile
 from .world import Latency, SimTool
 
-__all__ = ["AGENTS", "MODELS", "Agent", "Workload", "default_workloads", "load_workloads"]
+__all__ = ["AGENTS", "DEPTHS", "DEPTH_AGENTS", "DRAFTERS", "MODELS", "Agent", "Workload", "default_workloads",
+           "depth_workloads", "load_workloads"]
 
 
 @dataclass(frozen=True)
@@ -60,14 +107,16 @@ AGENTS = {
     "research": Agent(
         "research",
         "I'll search a few sources in parallel before answering.\n"
-        + "".join(call("search", query=q) for q in ("speculative decoding", "EAGLE-3 acceptance", "Medusa heads", "tree attention"))
+        + "".join(call("search", query=q)
+                  for q in ("speculative decoding", "EAGLE-3 acceptance", "Medusa heads", "tree attention"))
         + "Once these come back I will summarise what they agree on.",
         {"search": SimTool("search", "read", Latency(0.30, 1.5), key="query")},
     ),
     "coding": Agent(
         "coding",
         "Let me look at the module first.\n"
-        + call("read_file", path="src/app.py") + call("read_file", path="src/util.py") + call("read_file", path="tests/test_app.py")
+        + call("read_file", path="src/app.py") + call("read_file", path="src/util.py")
+        + call("read_file", path="tests/test_app.py")
         + "Now the fix, and a test for it.\n"
         + call("write_file", path="src/util.py", content="def parse(x):\n    return int(x)\n")
         + call("write_file", path="tests/test_util.py", content="def test_parse():\n    assert parse('1') == 1\n")
@@ -75,6 +124,32 @@ AGENTS = {
         {"read_file": SimTool("read_file", "read", Latency(0.02, 0.10), key="path"),
          "write_file": SimTool("write_file", "write", Latency(0.03, 0.15), key="path")},
         rows={"src/app.py": "app", "src/util.py": "util", "tests/test_app.py": "tests"},
+    ),
+    "coding-staged": Agent(
+        "coding-staged",
+        "Let me look at the module first.\n"
+        + call("read_file", path="src/app.py") + call("read_file", path="src/util.py")
+        + call("read_file", path="tests/test_app.py")
+        + "Now the fix, and a test for it; each file is staged and checked, then renamed into place.\n"
+        + call("write_file", path="src/util.py", content="def parse(x):\n    return int(x)\n")
+        + call("write_file", path="tests/test_util.py", content="def test_parse():\n    assert parse('1') == 1\n")
+        + "Done: parse() now returns an int.",
+        {"read_file": SimTool("read_file", "read", Latency(0.02, 0.10), key="path"),
+         "write_file": SimTool("write_file", "write", Latency(0.002, 0.01), key="path", prepare=Latency(0.12, 0.40))},
+        rows={"src/app.py": "app", "src/util.py": "util", "tests/test_app.py": "tests"},
+    ),
+    "payments": Agent(
+        "payments",
+        "I'll check both invoices, pay them from the operating account, and confirm.\n"
+        + call("get_invoice", invoice="INV-1042") + call("get_invoice", invoice="INV-1043")
+        + call("pay_invoice", invoice="INV-1042", amount=1250, currency="EUR", source="operating")
+        + call("pay_invoice", invoice="INV-1043", amount=880, currency="EUR", source="operating")
+        + call("get_invoice", invoice="INV-1042") + call("get_invoice", invoice="INV-1043")
+        + "Both invoices are paid; the receipts follow by email.",
+        {"get_invoice": SimTool("get_invoice", "read", Latency(0.03, 0.15), key="invoice"),
+         "pay_invoice": SimTool("pay_invoice", "write", Latency(0.04, 0.20), key="invoice",
+                                prepare=Latency(0.35, 1.5))},
+        rows={"INV-1042": "open 1250 EUR", "INV-1043": "open 880 EUR"},
     ),
     "incident": Agent(
         "incident",
@@ -89,8 +164,31 @@ AGENTS = {
 }
 
 
+DRAFTERS = {
+    "eagle": ModelProfile("eagle", alpha=0.8, verify_s=0.005, draft_s=0.0004, verify_per_token_s=0.00002),
+    "suffix": ModelProfile("suffix", alpha=0.75, verify_s=0.005, draft_s=0.00002, verify_per_token_s=0.00002,
+                           call_accuracy=0.9),
+    "suffix-batch32": ModelProfile("suffix-batch32", alpha=0.75, verify_s=0.012, draft_s=0.00002,
+                                   verify_per_token_s=0.0007, call_accuracy=0.9),
+    "call-model": ModelProfile("call-model", alpha=0.8, verify_s=0.005, draft_s=0.0004, verify_per_token_s=0.00002,
+                               call_accuracy=0.8, whole_calls=True),
+}
+"""Drafters of different depth on the 8B target (see the module documentation); ``k`` is what the sweep varies."""
+
+DEPTHS = (4, 8, 16, 32, 64)
+"""The draft depths (``k``) ``inert simulate --depths`` sweeps by default."""
+
+DEPTH_AGENTS = ("coding-staged", "payments")
+"""The agents the depth sweep runs: reads and two-phase writes that may start on the draft."""
+
+
 def default_workloads() -> list[Workload]:
     return [Workload(m, a) for m in MODELS.values() for a in AGENTS.values()]
+
+
+def depth_workloads() -> list[Workload]:
+    """Every drafter of ``DRAFTERS`` with every agent of ``DEPTH_AGENTS``."""
+    return [Workload(d, AGENTS[a]) for a in DEPTH_AGENTS for d in DRAFTERS.values()]
 
 
 def load_workloads(path: str | os.PathLike[str]) -> list[Workload]:
@@ -99,7 +197,9 @@ def load_workloads(path: str | os.PathLike[str]) -> list[Workload]:
         [models.fast]                 # ModelProfile fields; alpha required
         alpha = 0.8                   # 0 <= alpha <= 1
         k = 4                         # a whole number >= 1
-        verify_s = 0.004              # seconds >= 0, as is draft_s
+        verify_s = 0.004              # seconds >= 0, as are draft_s and verify_per_token_s
+        call_accuracy = 0.9           # optional, 0-1: tool-call blocks drafted whole, right whole this often
+        whole_calls = false           # optional: a window that reaches a call ends at its last token
         [agents.lookup]
         format = "hermes"             # optional: a format name or a custom format table
         transcript = '''<tool_call>{"name": "get", "arguments": {"key": "a"}}</tool_call>'''
@@ -109,6 +209,10 @@ def load_workloads(path: str | os.PathLike[str]) -> list[Workload]:
         key = "key"                   # the argument naming the resource
         median_s = 0.05               # seconds >= 0
         p99_s = 0.4                   # optional, >= median_s: lognormal tail
+        [agents.lookup.tools.put]
+        kind = "write"
+        median_s = 0.01               # a two-phase tool: its commit's latency (the effect lands at its end)
+        prepare = { median_s = 0.3, p99_s = 1.2 }   # write or delete only: stages, changing nothing
         [[workloads]]                 # optional; default: every model with every agent
         model = "fast"                # a model here or a built-in one
         agent = "lookup"              # an agent here or a built-in one
@@ -124,9 +228,11 @@ def load_workloads(path: str | os.PathLike[str]) -> list[Workload]:
 class _Loader:
     """Reads a workload file, checking every field before anything is built from it."""
 
-    MODEL_FIELDS = ("alpha", "k", "verify_s", "draft_s", "alpha_decay", "adaptive")
+    MODEL_FIELDS = ("alpha", "k", "verify_s", "draft_s", "alpha_decay", "adaptive", "verify_per_token_s",
+                    "call_accuracy", "whole_calls")
     AGENT_FIELDS = ("transcript", "format", "rows", "tools")
-    TOOL_FIELDS = ("kind", "key", "median_s", "p99_s")
+    TOOL_FIELDS = ("kind", "key", "median_s", "p99_s", "prepare")
+    PREPARE_FIELDS = ("median_s", "p99_s")
     KINDS = ("read", "write", "delete")
 
     def __init__(self, path: str) -> None:
@@ -145,7 +251,7 @@ class _Loader:
         except tomllib.TOMLDecodeError as e:
             raise InertValueError(f"{self.path}: not valid TOML: {e}") from None
         self.only(doc, "the top level", ("models", "agents", "workloads"))
-        models = dict(MODELS) | {n: self.model(n, m) for n, m in self.tables(doc, "models").items()}
+        models = dict(MODELS) | dict(DRAFTERS) | {n: self.model(n, m) for n, m in self.tables(doc, "models").items()}
         agents = dict(AGENTS) | {n: self.agent(n, a) for n, a in self.tables(doc, "agents").items()}
         chosen = doc.get("workloads")
         if chosen is None or chosen == []:
@@ -174,15 +280,18 @@ class _Loader:
         fields: dict[str, Any] = {"alpha": self.number(m, where, "alpha", low=0.0, high=1.0)}
         if "k" in m:
             fields["k"] = self.whole(m, where, "k", low=1)
-        for f in ("verify_s", "draft_s"):
+        for f in ("verify_s", "draft_s", "verify_per_token_s"):
             if f in m:
                 fields[f] = self.number(m, where, f, low=0.0)
         if "alpha_decay" in m:
             fields["alpha_decay"] = self.number(m, where, "alpha_decay", low=0.0, high=1.0, low_open=True)
-        if "adaptive" in m:
-            if not isinstance(m["adaptive"], bool):
-                raise self.fail(f"{where}.adaptive", f"must be true or false, got {self.show(m['adaptive'])}")
-            fields["adaptive"] = m["adaptive"]
+        if "call_accuracy" in m:
+            fields["call_accuracy"] = self.number(m, where, "call_accuracy", low=0.0, high=1.0)
+        for f in ("adaptive", "whole_calls"):
+            if f in m:
+                if not isinstance(m[f], bool):
+                    raise self.fail(f"{where}.{f}", f"must be true or false, got {self.show(m[f])}")
+                fields[f] = m[f]
         return ModelProfile(name=name, **fields)
 
     def agent(self, name: str, a: dict[str, Any]) -> Agent:
@@ -216,13 +325,26 @@ class _Loader:
         key = spec.get("key", "key")
         if not isinstance(key, str):
             raise self.fail(f"{where}.key", f"must be the name of an argument (a string), got {self.show(key)}")
+        prepare = None
+        if "prepare" in spec:
+            if kind == "read":
+                raise self.fail(f"{where}.prepare", "only a write or delete tool has phases; a read runs whole")
+            if not isinstance(spec["prepare"], dict):
+                raise self.fail(f"{where}.prepare", "must be a table of the prepare's latency, "
+                                f"{{ median_s = ..., p99_s = ... }}, got {self.show(spec['prepare'])}")
+            prepare = self.latency(f"{where}.prepare", spec["prepare"], self.PREPARE_FIELDS,
+                                   "the prepare's median latency in seconds")
+        return SimTool(name, kind, self.latency(where, spec, self.TOOL_FIELDS, "the tool's median latency in seconds"),
+                       key=key, prepare=prepare)
+
+    def latency(self, where: str, spec: dict[str, Any], allowed: tuple[str, ...], what: str) -> Latency:
+        """``median_s`` (required) and ``p99_s`` (optional, at least the median) of ``spec``."""
+        self.only(spec, where, allowed)
         if "median_s" not in spec:
-            raise self.fail(f"{where}.median_s", "missing (the tool's median latency in seconds)")
+            raise self.fail(f"{where}.median_s", f"missing ({what})")
         median = self.number(spec, where, "median_s", low=0.0)
-        p99 = None
-        if "p99_s" in spec:
-            p99 = self.number(spec, where, "p99_s", low=median)
-        return SimTool(name, kind, Latency(median, p99), key=key)
+        p99 = self.number(spec, where, "p99_s", low=median) if "p99_s" in spec else None
+        return Latency(median, p99)
 
     # -- checks --
 
@@ -258,7 +380,8 @@ class _Loader:
             if high is not None else f"at least {low:g}"
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise self.fail(f"{where}.{field}", f"must be a number {bound}, got {self.show(value)}")
-        if not math.isfinite(value) or value < low or (low_open and value == low) or (high is not None and value > high):
+        if (not math.isfinite(value) or value < low or (low_open and value == low)
+                or (high is not None and value > high)):
             raise self.fail(f"{where}.{field}", f"must be a number {bound}, got {value!r}")
         return float(value)
 
