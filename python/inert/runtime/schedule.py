@@ -26,7 +26,7 @@ from collections import deque
 from collections.abc import Hashable, Iterable
 from typing import Any
 
-from ..effects import Footprint
+from ..effects import EffectClass, Footprint
 from ..gate import Dispatch
 
 __all__ = ["Node", "Scheduler", "Slots", "State"]
@@ -44,7 +44,7 @@ class State(enum.Enum):
 class Node:
     """One call in stream order, from the moment its block closes."""
 
-    __slots__ = ("blockers", "dispatch", "early", "ghost", "key_waiters", "owner", "seq", "state")
+    __slots__ = ("abandoned", "blockers", "dispatch", "early", "ghost", "key_waiters", "owner", "seq", "state")
 
     def __init__(self, dispatch: Dispatch, seq: int, owner: Any = None) -> None:
         self.dispatch = dispatch
@@ -57,11 +57,15 @@ class Node:
         self.key_waiters: list[Node] = []
         self.ghost = False
         """Retracted before it ran: it never runs, but holds its chains until its own waits are over."""
+        self.abandoned = False
+        """A read retracted while it runs: its result is discarded, so it holds no one back."""
         self.early = False
 
     @property
     def holds(self) -> bool:
         """Whether later conflicting calls must still wait for it."""
+        if self.abandoned:
+            return False
         return self.state not in (State.DONE, State.CANCELLED) or (self.ghost and self.blockers > 0)
 
     def __repr__(self) -> str:
@@ -194,6 +198,17 @@ class Scheduler:
         node.state = State.CANCELLED
         node.ghost = True
         return self._released(node) if node.blockers == 0 else []
+
+    def abandon(self, node: Node) -> list[Node]:
+        """A running read whose block was rejected: nothing will use its result, so later
+        conflicting calls need not wait for it (it keeps its tool slot until it returns).
+        A two-phase call is never abandoned: its staged prepare may hold what a later
+        prepare needs (a lock, a path) until its abort runs. Returns the calls to start now."""
+        d = node.dispatch
+        if node.state is not State.RUNNING or node.abandoned or d.two_phase or d.effect is not EffectClass.READ_ONLY:
+            return []
+        node.abandoned = True
+        return self._released(node)
 
     def finish(self, node: Node) -> list[Node]:
         """A running call finished (or timed out); returns the calls to start now."""

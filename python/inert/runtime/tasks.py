@@ -107,6 +107,7 @@ class AsyncRuntime:
             self._update_idle()
             return
         run.discarded = True
+        self._start(self._scheduler.abandon(node))
         if self._trace is not None:
             self._trace.discard(run.record())
         if run.dispatch.two_phase:

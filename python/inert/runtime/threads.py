@@ -126,6 +126,7 @@ class ThreadRuntime:
             run.discarded = True
             if node.state is State.PREPARED:
                 self._start(self._scheduler.resume(node))
+            self._start(self._scheduler.abandon(node))
             record = run.record()
         if self._trace is not None:
             self._trace.discard(record)

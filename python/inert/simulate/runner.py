@@ -62,6 +62,7 @@ class VirtualRuntime:
         run.discarded = True  # an effect still lands when its call finishes: that is what an orphan is
         if node.state is State.PREPARED:
             self._start(self._scheduler.resume(node))  # it aborts
+        self._start(self._scheduler.abandon(node))
 
     def records(self) -> list[DispatchRecord]:
         return [run.record() for run in self._log]
