@@ -21,10 +21,12 @@ def _effects() -> inert.EffectTable:
 
 def test_a_rejected_running_read_does_not_hold_a_later_write() -> None:
     read_started, read_may_return, wrote = threading.Event(), threading.Event(), threading.Event()
+    read_returned = threading.Event()
 
     def get(key: str) -> str:
         read_started.set()
         read_may_return.wait(WAIT)
+        read_returned.set()
         return "stale"
 
     def put(key: str) -> None:
@@ -36,8 +38,8 @@ def test_a_rejected_running_read_does_not_hold_a_later_write() -> None:
         assert read_started.wait(WAIT)
         orch.verify(0, correction=block("put", key="k"))
         # The write runs while the rejected read is still inside its tool.
-        assert wrote.wait(WAIT), "a rejected read held a later conflicting write until it returned"
-        assert not read_may_return.is_set()
+        assert wrote.wait(WAIT)
+        assert not read_returned.is_set(), "a rejected read held a later conflicting write until it returned"
     finally:
         read_may_return.set()
     report = orch.finish()
@@ -47,6 +49,7 @@ def test_a_rejected_running_read_does_not_hold_a_later_write() -> None:
 def test_a_rejected_running_read_does_not_hold_a_later_write_under_asyncio() -> None:
     async def main() -> None:
         read_started, read_may_return, wrote = asyncio.Event(), asyncio.Event(), asyncio.Event()
+        read_returned = asyncio.Event()
 
         async def get(key: str) -> str:
             read_started.set()
@@ -55,6 +58,7 @@ def test_a_rejected_running_read_does_not_hold_a_later_write_under_asyncio() -> 
                 await asyncio.shield(read_may_return.wait())
             except asyncio.CancelledError:
                 await read_may_return.wait()
+            read_returned.set()
             return "stale"
 
         async def put(key: str) -> None:
@@ -65,7 +69,7 @@ def test_a_rejected_running_read_does_not_hold_a_later_write_under_asyncio() -> 
         await asyncio.wait_for(read_started.wait(), WAIT)
         await orch.verify(0, correction=block("put", key="k"))
         await asyncio.wait_for(wrote.wait(), WAIT)
-        assert not read_may_return.is_set()
+        assert not read_returned.is_set(), "a rejected read held a later conflicting write until it returned"
         read_may_return.set()
         report = await orch.finish()
         assert [c.name for c in report.accepted] == ["put"]
@@ -115,3 +119,33 @@ def test_a_rejected_prepare_holds_the_next_prepare_until_it_aborts() -> None:
     assert tool.log == ["prepare 1", "abort 1", "prepare 2", "commit 2"]
     assert [c.arguments for c in report.accepted] == [{"key": "k", "value": 2}]
 
+
+
+def test_a_rejected_call_of_unknown_footprint_bars_no_one() -> None:
+    """A misspelled tool is a write of unknown footprint; rejected, it never runs, so a
+    later read that conflicts with nothing still running must not wait behind it."""
+    wrote_in, write_may_return, got = threading.Event(), threading.Event(), threading.Event()
+    write_returned = threading.Event()
+
+    def put(key: str) -> None:
+        wrote_in.set()
+        write_may_return.wait(WAIT)
+        write_returned.set()
+
+    def get(key: str) -> str:
+        got.set()
+        return "fresh"
+
+    orch = inert.Orchestrator(_effects(), {"get": get, "put": put}, policy="read_eager")
+    try:
+        orch.draft([block("put", key="k")])
+        orch.verify(1)
+        assert wrote_in.wait(WAIT)
+        orch.draft([block("pt", key="k")])  # unknown tool: unknown footprint, waits for the write
+        orch.verify(0, correction=block("get", key="other"))
+        assert got.wait(WAIT)
+        assert not write_returned.is_set(), "a rejected call that never runs held a later, unrelated read"
+    finally:
+        write_may_return.set()
+    report = orch.finish()
+    assert [c.name for c in report.accepted] == ["put", "get"]

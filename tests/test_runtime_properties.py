@@ -20,7 +20,8 @@ from speculation import AcceptanceWatch, Decoder, tokenizations
 
 BEHAVIOURS = ["ok", "raise", "base", "hang", "unstorable", "own_timeout"]
 EFFECTS = ["read_only", "write", "idempotent"]
-DEADLINE = 0.05  # seconds: inert's per-call timeout here; "hang" outlives it
+DEADLINE = 0.05  # seconds: inert's per-call timeout for the tools that hang, which outlive it
+PATIENCE = 60.0  # seconds: the others' timeout, which a loaded machine never reaches
 
 
 def tool_name(effect: str, behaviour: str) -> str:
@@ -28,7 +29,8 @@ def tool_name(effect: str, behaviour: str) -> str:
 
 
 TABLE = inert.EffectTable({
-    tool_name(e, b): inert.ToolSpec(e, reads="k", writes="k" if e != "read_only" else None, timeout=DEADLINE)
+    tool_name(e, b): inert.ToolSpec(e, reads="k", writes="k" if e != "read_only" else None,
+                                    timeout=DEADLINE if b == "hang" else PATIENCE)
     for e in EFFECTS for b in BEHAVIOURS
 })
 

@@ -62,6 +62,13 @@ class Node:
         self.early = False
 
     @property
+    def bars(self) -> bool:
+        """Whether it still counts in its barrier categories: a call that will never run
+        does not, since every later call waits for what it needs directly (barriers are
+        not chains: they track the least unfinished member, not the latest one)."""
+        return self.holds and self.state is not State.CANCELLED
+
+    @property
     def holds(self) -> bool:
         """Whether later conflicting calls must still wait for it."""
         if self.abandoned:
@@ -85,7 +92,7 @@ class _Barrier:
         self._waiters: deque[Node] = deque()
 
     def _least(self) -> int | None:
-        while self._members and not self._members[0][1].holds:
+        while self._members and not self._members[0][1].bars:
             heapq.heappop(self._members)
         return self._members[0][0] if self._members else None
 
@@ -197,7 +204,9 @@ class Scheduler:
             self.in_flight -= 1
         node.state = State.CANCELLED
         node.ghost = True
-        return self._released(node) if node.blockers == 0 else []
+        if node.blockers == 0:
+            return self._released(node)
+        return self._unblock(self._barrier_waiters())  # it keeps its chains, but bars no one
 
     def abandon(self, node: Node) -> list[Node]:
         """A running read whose block was rejected: nothing will use its result, so later
@@ -281,8 +290,12 @@ class Scheduler:
         """``node`` no longer holds anyone: unblocks its waiters; returns the calls to start."""
         freed = node.key_waiters
         node.key_waiters = []
-        for barrier in (self._writes_all, self._reads_all, self._writers, self._touchers):
-            freed += barrier.released()
+        return self._unblock(freed + self._barrier_waiters())
+
+    def _barrier_waiters(self) -> list[Node]:
+        return [n for b in (self._writes_all, self._reads_all, self._writers, self._touchers) for n in b.released()]
+
+    def _unblock(self, freed: list[Node]) -> list[Node]:
         ready: list[Node] = []
         for waiter in freed:
             waiter.blockers -= 1
