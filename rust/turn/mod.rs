@@ -17,11 +17,11 @@ mod outcome;
 mod window;
 
 pub use keys::{CommitHasher, CommitKey};
-pub use outcome::{CallRecord, MalformedRecord, Outcome};
+pub use outcome::{CallRecord, MalformedRecord, Outcome, ReasoningRecord};
 
 use crate::error::CoreError;
 use crate::ledger::{Ledger, TokenState};
-use crate::scan::{FormatSpec, ScanEvent, Scanner, Schemas, TokenRole};
+use crate::scan::{FormatSpec, Role, ScanEvent, Scanner, Schemas, TokenRole};
 use crate::vocab::Vocab;
 use blocks::BlockTable;
 use std::collections::HashMap;
@@ -42,13 +42,18 @@ struct Resolved<'a> {
     role: TokenRole,
 }
 
-/// Configuration fixed when a turn starts.
+/// Configuration fixed when a turn starts. The format's `reasoning` says which
+/// reasoning sections the turn has (its own by default; callers may replace
+/// them or turn them off).
 #[derive(Debug)]
 pub struct TurnConfig {
     pub format: FormatSpec,
     pub schemas: Schemas,
     pub turn_key: String,
     pub max_block_bytes: usize,
+    /// The prompt opened a reasoning section (Qwen3-Thinking, R1, MiniMax M2
+    /// templates): the output starts inside it.
+    pub in_reasoning: bool,
 }
 
 impl TurnConfig {
@@ -59,6 +64,7 @@ impl TurnConfig {
             schemas: Schemas::default(),
             turn_key: turn_key.to_owned(),
             max_block_bytes,
+            in_reasoning: false,
         })
     }
 }
@@ -84,7 +90,11 @@ impl Turn {
         vocab: impl IntoIterator<Item = (u64, Vec<u8>)>,
         special: impl IntoIterator<Item = (u64, Vec<u8>)>,
     ) -> Result<Self, CoreError> {
-        let scanner = Scanner::new(config.format.clone(), config.schemas.clone(), config.max_block_bytes);
+        if config.in_reasoning && config.format.reasoning.is_none() {
+            return Err(CoreError::InReasoningWithoutReasoning);
+        }
+        let mut scanner = Scanner::new(config.format.clone(), config.schemas.clone(), config.max_block_bytes);
+        scanner.start_in_reasoning(config.in_reasoning);
         let mut table = Vocab::default();
         let mut roles = HashMap::new();
         // A vocabulary entry that spells a delimiter exactly is the model's special
@@ -100,6 +110,9 @@ impl Turn {
             }
             table.insert(id, &text)?;
             bind(&scanner, &mut roles, id, &text);
+        }
+        if roles.values().any(|r| *r == TokenRole::Delimiter(Role::CallClose)) {
+            scanner.bind_closer_by_id();
         }
         let base = Checkpoint { scan: scanner.initial(), hash: CommitHasher::new(&config.turn_key), ends: 0 };
         Ok(Self {
@@ -274,6 +287,11 @@ impl Turn {
                 self.blocks.end(pos, confirmed, body, next_key, out);
             }
             ScanEvent::Confirmed => self.blocks.confirm(pos, out),
+            ScanEvent::ReasoningUnopened { delimiter } => {
+                self.blocks.reasoning_unopened(self.window.token_at(delimiter.start), pos);
+            }
+            // Where reasoning starts and stops is for streaming its text, not for calls.
+            ScanEvent::ReasoningOpened { .. } | ScanEvent::ReasoningClosed { .. } => {}
         }
     }
 }
@@ -282,8 +300,8 @@ impl Turn {
 /// has bounded the id by `MAX_TOKEN_ID`, so it fits in u32.
 fn bind(scanner: &Scanner, roles: &mut HashMap<u32, TokenRole>, id: u64, text: &[u8]) {
     match scanner.role_of_special(text) {
-        TokenRole::Text => roles.remove(&(id as u32)),
         role @ TokenRole::Delimiter(_) => roles.insert(id as u32, role),
+        TokenRole::Text | TokenRole::IdText => roles.remove(&(id as u32)),
     };
 }
 
@@ -299,14 +317,14 @@ fn resolve<'a>(
             let bytes = vocab.piece(id)?;
             // piece() succeeded, so the id is bounded by MAX_TOKEN_ID.
             let id = id as u32;
-            Ok(Resolved { bytes, id: Some(id), role: special.get(&id).copied().unwrap_or(TokenRole::Text) })
+            Ok(Resolved { bytes, id: Some(id), role: special.get(&id).copied().unwrap_or(TokenRole::IdText) })
         }
     }
 }
 
 /// Parses a whole finished output in one shot with the same scanner, and
-/// returns what the accepted stream holds: committed calls and malformed
-/// blocks, in stream order.
+/// returns what the accepted stream holds: committed calls, malformed blocks
+/// and reasoning closers that closed nothing, in stream order.
 pub fn parse(text: &[u8], config: &TurnConfig) -> Result<Vec<Outcome>, CoreError> {
     let mut turn = Turn::new(config, [], [])?;
     let mut out = turn.draft(&[TokenIn::Piece(text)])?;
