@@ -59,7 +59,9 @@ impl Classes {
             CoreError::PieceNotUnicode { .. }
             | CoreError::OutOfRange { .. }
             | CoreError::TooDeep { .. }
-            | CoreError::PastLedger { .. } => &self.inert_value,
+            | CoreError::PastLedger { .. }
+            | CoreError::InReasoningWithoutReasoning
+            | CoreError::BadReasoning(_) => &self.inert_value,
             CoreError::Finished => &self.stream_finished,
             CoreError::StreamTooLong => &self.stream_limit,
         }
