@@ -104,11 +104,8 @@ pub(super) fn object_calls(text: &str, cut: bool) -> Vec<Item> {
     let (elements, end) = array(text, start + 1);
     let mut items: Vec<Item> = elements.into_iter().map(|r| element(text, r)).collect();
     match end {
-        Some(end) if !text[end..].trim().is_empty() => items.push(Err(Malformed::new(
-            MalformedKind::Layout,
-            end,
-            format!("unexpected text after the call array: {}", excerpt(&text[end..])),
-        ))),
+        // More after the array (MiniMax's lines, one of which was an array): read on, each its own item.
+        Some(end) => items.extend(sequence(text, end).into_iter().map(|r| element(text, r))),
         // An array that never closed, after objects that all parsed: say so once.
         None if !cut && items.last().is_none_or(Result::is_ok) => {
             items.push(Err(Malformed::new(MalformedKind::Layout, text.len(), "the call array is not closed")));
@@ -274,7 +271,7 @@ mod tests {
             ("{\"name\": \"a\"}\n{invalid json here}\n{\"name\": \"c\"}", &["a", "!invalid_json", "c"]),
             ("{\"name\": \"a\"}\nnot json\n{\"arguments\": {}}", &["a", "!invalid_json", "!missing_name"]),
             (r#"[{"name": "a", "arguments": {"x": 1e999}}]"#, &["!non_finite"]),
-            (r#"[{"name": "a"}] tail"#, &["a", "!layout"]),
+            (r#"[{"name": "a"}] tail"#, &["a", "!invalid_json"]),
         ];
         for (text, want) in cases {
             assert_eq!(names(&object_calls(text, false)), want, "{text}");
