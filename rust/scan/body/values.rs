@@ -57,8 +57,38 @@ struct Frame<'a> {
     param: Param<'a>,
     /// The schema's index of the parameter, in schema mode.
     index: Option<u32>,
+    /// The schema parameters given through this one (see `Given`).
+    given: Given,
     /// Candidate ends before this position were tried.
     cursor: usize,
+}
+
+/// The set of schema parameters given so far, in O(1) per step: exact for a
+/// tool's first 128 parameters, a 64-bit hash beyond (a collision could only
+/// make the search skip a state, never crash or slow it).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+struct Given(u128, u64);
+
+impl Given {
+    fn with(self, index: u32) -> Self {
+        if index < 128 {
+            Self(self.0 | 1 << index, self.1)
+        } else {
+            // splitmix64 of the index: an order-free fingerprint of the set.
+            let mut z = u64::from(index).wrapping_add(0x9e37_79b9_7f4a_7c15);
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            Self(self.0, self.1 ^ (z ^ (z >> 31)))
+        }
+    }
+
+    fn has(self, index: u32, frames: &[Frame<'_>]) -> bool {
+        if index < 128 {
+            self.0 & 1 << index != 0
+        } else {
+            frames.iter().any(|f| f.index == Some(index))
+        }
+    }
 }
 
 /// How an accepted opener is known: as the schema's parameter `index`, or
@@ -80,7 +110,7 @@ struct Search<'a> {
     opens: Vec<usize>,
     closes: Vec<usize>,
     ends: Vec<usize>,
-    failed: HashSet<(usize, Vec<u32>)>,
+    failed: HashSet<(usize, Given)>,
     /// The furthest place the search met text that is no structure, and why.
     furthest: (usize, String),
 }
@@ -119,10 +149,8 @@ pub(super) fn params<'a>(
     Ok(params)
 }
 
-fn given(frames: &[Frame<'_>]) -> Vec<u32> {
-    let mut v: Vec<u32> = frames.iter().filter_map(|f| f.index).collect();
-    v.sort_unstable();
-    v
+fn given(frames: &[Frame<'_>]) -> Given {
+    frames.last().map_or(Given::default(), |f| f.given)
 }
 
 impl<'a> Search<'a> {
@@ -138,7 +166,8 @@ impl<'a> Search<'a> {
                     Top::Param(at, op, Known(index)) => {
                         let start = at + op.len;
                         let param = Param { key: op.key, attrs: op.attrs, at, value: start..start };
-                        frames.push(Frame { q, param, index, cursor: start });
+                        let given = index.map_or(state.1, |i| state.1.with(i));
+                        frames.push(Frame { q, param, index, given, cursor: start });
                     }
                     Top::Junk => {
                         self.failed.insert(state);
@@ -211,7 +240,7 @@ impl<'a> Search<'a> {
     fn acceptable(&self, op: &Opener<'_>, frames: &[Frame<'_>], at: usize, implicit: bool) -> Option<Known> {
         if let Some(tool) = self.tool {
             return match tool.param(op.key) {
-                Some(p) => (!frames.iter().any(|f| f.index == Some(p.index))).then_some(Known(Some(p.index))),
+                Some(p) => (!given(frames).has(p.index, frames)).then_some(Known(Some(p.index))),
                 None => frames.is_empty().then_some(Known(None)),
             };
         }
