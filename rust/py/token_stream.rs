@@ -199,12 +199,17 @@ fn accepted_count(n: &Bound<'_, PyAny>) -> Result<usize, CoreError> {
 
 impl PyTokenStream {
     /// A step's outcomes for Python, its reasoning notices set aside.
+    #[inline]
     fn convert<'py>(&mut self, py: Python<'py>, out: Vec<Outcome>) -> PyResult<Vec<Bound<'py, PyAny>>> {
-        let (notices, out): (Vec<_>, Vec<_>) =
-            out.into_iter().partition(|o| matches!(o, Outcome::ReasoningUnopened(_)));
-        if !notices.is_empty() {
-            self.notices.extend(self.calls.convert(py, notices)?.into_iter().map(Bound::unbind));
+        let notice = |o: &Outcome| matches!(o, Outcome::ReasoningUnopened(_));
+        if out.is_empty() {
+            return Ok(Vec::new());
         }
+        if !out.iter().any(notice) {
+            return self.calls.convert(py, out);
+        }
+        let (notices, out): (Vec<_>, Vec<_>) = out.into_iter().partition(notice);
+        self.notices.extend(self.calls.convert(py, notices)?.into_iter().map(Bound::unbind));
         self.calls.convert(py, out)
     }
 }

@@ -56,12 +56,9 @@ pub struct ScanState {
     /// Live-text offset of the open delimiter's first byte.
     block_start: u32,
     body_start: u32,
-    /// The open section: where its opener starts and its content begins, one
-    /// past its first non-blank byte outside blocks (0: none yet), and whether a
-    /// call opened in it. A section of text and no call is malformed.
+    /// The open section: where its opener starts, and whether a call opened
+    /// in it (a section of text and no call is malformed).
     section_start: u32,
-    section_body: u32,
-    section_text: u32,
     section_calls: bool,
 }
 
@@ -185,8 +182,6 @@ impl Scanner {
             block_start: 0,
             body_start: 0,
             section_start: 0,
-            section_body: 0,
-            section_text: 0,
             section_calls: false,
         }
     }
@@ -218,8 +213,18 @@ impl Scanner {
             }
         }
         let by_id = role != TokenRole::Text;
-        for i in token {
-            self.byte(state, text, i, by_id, out);
+        // Bytes are scanned in runs that stay in one mode, so the mode is
+        // dispatched once per run (usually once per token), not once per byte.
+        let mut i = token.start;
+        while i < token.end {
+            i = match state.mode {
+                Mode::Body | Mode::Overflow => self.body_run(state, text, i, token.end, by_id, out),
+                Mode::Outside if state.armed => {
+                    self.byte(state, text, i, by_id, out);
+                    i + 1
+                }
+                _ => self.text_run(state, text, i, token.end, out),
+            };
         }
     }
 
@@ -262,51 +267,77 @@ impl Scanner {
         true
     }
 
-    #[inline]
+    /// One byte outside blocks while a call may start at it (anchored formats).
     fn byte(&self, state: &mut ScanState, text: &[u8], i: usize, by_id: bool, out: &mut Vec<ScanEvent>) {
         let byte = text[i];
-        match state.mode {
-            Mode::Outside | Mode::Section | Mode::Reasoning => {
-                if state.armed && state.mode == Mode::Outside {
-                    if let Some(anchor) = &self.spec.anchor {
-                        if byte.is_ascii_whitespace() || anchor.separators.contains(&byte) {
-                            return;
-                        }
-                        if anchor.starts.contains(&byte) {
-                            self.open(state, i, i, true, out);
-                            self.byte(state, text, i, by_id, out);
-                            return;
-                        }
-                        state.armed = false;
-                    }
-                }
-                if state.mode == Mode::Section && state.section_text == 0 && !byte.is_ascii_whitespace() {
-                    state.section_text = i as u32 + 1;
-                }
-                let Some(m) = self.matcher(state.mode) else { return };
-                let Some((Hit::Delimiter(role), len)) = m.step(&mut state.cursor, byte) else { return };
-                let at = i + 1 - len..i + 1;
-                match (state.mode, role) {
-                    (_, Role::SectionOpen) => self.enter_section(state, at),
-                    (_, Role::SectionClose) => self.leave_section(state, text, at, out),
-                    (_, Role::CallOpen) => self.open_delimited(state, at, out),
-                    (_, Role::Arm) => state.armed = true,
-                    (Mode::Outside, Role::ReasoningOpen) => self.think(state, at, out),
-                    (Mode::Outside, Role::ReasoningClose) => self.unopened(state, at, out),
-                    (Mode::Reasoning, Role::ReasoningClose) => self.stop_thinking(state, at, out),
-                    _ => {}
-                }
+        if let Some(anchor) = &self.spec.anchor {
+            if byte.is_ascii_whitespace() || anchor.separators.contains(&byte) {
+                return;
             }
-            Mode::Body | Mode::Overflow => self.body_byte(state, text, i, by_id, out),
+            if anchor.starts.contains(&byte) {
+                self.open(state, i, i, true, out);
+                self.body_run(state, text, i, i + 1, by_id, out);
+                return;
+            }
         }
+        state.armed = false;
+        self.text_run(state, text, i, i + 1, out);
     }
 
-    #[inline]
-    fn body_byte(&self, state: &mut ScanState, text: &[u8], i: usize, by_id: bool, out: &mut Vec<ScanEvent>) {
-        let byte = text[i];
-        let step = state.lexer.step(self.spec.syntax, self.spec.struct_start, byte);
-        if !state.structural {
-            if let Some(m) = &self.m.body {
+    /// Scans bytes `i..end` between blocks (outside, in a section, or in
+    /// reasoning) until a delimiter changes what follows; returns where it stopped.
+    #[inline(always)] // as body_run
+    #[allow(clippy::inline_always)]
+    fn text_run(
+        &self,
+        state: &mut ScanState,
+        text: &[u8],
+        mut i: usize,
+        end: usize,
+        out: &mut Vec<ScanEvent>,
+    ) -> usize {
+        let Some(m) = self.matcher(state.mode) else { return end };
+        while i < end {
+            let hit = m.step(&mut state.cursor, text[i]);
+            i += 1;
+            let Some((Hit::Delimiter(role), len)) = hit else { continue };
+            let at = i - len..i;
+            match (state.mode, role) {
+                (_, Role::SectionOpen) => self.enter_section(state, at),
+                (_, Role::SectionClose) => self.leave_section(state, text, at, out),
+                (_, Role::CallOpen) => self.open_delimited(state, at, out),
+                (_, Role::Arm) => state.armed = true,
+                (Mode::Outside, Role::ReasoningOpen) => self.think(state, at, out),
+                (Mode::Outside, Role::ReasoningClose) => self.unopened(state, at, out),
+                (Mode::Reasoning, Role::ReasoningClose) => self.stop_thinking(state, at, out),
+                _ => continue,
+            }
+            return i;
+        }
+        i
+    }
+
+    /// Scans body bytes `i..end` while the block stays open; returns where it stopped.
+    #[inline(always)] // the hot loop: a call per token costs more than the loop over a short token
+    #[allow(clippy::inline_always)]
+    fn body_run(
+        &self,
+        state: &mut ScanState,
+        text: &[u8],
+        mut i: usize,
+        end: usize,
+        by_id: bool,
+        out: &mut Vec<ScanEvent>,
+    ) -> usize {
+        let (syntax, start) = (self.spec.syntax, self.spec.struct_start);
+        let closer = self.m.body.as_ref().filter(|_| !state.structural);
+        // The first byte past the limit makes the block too large.
+        let limit = (state.block_start as usize).saturating_add(self.max_block_bytes);
+        while i < end {
+            let byte = text[i];
+            let step = state.lexer.step(syntax, start, byte);
+            i += 1;
+            if let Some(m) = closer {
                 if !step.outside {
                     state.cursor = m.start();
                 } else if let Some((hit, len)) = m.step(&mut state.cursor, byte) {
@@ -314,33 +345,41 @@ impl Scanner {
                         Hit::Nest => state.depth = state.depth.saturating_add(1),
                         Hit::Unnest => state.depth = state.depth.saturating_sub(1),
                         Hit::Delimiter(Role::CallClose) if self.closes_here(state, by_id) => {
-                            self.close(state, text, i + 1 - len, i + 1, out);
-                            return;
+                            self.close(state, text, i - len, i, out);
+                            return i;
                         }
                         Hit::Delimiter(_) => {}
                     }
                 }
+            } else if step.completed {
+                self.complete(state, text, i, out);
+                return i;
             }
-        } else if step.completed {
-            let overflowed = state.mode == Mode::Overflow;
-            self.leave_block(state);
-            if !overflowed {
-                if state.awaiting_confirmation {
-                    // A second block completed in the same token: the first is confirmed.
-                    out.push(ScanEvent::Confirmed);
-                }
-                state.awaiting_confirmation = true;
-                let body = self.parse(text, state.body_start as usize..i + 1, false);
-                out.push(ScanEvent::Ended { end: i + 1, body, confirmed: false });
+            if i > limit && state.mode == Mode::Body {
+                state.mode = Mode::Overflow;
+                let message =
+                    format!("the block exceeds max_block_bytes ({} bytes) before it ends", self.max_block_bytes);
+                let at = i - state.body_start as usize;
+                let body = vec![Err(Malformed::new(MalformedKind::TooLarge, at, message))];
+                out.push(ScanEvent::Ended { end: i, body, confirmed: true });
             }
-            return;
         }
-        if state.mode == Mode::Body && i + 1 - state.block_start as usize > self.max_block_bytes {
-            state.mode = Mode::Overflow;
-            let message = format!("the block exceeds max_block_bytes ({} bytes) before it ends", self.max_block_bytes);
-            let at = i + 1 - state.body_start as usize;
-            let body = vec![Err(Malformed::new(MalformedKind::TooLarge, at, message))];
-            out.push(ScanEvent::Ended { end: i + 1, body, confirmed: true });
+        i
+    }
+
+    /// A block that ends on its bracket completed with byte `end - 1`: it counts
+    /// once the next token (or the end of the turn) confirms it.
+    fn complete(&self, state: &mut ScanState, text: &[u8], end: usize, out: &mut Vec<ScanEvent>) {
+        let overflowed = state.mode == Mode::Overflow;
+        self.leave_block(state);
+        if !overflowed {
+            if state.awaiting_confirmation {
+                // A second block completed in the same token: the first is confirmed.
+                out.push(ScanEvent::Confirmed);
+            }
+            state.awaiting_confirmation = true;
+            let body = self.parse(text, state.body_start as usize..end, false);
+            out.push(ScanEvent::Ended { end, body, confirmed: false });
         }
     }
 
@@ -355,21 +394,30 @@ impl Scanner {
     fn enter_section(&self, state: &mut ScanState, delimiter: Range<usize>) {
         state.in_section = true;
         state.section_start = delimiter.start as u32;
-        state.section_body = delimiter.end as u32;
-        state.section_text = 0;
         state.section_calls = false;
         self.enter(state, Mode::Section);
     }
 
+    /// Where the open section's content starts: after its opener (a special
+    /// token spells one exactly, so the longest spelling found there is it).
+    fn section_body(&self, state: &ScanState, text: &[u8]) -> usize {
+        let at = state.section_start as usize;
+        let len = self.spec.section_open.iter().filter(|o| text[at..].starts_with(o.as_bytes())).map(String::len).max();
+        at + len.unwrap_or(0)
+    }
+
     /// The section closes at `delimiter`. One that held text and no call is
     /// malformed: the model meant a call and broke its layout (DeepSeek's
-    /// `<｜tool▁calls▁begin｜>NAME…` without `<｜tool▁call▁begin｜>`).
+    /// `<｜tool▁calls▁begin｜>NAME…` without `<｜tool▁call▁begin｜>`). Its text is
+    /// looked at only then, once: sections with calls never pay for it.
     fn leave_section(&self, state: &mut ScanState, text: &[u8], delimiter: Range<usize>, out: &mut Vec<ScanEvent>) {
         state.in_section = false;
         self.enter(state, Mode::Outside);
-        let stray = state.section_text != 0 && (state.section_text as usize) <= delimiter.start;
-        if !state.section_calls && stray {
-            section_without_calls(state, text, delimiter.start, delimiter.end, false, out);
+        if !state.section_calls {
+            let body = self.section_body(state, text)..delimiter.start;
+            if !text[body.clone()].iter().all(u8::is_ascii_whitespace) {
+                section_without_calls(state, text, body, delimiter.end, false, out);
+            }
         }
     }
 
@@ -470,23 +518,24 @@ impl Scanner {
             out.push(ScanEvent::Ended { end: text.len(), body, confirmed: true });
         }
         if state.mode == Mode::Section && !state.section_calls {
-            section_without_calls(state, text, text.len(), text.len(), true, &mut out);
+            let body = self.section_body(state, text)..text.len();
+            section_without_calls(state, text, body, text.len(), true, &mut out);
         }
         out
     }
 }
 
-/// Reports the open section, which holds no call, as one malformed block
-/// ending at `end` (its content ends at `body_end`).
+/// Reports the open section, whose content `body` holds no call, as one
+/// malformed block ending at `end`.
 fn section_without_calls(
     state: &ScanState,
     text: &[u8],
-    body_end: usize,
+    body: Range<usize>,
     end: usize,
     cut: bool,
     out: &mut Vec<ScanEvent>,
 ) {
-    let body = String::from_utf8_lossy(&text[state.section_body as usize..body_end]);
+    let body = String::from_utf8_lossy(&text[body]);
     let (kind, message) = if cut {
         (MalformedKind::Unterminated, "the turn ended inside the section (it never closed), before any call")
     } else {

@@ -96,10 +96,17 @@ fn element(text: &str, at: Range<usize>) -> Item {
 }
 
 /// An array of call objects, or call objects separated by whitespace, `;` or `,`.
+/// Read in one pass while every object is a call object; from the first that is
+/// not, each element is split out and read on its own, so it keeps its siblings.
 pub(super) fn object_calls(text: &str, cut: bool) -> Vec<Item> {
     let start = text.len() - text.trim_start().len();
     if !text[start..].starts_with('[') {
-        return sequence(text, start).into_iter().map(|r| element(text, r)).collect();
+        let (mut items, rest) = leading_objects(text, start);
+        items.extend(sequence(text, rest).into_iter().map(|r| element(text, r)));
+        return items;
+    }
+    if let Ok(wires) = serde_json::from_str::<Vec<Wire<'_>>>(&text[start..]) {
+        return wires.into_iter().map(|w| w.into_call(text)).collect();
     }
     let (elements, end) = array(text, start + 1);
     let mut items: Vec<Item> = elements.into_iter().map(|r| element(text, r)).collect();
@@ -113,6 +120,29 @@ pub(super) fn object_calls(text: &str, cut: bool) -> Vec<Item> {
         _ => {}
     }
     items
+}
+
+/// The call objects of a sequence from `from`, read in one pass up to the first
+/// that is not one; returns them and where the rest starts.
+fn leading_objects(text: &str, from: usize) -> (Vec<Item>, usize) {
+    let mut items = Vec::new();
+    let mut at = from;
+    loop {
+        let rest = &text[at..];
+        let skipped = rest.len() - rest.trim_start_matches(|c: char| c.is_whitespace() || c == ';' || c == ',').len();
+        at += skipped;
+        if at == text.len() {
+            return (items, at);
+        }
+        let mut stream = serde_json::Deserializer::from_str(&text[at..]).into_iter::<Wire<'_>>();
+        match stream.next() {
+            Some(Ok(wire)) => {
+                items.push(wire.into_call(text));
+                at += stream.byte_offset();
+            }
+            _ => return (items, at),
+        }
+    }
 }
 
 /// The lexing state of a JSON scan: inside a string, and bracket depth.

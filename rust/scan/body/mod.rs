@@ -67,6 +67,9 @@ pub(crate) fn check_name(name: &str, extra: &str) -> Result<(), Malformed> {
     if name.is_empty() {
         return Err(Malformed::new(MalformedKind::MissingName, 0, "a call has an empty tool name"));
     }
+    if name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.' | b':')) {
+        return Ok(());
+    }
     let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | ':') || extra.contains(c);
     match name.chars().find(|&c| !allowed(c)) {
         None => Ok(()),

@@ -9,10 +9,17 @@ use super::Item;
 use serde_json::Map;
 use std::ops::Range;
 
-/// The calls of a Python list of calls, or of calls one per line.
+/// The calls of a Python list of calls, or of calls one per line. A list whose
+/// calls all parse is read in one pass; otherwise each element is split out and
+/// read on its own, so a broken call keeps its siblings.
 pub(super) fn calls(text: &str, cut: bool) -> Vec<Item> {
     let start = text.len() - text.trim_start().len();
     let list = text[start..].starts_with('[');
+    if list {
+        if let Some(calls) = whole_list(text, start) {
+            return calls.into_iter().map(Ok).collect();
+        }
+    }
     let split = split(text, if list { start + 1 } else { start }, list);
     let mut items: Vec<Item> = split.elements.into_iter().map(|r| call(text, r)).collect();
     match split.end {
@@ -28,6 +35,29 @@ pub(super) fn calls(text: &str, cut: bool) -> Vec<Item> {
         _ => {}
     }
     items
+}
+
+/// The calls of the list at `start`, when it and every call in it parse and
+/// nothing follows it.
+fn whole_list(text: &str, start: usize) -> Option<Vec<Call>> {
+    let mut p = Cursor::new(text);
+    p.i = start + 1;
+    let mut calls = Vec::new();
+    loop {
+        p.ws();
+        if p.eat(b']') {
+            break;
+        }
+        calls.push(parse_call(&mut p, false).ok()?);
+        p.ws();
+        if !p.eat(b',') {
+            p.ws();
+            p.eat(b']').then_some(())?;
+            break;
+        }
+    }
+    p.ws();
+    p.at_end().then_some(calls)
 }
 
 /// Where the elements of a call list lie.
@@ -89,10 +119,11 @@ fn call(text: &str, at: Range<usize>) -> Item {
     let base = at.start;
     let element = &text[at];
     let mut p = Cursor::new(element);
-    parse_call(&mut p).map_err(|m| m.shifted(base))
+    parse_call(&mut p, true).map_err(|m| m.shifted(base))
 }
 
-fn parse_call(p: &mut Cursor<'_>) -> Result<Call, Malformed> {
+/// One `name(key=value, …)` at the cursor; `alone` says nothing may follow it.
+fn parse_call(p: &mut Cursor<'_>, alone: bool) -> Result<Call, Malformed> {
     p.ws();
     let name = p.ident()?.to_owned();
     p.ws();
@@ -126,7 +157,7 @@ fn parse_call(p: &mut Cursor<'_>) -> Result<Call, Malformed> {
     }
     let raw_arguments = p.text[args_start..p.i - 1].trim().to_owned();
     p.ws();
-    if !p.at_end() {
+    if alone && !p.at_end() {
         return Err(p.error(MalformedKind::Layout, format!("unexpected text after the call to {name:?}")));
     }
     Ok(Call { name, arguments, raw_arguments, id: None })

@@ -212,7 +212,8 @@ impl<'a> Search<'a> {
         let text = self.text;
         let p = q + (text.len() - q - text[q..].trim_start().len());
         if p == text.len() {
-            if self.cut && (self.layout.end.is_some() || frames.is_empty()) {
+            // A layout with an end tag needs it; a cut call needs a value (its name may be cut).
+            if self.layout.end.is_some() || (self.cut && frames.is_empty()) {
                 return self.junk(p, || "the call ends before it is complete".to_owned());
             }
             return Top::Done;
@@ -258,8 +259,10 @@ impl<'a> Search<'a> {
             let close = first(&self.closes);
             let open = first(&self.opens);
             let end = first(&self.ends);
-            let eot = (!self.cut && cursor <= text.len()).then_some(text.len());
-            let at = [close, open, end, eot].into_iter().flatten().min()?;
+            // Every value ends at a tag: one that runs to the end of the body lost its
+            // closer (a closer spelled in the value ended the block early), so the call
+            // is not what the model wrote.
+            let at = [close, open, end].into_iter().flatten().min()?;
             let frame_count = frames.len();
             frames[frame_count - 1].cursor = at + 1;
             let (value_end, next) = if close == Some(at) {

@@ -337,3 +337,14 @@ fn the_end_of_the_turn_confirms_a_complete_body() {
     );
     assert!(whole("qwen3_coder", "<tool_call>\n<function=f>\n<parameter=a>\n1\n").0.is_empty());
 }
+
+#[test]
+fn a_block_ended_early_by_a_closer_in_its_value_is_malformed_never_truncated() {
+    // A lone </function> then a lone </tool_call> in a value: by text the block ends there.
+    let text = "<tool_call>\n<function=f>\n<parameter=s>\nx </function> y </tool_call> z\n</parameter>\n</function>\n</tool_call>";
+    let (calls, bad) = whole("qwen3_coder", text);
+    assert!(calls.is_empty() && bad.len() == 1, "{calls:?} {bad:?}");
+    let m2 = "<minimax:tool_call><invoke name=\"f\"><parameter name=\"s\">a </parameter> b </invoke> c</parameter></invoke>";
+    let (calls, bad) = whole("minimax_m2", m2);
+    assert!(calls.is_empty() && bad.len() == 1, "{calls:?} {bad:?}");
+}
