@@ -290,7 +290,8 @@ impl Turn {
             ScanEvent::ReasoningUnopened { delimiter } => {
                 self.blocks.reasoning_unopened(self.window.token_at(delimiter.start), pos);
             }
-            // Where reasoning starts and stops is for streaming its text, not for calls.
+            // Where reasoning starts and stops (byte ranges of its delimiters) is the hook for
+            // streaming reasoning text apart from content; calls need nothing from it.
             ScanEvent::ReasoningOpened { .. } | ScanEvent::ReasoningClosed { .. } => {}
         }
     }
