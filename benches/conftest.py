@@ -7,6 +7,13 @@ from typing import Any
 MEDIANS: dict[str, float] = {}
 FORMAT_MEDIANS: dict[tuple[str, str], float] = {}
 PARSE_MBPS: dict[str, float] = {}
+THROUGHPUT: dict[tuple[str, int], float] = {}
+"""(journal kind, workers) -> intents + outcomes per second (bench_journal.py)."""
+JOURNAL_NOTES: dict[str, str] = {}
+MEANS: dict[str, float] = {}
+"""Mean seconds per step, where the mean differs from the median on purpose (bench_runtime.py)."""
+RUNTIME: dict[str, float] = {}
+"""One-off figures of a whole turn (bench_runtime.py)."""
 
 
 def record(benchmark: Any, name: str, per: int = 1) -> None:
@@ -14,8 +21,42 @@ def record(benchmark: Any, name: str, per: int = 1) -> None:
     MEDIANS[name] = benchmark.stats.stats.median / per
 
 
+def _journal_summary(tr: Any) -> None:
+    if THROUGHPUT:
+        tr.section("inert: journal throughput (intents + outcomes per second; each worker a thread with its own journal)")
+        for (kind, workers), rate in sorted(THROUGHPUT.items()):
+            note = f"   ({JOURNAL_NOTES[kind]})" if kind in JOURNAL_NOTES else ""
+            tr.write_line(f"{kind:<9} {workers} worker{'s' if workers > 1 else ' '}  {rate:9.0f} /s{note}")
+    memory = MEDIANS.get("journal_turn_memory")
+    if memory and "journal_turn_postgres" in MEDIANS:
+        extra = MEDIANS["journal_turn_postgres"] - memory
+        tr.write_line(f"PostgreSQL journal adds {extra * 1e6:.0f} us per dispatched write "
+                      f"({JOURNAL_NOTES.get('postgres', 'PostgreSQL')})")
+
+
+def _runtime_summary(tr: Any) -> None:
+    short, long = MEDIANS.get("calls_step@1k"), MEDIANS.get("calls_step@64k")
+    if short and long:
+        tr.section("inert: the runtime (Orchestrator, read_eager, steps that close calls)")
+        m_short, m_long = MEANS.get("calls_step@1k", 0.0), MEANS.get("calls_step@64k", 0.0)
+        tr.write_line(f"step median  1k {short * 1e6:8.2f} us   64k {long * 1e6:8.2f} us   64k/1k {long / short:5.2f}")
+        if m_short and m_long:
+            tr.write_line(f"step mean    1k {m_short * 1e6:8.2f} us   64k {m_long * 1e6:8.2f} us   "
+                          f"64k/1k {m_long / m_short:5.2f}   (target <= 1.2)")
+    few, many = MEDIANS.get("finish@100"), MEDIANS.get("finish@800")
+    if few and many:
+        tr.write_line(f"finish() 100 calls {few * 1e3:8.2f} ms   800 calls {many * 1e3:8.2f} ms   "
+                      f"ratio {many / few:5.2f} for 8x the calls (target <= 10)")
+    if "tiny_blocks_s" in RUNTIME:
+        tr.write_line(f"8000 tiny blocks ({RUNTIME['tiny_blocks_text_kb']:.0f} KB of text): "
+                      f"{RUNTIME['tiny_blocks_s']:.2f} s, peak {RUNTIME['tiny_blocks_peak_mb']:.1f} MB of Python memory "
+                      "(targets < 2 s, < 100 MB)")
+
+
 def pytest_terminal_summary(terminalreporter: Any) -> None:
     tr = terminalreporter
+    _journal_summary(tr)
+    _runtime_summary(tr)
     if FORMAT_MEDIANS:
         tr.section("inert: per-step medians by format (core, k=8) and parse throughput")
         hermes = FORMAT_MEDIANS.get(("hermes", "1k"))
@@ -47,9 +88,42 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         short, long = MEDIANS.get(f"{impl}@1k"), MEDIANS.get(f"{impl}@64k")
         if short and long:
             tr.write_line(f"{impl:<16} 64k / 1k = {long / short:6.2f}   (flat when ~1)")
+    _serving(tr)
     for n in ("1k", "64k"):
         core, orch, base = (MEDIANS.get(f"{i}@{n}") for i in ("core", "orchestrator", "baseline_rescan"))
         if core and orch:
             tr.write_line(f"@{n}: orchestrator / core = {orch / core:6.2f}")
         if core and base:
             tr.write_line(f"@{n}: plain-Python rescan / core = {base / core:8.2f}")
+
+
+def _serving(tr: Any) -> None:
+    """The serving-surface targets (bench_serving.py), from this run's medians."""
+    m = MEDIANS
+    if {"attach:none", "attach:shared_150k"} <= m.keys():
+        tr.write_line(f"attach a 150k Vocabulary / build with none = {m['attach:shared_150k'] / m['attach:none']:6.2f}"
+                      "   (target <= 3)")
+    if "stream:numpy_step" in m:
+        step = m["stream:numpy_step"]
+        tr.write_line(f"TokenStream numpy k=8 draft+verify       = {step * 1e6:6.3f} us   (target <= 1)")
+    for n in (64, 512):
+        if f"batch:{n}" in m:
+            step = m[f"batch:{n}"]
+            target = "   (target <= 100 us, <= 0.2 us)" if n == 512 else ""
+            tr.write_line(f"StreamBatch {n:>3} x 8: {step * 1e6:8.1f} us per step, "
+                          f"{step / n * 1e6:6.3f} us per sequence-step{target}")
+    if {"batch:64", "batch:512"} <= m.keys():
+        flat = (m["batch:512"] / 512) / (m["batch:64"] / 64)
+        tr.write_line(f"StreamBatch per sequence-step, 512 / 64  = {flat:6.2f}   (flat when ~1)")
+    if {"batch:512", "loop:512"} <= m.keys():
+        tr.write_line(f"Python loop over 512 TokenStreams / StreamBatch = {m['loop:512'] / m['batch:512']:6.1f}x"
+                      "   (target >= 10)")
+    orch = m.get("orchestrator:numpy_step")
+    if orch:
+        tr.write_line(f"Orchestrator numpy k=8, no block closing = {orch * 1e6:6.3f} us   (target <= 3)")
+    bo = m.get("batch_orchestrator:64")
+    calls = MEANS.get("batch_orchestrator:calls_per_step")
+    if bo:
+        per_call = f", {bo / calls * 1e6:8.1f} us per closed call" if calls else ""
+        tr.write_line(f"BatchOrchestrator 64 x 8: {bo * 1e6:8.1f} us per step, "
+                      f"{bo / 64 * 1e6:6.2f} us per sequence-step{per_call}")

@@ -52,6 +52,28 @@ pub enum CoreError {
     InReasoningWithoutReasoning,
     /// Reasoning delimiters that cannot be used.
     BadReasoning(String),
+    /// A tokenizer whose vocabulary cannot be read.
+    BadTokenizer { reason: String },
+    /// A buffer of token ids (or counts) whose elements are not integers.
+    BufferType { what: &'static str, format: String },
+    /// A buffer of the wrong shape.
+    BufferShape { what: &'static str, reason: String },
+    /// A token tree whose parents or accepted path do not describe a tree.
+    BadTree { reason: String },
+    /// A linear `draft` or `verify` while a drafted tree awaits `verify_path`.
+    TreePending,
+    /// `draft_tree` while a linear draft awaits `verify`.
+    DraftPending { pending: usize },
+    /// `verify_path` with no tree drafted.
+    NoTree,
+    /// A batch call naming a sequence the batch does not hold.
+    UnknownSequence { seq: u64 },
+    /// A sequence added twice, or named twice in one call.
+    DuplicateSequence { seq: u64, why: &'static str },
+    /// Arguments of a batch call whose shapes do not agree.
+    BatchShape { reason: String },
+    /// A caller mistake in one sequence of a batch call.
+    InSequence { seq: u64, error: Box<CoreError> },
 }
 
 impl fmt::Display for CoreError {
@@ -72,7 +94,7 @@ impl fmt::Display for CoreError {
                 }
                 write!(f, "; known formats: {}", known.join(", "))
             }
-            Self::BadFormatSpec(reason) => f.write_str(reason),
+            Self::BadFormatSpec(reason) | Self::BatchShape { reason } => f.write_str(reason),
             Self::UnknownTokenId { id, has_vocab: true } => {
                 write!(f, "token id {id} is not in the vocabulary; pass the model's full vocabulary as vocab=")
             }
@@ -117,6 +139,23 @@ impl fmt::Display for CoreError {
                  pass reasoning=(open, close) or in_reasoning=False"
             ),
             Self::BadReasoning(reason) => write!(f, "reasoning: {reason}"),
+            Self::BadTokenizer { reason } => write!(f, "cannot read the tokenizer's vocabulary: {reason}"),
+            Self::BufferType { what, format } => write!(
+                f,
+                "{what}: a buffer of {format:?} elements; pass integers (numpy int8-int64/uint8-uint64, array.array)"
+            ),
+            Self::BufferShape { what, reason } => write!(f, "{what}: {reason}"),
+            Self::BadTree { reason } => write!(f, "bad token tree: {reason}"),
+            Self::TreePending => {
+                write!(f, "a drafted tree awaits verify_path(); verify it before drafting or verifying linearly")
+            }
+            Self::DraftPending { pending } => {
+                write!(f, "{pending} drafted tokens await verify(); verify them before drafting a tree")
+            }
+            Self::NoTree => write!(f, "verify_path() with no tree drafted; draft one with draft_tree()"),
+            Self::UnknownSequence { seq } => write!(f, "sequence {seq} is not in the batch; add() it first"),
+            Self::DuplicateSequence { seq, why } => write!(f, "sequence {seq} {why}"),
+            Self::InSequence { seq, error } => write!(f, "sequence {seq}: {error}"),
         }
     }
 }

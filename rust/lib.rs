@@ -2,6 +2,7 @@
 //! turn that folds both into typed outcomes with commit keys. Pure Rust; the
 //! pyo3 binding lives in `py/`, behind the `python` feature.
 
+pub mod batch;
 pub mod error;
 pub mod ledger;
 pub mod scan;

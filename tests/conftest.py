@@ -10,3 +10,6 @@ settings.register_profile(
 )
 settings.register_profile("thorough", max_examples=2000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(os.environ.get("INERT_HYPOTHESIS_PROFILE", "dev"))
+
+# The journal fixtures (a PostgreSQL database per test, the back ends of the contract suite).
+from journals import backend, postgres_admin, postgres_db, postgres_dsn  # noqa: E402,F401

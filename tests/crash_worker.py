@@ -1,7 +1,10 @@
-"""A process that runs one turn against a SQLite journal and a world file, for
-the crash test (tests/test_crash.py), which SIGKILLs it at random points.
+"""A process that runs one turn against a journal and a world file, for the
+crash test (tests/test_crash.py), which SIGKILLs it at random points.
 
     python tests/crash_worker.py JOURNAL WORLD SEED
+
+JOURNAL is a SQLite path, or a postgresql:// URI (then with a half-second
+lease, so that a killed worker's keys fall in doubt quickly).
 
 `append` is a write, `put` is idempotent (it skips a key it already applied);
 both append a line to WORLD, fsynced, between random sleeps.
@@ -54,7 +57,11 @@ def main(journal: str, world: str, seed: int) -> None:
 
     effects = {"append": inert.ToolSpec("write", reads="item", writes="item"),
                "put": inert.ToolSpec("idempotent", reads="item", writes="item")}
-    orch = inert.Orchestrator(effects, {"append": append, "put": put}, turn_key="crash-turn", journal=journal, max_workers=4)
+    print("turn", flush=True)  # the test times its kill from here: the turn, not the interpreter's start
+    t0 = time.perf_counter()
+    shared = inert.PostgresJournal(journal, lease_seconds=0.5) if inert.journal.is_dsn(journal) else None
+    orch = inert.Orchestrator(effects, {"append": append, "put": put}, turn_key="crash-turn",
+                              journal=shared or journal, max_workers=4)
     data = transcript().encode()
     pieces = [data[i:i + 7] for i in range(0, len(data), 7)]
     for i in range(0, len(pieces), 8):
@@ -62,7 +69,9 @@ def main(journal: str, world: str, seed: int) -> None:
         orch.verify(len(pieces[i:i + 8]))
         time.sleep(rng.random() * 0.003)
     report = orch.finish(strict=False)
-    print(json.dumps({"results": [[r.name, r.arguments["item"], None if r.error is None else type(r.error).__name__]
+    if shared is not None:
+        shared.close()
+    print(json.dumps({"elapsed": time.perf_counter() - t0, "results": [[r.name, r.arguments["item"], None if r.error is None else type(r.error).__name__]
                                   for r in report.results]}))
 
 

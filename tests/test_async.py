@@ -63,23 +63,27 @@ def test_rejected_speculative_read_is_cancelled() -> None:
 
 
 def test_stream_order_under_asyncio() -> None:
+    """Ordered by events, not sleeps: the read of b runs early; the read of a waits for
+    the unaccepted write of a, whatever the timing."""
     order: list[str] = []
 
-    async def write(key: str) -> None:
-        await asyncio.sleep(0.03)
-        order.append(f"write {key}")
-
-    async def read(key: str) -> None:
-        order.append(f"read {key}")
-
-    effects = {"write": inert.ToolSpec("write", reads="key", writes="key"),
-               "read": inert.ToolSpec("read_only", reads="key")}
-
     async def main() -> inert.Report:
+        read_b = asyncio.Event()
+
+        async def write(key: str) -> None:
+            order.append(f"write {key}")
+
+        async def read(key: str) -> None:
+            order.append(f"read {key}")
+            if key == "b":
+                read_b.set()
+
+        effects = {"write": inert.ToolSpec("write", reads="key", writes="key"),
+                   "read": inert.ToolSpec("read_only", reads="key")}
         orch = inert.AsyncOrchestrator(effects, {"write": write, "read": read})
         await orch.draft([block("write", key="a"), block("read", key="a"), block("read", key="b")])
-        await asyncio.sleep(0.01)
-        assert order == ["read b"]
+        await asyncio.wait_for(read_b.wait(), 30)
+        assert order == ["read b"], "the read of a must not run while the write of a is unverified"
         await orch.verify(3)
         return await orch.finish()
 
@@ -93,7 +97,7 @@ def test_async_timeout_and_journal(tmp_path: Any) -> None:
 
     async def main() -> inert.Report:
         orch = inert.AsyncOrchestrator({"hang": inert.ToolSpec("write", timeout=0.05)}, {"hang": hang},
-                                       journal=tmp_path / "j.sqlite")
+                                       journal=tmp_path / "j.sqlite", turn_key="t")
         await orch.draft([block("hang")])
         await orch.verify(1)
         return await orch.finish(strict=False)
@@ -111,7 +115,7 @@ def test_async_idempotency_replay(tmp_path: Any) -> None:
         return "ok"
 
     async def turn() -> inert.Report:
-        orch = inert.AsyncOrchestrator({"put": "idempotent"}, {"put": put}, journal=tmp_path / "j.sqlite")
+        orch = inert.AsyncOrchestrator({"put": "idempotent"}, {"put": put}, journal=tmp_path / "j.sqlite", turn_key="t")
         await orch.draft([block("put", v=1)])
         await orch.verify(1)
         return await orch.finish()

@@ -8,9 +8,8 @@ from pathlib import Path
 import pytest
 
 import inert
-from inert.audit import audit
+from inert.audit import SCHEMA, audit, read_trace
 from inert.cli import main
-from inert.trace import SCHEMA, read_trace
 
 FOREIGN = Path(__file__).resolve().parent / "traces" / "foreign_incident.jsonl"
 
@@ -40,7 +39,7 @@ def test_inerts_own_trace_rebuilds_both_streams(tmp_path: Path) -> None:
     unsafe, safe = audit(trace)
     assert sorted(v.kind for v in unsafe.findings) == ["orphan", "orphan", "stale_read"]
     assert safe.findings == [] and len(safe.accepted) == 3 and len(safe.dispatched) == 3
-    events = list(read_trace(trace))
+    events = [row for _, row in read_trace(trace)]
     kinds = {e["event"] for e in events}
     assert {"turn_start", "draft", "verify", "call_closed", "call_committed", "call_retracted", "dispatch", "result",
             "turn_end"} <= kinds
@@ -58,7 +57,7 @@ def test_orchestrator_trace_records_discards(tmp_path: Path) -> None:
     time.sleep(0.05)
     orch.verify(0, "no")
     orch.finish()
-    events = [e["event"] for e in read_trace(trace)]
+    events = [e["event"] for _, e in read_trace(trace)]
     assert "discard" in events
     assert audit(trace)[0].findings == []
 
@@ -76,7 +75,7 @@ def test_bad_traces_are_refused(tmp_path: Path) -> None:
 
 def test_recover_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "j.sqlite"
-    orch = inert.Orchestrator({"f": "write"}, {"f": lambda: 1}, journal=path)
+    orch = inert.Orchestrator({"f": "write"}, {"f": lambda: 1}, journal=path, turn_key="t")
     orch.draft(['<tool_call>{"name": "f", "arguments": {"x": 1}}</tool_call>'])
     orch.verify(1)
     orch.finish()

@@ -1,7 +1,9 @@
 """Crash safety: SIGKILL a dispatching process at random points, many times,
-then recover and restart. Every intent is completed or listed in doubt, no
-effect happened without a journaled intent, and a restart never repeats one.
-INERT_CRASH_TRIALS sets the number of trials (default 30)."""
+then recover and restart, on a SQLite journal and on PostgreSQL. Every intent
+is completed or listed in doubt (on PostgreSQL once the killed worker's
+leases lapse: until then they are in flight), no effect happened without a
+journaled intent, and a restart never repeats one. INERT_CRASH_TRIALS sets
+the number of trials (default 30; a third of them on PostgreSQL)."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
+from journals import admin_execute, dbname_of
 
 import inert
 
@@ -25,7 +28,7 @@ ITEMS = 8
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL is POSIX")
 
 
-def start(journal: Path, world: Path, seed: int) -> subprocess.Popen[str]:
+def start(journal: Path | str, world: Path, seed: int) -> subprocess.Popen[str]:
     return subprocess.Popen([sys.executable, str(WORKER), str(journal), str(world), str(seed)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
@@ -40,27 +43,61 @@ def entry_call(e: inert.JournalEntry) -> tuple[str, int]:
     return e.tool, int(e.arguments["item"])
 
 
-def test_sigkill_at_random_points_then_recover_and_restart(tmp_path: Path) -> None:
-    t0 = time.perf_counter()
-    done = start(tmp_path / "warm.sqlite", tmp_path / "warm.txt", 0)
+class Store:
+    """Where the trials' journals live: a SQLite file per trial, or one PostgreSQL
+    database emptied before each trial."""
+
+    def __init__(self, kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+        self.kind, self.tmp_path = kind, tmp_path
+        self.dsn = request.getfixturevalue("postgres_dsn") if kind == "postgres" else ""
+        self.admin = request.getfixturevalue("postgres_admin") if kind == "postgres" else ""
+
+    def fresh(self, name: str) -> Path | str:
+        if self.kind == "sqlite":
+            return self.tmp_path / f"{name}.sqlite"
+        admin_execute(self.admin, "TRUNCATE inert_journal", dbname=dbname_of(self.dsn))
+        return self.dsn
+
+    def holds_intents(self, journal: Path | str) -> bool:
+        if isinstance(journal, Path):
+            return journal.exists()
+        return bool(inert.recover(journal).in_doubt + inert.recover(journal).completed + inert.recover(journal).in_flight)
+
+    def settle(self, journal: Path | str) -> None:
+        """After the kill: the dead worker's leases lapse, its keys fall in doubt."""
+        if isinstance(journal, str):
+            deadline = time.monotonic() + 10
+            while inert.recover(journal).in_flight:
+                assert time.monotonic() < deadline, "a killed worker's leases never lapsed"
+                time.sleep(0.02)
+
+
+@pytest.mark.parametrize("kind, trials", [("sqlite", TRIALS), ("postgres", max(1, TRIALS // 3))])
+def test_sigkill_at_random_points_then_recover_and_restart(kind: str, trials: int, tmp_path: Path,
+                                                           request: pytest.FixtureRequest) -> None:
+    store = Store(kind, tmp_path, request)
+    done = start(store.fresh("warm"), tmp_path / "warm.txt", 0)
     out, err = done.communicate(timeout=60)
     assert done.returncode == 0, err
-    duration = time.perf_counter() - t0
+    duration = json.loads(out.splitlines()[-1])["elapsed"]
     rng = random.Random(1234)
     stats = {"killed_mid_turn": 0, "in_doubt_writes": 0, "in_doubt_idempotent": 0, "intents_at_kill": 0}
-    for trial in range(TRIALS):
-        journal, world = tmp_path / f"j{trial}.sqlite", tmp_path / f"w{trial}.txt"
+    for trial in range(trials):
+        journal, world = store.fresh(f"j{trial}"), tmp_path / f"w{trial}.txt"
         proc = start(journal, world, trial)
-        time.sleep(rng.uniform(0.05, duration * 1.1))
+        assert proc.stdout is not None and proc.stdout.readline() == "turn\n"
+        time.sleep(rng.uniform(0, duration * 1.1))
         proc.send_signal(signal.SIGKILL)
         proc.communicate(timeout=60)
         stats["killed_mid_turn"] += proc.returncode == -signal.SIGKILL
 
         effects = world_calls(world)
-        if not journal.exists():
+        if not store.holds_intents(journal):
             assert effects == [], "an effect happened before any intent was journaled"
             continue
+        store.settle(journal)
         rec = inert.recover(journal)
+        assert rec.in_flight == []
         journaled = [entry_call(e) for e in rec.in_doubt + rec.completed]
         stats["intents_at_kill"] += len(journaled)
         assert len(journaled) == len(set(journaled)), "one intent per call"
@@ -85,8 +122,8 @@ def test_sigkill_at_random_points_then_recover_and_restart(tmp_path: Path) -> No
                 assert n == 1, f"trial {trial}: {call} happened {n} times after restart"
         final = inert.recover(journal)
         assert {entry_call(e) for e in final.in_doubt} == doubt_writes, "only the writes in doubt at the crash stay in doubt"
-        results = json.loads(out)["results"]
+        results = json.loads(out.splitlines()[-1])["results"]
         assert [tuple(r[:2]) for r in results] == [("append" if i % 2 == 0 else "put", i) for i in range(ITEMS)]
         assert all(r[2] in (None, "InDoubtError") for r in results)
-    print(f"\ncrash test: {TRIALS} trials, {stats}")
-    assert stats["killed_mid_turn"] >= TRIALS // 2, "most kills must land mid-turn to test anything"
+    print(f"\ncrash test ({kind}): {trials} trials, {stats}")
+    assert stats["killed_mid_turn"] >= trials // 2, "most kills must land mid-turn to test anything"

@@ -66,3 +66,47 @@ def test_from_toml(tmp_path: Path) -> None:
     t = EffectTable.from_toml(path)
     assert (t.classify("get"), t.classify("rm"), t.classify("other")) == (EffectClass.READ_ONLY, EffectClass.WRITE, EffectClass.IDEMPOTENT)
     assert t.spec("rm").footprint({"path": "/x"}).writes == frozenset({"/x"})
+
+
+def test_from_mcp_untrusted_hints_never_weaken_safety() -> None:
+    tools = [
+        {"name": "put", "annotations": {"idempotentHint": True}},
+        {"name": "get", "annotations": {"readOnlyHint": True, "openWorldHint": False}},
+        McpTool(name="sync", annotations={"idempotentHint": True, "destructiveHint": False}),
+    ]
+    t = EffectTable.from_mcp(tools)
+    assert [t.classify(n) for n in ("put", "get", "sync")] == [EffectClass.WRITE] * 3, \
+        "an untrusted server cannot make a write re-runnable after a crash"
+    t = EffectTable.from_mcp(tools, overrides={"put": "idempotent", "get": "read_only"})
+    assert (t.classify("put"), t.classify("get"), t.classify("sync")) == \
+        (EffectClass.IDEMPOTENT, EffectClass.READ_ONLY, EffectClass.WRITE), "only the caller says otherwise"
+
+
+def test_from_mcp_contradictory_hints_resolve_to_the_safer_class() -> None:
+    tools = [
+        {"name": "wipe", "annotations": {"readOnlyHint": True, "destructiveHint": True}},
+        {"name": "wipe_again", "annotations": {"readOnlyHint": True, "destructiveHint": True, "idempotentHint": True,
+                                               "openWorldHint": False}},
+        {"name": "look", "annotations": {"readOnlyHint": True, "destructiveHint": False, "openWorldHint": False}},
+        {"name": "rm", "annotations": {"destructiveHint": True, "idempotentHint": True}},
+    ]
+    t = EffectTable.from_mcp(tools, trusted=True)
+    assert [t.classify(n) for n in ("wipe", "wipe_again", "look", "rm")] == \
+        [EffectClass.WRITE, EffectClass.WRITE, EffectClass.READ_ONLY, EffectClass.IDEMPOTENT]
+    assert not t.spec("wipe").speculate and t.spec("look").speculate
+
+
+def test_from_mcp_keeps_input_schemas_to_type_xml_arguments() -> None:
+    import inert
+
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}, "tags": {"type": "array"}}}
+    tools = [McpTool(name="count", inputSchema=schema), {"name": "bare"}]
+    t = EffectTable.from_mcp(tools)
+    assert t.schemas == {"count": schema}
+    seen: list[Any] = []
+    orch = inert.Orchestrator(t, {"count": lambda **a: seen.append(a)}, format="qwen3_coder", turn_key="mcp-schema")
+    orch.draft(["<tool_call>\n<function=count>\n<parameter=n>\n3\n</parameter>\n"
+                "<parameter=tags>\n[\"a\"]\n</parameter>\n</function>\n</tool_call>"])
+    orch.verify(1)
+    orch.finish()
+    assert seen == [{"n": 3, "tags": ["a"]}], "the schema types raw XML values"

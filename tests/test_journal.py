@@ -14,8 +14,6 @@ import inert
 from tools import PeakConcurrency, block
 
 
-
-
 def turn(journal: Any, tools: dict[str, Any], effects: dict[str, Any], blocks: list[str], turn_key: str = "t1") -> inert.Report:
     orch = inert.Orchestrator(effects, tools, turn_key=turn_key, journal=journal)
     orch.draft(blocks)

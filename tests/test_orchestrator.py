@@ -74,35 +74,67 @@ def test_unknown_tools_are_writes() -> None:
     assert inert.EffectTable().classify("mystery") is EffectClass.WRITE
 
 
-def test_idempotent_tools_get_the_commit_key() -> None:
-    rec = Recorder()
-    orch = inert.Orchestrator({"put": "idempotent"}, {"put": rec.tool("put")}, turn_key="k")
-    orch.draft([block("put", v=1)])
-    orch.verify(1)
+def test_idempotent_tools_get_the_commit_key_only_if_they_name_it() -> None:
+    seen: dict[str, Any] = {}
+
+    def put(v: int, idempotency_key: str) -> None:
+        seen["put"] = (v, idempotency_key, inert.current_call())
+
+    def bridge(**arguments: Any) -> None:  # a plain bridge forwards what it gets to a server
+        seen["bridge"] = (arguments, inert.current_call())
+
+    orch = inert.Orchestrator({"put": "idempotent", "bridge": "idempotent"}, {"put": put, "bridge": bridge},
+                              turn_key="k")
+    orch.draft([block("put", v=1), block("bridge", v=2)])
+    orch.verify(2)
     report = orch.finish()
-    (_, kwargs), = rec.calls
-    assert kwargs == {"v": 1, "idempotency_key": report.results[0].commit_key}
-    assert report.results[0].commit_key == inert.commit_key("k", [block("put", v=1)])
+    put_key, bridge_key = (r.commit_key for r in report.results)
+    assert put_key == inert.commit_key("k", [block("put", v=1)])
+    v, key, current = seen["put"]
+    assert (v, key) == (1, put_key) and current.idempotency_key == put_key and current.name == "put"
+    arguments, current = seen["bridge"]
+    assert arguments == {"v": 2}, "a callable that does not name idempotency_key never receives it"
+    assert current.idempotency_key == bridge_key, "it reads its key from inert.current_call()"
+    assert inert.current_call() is None
+
+
+def test_one_router_serves_every_tool() -> None:
+    calls: list[tuple[str, dict[str, Any]]] = []
+
+    def call_tool(name: str, arguments: dict[str, Any]) -> str:
+        calls.append((name, arguments))
+        return f"{name} done"
+
+    orch = inert.Orchestrator({"a": "read_only", "b": "write"}, call_tool)
+    orch.draft([block("a", q=1), block("b", q=2)])
+    orch.verify(2)
+    report = orch.finish()
+    assert sorted(calls) == [("a", {"q": 1}), ("b", {"q": 2})]
+    assert [r.result for r in report.results] == ["a done", "b done"]
 
 
 def test_eager_read_waits_for_an_earlier_conflicting_write() -> None:
+    """Ordered by an event, not a sleep: once the read of b has run, the read of a still
+    has not, because the write of a is unverified."""
     order: list[str] = []
+    read_b = threading.Event()
     effects = {
         "write_x": ToolSpec("write", reads="key", writes="key"),
         "read_x": ToolSpec("read_only", reads="key"),
     }
 
     def write_x(key: str) -> None:
-        time.sleep(0.05)
         order.append(f"write {key}")
 
     def read_x(key: str) -> None:
         order.append(f"read {key}")
+        if key == "b":
+            read_b.set()
 
     orch = inert.Orchestrator(effects, {"write_x": write_x, "read_x": read_x})
     step = orch.draft([block("write_x", key="a"), block("read_x", key="a"), block("read_x", key="b")])
     assert [r.arguments["key"] for r in step.dispatched] == ["a", "b"]  # both let go; "a" must still wait
-    time.sleep(0.02)
+    assert read_b.wait(30)
     assert order == ["read b"], "the read of a must not run while the write of a is unverified"
     orch.verify(3)
     report = orch.finish()

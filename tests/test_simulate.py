@@ -11,8 +11,19 @@ import pytest
 
 import inert
 from inert.cli import main
-from inert.simulate import (AGENTS, MODELS, POLICIES, ModelProfile, Workload, decode, default_workloads,
-                            load_workloads, run_turn, simulate, tokenize)
+from inert.simulate import (
+    AGENTS,
+    MODELS,
+    POLICIES,
+    ModelProfile,
+    Workload,
+    decode,
+    default_workloads,
+    load_workloads,
+    run_turn,
+    simulate,
+    tokenize,
+)
 from inert.simulate.clock import VirtualLoop
 
 
@@ -92,5 +103,74 @@ def test_custom_workloads_from_toml(tmp_path: Path) -> None:
     assert main(["simulate", "--workloads", str(path), "--seeds", "3", "--json"]) == 0
     bad = tmp_path / "bad.toml"
     bad.write_text("[agents.x]\ntools = 3\n")
-    with pytest.raises(inert.InertValueError, match="bad workload"):
+    with pytest.raises(inert.InertValueError, match=r"bad\.toml: agents\.x\."):
         load_workloads(bad)
+
+
+def test_plot_without_matplotlib_fails_before_the_sweep(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    import sys
+
+    import inert.simulate
+
+    def no_sweep(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the sweep ran before --plot said what it needs")
+
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib -> ImportError
+    monkeypatch.setattr(inert.simulate, "simulate", no_sweep)
+    monkeypatch.setattr(inert.simulate.sweep, "simulate", no_sweep)
+    assert main(["simulate", "--seeds", "2", "--plot", str(tmp_path / "x.png")]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and "--plot needs matplotlib" in err and len(err.strip().splitlines()) == 1
+
+
+class _Figures:
+    """Keeps every figure the plot saves, to look at what was drawn."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        from matplotlib.figure import Figure
+
+        self.saved: list[Figure] = []
+        save = Figure.savefig
+
+        def keep(fig: Figure, *args: object, **kwargs: object) -> None:
+            self.saved.append(fig)
+            save(fig, *args, **kwargs)
+
+        monkeypatch.setattr(Figure, "savefig", keep)
+
+
+def test_plot_honours_seeds_and_shows_each_policy_and_each_corruption_apart(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("matplotlib", reason="the optional plot extra (matplotlib) is not installed")
+    from inert.simulate import plot
+
+    seen: list[object] = []
+    sweep = plot.alpha_sweep
+
+    def spy(workload: object, alphas: object, seeds: int = 50) -> object:
+        seen.append(seeds)
+        return sweep(workload, alphas, seeds)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(plot, "alpha_sweep", spy)
+    figures = _Figures(monkeypatch)
+    assert main(["simulate", "--seeds", "3", "--plot", str(tmp_path / "x.png"), "--json"]) == 0
+    assert seen == [3], "the figure uses --seeds"
+    points = json.loads(capsys.readouterr().out)["plot"]["points"]
+    (fig,) = figures.saved
+    left, right = fig.axes
+    styles = {line.get_label(): (line.get_linestyle(), line.get_marker()) for line in left.get_lines()}
+    assert set(styles) == set(POLICIES)
+    assert len(set(styles.values())) == len(POLICIES), "every policy's curve has its own line style and marker"
+    bars = {c.get_label(): [b.get_height() for b in c] for c in right.containers}
+    unsafe = [p for p in points if p["policy"] == "eager_unsafe"]
+    assert bars == {"orphans": [p["orphans"] for p in unsafe], "stale reads": [p["stale_reads"] for p in unsafe],
+                    "diverged worlds": [p["diverged"] for p in unsafe]}, "one bar per kind, never added up"
+
+
+def test_plot_prints_the_numbers_it_draws(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("matplotlib", reason="the optional plot extra (matplotlib) is not installed")
+    assert main(["simulate", "--seeds", "3", "--plot", str(tmp_path / "x.png")]) == 0
+    text = capsys.readouterr().out
+    assert "plot: 8b-h100 / incident, 3 turns per point" in text
+    assert "defer and read_eager save" in text and f"wrote {tmp_path / 'x.png'}" in text

@@ -17,38 +17,50 @@ from ._core import (
     CallRetracted,
     Malformed,
     ReasoningUnopened,
+    StreamBatch,
     TokenStream,
+    Vocabulary,
     commit_key,
     formats,
 )
-from .dispatch_async import CancelledCallError
 from .effects import EffectClass, EffectTable, Footprint, ToolSpec
 from .errors import (
+    CancelledCallError,
+    BatchError,
     EffectTableError,
     FormatSpecError,
     IdempotencyConflictError,
     InDoubtError,
+    InFlightError,
+    JournalError,
     InertError,
     InertTypeError,
     InertValueError,
     MissingToolError,
     PieceTypeError,
     PolicyError,
+    ReentrancyError,
     ReplayedError,
     SpeculativeEffectViolation,
     StreamFinishedError,
     StreamLimitError,
     ToolTimeoutError,
+    TreeError,
     UnknownFormatError,
+    UnstorableResultError,
+    UnknownSequenceError,
     VerifyError,
     VocabularyError,
 )
-from .journal import Journal, JournalEntry, MemoryJournal, Recovery, SqliteJournal, recover
-from .orchestrator import POLICIES, AsyncOrchestrator, Orchestrator, Step
+from .journal import Journal, JournalEntry, MemoryJournal, PostgresJournal, Recovery, SqliteJournal, recover
+from .gate import POLICIES, Dispatch
+from .batch import BatchOrchestrator
+from .orchestrator import AsyncOrchestrator, Orchestrator, Step
 from .outcomes import Outcome
 from .parse import parse
-from .reconcile import reconcile
+from .audit import reconcile
 from .report import AcceptedCall, CallResult, DiscardedCall, DispatchRecord, Report, Violation
+from .runtime import CurrentCall, LoopError, current_call
 
 try:
     __version__ = version("inert")
@@ -59,14 +71,19 @@ __all__ = [
     "POLICIES",
     "AcceptedCall",
     "AsyncOrchestrator",
+    "BatchError",
+    "BatchOrchestrator",
     "BlockMalformed",
     "Call",
     "CallClosed",
     "CallCommitted",
     "CallResult",
     "CallRetracted",
+    "CurrentCall",
+    "current_call",
     "CancelledCallError",
     "DiscardedCall",
+    "Dispatch",
     "DispatchRecord",
     "EffectClass",
     "EffectTable",
@@ -75,33 +92,43 @@ __all__ = [
     "FormatSpecError",
     "IdempotencyConflictError",
     "InDoubtError",
+    "InFlightError",
     "InertError",
     "InertTypeError",
     "InertValueError",
     "Journal",
     "JournalEntry",
+    "JournalError",
+    "LoopError",
     "Malformed",
     "MemoryJournal",
     "MissingToolError",
     "Orchestrator",
     "Outcome",
     "PieceTypeError",
+    "PostgresJournal",
     "PolicyError",
     "ReasoningUnopened",
     "Recovery",
+    "ReentrancyError",
     "ReplayedError",
     "Report",
     "SpeculativeEffectViolation",
     "SqliteJournal",
     "Step",
+    "StreamBatch",
     "StreamFinishedError",
     "StreamLimitError",
     "TokenStream",
     "ToolSpec",
     "ToolTimeoutError",
+    "TreeError",
     "UnknownFormatError",
+    "UnstorableResultError",
+    "UnknownSequenceError",
     "VerifyError",
     "Violation",
+    "Vocabulary",
     "VocabularyError",
     "__version__",
     "commit_key",

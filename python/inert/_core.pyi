@@ -6,6 +6,8 @@ from collections.abc import Mapping, Sequence
 from types import EllipsisType
 from typing import Any, ClassVar, Literal, SupportsIndex, TypeAlias, final
 
+from typing_extensions import Buffer
+
 __all__ = [
     "KEY_PREFIX",
     "BlockMalformed",
@@ -15,7 +17,9 @@ __all__ = [
     "CallRetracted",
     "Malformed",
     "ReasoningUnopened",
+    "StreamBatch",
     "TokenStream",
+    "Vocabulary",
     "commit_key",
     "formats",
     "parse",
@@ -25,6 +29,10 @@ KEY_PREFIX: str
 """The version prefix of every commit key (``"ck1-"``)."""
 
 _Token: TypeAlias = str | bytes | int | SupportsIndex
+_Ids: TypeAlias = Buffer | Sequence[int | SupportsIndex]
+"""Integers: any 1-D integer buffer (numpy int8-int64/uint8-uint64, ``array.array``,
+``memoryview``), read in one copy, or a sequence of ints (numpy integer scalars included)."""
+_Tokens: TypeAlias = Sequence[_Token] | Buffer
 
 _MalformedKind: TypeAlias = Literal[
     "unterminated",
@@ -181,9 +189,12 @@ class TokenStream:
         format: a built-in format name (see ``formats()``; ``None`` is ``"hermes"``)
             or a custom format dict.
         turn_key: seeds the commit keys; make it unique per turn.
-        vocab: token id -> piece, as a mapping or a sequence indexed by id.
+        vocab: a shared ``Vocabulary`` (attached in O(1): build one per model), or
+            token id -> piece as a mapping or a sequence indexed by id (copied into a
+            private vocabulary, O(vocabulary) per stream).
         special_tokens: token id -> spelling; those spelling a delimiter match by id
-            (so do vocabulary entries that spell one exactly).
+            (so do vocabulary entries that spell one exactly). Not with a ``Vocabulary``:
+            give it its special tokens.
         schemas: tool name -> JSON schema of its parameters: in raw-text XML formats, which
             parameters open one (a tag of another is text in a value) and how each value is typed.
         max_block_bytes: a block longer than this is reported malformed.
@@ -200,7 +211,8 @@ class TokenStream:
         FormatSpecError: a custom ``format`` dict that cannot be used.
         VocabularyError: a bad ``vocab`` or ``special_tokens`` entry.
         InertTypeError: ``turn_key`` is not a str, ``format`` is neither a name nor a dict,
-            ``reasoning`` is not a pair of str, None or ``...``, or ``in_reasoning`` is not a bool.
+            ``special_tokens`` given with a ``Vocabulary``, ``reasoning`` is not a pair of str,
+            None or ``...``, or ``in_reasoning`` is not a bool.
         InertValueError: ``max_block_bytes`` is negative, a reasoning delimiter is empty, or
             ``in_reasoning=True`` with reasoning off.
     """
@@ -210,21 +222,25 @@ class TokenStream:
         format: str | Mapping[str, Any] | None = None,
         turn_key: str = "",
         *,
-        vocab: Mapping[int, str | bytes] | Sequence[str | bytes] | None = None,
+        vocab: Vocabulary | Mapping[int, str | bytes] | Sequence[str | bytes] | None = None,
         special_tokens: Mapping[int, str | bytes] | None = None,
         schemas: Mapping[str, Mapping[str, Any]] | None = None,
         max_block_bytes: int = 1048576,
         reasoning: _Reasoning = ...,
         in_reasoning: bool = False,
     ) -> TokenStream: ...
-    def draft(self, tokens: Sequence[_Token]) -> list[_Outcome]:
+    def draft(self, tokens: _Tokens) -> list[_Outcome]:
         """Appends a draft window; returns the outcomes it caused (``CallClosed`` only).
 
+        ``tokens`` is a sequence of str/bytes pieces and int ids, or a 1-D integer
+        buffer of ids (a numpy array of any integer dtype, ``array.array``), read in one copy.
+
         Raises:
-            PieceTypeError: a token is not str, bytes or an integer, or ``tokens`` is a bare str/bytes
-                or not a sequence.
+            PieceTypeError: a token is not str, bytes or an integer, ``tokens`` is a bare str/bytes
+                or not a sequence, or a buffer of non-integers.
             VocabularyError: an integer token the vocabulary lacks, or a negative one.
-            InertValueError: a str token that is not valid Unicode.
+            InertValueError: a str token that is not valid Unicode, or a buffer that is not 1-D.
+            TreeError: a drafted tree awaits ``verify_path``.
             StreamFinishedError: after ``finish()``.
         Nothing changes when it raises.
         """
@@ -237,19 +253,56 @@ class TokenStream:
             VerifyError: negative, or more than pending.
             InertTypeError: ``n_accepted`` is not an integer.
             PieceTypeError, VocabularyError: a bad ``correction``.
+            TreeError: a drafted tree awaits ``verify_path``.
+        Nothing changes when it raises.
+        """
+    def draft_tree(self, tokens: _Tokens, parents: _Ids) -> list[_Outcome]:
+        """Drafts a token tree (EAGLE, Medusa): node ``i`` is ``tokens[i]``, its parent
+        ``parents[i]``, an earlier node, or -1 for a child of the last accepted token.
+
+        Every node is scanned on its own path (its state forks from its parent's), so
+        a call closing on any branch is announced (``CallClosed``, once, in depth-first
+        order) with the commit key and span of its own path: reads may run early.
+        Positions are live-stream positions along that path. Cost is proportional to
+        the tree. Block ids are per path: sibling branches may reuse one.
+
+        Raises:
+            TreeError: ``parents`` and ``tokens`` differ in length, a parent is not -1 or an
+                earlier node, a linear draft awaits ``verify``, or a tree awaits ``verify_path``.
+            PieceTypeError, VocabularyError: a bad token (as ``draft``).
+            StreamFinishedError: after ``finish()``.
+        Nothing changes when it raises.
+        """
+    def verify_path(self, path: _Ids, correction: _Token | None = None) -> list[_Outcome]:
+        """Accepts the tree's nodes on ``path`` (node indices from a root down, possibly
+        empty), rejects every other node, appends ``correction`` as accepted.
+
+        Returns the retractions of calls announced off the path, the correction's
+        outcomes, then the commits. From here the stream is exactly as if ``path``'s
+        tokens alone had been drafted and all accepted: the same keys, the same commits
+        (the ``Call`` objects announced on the path are the ones that commit). The
+        ledger keeps every node, the others rejected.
+
+        Raises:
+            TreeError: no tree drafted, or ``path`` is not a chain from a root down
+                (a node past the tree, a node that is not its predecessor's child).
+            PieceTypeError, VocabularyError: a bad ``correction``.
         Nothing changes when it raises.
         """
     def finish(self) -> list[_Outcome]:
-        """Ends the turn: rejects pending tokens, confirms a block awaiting
-        confirmation, and reads a block still open (its closer cut by a stop
-        string or EOS) as it stands: a complete, valid body is a call, keyed by
-        its last token; an incomplete one is malformed (``unterminated``).
+        """Ends the turn: rejects pending tokens (a pending tree whole), confirms a
+        block awaiting confirmation, and reads a block still open (its closer cut
+        by a stop string or EOS) as it stands: a complete, valid body is a call,
+        keyed by its last token; an incomplete one is malformed (``unterminated``).
 
         Raises:
             StreamFinishedError: called twice.
         """
     def notices(self) -> list[ReasoningUnopened]:
         """The ``ReasoningUnopened`` outcomes committed so far, in stream order."""
+    @property
+    def tree_pending(self) -> bool:
+        """Whether a drafted tree awaits ``verify_path``."""
     @property
     def format(self) -> str: ...
     @property
@@ -270,6 +323,149 @@ class TokenStream:
     def token_piece(self, index: int) -> bytes: ...
     def rejected_runs(self) -> list[tuple[int, int]]:
         """Maximal runs ``(start, end)`` of rejected ledger positions."""
+
+@final
+class Vocabulary:
+    """A model's vocabulary: token id -> the bytes the model emits for it. Immutable;
+    build one per model (O(vocabulary)) and share it: attaching it to a ``TokenStream``
+    or ``StreamBatch`` costs O(1), and any number of streams may use it from any thread.
+
+    A piece that spells one of a format's delimiters exactly is that delimiter's
+    special token: it matches by id (looked up by text when a stream attaches).
+
+    Args:
+        pieces: token id -> piece (str or bytes), as a mapping or a sequence indexed by id.
+        special_tokens: token id -> spelling (non-empty), added over ``pieces``.
+
+    Raises:
+        VocabularyError: a key that is not a non-negative int id (ids go up to 2**22 - 1),
+            a piece that is not str or bytes, an empty special token.
+        PieceTypeError: ``pieces`` is neither a mapping nor a sequence.
+    """
+
+    def __new__(
+        cls,
+        pieces: Mapping[int, str | bytes] | Sequence[str | bytes],
+        special_tokens: Mapping[int, str | bytes] | None = None,
+    ) -> Vocabulary: ...
+    @classmethod
+    def from_tiktoken(cls, encoding: Any) -> Vocabulary:
+        """From a ``tiktoken.Encoding`` (its mergeable ranks and special tokens).
+
+        Raises:
+            VocabularyError: ``encoding`` has no ``_mergeable_ranks`` dict.
+        """
+    @classmethod
+    def from_tokenizer(cls, tokenizer: Any) -> Vocabulary:
+        """From a ``tokenizers.Tokenizer`` or a transformers tokenizer (duck-typed: fast
+        ones through ``backend_tokenizer``, slow ones through ``get_vocab()``).
+
+        Pieces are decoded to the raw bytes the model emits: byte-level BPE (GPT-2's
+        ``Ġ``/``Ċ`` alphabet) and SentencePiece (``▁`` for a space, ``<0xNN>`` for a byte);
+        added tokens, special ones included, are their literal text.
+
+        Raises:
+            VocabularyError: neither kind of tokenizer, or a vocabulary that cannot be read.
+        """
+    def __len__(self) -> int:
+        """Number of token ids that have a piece."""
+    def piece(self, token_id: int | SupportsIndex) -> bytes:
+        """The bytes of ``token_id``.
+
+        Raises:
+            VocabularyError: an id the vocabulary lacks, or a negative one.
+        """
+
+@final
+class StreamBatch:
+    """Many sequences' turns over one format and vocabulary, advanced by one call per
+    step: one crossing into the core for the whole batch, with the GIL released while
+    it works. Mutable: one per engine loop (concurrent use raises RuntimeError).
+
+    Each sequence gets exactly the outcomes a lone ``TokenStream`` with the same
+    tokens would. ``draft`` and ``verify`` return ``{seq: [outcome, ...]}`` for the
+    sequences that have outcomes, in row order; every call checks the whole batch
+    first, and a mistake in any row raises and changes no sequence.
+
+    Args:
+        format: as for ``TokenStream``.
+        vocab: a shared ``Vocabulary`` (or a mapping / sequence, copied once for the batch).
+        special_tokens, schemas, max_block_bytes: as for ``TokenStream``.
+
+    Raises:
+        As ``TokenStream``.
+    """
+
+    def __new__(
+        cls,
+        format: str | Mapping[str, Any] | None = None,
+        vocab: Vocabulary | Mapping[int, str | bytes] | Sequence[str | bytes] | None = None,
+        *,
+        special_tokens: Mapping[int, str | bytes] | None = None,
+        schemas: Mapping[str, Mapping[str, Any]] | None = None,
+        max_block_bytes: int = 1048576,
+    ) -> StreamBatch: ...
+    def add(self, seq: int | SupportsIndex, turn_key: str) -> None:
+        """Starts a turn for sequence ``seq`` (the engine's non-negative int id).
+
+        Raises:
+            BatchError: ``seq`` is already in the batch.
+            InertValueError: a negative ``seq``. InertTypeError: ``turn_key`` is not a str.
+        """
+    def draft(
+        self, seqs: _Ids, tokens: Buffer | Sequence[Sequence[int]], lengths: _Ids | None = None
+    ) -> dict[int, list[_Outcome]]:
+        """Drafts row ``i`` of ``tokens`` (a ``(len(seqs), k)`` integer array) onto ``seqs[i]``:
+        its first ``lengths[i]`` ids, or all ``k``. Padding past a row's length is ignored
+        (-1 is fine there).
+
+        Raises:
+            UnknownSequenceError: a sequence not in the batch.
+            BatchError: a sequence named twice, shapes that disagree, a length past ``k``.
+            VocabularyError, PieceTypeError: a bad id (the message names the sequence).
+            TreeError: a sequence whose tree awaits ``verify_path``.
+        Nothing changes when it raises.
+        """
+    def verify(self, seqs: _Ids, n_accepted: _Ids, corrections: _Ids | None = None) -> dict[int, list[_Outcome]]:
+        """Accepts the first ``n_accepted[i]`` of ``seqs[i]``'s pending tokens, rejects the
+        rest, and appends ``corrections[i]`` as accepted unless it is -1.
+
+        Raises:
+            UnknownSequenceError, BatchError: as ``draft``.
+            VerifyError: a negative count, or more than that sequence has pending.
+            VocabularyError: a correction the vocabulary lacks, or below -1.
+            TreeError: a sequence whose tree awaits ``verify_path``.
+        Nothing changes when it raises.
+        """
+    def finish(self, seq: int | SupportsIndex) -> list[_Outcome]:
+        """Ends ``seq``'s turn (as ``TokenStream.finish``) and frees its slot for a new sequence.
+
+        Raises:
+            UnknownSequenceError: ``seq`` is not in the batch.
+        """
+    def draft_tree(self, seq: int | SupportsIndex, tokens: _Tokens, parents: _Ids) -> list[_Outcome]:
+        """``TokenStream.draft_tree`` on sequence ``seq``.
+
+        Raises:
+            UnknownSequenceError; otherwise as ``TokenStream.draft_tree``.
+        """
+    def verify_path(
+        self, seq: int | SupportsIndex, path: _Ids, correction: _Token | None = None
+    ) -> list[_Outcome]:
+        """``TokenStream.verify_path`` on sequence ``seq``.
+
+        Raises:
+            UnknownSequenceError; otherwise as ``TokenStream.verify_path``.
+        """
+    def __len__(self) -> int:
+        """Sequences in the batch."""
+    def __contains__(self, key: object, /) -> bool: ...
+    @property
+    def format(self) -> str: ...
+    def pending_len(self, seq: int | SupportsIndex) -> int:
+        """Tokens drafted onto ``seq`` and not yet verified. Raises UnknownSequenceError."""
+    def accepted_text(self, seq: int | SupportsIndex) -> bytes:
+        """``seq``'s accepted text so far. Raises UnknownSequenceError."""
 
 def parse(
     text: str | bytes,
@@ -293,6 +489,6 @@ def parse(
 def formats() -> list[str]:
     """The known format names."""
 
-def commit_key(turn_key: str, tokens: Sequence[_Token], ordinal: int = 0) -> str:
+def commit_key(turn_key: str, tokens: _Tokens, ordinal: int = 0) -> str:
     """The commit key of the ``ordinal``-th call ending in the last of ``tokens``
     (calls and malformed blocks ending in one token count from 0, in stream order)."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import textwrap
 from collections.abc import Sequence
@@ -12,8 +13,8 @@ from typing import Any
 from . import __version__
 from .audit import TurnAudit, audit
 from .demo import DemoRun, demo_ok, run_demo
-from .errors import InertError
-from .journal import JournalEntry, recover
+from .errors import InertError, InertValueError
+from .journal import JournalEntry, init_journal, is_dsn, recover, redact
 
 COL = 52
 
@@ -67,15 +68,42 @@ def render_demo(runs: list[DemoRun]) -> str:
     ]
     for c in safe.report.results:
         out.append(f"  {c.name}({json.dumps(c.arguments)}) -> {c.result!r}{'  [early]' if c.early else ''}")
-    out += ["", "what reconciliation named in the eager_unsafe run"]
-    for v in unsafe.report.violations:
-        out += textwrap.wrap(f"[{v.kind}] {v.message}", width=110, initial_indent="  ", subsequent_indent="    ")
-    for d in unsafe.unexplained:
-        out.append(f"  NOT NAMED: {d}")
-    ok = demo_ok(runs)
-    out += ["", "verdict: " + ("inert kept the rejected tokens inert; every divergence of the unsafe run was named"
-                                if ok else "FAILED: inert's run diverged or a divergence went unnamed")]
+    out += ["", "what the database shows in the eager_unsafe run, and what reconciliation named for it"]
+    explained: set[str] = set()
+    for d in unsafe.divergences:
+        out.append(f"  {d}")
+        for message in unsafe.named[d]:
+            explained.add(message)
+            out += textwrap.wrap(message, width=110, initial_indent="    named: ", subsequent_indent="      ")
+        if not unsafe.named[d]:
+            out.append("    NOT NAMED by any violation")
+    if not unsafe.divergences:
+        out.append("  nothing: the database matches the accepted stream")
+    rest = [f"[{v.kind}] {v.message}" for v in unsafe.report.violations if f"[{v.kind}] {v.message}" not in explained]
+    if rest:
+        out += ["", "reconciliation also named (no divergence in the database comes from these)"]
+        for message in rest:
+            out += textwrap.wrap(message, width=110, initial_indent="  ", subsequent_indent="    ")
+    out += ["", *textwrap.wrap("verdict: " + _demo_verdict(runs), width=110, subsequent_indent="  ")]
     return "\n".join(out)
+
+
+def _demo_verdict(runs: list[DemoRun]) -> str:
+    unsafe, safe = runs
+    if demo_ok(runs):
+        return ("inert kept the rejected tokens inert; the unsafe run showed the incident in the database "
+                "and every divergence of it was named")
+    why = []
+    if safe.report.violations or safe.divergences:
+        why.append("inert's run diverged from the accepted stream")
+    if not unsafe.shows_incident:
+        missing = [what for what, shown in (("the misspelled row did not persist", "reprots/q3" in unsafe.stray_rows),
+                                            ("C's read did not return the deleted row", bool(unsafe.stale_reads)))
+                   if not shown]
+        why.append("the unsafe run did not show the incident (" + "; ".join(missing) + ")")
+    if unsafe.unexplained:
+        why.append(f"{len(unsafe.unexplained)} divergence(s) of the unsafe run went unnamed")
+    return "FAILED: " + "; ".join(why)
 
 
 def _demo_json(runs: list[DemoRun]) -> dict[str, Any]:
@@ -92,9 +120,10 @@ def _demo_json(runs: list[DemoRun]) -> dict[str, Any]:
                             "message": v.message} for v in r.violations],
             "divergences": run.divergences,
             "unexplained": run.unexplained,
+            "shows_incident": run.shows_incident,
         }
 
-    return {"ok": demo_ok(runs), "runs": [one(r) for r in runs]}
+    return {"ok": demo_ok(runs), "verdict": _demo_verdict(runs), "runs": [one(r) for r in runs]}
 
 
 def _audit_text(turns: list[TurnAudit]) -> str:
@@ -120,59 +149,118 @@ def _audit_json(turns: list[TurnAudit]) -> dict[str, Any]:
 def _entry_json(e: JournalEntry) -> dict[str, Any]:
     return {"commit_key": e.commit_key, "turn_key": e.turn_key, "tool": e.tool, "effect": e.effect,
             "arguments": e.arguments, "fingerprint": e.fingerprint, "intent_at": e.intent_at, "status": e.status,
-            "result": e.result, "error": e.error, "finished_at": e.finished_at}
+            "result": e.result, "error": e.error, "finished_at": e.finished_at, "worker": e.worker,
+            "lease_expires_at": e.lease_expires_at}
 
 
-def _recover_text(path: str) -> str:
-    rec = recover(path)
-    out = [f"{path}: {len(rec.in_doubt)} in doubt, {len(rec.completed)} completed"]
+def _recover_text(name: str) -> str:
+    rec = recover(name)
+    shown = redact(name) if is_dsn(name) else name
+    flying = f", {len(rec.in_flight)} in flight" if rec.in_flight else ""
+    staged = f", {len(rec.prepared)} prepared and never committed or aborted" if rec.prepared else ""
+    out = [f"{shown}: {len(rec.in_doubt)} in doubt{flying}, {len(rec.completed)} completed{staged}"]
     for title, entries in (("in doubt (may or may not have happened; not run again)", rec.in_doubt),
+                           ("in flight (a live worker holds it; its outcome is still to come)", rec.in_flight),
+                           ("prepared, never committed or aborted (two-phase tools: staged state to clean up)",
+                            rec.prepared),
                            ("completed", rec.completed)):
         if entries:
             out.append(title)
             for e in entries:
-                status = e.status or "no outcome"
-                out.append(f"  {e.commit_key}  {e.effect:<10} {e.tool}({json.dumps(e.arguments, ensure_ascii=False)})  {status}")
+                status = e.status or (f"held by {e.worker}" if e.in_flight else "no outcome")
+                call = f"{e.tool}({json.dumps(e.arguments, ensure_ascii=False)})"
+                out.append(f"  {e.commit_key}  {e.effect:<10} {call}  {status}")
     return "\n".join(out)
 
 
 def _simulate(args: argparse.Namespace) -> int:
     from .simulate import default_workloads, load_workloads, simulate
-    from .simulate.plot import plot_alpha_sweep
+    from .simulate.plot import plot_alpha_sweep, require_matplotlib, sweep_lines
 
+    if args.plot:  # before the sweep, which takes a while: say first what is missing
+        require_matplotlib()
+        folder = os.path.dirname(os.path.abspath(args.plot))
+        if not os.path.isdir(folder):
+            raise InertValueError(f"--plot {args.plot}: no such folder {folder}")
     workloads = load_workloads(args.workloads) if args.workloads else default_workloads()
     summaries = simulate(workloads, seeds=args.seeds)
     unsafe_policies = {"eager_unsafe"}
     leaks = [s for s in summaries if s.policy not in unsafe_policies and (s.orphans or s.stale_reads or s.diverged)]
-    if args.json:
-        print(json.dumps({"seeds": args.seeds, "safe": not leaks, "summaries": [s.as_json() for s in summaries]}, indent=2))
-    else:
-        print(f"inert simulate: {len(workloads)} workloads x 4 policies x {args.seeds} seeds (virtual time)")
+    out: dict[str, Any] = {"seeds": args.seeds, "safe": not leaks, "summaries": [s.as_json() for s in summaries]}
+    if not args.json:
+        _emit(f"inert simulate: {len(workloads)} workloads x 4 policies x {args.seeds} seeds (virtual time)")
         header = f"{'workload':<22} {'policy':<13} {'p50 ms':>8} {'p90 ms':>8} {'p99 ms':>8} {'saved':>8} " \
                  f"{'wasted':>7} {'orphans':>8} {'stale':>6} {'diverged':>9}"
-        print(header)
-        print("-" * len(header))
+        _emit(header)
+        _emit("-" * len(header))
         last = None
         for s in summaries:
             name = s.workload if s.workload != last else ""
             last = s.workload
-            print(f"{name:<22} {s.policy:<13} {s.p50 * 1e3:8.1f} {s.p90 * 1e3:8.1f} {s.p99 * 1e3:8.1f} "
+            _emit(f"{name:<22} {s.policy:<13} {s.p50 * 1e3:8.1f} {s.p90 * 1e3:8.1f} {s.p99 * 1e3:8.1f} "
                   f"{s.saved_p50 * 1e3:8.1f} {s.wasted_reads:7.2f} {s.orphans:8d} {s.stale_reads:6d} {s.diverged:9d}")
-        print("saved: median ms saved against end_of_turn on the same seeds; wasted: speculative reads discarded per turn;"
+        _emit("saved: median ms saved against end_of_turn on the same seeds; wasted: speculative reads discarded per turn;"
               "\norphans, stale reads and diverged worlds are counted over all seeds.")
         unsafe = sum(s.orphans + s.stale_reads + s.diverged for s in summaries if s.policy in unsafe_policies)
-        print("end_of_turn, defer and read_eager: no orphans, no stale reads, no diverged world"
+        _emit("end_of_turn, defer and read_eager: no orphans, no stale reads, no diverged world"
               if not leaks else f"VIOLATION: {len(leaks)} safe-policy rows corrupted the world")
-        print(f"eager_unsafe: {unsafe} corruptions")
+        _emit(f"eager_unsafe: {unsafe} corruptions")
     if args.plot:
         shown = next((w for w in workloads if w.agent.name == "incident"), workloads[0])
-        plot_alpha_sweep(shown, args.plot)
+        sweep = plot_alpha_sweep(shown, args.plot, seeds=args.seeds)
+        out["plot"] = {"path": args.plot, "workload": shown.name, "seeds": args.seeds,
+                       "points": [{"alpha": a, **s.as_json()} for a, ss in sweep.items() for s in ss]}
         if not args.json:
-            print(f"wrote {args.plot}")
+            _emit("\n".join(["", *sweep_lines(shown, sweep, args.seeds), f"wrote {args.plot}"]))
+    if args.json:
+        _emit(json.dumps(out, indent=2))
     return 1 if leaks else 0
 
 
+def _seeds(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number of turns, at least 1, got {text!r}")
+    return n
+
+
+def _stdout_closed() -> None:
+    """stdout's reader went away (`inert audit t.jsonl | head`): point stdout at
+    devnull, as Python's docs advise, so neither a later print nor the exit flush
+    raises, and finish quietly."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # not a real file (captured output): replace the object instead
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - lives as long as the process
+    finally:
+        os.close(devnull)
+
+
+def _emit(text: str) -> None:
+    """Prints ``text``; a closed stdout ends the output, not the command (its exit status stands)."""
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:
+        _stdout_closed()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Runs the command line. Returns the exit status: 0 fine, 1 findings (or a failed
+    demo), 2 bad input. A closed stdout ends the output quietly."""
+    code = 0
+    try:
+        code = _main(argv)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _stdout_closed()
+    return code
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = argparse.ArgumentParser(prog="inert", description="Keep rejected speculative tokens inert.")
     parser.add_argument("--version", action="version", version=f"inert {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -181,14 +269,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     demo.add_argument("--json", action="store_true", help="machine-readable output")
     demo.add_argument("--trace", metavar="PATH", help="append both turns' events to this JSONL trace")
     aud = sub.add_parser("audit", help="find orphaned effects, missed calls, key divergence and stale reads in a trace")
-    aud.add_argument("trace", metavar="TRACE", help="an inert.trace/1 JSONL file, from inert or any stack")
+    aud.add_argument("trace", metavar="TRACE", help="an inert.trace/2 JSONL file, from inert or any stack")
     aud.add_argument("--json", action="store_true", help="machine-readable output")
-    rec = sub.add_parser("recover", help="list a journal's dispatches: in doubt, and completed")
-    rec.add_argument("journal", metavar="PATH", help="a SQLite journal file")
+    rec = sub.add_parser("recover", help="list a journal's dispatches: in doubt, in flight and completed (read-only)")
+    rec.add_argument("journal", metavar="PATH|DSN", help="a SQLite journal file, or a postgresql:// URI")
     rec.add_argument("--json", action="store_true", help="machine-readable output")
+    jrn = sub.add_parser("journal", help="manage a journal").add_subparsers(dest="action", required=True)
+    jinit = jrn.add_parser("init", help="create a journal's tables (PostgreSQL: once per database, before workers)")
+    jinit.add_argument("journal", metavar="DSN|PATH", help="a postgresql:// URI, or a SQLite journal file")
     sim = sub.add_parser("simulate", help="what each dispatch policy costs and risks, on virtual time")
     sim.add_argument("--workloads", metavar="TOML", help="custom workloads (default: the built-in ones)")
-    sim.add_argument("--seeds", type=int, default=100, help="turns per workload and policy (default 100)")
+    sim.add_argument("--seeds", type=_seeds, default=100, help="turns per workload and policy (default 100)")
     sim.add_argument("--json", action="store_true", help="machine-readable output")
     sim.add_argument("--plot", metavar="PNG", help="write latency against acceptance rate (needs matplotlib)")
     args = parser.parse_args(argv)
@@ -198,20 +289,27 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _simulate(args)
         if args.command == "demo":
             runs = run_demo(args.db, args.trace)
-            print(json.dumps(_demo_json(runs), indent=2) if args.json else render_demo(runs))
+            _emit(json.dumps(_demo_json(runs), indent=2) if args.json else render_demo(runs))
             return 0 if demo_ok(runs) else 1
         if args.command == "audit":
             turns = audit(args.trace)
-            print(json.dumps(_audit_json(turns), indent=2) if args.json else _audit_text(turns))
+            _emit(json.dumps(_audit_json(turns), indent=2) if args.json else _audit_text(turns))
             return 1 if any(t.findings for t in turns) else 0
+        if args.command == "journal":
+            _emit(init_journal(args.journal))
+            return 0
         if args.command == "recover":
             if args.json:
                 r = recover(args.journal)
-                print(json.dumps({"in_doubt": [_entry_json(e) for e in r.in_doubt],
+                _emit(json.dumps({"in_doubt": [_entry_json(e) for e in r.in_doubt],
+                                  "in_flight": [_entry_json(e) for e in r.in_flight],
+                                  "prepared": [_entry_json(e) for e in r.prepared],
                                   "completed": [_entry_json(e) for e in r.completed]}, indent=2, default=repr))
             else:
-                print(_recover_text(args.journal))
+                _emit(_recover_text(args.journal))
             return 0
+    except BrokenPipeError:
+        raise  # main() ends quietly: a closed stdout is not bad input
     except (InertError, OSError) as e:
         print(f"inert {args.command}: {e}", file=sys.stderr)
         return 2

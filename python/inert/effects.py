@@ -15,7 +15,7 @@ from typing import Any, Union
 
 from .errors import EffectTableError
 
-__all__ = ["EffectClass", "ToolSpec", "EffectTable", "Footprint", "FootprintFn"]
+__all__ = ["EffectClass", "EffectTable", "Footprint", "FootprintFn", "ToolSpec"]
 
 
 class EffectClass(str, enum.Enum):
@@ -152,6 +152,18 @@ def _apply(fn: FootprintFn | None, arguments: Mapping[str, Any]) -> frozenset[An
 EffectLike = Union[EffectClass, str, ToolSpec]
 
 
+def _mcp_effect(annotations: Mapping[str, Any]) -> EffectLike:
+    """A trusted MCP server's annotations as an effect; only a literal ``true`` counts."""
+    read_only = annotations.get("readOnlyHint") is True
+    if read_only and annotations.get("destructiveHint") is True:
+        return EffectClass.WRITE  # contradictory: a read-only tool cannot destroy; believe neither
+    if read_only:
+        return ToolSpec(EffectClass.READ_ONLY, speculate=annotations.get("openWorldHint") is False)
+    if annotations.get("idempotentHint") is True:
+        return EffectClass.IDEMPOTENT
+    return EffectClass.WRITE
+
+
 class EffectTable:
     """Tool name -> :class:`ToolSpec`. Tools missing from the table get ``default``
     (``WRITE`` unless you choose otherwise), so an unknown tool never runs early.
@@ -208,27 +220,38 @@ class EffectTable:
     def from_mcp(cls, tools: Iterable[Any], *, trusted: bool = False, overrides: Mapping[str, EffectLike] | None = None) -> EffectTable:
         """A table from MCP ``Tool`` objects or their dicts.
 
-        ``readOnlyHint`` makes a tool read-only only when ``trusted`` (MCP
-        annotations are untrusted hints otherwise), and such a tool runs on draft
-        tokens only when it declares ``openWorldHint: false`` (MCP's default is an
-        open world, whose reads reveal intent); ``idempotentHint`` makes it
-        idempotent; everything else, unannotated tools included, is a write.
-        ``overrides`` win. Works with both MCP SDK generations (``model_dump(by_alias=True)``)
-        and plain dicts, without importing ``mcp``.
+        MCP annotations are hints a server makes about itself. Untrusted (the default),
+        they never weaken safety: every tool is a write unless ``overrides`` say
+        otherwise. With ``trusted=True``, ``readOnlyHint`` makes a tool read-only, and
+        it runs on draft tokens only when it declares ``openWorldHint: false`` (MCP's
+        default is an open world, whose reads reveal intent); ``idempotentHint`` makes a
+        tool idempotent; hints that contradict each other (``readOnlyHint`` with
+        ``destructiveHint``) make it a write, the safer reading. Everything else,
+        unannotated tools included, is a write. ``overrides`` win either way.
+
+        Each tool's ``inputSchema`` becomes its schema in ``schemas``, so XML-style
+        formats type its arguments. Works with both MCP SDK generations
+        (``model_dump(by_alias=True)``) and plain dicts, without importing ``mcp``.
+
+        Args:
+            tools: MCP ``Tool`` objects, or dicts with ``name``, ``annotations`` and ``inputSchema``.
+            trusted: whether to believe the servers' annotations.
+            overrides: tool name -> effect, the caller's word, which no hint changes.
+
+        Raises:
+            EffectTableError: a bad entry in ``overrides``.
         """
         mapping: dict[str, EffectLike] = {}
+        schemas: dict[str, Mapping[str, Any]] = {}
         for tool in tools:
             data = tool.model_dump(by_alias=True) if hasattr(tool, "model_dump") else dict(tool)
-            annotations = data.get("annotations") or {}
-            if trusted and annotations.get("readOnlyHint") is True:
-                speculate = annotations.get("openWorldHint") is False
-                mapping[data["name"]] = ToolSpec(EffectClass.READ_ONLY, speculate=speculate)
-            elif annotations.get("idempotentHint") is True:
-                mapping[data["name"]] = EffectClass.IDEMPOTENT
-            else:
-                mapping[data["name"]] = EffectClass.WRITE
+            name = data["name"]
+            schema = data.get("inputSchema")
+            if isinstance(schema, Mapping):
+                schemas[name] = schema
+            mapping[name] = _mcp_effect(data.get("annotations") or {}) if trusted else EffectClass.WRITE
         mapping.update(overrides or {})
-        return cls(mapping)
+        return cls(mapping, schemas=schemas)
 
     @classmethod
     def from_openai(cls, tools: Iterable[Mapping[str, Any]], effects: Mapping[str, EffectLike]) -> EffectTable:

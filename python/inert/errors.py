@@ -15,24 +15,35 @@ if TYPE_CHECKING:
     from .report import Report, Violation
 
 __all__ = [
-    "InertError",
-    "InertValueError",
-    "InertTypeError",
-    "VerifyError",
-    "UnknownFormatError",
-    "FormatSpecError",
-    "VocabularyError",
-    "StreamLimitError",
-    "StreamFinishedError",
-    "PieceTypeError",
+    "BatchError",
+    "CancelledCallError",
     "EffectTableError",
-    "PolicyError",
-    "MissingToolError",
+    "FormatSpecError",
     "IdempotencyConflictError",
     "InDoubtError",
+    "InFlightError",
+    "InertError",
+    "InertTypeError",
+    "InertValueError",
+    "JournalError",
+    "MissingToolError",
+    "PieceTypeError",
+    "PolicyError",
+    "RecordedError",
+    "ReentrancyError",
     "ReplayedError",
-    "ToolTimeoutError",
     "SpeculativeEffectViolation",
+    "StreamFinishedError",
+    "StreamLimitError",
+    "ToolTimeoutError",
+    "TreeError",
+    "UnknownFormatError",
+    "UnknownSequenceError",
+    "UnstorableResultError",
+    "VerifyError",
+    "VocabularyError",
+    "closest_name",
+    "describe",
 ]
 
 
@@ -72,6 +83,23 @@ class StreamFinishedError(InertError, RuntimeError):
     """Tokens were given to a turn after ``finish()``."""
 
 
+class TreeError(InertValueError):
+    """A token tree whose parents or verified path do not describe a tree, or a tree
+    mixed with a linear draft (``draft`` or ``verify`` while a tree awaits ``verify_path``)."""
+
+
+class BatchError(InertValueError):
+    """A batch call whose arguments do not fit together: shapes that disagree, a
+    sequence added twice or named twice in one call."""
+
+
+class UnknownSequenceError(BatchError, KeyError):
+    """A batch call naming a sequence the batch does not hold."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""
+
+
 class PieceTypeError(InertTypeError):
     """A token that is neither a ``str`` or ``bytes`` piece nor an ``int`` id."""
 
@@ -93,8 +121,21 @@ class IdempotencyConflictError(InertError, ValueError):
 
 
 class InDoubtError(InertError, RuntimeError):
-    """Recorded (not raised) for a write whose key the journal holds without an outcome:
-    it may have run before a crash, so it is not run again. Resolve it with ``inert recover``."""
+    """Recorded (not raised) for a write whose key the journal holds without an outcome
+    and no live holder it knows of: it may or may not have happened, so it is not run
+    again. Resolve it with ``inert recover``. (A key a live worker of a shared journal
+    holds is an ``InFlightError`` instead.)"""
+
+
+class InFlightError(InertError, RuntimeError):
+    """Raised by a shared journal's ``begin`` (and recorded as the call's error) when
+    another live worker holds the key and its outcome did not come within the
+    journal's wait: the call may still complete there, so it was not run here."""
+
+
+class JournalError(InertError):
+    """The journal could not be opened, read or written: the message names it and
+    says what to do. A call whose intent or outcome it could not record is in doubt."""
 
 
 class ReplayedError(InertError, RuntimeError):
@@ -104,6 +145,24 @@ class ReplayedError(InertError, RuntimeError):
 
 class ToolTimeoutError(InertError, TimeoutError):
     """Recorded (not raised) when a tool outlives its timeout."""
+
+
+class CancelledCallError(InertError, RuntimeError):
+    """Recorded for a speculative call cancelled because its block was rejected."""
+
+
+class ReentrancyError(InertError, RuntimeError):
+    """A tool called back into the orchestrator that is running it (``draft``,
+    ``verify`` or ``finish`` from inside its own tool would deadlock or corrupt the turn)."""
+
+
+class UnstorableResultError(InertError, ValueError):
+    """Recorded (not raised) when a tool returns a result the journal cannot store
+    (a cycle, an integer too long for JSON, an object whose ``repr`` raises)."""
+
+
+class RecordedError(InertError, RuntimeError):
+    """An error as a trace or another stack's dispatch log recorded it (its text)."""
 
 
 class SpeculativeEffectViolation(InertError, RuntimeError):
@@ -118,3 +177,20 @@ class SpeculativeEffectViolation(InertError, RuntimeError):
         self.violations: list[Violation] = list(report.violations)
         lines = [v.message for v in self.violations]
         super().__init__(f"{len(lines)} speculative-effect violation(s):\n  " + "\n  ".join(lines))
+
+
+def describe(error: BaseException) -> str:
+    """``Type: message`` for any exception, even one whose ``str()`` raises."""
+    try:
+        text = str(error)
+    except Exception:  # noqa: BLE001 - a broken __str__ must not break the turn or its records
+        text = f"<unprintable {type(error).__name__}>"
+    return f"{type(error).__name__}: {text}"
+
+
+def closest_name(name: str, known: list[str]) -> str | None:
+    """The known name ``name`` is most likely a typo of, if any is close."""
+    import difflib
+
+    matches = difflib.get_close_matches(name, known, n=1, cutoff=0.75)
+    return matches[0] if matches else None

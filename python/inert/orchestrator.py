@@ -1,61 +1,208 @@
-"""The gate between the inference loop and the tools: it applies inert's
-invariants to every outcome the core reports."""
+"""The orchestrators: one turn's token stream, composed with the gate (pure
+policy) and a runtime that executes the gate's commands (worker threads for
+``Orchestrator``, asyncio tasks for ``AsyncOrchestrator``)."""
 
 from __future__ import annotations
 
-import asyncio
 import os
-import warnings
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from . import _core
-from ._core import Call, CallClosed, CallCommitted, CallRetracted, Malformed
-from .dispatch import Dispatcher, Node, ThreadDispatcher
-from .dispatch_async import AsyncDispatcher
+from .audit import TraceWriter
 from .effects import EffectLike, EffectTable
-from .errors import PolicyError, SpeculativeEffectViolation
-from .journal import Journal, MemoryJournal, SqliteJournal
+from .errors import InertValueError, ReentrancyError
+from .gate import POLICIES
+from .journal import Journal, MemoryJournal, OwnedJournal, open_journal
 from .outcomes import Outcome
-from .reconcile import reconcile
-from .report import AcceptedCall, DispatchRecord, Report
-from .trace import TraceWriter
+from .report import Report
+from .runtime import AsyncRuntime, ThreadRuntime, running_for
+from .turn import RuntimeFactory, Step, Tooling, Tools, TurnDriver, turn_key_for
 
-__all__ = ["POLICIES", "AsyncOrchestrator", "Orchestrator", "Step"]
+__all__ = ["POLICIES", "AsyncOrchestrator", "Orchestrator", "Session", "Step"]
 
 Token = str | bytes | int
-
-POLICIES = ("read_eager", "defer", "eager_unsafe")
-"""``read_eager``: reads run when their block closes in the draft, effects after
-acceptance. ``defer``: everything after acceptance. ``eager_unsafe``: everything
-when its block closes in the draft, no ordering (measurement only)."""
+Vocab = _core.Vocabulary | Mapping[int, str | bytes] | Sequence[str | bytes]
 
 
-@dataclass(frozen=True)
-class Step:
-    """What one ``draft`` or ``verify`` call did."""
-
-    outcomes: tuple[Outcome, ...]
-    """The core's outcomes, in order: calls closed, committed and retracted, malformed blocks."""
-    dispatched: tuple[DispatchRecord, ...] = field(default=())
-    """Calls the gate let go during this step (they may still wait for earlier conflicting calls)."""
+def _trace_token(t: Any) -> Any:
+    if t is None or isinstance(t, (str, int)):
+        return t
+    if isinstance(t, bytes):
+        return t.decode("utf-8", errors="backslashreplace")
+    return int(t)  # a numpy integer
 
 
-class _Gate:
-    """The gate shared by ``Orchestrator`` and ``AsyncOrchestrator``: it turns the
-    core's outcomes into dispatch decisions under inert's invariants. See
-    ``Orchestrator`` for the arguments."""
+def _trace_tokens(tokens: Any) -> list[Any]:
+    return [_trace_token(t) for t in tokens]
+
+
+class Session:
+    """One turn composed: its token stream, the journal and the trace it owns, and a
+    ``TurnDriver`` (gate and runtime). The orchestrators (and the simulator) are thin
+    fronts over it; see ``Orchestrator`` for the arguments. ``runtime`` builds the
+    runtime that executes the gate's commands."""
 
     def __init__(
         self,
         effects: EffectTable | Mapping[str, EffectLike] | None = None,
-        tools: Mapping[str, Callable[..., Any]] | None = None,
+        tools: Tools | None = None,
+        *,
+        runtime: RuntimeFactory,
+        format: str | Mapping[str, Any] = "hermes",
+        turn_key: str | None = None,
+        policy: str = "read_eager",
+        vocab: Vocab | None = None,
+        special_tokens: Mapping[int, str | bytes] | None = None,
+        schemas: Mapping[str, Mapping[str, Any]] | None = None,
+        max_block_bytes: int = 1 << 20,
+        max_workers: int = 8,
+        timeout: float | None = None,
+        limits: Mapping[str, int] | None = None,
+        journal: Journal | str | os.PathLike[str] | None = None,
+        trace: str | os.PathLike[str] | None = None,
+        threads_only: bool = False,
+        two_phase: frozenset[str] | None = None,
+    ) -> None:
+        self.tooling = Tooling.build(effects, tools, policy=policy, timeout=timeout, limits=limits,
+                                     max_workers=max_workers, threads_only=threads_only, two_phase=two_phase)
+        self.effects = self.tooling.effects
+        self.turn_key = turn_key_for(turn_key, journal)
+        self.stream = _core.TokenStream(
+            format, self.turn_key, vocab=vocab, special_tokens=special_tokens,
+            schemas=schemas if schemas is not None else self.effects.schemas, max_block_bytes=max_block_bytes,
+        )
+        self._owned: OwnedJournal | None = None  # opened here from a path or URI: closed at the end
+        self.trace: TraceWriter | None = None
+        try:
+            if trace is not None:
+                self.trace = _open_trace(trace, self.turn_key)
+            if journal is None:
+                journal = MemoryJournal()
+            elif isinstance(journal, (str, os.PathLike)):
+                journal = self._owned = open_journal(journal)
+        except BaseException:
+            self.close()
+            raise
+        self.journal: Journal = journal
+        if self.trace is not None:
+            self.trace.emit("turn_start", format=self.stream.format, policy=policy)
+        self.runtime = runtime(
+            self.journal, self.turn_key, ordered=self.tooling.policy != "eager_unsafe", limits=self.tooling.limits,
+            max_workers=self.tooling.workers, trace=self.trace)
+        self.driver = TurnDriver(self.tooling, self.runtime, self.trace)
+        self.gate = self.driver.gate
+
+    def refuse_reentry(self) -> None:
+        if running_for() is self.runtime:
+            raise ReentrancyError(
+                "a tool called back into the orchestrator that is running it; draft, verify and finish "
+                "belong to the inference loop, not to its tools")
+
+    def draft(self, tokens: Sequence[Token]) -> Step:
+        outcomes = self.stream.draft(tokens)
+        if self.trace is not None:
+            self.trace.draft(tokens)
+        return self.apply(outcomes)
+
+    def verify(self, n_accepted: int, correction: Token | None) -> Step:
+        outcomes = self.stream.verify(n_accepted, correction)
+        if self.trace is not None:
+            self.trace.verify(n_accepted, correction)
+        return self.apply(outcomes)
+
+    def draft_tree(self, tokens: Any, parents: Any) -> Step:
+        outcomes = self.stream.draft_tree(tokens, parents)
+        if self.trace is not None:
+            self.trace.emit("draft_tree", tokens=_trace_tokens(tokens), parents=[int(p) for p in parents])
+        return self.apply(outcomes)
+
+    def verify_path(self, path: Any, correction: Token | None) -> Step:
+        outcomes = self.stream.verify_path(path, correction)
+        if self.trace is not None:
+            self.trace.emit("verify_path", path=[int(p) for p in path], correction=_trace_token(correction))
+        return self.apply(outcomes)
+
+    def apply(self, outcomes: list[Outcome]) -> Step:
+        return self.driver.apply(outcomes)
+
+    def report(self, strict: bool) -> Report:
+        try:
+            return self.driver.report(strict)
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        if self.trace is not None:
+            self.trace.close()
+        if self._owned is not None:
+            self._owned.close()
+
+
+def _open_trace(path: str | os.PathLike[str], turn_key: str) -> TraceWriter:
+    try:
+        return TraceWriter(path, turn_key)
+    except OSError as e:
+        raise InertValueError(f"trace={os.fspath(path)!r} cannot be opened for appending: {e.strerror or e}") from None
+
+
+class Orchestrator:
+    """Gates tool dispatch on speculative verification for one assistant turn.
+
+    Call ``draft(tokens)`` for every draft window and ``verify(n, correction)``
+    after the target model scores it, then ``finish()`` once at the end of the turn.
+    Tools run on daemon worker threads. One orchestrator per turn and per sequence;
+    not shared between threads.
+
+    Args:
+        effects: an ``EffectTable``, or a mapping it is built from. Unknown tools are writes.
+        tools: tool name -> callable, called as ``tool(**arguments)``; or one router for
+            every tool, called as ``router(name, arguments)``. An idempotent tool gets
+            ``idempotency_key=<commit key>`` if its signature names that parameter; any
+            tool can read its call from ``inert.current_call()``. A callable for a tool the
+            effect table does not name is warned about (it is a write, and may be a typo).
+        format: the tool-call format, named as in vLLM's ``--tool-call-parser`` (see
+            ``inert.formats()`` and ``docs/formats.md``), or a custom format dict (see the README).
+        turn_key: seeds the commit keys; unique per turn (a request id and the turn number).
+            Required with a journal that outlives the process; otherwise a unique one is made.
+        policy: ``"read_eager"`` (default), ``"defer"`` or ``"eager_unsafe"`` (measurement only).
+        vocab: an ``inert.Vocabulary`` (built once per model and shared by every stream), or
+            token id -> piece (a mapping, or a sequence indexed by id), to draft ``int`` tokens
+            (lists, or any 1-D integer buffer: numpy arrays, ``array.array``, ``memoryview``).
+        special_tokens: token id -> spelling of the model's special tokens; those that spell
+            a delimiter are matched by id (so are ``vocab`` entries that spell one exactly).
+        schemas: tool name -> JSON schema of its parameters, to type the raw values of
+            XML-style formats; defaults to the schemas of ``effects`` (from ``from_openai``).
+        max_block_bytes: a block longer than this is malformed and never dispatched.
+        max_workers: calls running at once.
+        timeout: default per-call timeout in seconds (a ``ToolSpec`` may set its own); a call
+            past it is recorded with ``ToolTimeoutError`` and is in doubt. Its thread cannot be
+            killed: it is abandoned, and never keeps the process from exiting.
+        limits: tool name -> most calls of it running at once (a ``ToolSpec`` may set its own).
+        journal: a ``Journal``, the path of a SQLite journal file (durable intents,
+            idempotency by commit key across restarts), or a ``postgresql://`` URI (a
+            ``PostgresJournal`` a fleet shares). In memory by default.
+        trace: path of a JSONL trace to append this turn's events to (see ``docs/trace.md``).
+
+    Raises:
+        UnknownFormatError: ``format`` is not a known format.
+        FormatSpecError: a custom ``format`` dict cannot be used.
+        PolicyError: ``policy`` is not one of ``POLICIES``.
+        VocabularyError: a bad ``vocab`` or ``special_tokens`` entry.
+        InertTypeError, InertValueError: a bad ``turn_key``, ``max_workers``, ``timeout``,
+            ``limits``, ``trace``, or a coroutine tool (use ``AsyncOrchestrator``).
+        JournalError: the journal cannot be opened.
+    """
+
+    def __init__(
+        self,
+        effects: EffectTable | Mapping[str, EffectLike] | None = None,
+        tools: Tools | None = None,
         *,
         format: str | Mapping[str, Any] = "hermes",
-        turn_key: str = "turn",
+        turn_key: str | None = None,
         policy: str = "read_eager",
-        vocab: Mapping[int, str | bytes] | Sequence[str | bytes] | None = None,
+        vocab: Vocab | None = None,
         special_tokens: Mapping[int, str | bytes] | None = None,
         schemas: Mapping[str, Mapping[str, Any]] | None = None,
         max_block_bytes: int = 1 << 20,
@@ -65,170 +212,37 @@ class _Gate:
         journal: Journal | str | os.PathLike[str] | None = None,
         trace: str | os.PathLike[str] | None = None,
     ) -> None:
-        if policy not in POLICIES:
-            raise PolicyError(f"unknown policy {policy!r}; use one of {', '.join(POLICIES)}")
-        if policy == "eager_unsafe":
-            warnings.warn(
-                "policy='eager_unsafe' dispatches calls from unverified draft tokens; use it only to measure",
-                stacklevel=2,
-            )
-        self.effects = effects if isinstance(effects, EffectTable) else EffectTable(effects)
-        self.tools = dict(tools or {})
-        self.policy = policy
-        self.turn_key = turn_key
-        self.stream = _core.TokenStream(
-            format,
-            turn_key,
-            vocab=vocab,
-            special_tokens=special_tokens,
-            schemas=schemas if schemas is not None else self.effects.schemas,
-            max_block_bytes=max_block_bytes,
+        self._s = Session(
+            effects, tools, runtime=ThreadRuntime, format=format, turn_key=turn_key, policy=policy, vocab=vocab,
+            special_tokens=special_tokens, schemas=schemas, max_block_bytes=max_block_bytes,
+            max_workers=max_workers, timeout=timeout, limits=limits, journal=journal, trace=trace, threads_only=True,
         )
-        self._own_journal: SqliteJournal | None = None  # opened here from a path: closed at finish
-        if journal is None:
-            journal = MemoryJournal()
-        elif isinstance(journal, (str, os.PathLike)):
-            journal = self._own_journal = SqliteJournal(journal)
-        self.journal: Journal = journal
-        self.timeout = timeout
-        tool_limits = {n: s.max_concurrency for n, s in self.effects.items() if s.max_concurrency}
-        tool_limits.update(limits or {})
-        self._trace = TraceWriter(trace, turn_key) if trace is not None else None
-        if self._trace is not None:
-            self._trace.emit("turn_start", format=self.stream.format, policy=policy)
-        self._dispatcher = self._make_dispatcher(max_workers=max_workers, ordered=policy != "eager_unsafe",
-                                                 limits=tool_limits)
-        self._nodes: dict[str, Node] = {}  # commit key -> the call closed under it, until committed or retracted
-        self._committed: list[Call] = []
-        self._malformed: list[Malformed] = []
 
-    def _make_dispatcher(self, *, max_workers: int, ordered: bool, limits: dict[str, int]) -> Dispatcher:
-        raise NotImplementedError
+    @property
+    def stream(self) -> _core.TokenStream:
+        """The turn's token stream (the core)."""
+        return self._s.stream
 
-    def _draft(self, tokens: Sequence[Token]) -> Step:
-        events = self.stream.draft(tokens)
-        if self._trace is not None:
-            self._trace.draft(tokens)
-        return self._apply(events)
+    @property
+    def journal(self) -> Journal:
+        return self._s.journal
 
-    def _verify(self, n_accepted: int, correction: Token | None) -> Step:
-        events = self.stream.verify(n_accepted, correction)
-        if self._trace is not None:
-            self._trace.verify(n_accepted, correction)
-        return self._apply(events)
+    @property
+    def effects(self) -> EffectTable:
+        return self._s.effects
 
-    def _end(self) -> None:
-        self._apply(self.stream.finish())
+    @property
+    def policy(self) -> str:
+        return self._s.gate.policy
 
-    def _report(self, strict: bool) -> Report:
-        report = self._reconcile()
-        if self._trace is not None:
-            self._trace.emit("turn_end", violations=len(report.violations))
-            self._trace.close()
-        if self._own_journal is not None:
-            self._own_journal.close()
-        if strict and report.violations:
-            raise SpeculativeEffectViolation(report)
-        return report
+    @property
+    def turn_key(self) -> str:
+        return self._s.turn_key
 
     @property
     def pending(self) -> int:
         """Tokens drafted and not yet verified."""
-        return self.stream.pending_len
-
-    # -- the gate --
-
-    def _apply(self, outcomes: list[Outcome]) -> Step:
-        dispatched: list[DispatchRecord] = []
-        for outcome in outcomes:
-            if self._trace is not None:
-                self._trace.outcome(outcome)
-            if isinstance(outcome, CallClosed):
-                self._on_closed(outcome.call, dispatched)
-            elif isinstance(outcome, CallCommitted):
-                self._on_committed(outcome.call, dispatched)
-            elif isinstance(outcome, CallRetracted):
-                self._on_retracted(outcome.call)
-            else:
-                self._malformed.append(outcome.malformed)
-        return Step(tuple(outcomes), tuple(dispatched))
-
-    def _on_closed(self, call: Call, dispatched: list[DispatchRecord]) -> None:
-        # The table is consulted once, here, when the gate decides (invariant 5).
-        spec = self.effects.spec(call.name)
-        record = DispatchRecord(
-            commit_key=call.commit_key,
-            name=call.name,
-            arguments=call.arguments,
-            effect=spec.effect,
-            footprint=spec.footprint(call.arguments),
-            span=call.span,
-            early=False,
-        )
-        node = self._dispatcher.register(record, self.tools.get(call.name), spec.timeout or self.timeout)
-        self._nodes[call.commit_key] = node
-        if self.policy == "eager_unsafe" or (self.policy == "read_eager" and spec.speculate):
-            self._dispatcher.permit(node, early=True)
-            dispatched.append(record)
-
-    def _on_committed(self, call: Call, dispatched: list[DispatchRecord]) -> None:
-        self._committed.append(call)
-        node = self._nodes.pop(call.commit_key)
-        if self._dispatcher.confirm(node):
-            dispatched.append(node.record)
-
-    def _on_retracted(self, call: Call) -> None:
-        node = self._nodes.pop(call.commit_key)
-        if self._dispatcher.retract(node) and self._trace is not None:
-            self._trace.discard(node.record)
-
-    def _reconcile(self) -> Report:
-        accepted = [AcceptedCall(c.commit_key, c.name, c.arguments, c.span) for c in self._committed]
-        report = reconcile(self._dispatcher.log, accepted)
-        report.malformed = list(self._malformed)
-        return report
-
-
-class Orchestrator(_Gate):
-    """Gates tool dispatch on speculative verification for one assistant turn.
-
-    Call ``draft(tokens)`` for every draft window and ``verify(n, correction)``
-    after the target model scores it, then ``finish()`` once at the end of the turn.
-    Tools run on a thread pool. One orchestrator per turn and per sequence; not
-    shared between threads.
-
-    Args:
-        effects: an ``EffectTable``, or a mapping it is built from. Unknown tools are writes.
-        tools: tool name -> callable, called as ``tool(**arguments)``; idempotent tools
-            also get ``idempotency_key=<commit key>``.
-        format: the tool-call format, named as in vLLM's ``--tool-call-parser`` (see
-            ``inert.formats()`` and ``docs/formats.md``), or a custom format dict (see the README).
-        turn_key: seeds the commit keys; make it unique per turn.
-        policy: ``"read_eager"`` (default), ``"defer"`` or ``"eager_unsafe"`` (measurement only).
-        vocab: token id -> piece (a mapping, or a sequence indexed by id), to draft ``int`` tokens.
-        special_tokens: token id -> spelling of the model's special tokens; those that spell
-            a delimiter are matched by id (so are ``vocab`` entries that spell one exactly).
-        schemas: tool name -> JSON schema of its parameters, to type the raw values of
-            XML-style formats; defaults to the schemas of ``effects`` (from ``from_openai``).
-        max_block_bytes: a block longer than this is malformed and never dispatched.
-        max_workers: worker threads for tool calls.
-        timeout: default per-call timeout in seconds (a ``ToolSpec`` may set its own);
-            a call past it is recorded with ``ToolTimeoutError`` and is in doubt.
-        limits: tool name -> most calls of it running at once (a ``ToolSpec`` may set its own).
-        journal: a ``Journal``, or the path of a SQLite journal file (durable intents,
-            idempotency by commit key across restarts). In memory by default.
-        trace: path of a JSONL trace to append this turn's events to (see ``docs/trace.md``).
-
-    Raises:
-        UnknownFormatError: ``format`` is not a known format.
-        FormatSpecError: a custom ``format`` dict cannot be used.
-        PolicyError: ``policy`` is not one of ``POLICIES``.
-        VocabularyError: a bad ``vocab`` or ``special_tokens`` entry.
-    """
-
-    def _make_dispatcher(self, *, max_workers: int, ordered: bool, limits: dict[str, int]) -> Dispatcher:
-        return ThreadDispatcher(self.journal, self.turn_key, max_workers=max_workers, ordered=ordered,
-                                limits=limits, trace=self._trace)
+        return self._s.stream.pending_len
 
     def draft(self, tokens: Sequence[Token]) -> Step:
         """Appends a draft window (several calls extend the pending window).
@@ -237,8 +251,10 @@ class Orchestrator(_Gate):
             PieceTypeError: a token is not ``str``, ``bytes`` or an integer; nothing changes.
             VocabularyError: an integer token is not in the vocabulary; nothing changes.
             StreamFinishedError: the turn is finished.
+            ReentrancyError: called from one of this orchestrator's own tools.
         """
-        return self._draft(tokens)
+        self._s.refuse_reentry()
+        return self._s.draft(tokens)
 
     def verify(self, n_accepted: int, correction: Token | None = None) -> Step:
         """Accepts the first ``n_accepted`` pending tokens, rejects the rest, then
@@ -246,54 +262,142 @@ class Orchestrator(_Gate):
 
         Raises:
             VerifyError: ``n_accepted`` is negative or more than are pending; nothing changes.
+            ReentrancyError: called from one of this orchestrator's own tools.
         """
-        return self._verify(n_accepted, correction)
+        self._s.refuse_reentry()
+        return self._s.verify(n_accepted, correction)
+
+    def draft_tree(self, tokens: Any, parents: Any) -> Step:
+        """Drafts a token tree (EAGLE, Medusa): node ``i`` is ``tokens[i]``, its parent
+        ``parents[i]`` (an earlier node, or -1 for a child of the last accepted token). A
+        call that closes on any branch may run its reads early, keyed by its own path.
+
+        Raises:
+            TreeError: the parents do not describe a tree, or a draft awaits verification;
+                nothing changes.
+        """
+        self._s.refuse_reentry()
+        return self._s.draft_tree(tokens, parents)
+
+    def verify_path(self, path: Any, correction: Token | None = None) -> Step:
+        """Accepts the tree's nodes on ``path`` (from a root down), rejects every other
+        node (their calls are retracted, their early reads discarded), then appends
+        ``correction``: from here the turn is exactly as if ``path`` alone was drafted.
+
+        Raises:
+            TreeError: no tree awaits verification, or ``path`` is not a chain from a root.
+        """
+        self._s.refuse_reentry()
+        return self._s.verify_path(path, correction)
 
     def finish(self, *, strict: bool = True) -> Report:
         """Ends the turn: rejects tokens never verified, waits for every dispatched
-        call, and reconciles the dispatch log with the accepted stream.
+        call (a timed-out one counts as finished), and reconciles the dispatch log with
+        the accepted stream.
 
         Raises:
             SpeculativeEffectViolation: anything diverged (``strict``); the exception holds the report.
+            ReentrancyError: called from one of this orchestrator's own tools.
+            StreamFinishedError: called twice.
         """
-        self._end()
-        assert isinstance(self._dispatcher, ThreadDispatcher)
-        self._dispatcher.drain()
-        return self._report(strict)
+        self._s.refuse_reentry()
+        self._s.apply(self._s.stream.finish())
+        runtime = self._s.runtime
+        assert isinstance(runtime, ThreadRuntime)
+        runtime.drain()
+        return self._s.report(strict)
 
 
-class AsyncOrchestrator(_Gate):
+class AsyncOrchestrator:
     """``Orchestrator`` for asyncio loops: ``await orch.draft(...)``,
     ``await orch.verify(...)``, ``await orch.finish()``. It takes the same
-    arguments as ``Orchestrator``; ``max_workers`` is unused (asyncio's default
-    executor runs the plain functions).
+    arguments as ``Orchestrator``; ``max_workers`` bounds the threads that run
+    plain-function tools.
 
-    Coroutine tools run as tasks on the loop, plain functions in a worker
-    thread; a speculative read whose block is rejected is cancelled if it is
-    still running.
+    Coroutine tools run as tasks on the loop of the first call, plain functions on
+    daemon worker threads; a speculative read whose block is rejected is cancelled
+    if it is running. One orchestrator per turn, used from one event loop.
     """
 
-    def _make_dispatcher(self, *, max_workers: int, ordered: bool, limits: dict[str, int]) -> Dispatcher:
-        return AsyncDispatcher(self.journal, self.turn_key, ordered=ordered, limits=limits, trace=self._trace)
+    def __init__(
+        self,
+        effects: EffectTable | Mapping[str, EffectLike] | None = None,
+        tools: Tools | None = None,
+        *,
+        format: str | Mapping[str, Any] = "hermes",
+        turn_key: str | None = None,
+        policy: str = "read_eager",
+        vocab: Vocab | None = None,
+        special_tokens: Mapping[int, str | bytes] | None = None,
+        schemas: Mapping[str, Mapping[str, Any]] | None = None,
+        max_block_bytes: int = 1 << 20,
+        max_workers: int = 8,
+        timeout: float | None = None,
+        limits: Mapping[str, int] | None = None,
+        journal: Journal | str | os.PathLike[str] | None = None,
+        trace: str | os.PathLike[str] | None = None,
+    ) -> None:
+        self._s = Session(
+            effects, tools, runtime=AsyncRuntime, format=format, turn_key=turn_key, policy=policy, vocab=vocab,
+            special_tokens=special_tokens, schemas=schemas, max_block_bytes=max_block_bytes,
+            max_workers=max_workers, timeout=timeout, limits=limits, journal=journal, trace=trace,
+        )
 
-    def _bound(self) -> AsyncDispatcher:
-        assert isinstance(self._dispatcher, AsyncDispatcher)
-        self._dispatcher.bind(asyncio.get_running_loop())
-        return self._dispatcher
+    @property
+    def stream(self) -> _core.TokenStream:
+        return self._s.stream
+
+    @property
+    def journal(self) -> Journal:
+        return self._s.journal
+
+    @property
+    def effects(self) -> EffectTable:
+        return self._s.effects
+
+    @property
+    def policy(self) -> str:
+        return self._s.gate.policy
+
+    @property
+    def turn_key(self) -> str:
+        return self._s.turn_key
+
+    @property
+    def pending(self) -> int:
+        return self._s.stream.pending_len
+
+    def _enter(self) -> AsyncRuntime:
+        """Checks the caller before anything changes: not a tool of ours, on our loop."""
+        self._s.refuse_reentry()
+        runtime = self._s.runtime
+        assert isinstance(runtime, AsyncRuntime)
+        runtime.bind()
+        return runtime
 
     async def draft(self, tokens: Sequence[Token]) -> Step:
-        """As ``Orchestrator.draft``."""
-        self._bound()
-        return self._draft(tokens)
+        """As ``Orchestrator.draft``; also raises ``LoopError`` from another event loop."""
+        self._enter()
+        return self._s.draft(tokens)
 
     async def verify(self, n_accepted: int, correction: Token | None = None) -> Step:
-        """As ``Orchestrator.verify``."""
-        self._bound()
-        return self._verify(n_accepted, correction)
+        """As ``Orchestrator.verify``; also raises ``LoopError`` from another event loop."""
+        self._enter()
+        return self._s.verify(n_accepted, correction)
+
+    async def draft_tree(self, tokens: Any, parents: Any) -> Step:
+        """As ``Orchestrator.draft_tree``."""
+        self._enter()
+        return self._s.draft_tree(tokens, parents)
+
+    async def verify_path(self, path: Any, correction: Token | None = None) -> Step:
+        """As ``Orchestrator.verify_path``."""
+        self._enter()
+        return self._s.verify_path(path, correction)
 
     async def finish(self, *, strict: bool = True) -> Report:
         """As ``Orchestrator.finish``, awaiting the calls."""
-        dispatcher = self._bound()
-        self._end()
-        await dispatcher.drain()
-        return self._report(strict)
+        runtime = self._enter()
+        self._s.apply(self._s.stream.finish())
+        await runtime.drain()
+        return self._s.report(strict)

@@ -15,10 +15,11 @@ Span = tuple[int, int]
 """Token positions ``(start, end)`` on the accepted stream, ``end`` exclusive."""
 
 
-@dataclass
+@dataclass(frozen=True)
 class DispatchRecord:
     """One dispatch of a tool call, as the journal holds it: written (intent)
-    before the call, completed (outcome) after. Times are ``time.perf_counter()``."""
+    before the call, completed (outcome) after. Times are ``time.perf_counter()``.
+    Immutable: the runtime that runs the call owns its outcome and hands out snapshots."""
 
     commit_key: str
     name: str
@@ -37,10 +38,19 @@ class DispatchRecord:
     timed_out: bool = False
     discarded: bool = False
     """Its block was rejected after it started: its result never counts."""
+    phase: str | None = None
+    """For a two-phase tool, the last phase it ran: ``"prepare"``, ``"commit"`` or ``"abort"``.
+    Only a commit is an effect; a prepare is inert, and an abort drops it."""
 
     @property
     def done(self) -> bool:
         return self.finished is not None
+
+    @property
+    def executed_effect(self) -> bool:
+        """Whether it changed the world: an effect class other than read-only, and for a
+        two-phase tool only if it committed."""
+        return self.effect is not EffectClass.READ_ONLY and self.phase in (None, "commit")
 
 
 @dataclass(frozen=True)
@@ -84,7 +94,9 @@ class DiscardedCall:
 class Violation:
     """A divergence between what ran and what the accepted stream says.
 
-    ``kind`` is one of ``"orphan"`` (an effect whose block was never accepted),
+    ``kind`` is one of ``"orphan"`` (an effect whose block was never accepted, a
+    two-phase commit of a rejected block included), ``"leaked_prepare"`` (a two-phase
+    tool prepared and never committed nor aborted),
     ``"missed"`` (an accepted call never dispatched), ``"duplicate"`` (an effect
     dispatched twice under one key), ``"key_divergence"`` (dispatched under an
     accepted key with other arguments, or the same call dispatched under one key

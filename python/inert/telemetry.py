@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from .errors import describe
 from .report import DispatchRecord
 
 _trace: Any
@@ -45,7 +46,9 @@ class SpanResult:
 
 @contextmanager
 def tool_span(record: DispatchRecord) -> Iterator[SpanResult]:
-    """A span around one tool call; errors are recorded and re-raised."""
+    """A span around one tool call; errors are recorded and re-raised unchanged.
+    Nothing here may replace the tool's own outcome: an exception whose ``str()``
+    raises, or content JSON cannot spell, is recorded as what can be said of it."""
     out = SpanResult()
     if _trace is None:
         yield out
@@ -60,13 +63,23 @@ def tool_span(record: DispatchRecord) -> Iterator[SpanResult]:
         "inert.early": record.early,
     }
     if _content:
-        attributes["gen_ai.tool.call.arguments"] = json.dumps(record.arguments, default=repr)
+        attributes["gen_ai.tool.call.arguments"] = _json(record.arguments)
+    # The SDK's own exception recording calls str() on the exception; do it here, safely.
     with tracer.start_as_current_span(f"execute_tool {record.name}", attributes=attributes,
-                                      record_exception=True, set_status_on_exception=True) as span:
+                                      record_exception=False, set_status_on_exception=False) as span:
         try:
             yield out
-        except Exception as exc:
+        except BaseException as exc:
             span.set_attribute("error.type", type(exc).__qualname__)
+            span.set_status(_trace.Status(_trace.StatusCode.ERROR, describe(exc)))
+            span.add_event("exception", {"exception.type": type(exc).__qualname__, "exception.message": describe(exc)})
             raise
         if _content:
-            span.set_attribute("gen_ai.tool.call.result", json.dumps(out.result, default=repr))
+            span.set_attribute("gen_ai.tool.call.result", _json(out.result))
+
+
+def _json(value: Any) -> str:
+    try:
+        return json.dumps(value, default=repr)
+    except Exception as exc:  # noqa: BLE001 - content that cannot be spelled is described, never fatal
+        return f"<unrecordable: {describe(exc)}>"

@@ -36,6 +36,16 @@ impl BitSet {
         i < self.len && self.words[i / 64] >> (i % 64) & 1 == 1
     }
 
+    /// Sets bit `i`, which is below `len`.
+    pub(super) fn set(&mut self, i: usize) {
+        self.words[i / 64] |= 1 << (i % 64);
+    }
+
+    /// Clears bit `i`, which is below `len`.
+    pub(super) fn clear(&mut self, i: usize) {
+        self.words[i / 64] &= !(1 << (i % 64));
+    }
+
     fn words_of(range: &Range<usize>) -> Range<usize> {
         if range.start >= range.end {
             return 0..0;

@@ -57,16 +57,16 @@ impl Ledger {
         self.len() - self.undecided_start
     }
 
-    /// Appends an undecided token and returns its ledger position.
-    pub fn append(&mut self, piece: &[u8]) -> Result<usize, CoreError> {
-        let start = u32::try_from(self.bytes.len()).map_err(|_| CoreError::StreamTooLong)?;
-        let len = u32::try_from(piece.len()).map_err(|_| CoreError::StreamTooLong)?;
-        start.checked_add(len).ok_or(CoreError::StreamTooLong)?;
+    /// Appends an undecided token and returns its ledger position. The caller has
+    /// bounded the ledger's bytes by `u32::MAX` (`Turn::check_room`).
+    pub fn append(&mut self, piece: &[u8]) -> usize {
+        debug_assert!(u32::try_from(self.bytes.len() + piece.len()).is_ok());
+        let start = self.bytes.len() as u32;
         self.bytes.extend_from_slice(piece);
-        self.tokens.push(TokenRecord { start, len });
+        self.tokens.push(TokenRecord { start, len: piece.len() as u32 });
         self.accepted.push_clear();
         self.rejected.push_clear();
-        Ok(self.tokens.len() - 1)
+        self.tokens.len() - 1
     }
 
     /// Whether `n` undecided tokens can be accepted: the one check of a verify count.
@@ -87,6 +87,22 @@ impl Ledger {
         assert!(split <= self.len(), "decide({n}) with {} undecided", self.undecided());
         self.accepted.set_range(self.undecided_start..split);
         self.rejected.set_range(split..self.len());
+        self.undecided_start = self.len();
+    }
+
+    /// Accepts the undecided tokens at `accepted` (ledger positions) and rejects
+    /// every other undecided token: a token tree's verified path.
+    ///
+    /// ## Panics
+    /// If a position is not undecided: the turn passes its checked path.
+    pub(crate) fn decide_only(&mut self, accepted: impl Iterator<Item = usize>) {
+        let window = self.undecided_start..self.len();
+        self.rejected.set_range(window.clone());
+        for i in accepted {
+            assert!(window.contains(&i), "decide_only: {i} is not undecided");
+            self.rejected.clear(i);
+            self.accepted.set(i);
+        }
         self.undecided_start = self.len();
     }
 
@@ -145,7 +161,7 @@ mod tests {
     fn ledger_with(n: usize) -> Ledger {
         let mut l = Ledger::default();
         for i in 0..n {
-            l.append(format!("t{i}").as_bytes()).unwrap();
+            l.append(format!("t{i}").as_bytes());
         }
         l
     }
@@ -173,14 +189,14 @@ mod tests {
     fn block_acceptance_skips_rebuilt_drafts() {
         let mut l = ledger_with(4);
         l.decide(2); // 0,1 accepted; 2,3 rejected
-        l.append(b"c").unwrap(); // 4
+        l.append(b"c"); // 4
         l.decide(1);
         // A block built from tokens 0,1,4 spans ledger 0..5 with 3 live tokens.
         assert!(l.is_accepted_whole(0..5, 3));
         assert!(!l.is_accepted_whole(0..5, 4));
         assert!(!l.is_accepted_whole(2..4, 0));
         assert_eq!(l.rejected_runs(), vec![2..4]);
-        l.append(b"d").unwrap();
+        l.append(b"d");
         assert!(!l.is_accepted_whole(4..6, 2), "undecided token inside");
     }
 }

@@ -3,6 +3,7 @@
 
 use crate::error::CoreError;
 use crate::turn::TokenIn;
+use pyo3::exceptions::PyOverflowError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 use serde_json::{Map, Value};
@@ -33,28 +34,52 @@ pub(super) fn token<'a>(index: usize, obj: &'a Bound<'_, PyAny>) -> Result<Token
     if let Ok(b) = obj.cast::<PyBytes>() {
         return Ok(TokenIn::Piece(b.as_bytes()));
     }
+    match as_index::<u64>(obj) {
+        Index::Fits(id) => Ok(TokenIn::Id(id)),
+        Index::Overflows => Err(CoreError::InvalidTokenId { index, value: repr(obj) }),
+        Index::NotAnInteger => Err(CoreError::PieceType { index, type_name: type_name(obj) }),
+    }
+}
+
+/// What `__index__` makes of an argument.
+pub(super) enum Index<T> {
+    Fits(T),
+    /// An integer outside `T`'s range (a negative one for an unsigned `T`).
+    Overflows,
+    /// Not an integer (a bool counts as none).
+    NotAnInteger,
+}
+
+/// An integer argument by `__index__`: an `int` or numpy's integer scalars, never a
+/// bool. One conversion, without looking `__index__` up first (which costs more
+/// than the conversion).
+pub(super) fn as_index<'py, T>(obj: &Bound<'py, PyAny>) -> Index<T>
+where
+    T: for<'a> FromPyObject<'a, 'py, Error = PyErr>,
+{
     if obj.is_instance_of::<PyBool>() {
-        return Err(CoreError::PieceType { index, type_name: type_name(obj) });
+        return Index::NotAnInteger;
     }
-    let integral = obj.is_instance_of::<PyInt>() || obj.hasattr("__index__").unwrap_or(false);
-    if !integral {
-        return Err(CoreError::PieceType { index, type_name: type_name(obj) });
+    match obj.extract::<T>() {
+        Ok(v) => Index::Fits(v),
+        Err(e) if e.is_instance_of::<PyOverflowError>(obj.py()) => Index::Overflows,
+        Err(_) => Index::NotAnInteger,
     }
-    obj.extract::<u64>().map(TokenIn::Id).map_err(|_| CoreError::InvalidTokenId { index, value: repr(obj) })
 }
 
 /// A non-negative integer argument: an `int` or anything with `__index__`.
 pub(super) fn count(obj: &Bound<'_, PyAny>, what: &'static str) -> Result<usize, CoreError> {
-    let integral =
-        !obj.is_instance_of::<PyBool>() && (obj.is_instance_of::<PyInt>() || obj.hasattr("__index__").unwrap_or(false));
-    if !integral {
-        return Err(CoreError::WrongType { what: what.to_owned(), expected: "an int", got: type_name(obj) });
+    match as_index::<usize>(obj) {
+        Index::Fits(n) => Ok(n),
+        Index::Overflows => Err(CoreError::OutOfRange {
+            what,
+            value: repr(obj),
+            expected: "a non-negative integer that fits in 64 bits",
+        }),
+        Index::NotAnInteger => {
+            Err(CoreError::WrongType { what: what.to_owned(), expected: "an int", got: type_name(obj) })
+        }
     }
-    obj.extract::<usize>().map_err(|_| CoreError::OutOfRange {
-        what,
-        value: repr(obj),
-        expected: "a non-negative integer that fits in 64 bits",
-    })
 }
 
 /// `str(obj)`, for messages.

@@ -19,6 +19,9 @@ struct Classes {
     stream_limit: Py<PyType>,
     stream_finished: Py<PyType>,
     piece_type: Py<PyType>,
+    tree: Py<PyType>,
+    batch: Py<PyType>,
+    unknown_sequence: Py<PyType>,
 }
 
 static CLASSES: PyOnceLock<Classes> = PyOnceLock::new();
@@ -37,6 +40,9 @@ impl Classes {
             stream_limit: class("StreamLimitError")?,
             stream_finished: class("StreamFinishedError")?,
             piece_type: class("PieceTypeError")?,
+            tree: class("TreeError")?,
+            batch: class("BatchError")?,
+            unknown_sequence: class("UnknownSequenceError")?,
         })
     }
 
@@ -51,13 +57,23 @@ impl Classes {
             | CoreError::InvalidTokenId { .. }
             | CoreError::EmptySpecialToken { .. }
             | CoreError::BadVocabKey { .. }
-            | CoreError::BadVocabEntry { .. } => &self.vocabulary,
-            CoreError::PieceType { .. } | CoreError::BareTokens { .. } | CoreError::NotASequence { .. } => {
-                &self.piece_type
+            | CoreError::BadVocabEntry { .. }
+            | CoreError::BadTokenizer { .. } => &self.vocabulary,
+            CoreError::PieceType { .. }
+            | CoreError::BareTokens { .. }
+            | CoreError::NotASequence { .. }
+            | CoreError::BufferType { .. } => &self.piece_type,
+            CoreError::BadTree { .. } | CoreError::TreePending | CoreError::DraftPending { .. } | CoreError::NoTree => {
+                &self.tree
             }
+            CoreError::UnknownSequence { .. } => &self.unknown_sequence,
+            CoreError::DuplicateSequence { .. } | CoreError::BatchShape { .. } => &self.batch,
+            // A mistake in one row of a batch is raised as what it is.
+            CoreError::InSequence { error, .. } => self.of(error),
             CoreError::WrongType { .. } => &self.inert_type,
             CoreError::PieceNotUnicode { .. }
             | CoreError::OutOfRange { .. }
+            | CoreError::BufferShape { .. }
             | CoreError::TooDeep { .. }
             | CoreError::PastLedger { .. }
             | CoreError::InReasoningWithoutReasoning

@@ -1,13 +1,15 @@
 //! `TokenStream` and the module functions, over `crate::turn`.
 
-use super::convert::{collect_tokens, count, py_to_json, repr, text, token, type_name};
+use super::convert::{as_index, collect_tokens, count, py_to_json, repr, text, token, type_name, Index};
+use super::ints::{buffer_ints, ints_1d};
 use super::outcome::CallCache;
+use super::vocabulary::vocab_arg;
 use crate::error::CoreError;
 use crate::ledger::TokenState;
 use crate::scan::{formats as builtin_formats, FormatSpec, Reasoning, Schemas};
 use crate::turn::{CommitHasher, Outcome, TokenIn, Turn, TurnConfig};
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyBytes, PyDict, PyEllipsis, PyInt, PyList, PyString, PyTuple};
+use pyo3::types::{PyBool, PyBytes, PyDict, PyEllipsis, PyList, PyString, PyTuple};
 
 /// One turn of one sequence. Mutable: one per stream, not shared between threads.
 #[pyclass(name = "TokenStream", module = "inert._core")]
@@ -16,7 +18,7 @@ pub(super) struct PyTokenStream {
     turn: Turn,
     calls: CallCache,
     /// The `ReasoningUnopened` outcomes committed so far. They are kept out of
-    /// the step lists, which the Orchestrator consumes, until it handles them.
+    /// the step lists, which the orchestrators consume, until they handle them.
     notices: Vec<Py<PyAny>>,
 }
 
@@ -89,7 +91,7 @@ fn with_reasoning(mut format: FormatSpec, reasoning: ReasoningArg) -> FormatSpec
 
 /// A `str` argument, refused with inert's error (not pyo3's) when it is not one.
 #[derive(Debug, Clone)]
-pub(super) struct TurnKey(String);
+pub(super) struct TurnKey(pub(super) String);
 
 impl<'a, 'py> FromPyObject<'a, 'py> for TurnKey {
     type Error = PyErr;
@@ -101,7 +103,7 @@ impl<'a, 'py> FromPyObject<'a, 'py> for TurnKey {
 
 /// A byte limit: a non-negative int, refused with inert's error otherwise.
 #[derive(Debug, Clone, Copy)]
-pub(super) struct ByteLimit(usize);
+pub(super) struct ByteLimit(pub(super) usize);
 
 impl<'a, 'py> FromPyObject<'a, 'py> for ByteLimit {
     type Error = PyErr;
@@ -111,36 +113,22 @@ impl<'a, 'py> FromPyObject<'a, 'py> for ByteLimit {
     }
 }
 
-const DEFAULT_MAX_BLOCK_BYTES: ByteLimit = ByteLimit(1 << 20);
-
-/// `(id, piece)` pairs from a `{id: piece}` mapping or a sequence indexed by id.
-fn id_pieces(table: Option<&Bound<'_, PyAny>>, what: &'static str) -> PyResult<Vec<(u64, Vec<u8>)>> {
-    let Some(table) = table.filter(|t| !t.is_none()) else {
-        return Ok(Vec::new());
-    };
-    let pairs: Vec<(u64, Bound<'_, PyAny>)> = if let Ok(d) = table.cast::<PyDict>() {
-        d.iter()
-            .map(|(id, piece)| {
-                let id = id.extract::<u64>().map_err(|_| CoreError::BadVocabKey { what, key: repr(&id) })?;
-                Ok((id, piece))
-            })
-            .collect::<PyResult<_>>()?
-    } else {
-        let items = table.try_iter().map_err(|_| CoreError::NotASequence { what, type_name: type_name(table) })?;
-        items.zip(0u64..).map(|(piece, id)| piece.map(|p| (id, p))).collect::<PyResult<_>>()?
-    };
-    pairs
-        .into_iter()
-        .map(|(id, piece)| match token(0, &piece) {
-            Ok(TokenIn::Piece(b)) => Ok((id, b.to_vec())),
-            _ => Err(CoreError::BadVocabEntry { what, id, got: type_name(&piece) }.into()),
-        })
-        .collect()
-}
+pub(super) const DEFAULT_MAX_BLOCK_BYTES: ByteLimit = ByteLimit(1 << 20);
 
 /// A turn configuration from Python: a built-in format name or a custom
-/// format dict, and optional `{tool: json_schema}` schemas.
-fn config(
+/// format dict, and optional `{tool: json_schema}` schemas; reasoning as the
+/// format has it.
+pub(super) fn config(
+    format: Option<&Bound<'_, PyAny>>,
+    turn_key: String,
+    schemas: Option<&Bound<'_, PyAny>>,
+    max_block_bytes: usize,
+) -> PyResult<TurnConfig> {
+    config_reasoning(format, turn_key, schemas, max_block_bytes, ReasoningArg::FormatDefault, Flag(false))
+}
+
+/// `config`, with the caller's reasoning sections.
+fn config_reasoning(
     format: Option<&Bound<'_, PyAny>>,
     turn_key: String,
     schemas: Option<&Bound<'_, PyAny>>,
@@ -157,7 +145,9 @@ fn config(
         _ => Schemas::default(),
     };
     let format = with_reasoning(format, reasoning);
-    Ok(TurnConfig { format, schemas, turn_key, max_block_bytes, in_reasoning: in_reasoning.0 })
+    let config = TurnConfig { format, schemas, turn_key, max_block_bytes, in_reasoning: in_reasoning.0 };
+    config.check()?;
+    Ok(config)
 }
 
 /// A built-in format by name, or a custom format from its dict.
@@ -179,22 +169,58 @@ fn format_spec(format: &Bound<'_, PyAny>) -> PyResult<FormatSpec> {
 
 /// `verify`'s count: negative and too-large counts are `VerifyError`s.
 fn accepted_count(n: &Bound<'_, PyAny>) -> Result<usize, CoreError> {
-    let integral =
-        !n.is_instance_of::<PyBool>() && (n.is_instance_of::<PyInt>() || n.hasattr("__index__").unwrap_or(false));
-    if !integral {
-        return Err(CoreError::WrongType {
-            what: "verify(n_accepted)".to_owned(),
-            expected: "an int",
-            got: type_name(n),
-        });
-    }
-    match n.extract::<i64>() {
-        Ok(v) if v < 0 => Err(CoreError::NegativeCount { requested: v.to_string() }),
+    match as_index::<i64>(n) {
+        Index::Fits(v) if v < 0 => Err(CoreError::NegativeCount { requested: v.to_string() }),
         // A count past usize is more than any window; `check_decision` says so.
-        Ok(v) => Ok(usize::try_from(v).unwrap_or(usize::MAX)),
-        Err(_) if n.lt(0i64).unwrap_or(false) => Err(CoreError::NegativeCount { requested: repr(n) }),
-        Err(_) => Err(CoreError::VerifyTooMany { requested: repr(n), pending: 0 }),
+        Index::Fits(v) => Ok(usize::try_from(v).unwrap_or(usize::MAX)),
+        Index::Overflows if n.lt(0i64).unwrap_or(false) => Err(CoreError::NegativeCount { requested: repr(n) }),
+        Index::Overflows => Err(CoreError::VerifyTooMany { requested: repr(n), pending: 0 }),
+        Index::NotAnInteger => {
+            Err(CoreError::WrongType { what: "verify(n_accepted)".to_owned(), expected: "an int", got: type_name(n) })
+        }
     }
+}
+
+/// Runs `f` on a token window: a list or tuple of pieces and ids, or a 1-D
+/// integer buffer of ids read in one copy.
+pub(super) fn with_tokens<T>(
+    tokens: &Bound<'_, PyAny>,
+    f: impl FnOnce(&[TokenIn<'_>]) -> Result<T, CoreError>,
+) -> PyResult<T> {
+    let is_sequence = tokens.is_instance_of::<PyList>() || tokens.is_instance_of::<PyTuple>();
+    if !is_sequence && !tokens.is_instance_of::<PyString>() && !tokens.is_instance_of::<PyBytes>() {
+        if let Some(ints) = buffer_ints(tokens, "tokens")? {
+            if ints.shape.len() != 1 {
+                let reason = format!("a {}-D array; draft a 1-D window of ids", ints.shape.len());
+                return Err(CoreError::BufferShape { what: "tokens", reason }.into());
+            }
+            let window = token_ids(&ints.values)?;
+            return Ok(f(&window)?);
+        }
+    }
+    let objects = collect_tokens(tokens)?;
+    let window = objects.iter().enumerate().map(|(i, o)| token(i, o)).collect::<Result<Vec<_>, _>>()?;
+    Ok(f(&window)?)
+}
+
+/// Ids as tokens, refusing negative ones.
+pub(super) fn token_ids(values: &[i64]) -> Result<Vec<TokenIn<'static>>, CoreError> {
+    (0..)
+        .zip(values)
+        .map(|(index, &v)| {
+            u64::try_from(v).map(TokenIn::Id).map_err(|_| CoreError::InvalidTokenId { index, value: v.to_string() })
+        })
+        .collect()
+}
+
+/// Tree node indices, refusing negative ones.
+pub(super) fn node_indices(values: &[i64]) -> Result<Vec<usize>, CoreError> {
+    (0..)
+        .zip(values)
+        .map(|(j, &v)| {
+            usize::try_from(v).map_err(|_| CoreError::BadTree { reason: format!("path[{j}] is {v}, not a node index") })
+        })
+        .collect()
 }
 
 impl PyTokenStream {
@@ -232,22 +258,45 @@ impl PyTokenStream {
         reasoning: ReasoningArg,
         in_reasoning: Flag,
     ) -> PyResult<Self> {
-        let config = config(format, turn_key.0, schemas, max_block_bytes.0, reasoning, in_reasoning)?;
-        let vocab = id_pieces(vocab, "vocab")?;
-        let special = id_pieces(special_tokens, "special_tokens")?;
-        Ok(Self { turn: Turn::new(&config, vocab, special)?, calls: CallCache::default(), notices: Vec::new() })
+        let config = config_reasoning(format, turn_key.0, schemas, max_block_bytes.0, reasoning, in_reasoning)?;
+        let vocab = vocab_arg(vocab, special_tokens)?;
+        Ok(Self { turn: Turn::with_vocab(&config, vocab), calls: CallCache::default(), notices: Vec::new() })
     }
 
     fn draft<'py>(&mut self, py: Python<'py>, tokens: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, PyAny>>> {
-        let objects = collect_tokens(tokens)?;
-        let window = objects.iter().enumerate().map(|(i, o)| token(i, o)).collect::<Result<Vec<_>, _>>()?;
-        let out = self.turn.draft(&window)?;
+        let out = with_tokens(tokens, |window| self.turn.draft(window))?;
         self.convert(py, out)
     }
 
     /// The `ReasoningUnopened` outcomes committed so far, in stream order.
     fn notices<'py>(&self, py: Python<'py>) -> Vec<Bound<'py, PyAny>> {
         self.notices.iter().map(|n| n.bind(py).clone()).collect()
+    }
+
+    /// Drafts a token tree: `parents[i]` is node `i`'s parent (an earlier node) or -1.
+    fn draft_tree<'py>(
+        &mut self,
+        py: Python<'py>,
+        tokens: &Bound<'py, PyAny>,
+        parents: &Bound<'py, PyAny>,
+    ) -> PyResult<Vec<Bound<'py, PyAny>>> {
+        let parents = ints_1d(parents, "parents")?;
+        let out = with_tokens(tokens, |window| self.turn.draft_tree(window, &parents))?;
+        self.convert(py, out)
+    }
+
+    /// Accepts the tree's nodes on `path` (a root down), rejects the others.
+    #[pyo3(signature = (path, correction = None))]
+    fn verify_path<'py>(
+        &mut self,
+        py: Python<'py>,
+        path: &Bound<'py, PyAny>,
+        correction: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Vec<Bound<'py, PyAny>>> {
+        let path = node_indices(&ints_1d(path, "path")?)?;
+        let correction = correction.filter(|c| !c.is_none()).map(|c| token(0, c)).transpose()?;
+        let out = self.turn.verify_path(&path, correction)?;
+        self.convert(py, out)
     }
 
     #[pyo3(signature = (n_accepted, correction = None))]
@@ -271,6 +320,12 @@ impl PyTokenStream {
     fn finish<'py>(&mut self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyAny>>> {
         let out = self.turn.finish()?;
         self.convert(py, out)
+    }
+
+    /// Whether a drafted tree awaits `verify_path`.
+    #[getter]
+    fn tree_pending(&self) -> bool {
+        self.turn.tree_pending()
     }
 
     #[getter]
@@ -355,7 +410,7 @@ pub(super) fn parse<'py>(
     reasoning: ReasoningArg,
     in_reasoning: Flag,
 ) -> PyResult<Vec<Bound<'py, PyAny>>> {
-    let config = config(format, String::new(), schemas, max_block_bytes.0, reasoning, in_reasoning)?;
+    let config = config_reasoning(format, String::new(), schemas, max_block_bytes.0, reasoning, in_reasoning)?;
     let bytes: &[u8] = if let Ok(s) = text.cast::<PyString>() {
         s.to_str().map_err(|_| CoreError::PieceNotUnicode { index: 0 })?.as_bytes()
     } else if let Ok(b) = text.cast::<PyBytes>() {
@@ -398,16 +453,19 @@ pub(super) fn formats() -> Vec<&'static str> {
 #[pyo3(signature = (turn_key, tokens, ordinal = 0))]
 #[allow(clippy::needless_pass_by_value)] // pyo3 hands extracted arguments over by value
 pub(super) fn commit_key(turn_key: TurnKey, tokens: &Bound<'_, PyAny>, ordinal: u32) -> PyResult<String> {
-    let objects = collect_tokens(tokens)?;
     let mut hasher = CommitHasher::new(&turn_key.0);
-    for (i, o) in objects.iter().enumerate() {
-        match token(i, o)? {
-            TokenIn::Piece(p) => hasher.absorb(p, None),
-            TokenIn::Id(id) => {
-                let id = u32::try_from(id).map_err(|_| CoreError::TokenIdTooLarge { id, max: u64::from(u32::MAX) })?;
-                hasher.absorb(&[], Some(id));
+    with_tokens(tokens, |window| {
+        for &t in window {
+            match t {
+                TokenIn::Piece(p) => hasher.absorb(p, None),
+                TokenIn::Id(id) => {
+                    let id =
+                        u32::try_from(id).map_err(|_| CoreError::TokenIdTooLarge { id, max: u64::from(u32::MAX) })?;
+                    hasher.absorb(&[], Some(id));
+                }
             }
         }
-    }
+        Ok(())
+    })?;
     Ok(hasher.key(ordinal).to_string())
 }

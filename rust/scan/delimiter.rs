@@ -14,6 +14,9 @@ pub(super) struct Cursor(StateID);
 pub(super) struct Delimiters {
     dfa: DFA,
     start: StateID,
+    /// The bytes on which the start state stays the start state (no delimiter
+    /// begins with them): a run of them from rest changes nothing.
+    rests: [bool; 256],
 }
 
 impl Cursor {
@@ -38,7 +41,19 @@ impl Delimiters {
             .build(patterns)
             .expect("static delimiter patterns build a DFA");
         let start = dfa.start_state(Anchored::No).expect("unanchored DFA has a start state");
-        Self { dfa, start }
+        let mut rests = [false; 256];
+        for (b, rest) in (0..=255u8).zip(rests.iter_mut()) {
+            let next = dfa.next_state(Anchored::No, start, b);
+            *rest = next == start && !dfa.is_match(next);
+        }
+        Self { dfa, start, rests }
+    }
+
+    /// Whether stepping through `bytes` from `cursor` leaves it where it is and
+    /// matches nothing: it is at rest and no byte begins a delimiter.
+    #[inline]
+    pub(super) fn passes_over(&self, cursor: Cursor, bytes: &[u8]) -> bool {
+        cursor.0 == self.start && bytes.iter().all(|&b| self.rests[usize::from(b)])
     }
 
     #[must_use]
@@ -73,6 +88,17 @@ mod tests {
         assert_eq!(matches(&d, b"<<tool_call>"), vec![(11, 0)]);
         assert_eq!(matches(&d, b"<tool_<tool_call>x<tool_call>"), vec![(16, 0), (28, 0)]);
         assert!(matches(&d, b"<tool call>").is_empty());
+    }
+
+    #[test]
+    fn bytes_that_begin_no_delimiter_pass_over_a_cursor_at_rest() {
+        let d = Delimiters::new(&["<tool_call>", "[TOOL"]);
+        assert!(d.passes_over(d.start(), b"plain text, 42 {}"));
+        assert!(!d.passes_over(d.start(), b"a <"));
+        assert!(!d.passes_over(d.start(), b"["));
+        let mut c = d.start();
+        d.step(&mut c, b'<');
+        assert!(!d.passes_over(c, b"x"), "mid-delimiter is not at rest");
     }
 
     #[test]

@@ -55,6 +55,12 @@ impl Matcher {
         self.delimiters.start()
     }
 
+    /// Whether stepping through `bytes` from `cursor` would change nothing.
+    #[inline]
+    pub(super) fn passes_over(&self, cursor: Cursor, bytes: &[u8]) -> bool {
+        self.delimiters.passes_over(cursor, bytes)
+    }
+
     /// Advances by one byte; returns what ends here, and its length in bytes.
     #[inline]
     pub(super) fn step(&self, cursor: &mut Cursor, byte: u8) -> Option<(Hit, usize)> {

@@ -130,11 +130,27 @@ impl Scanner {
     /// The role a special token's spelling gives it in this format.
     #[must_use]
     pub fn role_of_special(&self, text: &[u8]) -> TokenRole {
+        self.special_groups()
+            .iter()
+            .find(|(texts, _)| texts.iter().any(|t| t.as_bytes() == text))
+            .map_or(TokenRole::Text, |(_, role)| TokenRole::Delimiter(*role))
+    }
+
+    /// Every spelling `role_of_special` gives a role: a vocabulary binds only the
+    /// ids spelled so, which it looks up by text instead of scanning every entry.
+    pub fn special_spellings(&self) -> impl Iterator<Item = &[u8]> {
+        self.special_groups().into_iter().flat_map(|(texts, _)| texts.iter().map(String::as_bytes))
+    }
+
+    /// The delimiters a special token may spell, with the role each gives it.
+    /// Reasoning first: a spelling that is also an arm (xlam's `</think>`) closes
+    /// reasoning, which arms too.
+    fn special_groups(&self) -> [(&[String], Role); 7] {
         let s = &self.spec;
-        let none = Vec::new();
-        let arm = s.anchor.as_ref().map_or(&none, |a| &a.arm);
-        let (think_open, think_close) = s.reasoning.as_ref().map_or((&none, &none), |r| (&r.open, &r.close));
-        let groups: [(&[String], Role); 7] = [
+        let arm = s.anchor.as_ref().map(|a| a.arm.as_slice()).unwrap_or_default();
+        let (think_open, think_close) =
+            s.reasoning.as_ref().map_or((&[][..], &[][..]), |r| (r.open.as_slice(), r.close.as_slice()));
+        [
             (think_open, Role::ReasoningOpen),
             (think_close, Role::ReasoningClose),
             (&s.section_open, Role::SectionOpen),
@@ -142,11 +158,7 @@ impl Scanner {
             (&s.call_open, Role::CallOpen),
             (&s.call_close, Role::CallClose),
             (arm, Role::Arm),
-        ];
-        groups
-            .iter()
-            .find(|(texts, _)| texts.iter().any(|t| t.as_bytes() == text))
-            .map_or(TokenRole::Text, |(_, role)| TokenRole::Delimiter(*role))
+        ]
     }
 
     fn matcher(&self, mode: Mode) -> Option<&Matcher> {
@@ -212,6 +224,9 @@ impl Scanner {
                 return;
             }
         }
+        if self.passes_over(state, &text[token.clone()]) {
+            return;
+        }
         let by_id = role != TokenRole::Text;
         // Bytes are scanned in runs that stay in one mode, so the mode is
         // dispatched once per run (usually once per token), not once per byte.
@@ -226,6 +241,18 @@ impl Scanner {
                 _ => self.text_run(state, text, i, token.end, out),
             };
         }
+    }
+
+    /// Whether scanning `bytes` byte by byte would change nothing: between blocks
+    /// (in a section, or in reasoning), not armed for an anchored call, and no byte
+    /// begins a delimiter from where the automaton rests. Most prose tokens, in one
+    /// table lookup per byte instead of a walk of the automaton.
+    #[inline]
+    fn passes_over(&self, state: &ScanState, bytes: &[u8]) -> bool {
+        let anchored = state.armed && state.mode == Mode::Outside && self.spec.anchor.is_some();
+        matches!(state.mode, Mode::Outside | Mode::Section | Mode::Reasoning)
+            && !anchored
+            && self.matcher(state.mode).is_none_or(|m| m.passes_over(state.cursor, bytes))
     }
 
     /// A special token acting as a whole delimiter; false when it means nothing in

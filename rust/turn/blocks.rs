@@ -25,14 +25,14 @@ use crate::scan::Item as Parsed;
 use std::sync::Arc;
 
 /// One item of an ended block: a call, or a call (or whole block) that is malformed.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 enum Item {
     Call(Arc<CallRecord>),
     Malformed(Arc<MalformedRecord>),
     ReasoningUnopened(Arc<ReasoningRecord>),
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct End {
     /// The block's last token: the one holding its last byte.
     last: usize,
@@ -43,7 +43,7 @@ struct End {
     items: Vec<Item>,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct Block {
     id: u64,
     /// The token holding the first byte of its open delimiter.
@@ -54,8 +54,9 @@ struct Block {
 }
 
 /// The blocks that are not final, in stream order. At most one of them is open;
-/// ended ones wait for confirmation or acceptance.
-#[derive(Debug, Default)]
+/// ended ones wait for confirmation or acceptance. Cloned per node of a token
+/// tree: it holds only blocks not final yet, a handful at most.
+#[derive(Debug, Default, Clone)]
 pub(super) struct BlockTable {
     blocks: Vec<Block>,
     next_id: u64,
@@ -145,6 +146,13 @@ impl BlockTable {
             end.confirmed_at = Some(at);
         }
         block.announce(out);
+    }
+
+    /// Whether `call` is one of this table's calls, announced and not retracted.
+    pub(super) fn is_announced(&self, call: &Arc<CallRecord>) -> bool {
+        self.blocks
+            .iter()
+            .any(|b| b.end.as_ref().is_some_and(|e| e.announced && calls(&e.items).any(|c| Arc::ptr_eq(c, call))))
     }
 
     /// The live stream was cut back to `len` tokens: undoes what the dropped

@@ -4,27 +4,34 @@
 //! - `window`: the live text and the state saved after each undecided token;
 //! - `blocks`: the blocks not final yet and their lifecycle, folded into outcomes;
 //! - `keys`: commit keys, absorbed one token at a time;
-//! - `outcome`: what a step reports.
+//! - `outcome`: what a step reports;
+//! - `binding`: what every turn of one format over one vocabulary shares;
+//! - `tree`: token trees (EAGLE, Medusa) drafted in one step, verified along one path.
 //!
 //! "Pending" has three meanings in this domain, and three names here: the
 //! *undecided* tokens (drafted, not verified: the ledger owns that window), a
 //! block *awaiting confirmation* (structurally complete, its end not yet
 //! confirmed by a following token), and a call *closed* but not *committed*.
 
+mod binding;
 mod blocks;
 pub mod keys;
 mod outcome;
+mod tree;
 mod window;
 
+pub use binding::Binding;
 pub use keys::{CommitHasher, CommitKey};
 pub use outcome::{CallRecord, MalformedRecord, Outcome, ReasoningRecord};
 
 use crate::error::CoreError;
 use crate::ledger::{Ledger, TokenState};
-use crate::scan::{FormatSpec, Role, ScanEvent, Scanner, Schemas, TokenRole};
-use crate::vocab::Vocab;
+use crate::scan::{FormatSpec, ScanEvent, Scanner, Schemas};
+use crate::vocab::{Vocab, VocabBuilder};
+use binding::Resolved;
 use blocks::BlockTable;
-use std::collections::HashMap;
+use std::sync::Arc;
+use tree::Tree;
 use window::{Checkpoint, Window};
 
 /// A token as the caller hands it in.
@@ -32,14 +39,6 @@ use window::{Checkpoint, Window};
 pub enum TokenIn<'a> {
     Piece(&'a [u8]),
     Id(u64),
-}
-
-/// A token resolved against the vocabulary: its bytes, id and role.
-#[derive(Debug, Clone, Copy)]
-struct Resolved<'a> {
-    bytes: &'a [u8],
-    id: Option<u32>,
-    role: TokenRole,
 }
 
 /// Configuration fixed when a turn starts. The format's `reasoning` says which
@@ -67,18 +66,27 @@ impl TurnConfig {
             in_reasoning: false,
         })
     }
+
+    /// What is wrong with this configuration, if anything: a turn cannot start
+    /// inside reasoning it has no delimiters for.
+    pub fn check(&self) -> Result<(), CoreError> {
+        if self.in_reasoning && self.format.reasoning.is_none() {
+            return Err(CoreError::InReasoningWithoutReasoning);
+        }
+        Ok(())
+    }
 }
 
 /// One turn of one sequence. Not shared between threads: one per stream.
 #[derive(Debug)]
 pub struct Turn {
-    scanner: Scanner,
-    vocab: Vocab,
-    special: HashMap<u32, TokenRole>,
+    binding: Binding,
     ledger: Ledger,
     window: Window,
     blocks: BlockTable,
     scan_out: Vec<ScanEvent>,
+    /// A drafted tree awaiting `verify_path`.
+    tree: Option<Box<Tree>>,
     finished: bool,
 }
 
@@ -90,46 +98,43 @@ impl Turn {
         vocab: impl IntoIterator<Item = (u64, Vec<u8>)>,
         special: impl IntoIterator<Item = (u64, Vec<u8>)>,
     ) -> Result<Self, CoreError> {
-        if config.in_reasoning && config.format.reasoning.is_none() {
-            return Err(CoreError::InReasoningWithoutReasoning);
-        }
-        let mut scanner = Scanner::new(config.format.clone(), config.schemas.clone(), config.max_block_bytes);
-        scanner.start_in_reasoning(config.in_reasoning);
-        let mut table = Vocab::default();
-        let mut roles = HashMap::new();
-        // A vocabulary entry that spells a delimiter exactly is the model's special
-        // token for it (tokenizers list their added tokens in the vocabulary), so it
-        // binds like an entry of `special`.
+        config.check()?;
+        let mut table = VocabBuilder::default();
         for (id, piece) in vocab {
             table.insert(id, &piece)?;
-            bind(&scanner, &mut roles, id, &piece);
         }
         for (id, text) in special {
-            if text.is_empty() {
-                return Err(CoreError::EmptySpecialToken { id });
-            }
-            table.insert(id, &text)?;
-            bind(&scanner, &mut roles, id, &text);
+            table.insert_special(id, &text)?;
         }
-        if roles.values().any(|r| *r == TokenRole::Delimiter(Role::CallClose)) {
-            scanner.bind_closer_by_id();
-        }
-        let base = Checkpoint { scan: scanner.initial(), hash: CommitHasher::new(&config.turn_key), ends: 0 };
-        Ok(Self {
-            scanner,
-            vocab: table,
-            special: roles,
+        Ok(Self::with_vocab(config, Arc::new(table.build())))
+    }
+
+    /// Starts a turn over a shared vocabulary: O(1) in its size. The caller has
+    /// checked `config` (`TurnConfig::check`).
+    #[must_use]
+    pub fn with_vocab(config: &TurnConfig, vocab: Arc<Vocab>) -> Self {
+        Self::start(&Binding::new(config, vocab), &config.turn_key)
+    }
+
+    /// Starts a turn of `binding`'s format over its vocabulary: a few allocations,
+    /// nothing proportional to the vocabulary or the format.
+    #[must_use]
+    pub fn start(binding: &Binding, turn_key: &str) -> Self {
+        let base = Checkpoint { scan: binding.scanner.initial(), hash: CommitHasher::new(turn_key), ends: 0 };
+        Self {
+            binding: binding.clone(),
             ledger: Ledger::default(),
             window: Window::new(base),
             blocks: BlockTable::default(),
             scan_out: Vec::new(),
+            tree: None,
             finished: false,
-        })
+        }
     }
 
     #[must_use]
     pub fn format(&self) -> &FormatSpec {
-        self.scanner.spec()
+        self.binding.scanner.spec()
     }
 
     /// Tokens drafted and not yet verified: the undecided window.
@@ -176,16 +181,30 @@ impl Turn {
     /// Checks every token before anything changes, so a bad one leaves the turn as it was.
     /// `push` resolves each token again: for pieces that is free, for ids one index, and
     /// it is cheaper than collecting the resolved tokens (measured: 0.70 vs 0.92 us a step).
-    fn check_tokens(&self, tokens: &[TokenIn<'_>]) -> Result<(), CoreError> {
+    pub fn check_draft<'a>(&self, tokens: impl ExactSizeIterator<Item = TokenIn<'a>>) -> Result<(), CoreError> {
+        self.check_open()?;
+        if self.tree.is_some() {
+            return Err(CoreError::TreePending);
+        }
+        self.check_room(tokens)
+    }
+
+    fn check_open(&self) -> Result<(), CoreError> {
         if self.finished {
             return Err(CoreError::Finished);
         }
+        Ok(())
+    }
+
+    /// Whether `tokens` resolve and fit in the turn's 32-bit offsets.
+    fn check_room<'a>(&self, tokens: impl ExactSizeIterator<Item = TokenIn<'a>>) -> Result<(), CoreError> {
+        let count = tokens.len();
         // The ledger holds rejected pieces too, so it is the larger of the two texts.
         let mut total = self.ledger.byte_len() as u64;
-        for &t in tokens {
-            total += resolve(&self.vocab, &self.special, t)?.bytes.len() as u64;
+        for t in tokens {
+            total += self.binding.resolve(t)?.bytes.len() as u64;
         }
-        if total > u64::from(u32::MAX) || self.ledger.len() + tokens.len() > u32::MAX as usize {
+        if total > u64::from(u32::MAX) || self.ledger.len() + count > u32::MAX as usize {
             return Err(CoreError::StreamTooLong);
         }
         Ok(())
@@ -194,50 +213,102 @@ impl Turn {
     /// Appends a draft window (extending any undecided one) and returns the
     /// outcomes its tokens caused. Cost is proportional to the window.
     pub fn draft(&mut self, tokens: &[TokenIn<'_>]) -> Result<Vec<Outcome>, CoreError> {
-        self.check_tokens(tokens)?;
         let mut out = Vec::new();
-        for &t in tokens {
-            self.push(t, &mut out)?;
-        }
+        self.draft_into(tokens, &mut out)?;
         Ok(out)
+    }
+
+    /// `draft`, appending its outcomes to `out` (a batch collects every sequence's in one).
+    pub fn draft_into(&mut self, tokens: &[TokenIn<'_>], out: &mut Vec<Outcome>) -> Result<(), CoreError> {
+        self.check_draft(tokens.iter().copied())?;
+        self.draft_checked(tokens.iter().copied(), out);
+        Ok(())
+    }
+
+    /// `draft` of tokens `check_draft` accepted.
+    pub(crate) fn draft_checked<'a>(&mut self, tokens: impl Iterator<Item = TokenIn<'a>>, out: &mut Vec<Outcome>) {
+        for t in tokens {
+            self.push(t, out);
+        }
+    }
+
+    /// Checks a `verify(n, correction)` without changing anything.
+    pub fn check_verify(&self, n: usize, correction: Option<TokenIn<'_>>) -> Result<(), CoreError> {
+        self.check_open()?;
+        if self.tree.is_some() {
+            return Err(CoreError::TreePending);
+        }
+        self.ledger.check_decision(n)?;
+        if let Some(c) = correction {
+            self.check_room(std::iter::once(c))?;
+        }
+        Ok(())
     }
 
     /// Accepts the first `n` undecided tokens, rejects the rest, then appends
     /// `correction` (the target's own next token) as accepted. Returns the
     /// retractions, the correction's outcomes and the commits, in that order.
     pub fn verify(&mut self, n: usize, correction: Option<TokenIn<'_>>) -> Result<Vec<Outcome>, CoreError> {
-        if self.finished {
-            return Err(CoreError::Finished);
-        }
-        self.ledger.check_decision(n)?;
-        if let Some(c) = correction {
-            self.check_tokens(&[c])?;
-        }
         let mut out = Vec::new();
-        self.decide(n, &mut out);
-        if let Some(c) = correction {
-            self.push(c, &mut out)?;
-            self.decide(1, &mut out);
-        }
-        self.commit(&mut out);
+        self.verify_into(n, correction, &mut out)?;
         Ok(out)
+    }
+
+    /// `verify`, appending its outcomes to `out`.
+    pub fn verify_into(
+        &mut self,
+        n: usize,
+        correction: Option<TokenIn<'_>>,
+        out: &mut Vec<Outcome>,
+    ) -> Result<(), CoreError> {
+        self.check_verify(n, correction)?;
+        self.verify_checked(n, correction, out);
+        Ok(())
+    }
+
+    /// `verify` of what `check_verify` accepted.
+    pub(crate) fn verify_checked(&mut self, n: usize, correction: Option<TokenIn<'_>>, out: &mut Vec<Outcome>) {
+        self.decide(n, out);
+        self.correct(correction, out);
+    }
+
+    /// Appends the (checked) correction as accepted, then commits what is accepted whole.
+    fn correct(&mut self, correction: Option<TokenIn<'_>>, out: &mut Vec<Outcome>) {
+        if let Some(c) = correction {
+            self.push(c, out);
+            self.decide(1, out);
+        }
+        self.commit(out);
     }
 
     /// Ends the turn: undecided tokens are rejected (they were never verified),
     /// a block awaiting confirmation is confirmed, and a block still open is
     /// reported malformed.
     pub fn finish(&mut self) -> Result<Vec<Outcome>, CoreError> {
-        let mut out = self.verify(0, None)?;
-        let mut cp = self.window.base();
-        let ended = self.scanner.finish(&cp.scan, self.window.text());
-        if let Some(last) = self.window.len().checked_sub(1) {
+        let mut out = Vec::new();
+        self.finish_into(&mut out)?;
+        Ok(out)
+    }
+
+    /// `finish`, appending its outcomes to `out`. A drafted tree is rejected whole.
+    pub fn finish_into(&mut self, out: &mut Vec<Outcome>) -> Result<(), CoreError> {
+        self.check_open()?;
+        if self.tree.is_some() {
+            self.verify_path_into(&[], None, out)?;
+        } else {
+            self.verify_into(0, None, out)?;
+        }
+        let (_, _, mut live) = self.split();
+        let mut cp = live.window.base();
+        let ended = live.scanner.finish(&cp.scan, live.window.text());
+        if let Some(last) = live.window.len().checked_sub(1) {
             for ev in ended {
-                self.record(ev, last, &mut cp, &mut out);
+                live.record(ev, last, &mut cp, out);
             }
-            self.commit(&mut out);
+            self.commit(out);
         }
         self.finished = true;
-        Ok(out)
+        Ok(())
     }
 
     /// Accepts the first `n` undecided tokens and rejects the rest, on the ledger,
@@ -256,21 +327,51 @@ impl Turn {
             .commit(|start, last| ledger.is_accepted_whole(window.ledger_span(start, last), last + 1 - start), out);
     }
 
-    fn push(&mut self, token: TokenIn<'_>, out: &mut Vec<Outcome>) -> Result<(), CoreError> {
-        let r = resolve(&self.vocab, &self.special, token)?;
-        let ledger_at = self.ledger.append(r.bytes)?;
+    /// Appends one checked token to the ledger and the live stream.
+    fn push(&mut self, token: TokenIn<'_>, out: &mut Vec<Outcome>) {
+        let (binding, ledger, mut live) = self.split();
+        let Ok(r) = binding.resolve(token) else {
+            debug_assert!(false, "push of an unchecked token");
+            return;
+        };
+        let ledger_at = ledger.append(r.bytes);
+        live.advance(r, ledger_at, out);
+    }
+
+    /// The turn's parts borrowed apart, so a piece borrowed from the binding's
+    /// vocabulary can advance the live state.
+    fn split(&mut self) -> (&Binding, &mut Ledger, Live<'_>) {
+        let Self { binding, ledger, window, blocks, scan_out, .. } = self;
+        (binding, ledger, Live { scanner: &binding.scanner, window, blocks, scan_out })
+    }
+}
+
+/// The state a token advances: the live stream and the blocks.
+struct Live<'t> {
+    scanner: &'t Scanner,
+    window: &'t mut Window,
+    blocks: &'t mut BlockTable,
+    scan_out: &'t mut Vec<ScanEvent>,
+}
+
+impl Live<'_> {
+    /// Scans a token already in the ledger at `ledger_at` onto the live stream,
+    /// from the state after the last live token.
+    fn advance(&mut self, r: Resolved<'_>, ledger_at: usize, out: &mut Vec<Outcome>) {
         let mut cp = self.window.last();
         cp.hash.absorb(r.bytes, r.id);
         cp.ends = 0;
         let (pos, bytes) = self.window.append(r.bytes, ledger_at);
-        let mut events = std::mem::take(&mut self.scan_out);
-        self.scanner.scan(&mut cp.scan, self.window.text(), bytes, r.role, &mut events);
-        for ev in events.drain(..) {
-            self.record(ev, pos, &mut cp, out);
+        self.scanner.scan(&mut cp.scan, self.window.text(), bytes, r.role, self.scan_out);
+        // Most tokens change no block: skip the event loop (and its drop glue) for them.
+        if !self.scan_out.is_empty() {
+            let mut events = std::mem::take(self.scan_out);
+            for ev in events.drain(..) {
+                self.record(ev, pos, &mut cp, out);
+            }
+            *self.scan_out = events;
         }
-        self.scan_out = events;
         self.window.save(cp);
-        Ok(())
     }
 
     /// Applies one scan event of the token at live position `pos`, whose state
@@ -297,37 +398,12 @@ impl Turn {
     }
 }
 
-/// Binds token `id` to the delimiter its text spells, if any. `Vocab::insert`
-/// has bounded the id by `MAX_TOKEN_ID`, so it fits in u32.
-fn bind(scanner: &Scanner, roles: &mut HashMap<u32, TokenRole>, id: u64, text: &[u8]) {
-    match scanner.role_of_special(text) {
-        role @ TokenRole::Delimiter(_) => roles.insert(id as u32, role),
-        TokenRole::Text | TokenRole::IdText => roles.remove(&(id as u32)),
-    };
-}
-
-#[inline]
-fn resolve<'a>(
-    vocab: &'a Vocab,
-    special: &HashMap<u32, TokenRole>,
-    token: TokenIn<'a>,
-) -> Result<Resolved<'a>, CoreError> {
-    match token {
-        TokenIn::Piece(bytes) => Ok(Resolved { bytes, id: None, role: TokenRole::Text }),
-        TokenIn::Id(id) => {
-            let bytes = vocab.piece(id)?;
-            // piece() succeeded, so the id is bounded by MAX_TOKEN_ID.
-            let id = id as u32;
-            Ok(Resolved { bytes, id: Some(id), role: special.get(&id).copied().unwrap_or(TokenRole::IdText) })
-        }
-    }
-}
-
 /// Parses a whole finished output in one shot with the same scanner, and
 /// returns what the accepted stream holds: committed calls, malformed blocks
 /// and reasoning closers that closed nothing, in stream order.
 pub fn parse(text: &[u8], config: &TurnConfig) -> Result<Vec<Outcome>, CoreError> {
-    let mut turn = Turn::new(config, [], [])?;
+    config.check()?;
+    let mut turn = Turn::with_vocab(config, Arc::default());
     let mut out = turn.draft(&[TokenIn::Piece(text)])?;
     out.extend(turn.verify(1, None)?);
     out.extend(turn.finish()?);

@@ -97,6 +97,15 @@ impl Window {
         self.tokens[start].ledger_at as usize..self.tokens[last].ledger_at as usize + 1
     }
 
+    /// Drops the undecided tokens past the first `undecided`, deciding nothing: a
+    /// tree's depth-first walk steps back to a node's parent this way.
+    pub(super) fn retreat(&mut self, undecided: usize) {
+        let len = self.accepted_len() + undecided;
+        self.undecided.truncate(undecided);
+        self.tokens.truncate(len);
+        self.text.truncate(self.tokens.last().map_or(0, |t| t.text_end as usize));
+    }
+
     /// Keeps the first `len` live tokens (all accepted tokens and some undecided
     /// ones), which become accepted; drops the rest. A lookup, never a re-scan.
     pub(super) fn keep(&mut self, len: usize) {

@@ -8,7 +8,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-__all__ = ["ModelProfile", "Decoded", "decode", "tokenize", "corrupt"]
+__all__ = ["Decoded", "ModelProfile", "corrupt", "decode", "tokenize"]
 
 
 @dataclass(frozen=True)

@@ -1,73 +1,166 @@
-"""The real gate and scheduler, with calls run on virtual time against a `World`."""
+"""inert's own turn (token stream, gate, stream-order scheduler, journal and
+reconciliation) with its calls run on virtual time against a `World`: only the
+clock and the tools are simulated."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import partial
 from typing import Any
 
-from ..dispatch import Dispatcher, Node
-from ..journal import MemoryJournal
-from ..orchestrator import _Gate
+from ..audit.trace import TraceWriter
+from ..gate import Dispatch
+from ..journal import Journal
+from ..orchestrator import Session
+from ..report import DispatchRecord, Report
+from ..errors import CancelledCallError
+from ..runtime import CallRun, Invocation, Node, Scheduler, State, stored_outcome
 from .clock import VirtualLoop
 from .world import SimTool, World
 
-__all__ = ["SimOrchestrator", "VirtualDispatcher"]
+__all__ = ["SimOrchestrator", "VirtualRuntime"]
 
 
-class VirtualDispatcher(Dispatcher):
+class VirtualRuntime:
     """Starts a call at the current virtual time and finishes it ``duration`` later:
     reads observe the world when they start, effects land when they finish."""
 
-    def __init__(self, loop: VirtualLoop, world: World, tools: Mapping[str, SimTool], seed: int, *,
-                 turn_key: str, ordered: bool) -> None:
-        super().__init__(MemoryJournal(), turn_key, ordered=ordered)
-        self.clock = lambda: loop.now
+    def __init__(self, loop: VirtualLoop, world: World, tools: Mapping[str, SimTool], seed: int, journal: Journal,
+                 turn_key: str, *, ordered: bool, limits: dict[str, int], max_workers: int,
+                 trace: TraceWriter | None) -> None:
+        del max_workers, trace  # virtual time has no threads, and the simulator keeps no trace
         self._loop, self._world, self._sim, self._seed = loop, world, tools, seed
+        self._journal, self._turn_key = journal, turn_key
+        self._scheduler = Scheduler(ordered=ordered, limits=limits)
+        self._log: list[CallRun] = []
 
-    def _launch(self, node: Node) -> None:
-        self._loop.at(self._loop.now, lambda: self._start_call(node))
+    def schedule(self, dispatch: Dispatch, invocation: Invocation | None, *, permit: bool) -> Node:
+        node = self._scheduler.add(dispatch, CallRun(dispatch, invocation))
+        if permit:
+            self._start(self._scheduler.permit(node, early=True))
+        return node
 
-    def _start_call(self, node: Node) -> None:
-        owns_outcome = self._begin(node)
-        record = node.record
-        tool = self._sim.get(record.name)
-        if not owns_outcome or tool is None:
-            self._finish(node, record.result, record.error if tool else KeyError(record.name), owns_outcome)
+    def confirm(self, node: Node) -> None:
+        run: CallRun = node.owner
+        run.confirmed = True
+        if node.state is State.PREPARED:
+            self._start(self._scheduler.resume(node))  # a prepared two-phase call commits
             return
-        key = str(record.arguments.get(tool.key, ""))
-        result: Any = self._world.read(self._loop.now, key) if tool.kind == "read" else None
+        if node.state is State.WAITING:
+            node.early = False
+        self._start(self._scheduler.permit(node, early=False))
 
-        def finish() -> None:
-            # An effect lands when its call finishes, discarded or not: that is what an orphan is.
-            value = result if tool.kind == "read" else self._world.apply(tool, record.arguments, self._loop.now)
-            self._finish(node, value, None, owns_outcome)
+    def retract(self, node: Node) -> None:
+        run: CallRun = node.owner
+        run.retracted = True
+        if node.state in (State.GATED, State.WAITING):
+            self._start(self._scheduler.cancel(node))
+            return
+        run.discarded = True  # an effect still lands when its call finishes: that is what an orphan is
+        if node.state is State.PREPARED:
+            self._start(self._scheduler.resume(node))  # it aborts
 
-        self._loop.at(self._loop.now + tool.duration(self._seed, record.arguments), finish)
+    def records(self) -> list[DispatchRecord]:
+        return [run.record() for run in self._log]
 
     def drain(self) -> None:
         self._loop.run()
 
+    def _start(self, nodes: list[Node]) -> None:
+        for node in nodes:
+            run: CallRun = node.owner
+            if run.started is None:  # not a prepared two-phase call resuming for its second phase
+                run.early, run.started = node.early, self._loop.now
+                self._log.append(run)
+            tool = self._sim.get(run.dispatch.name)
+            step = self._phase if tool is not None and tool.two_phase else self._begin
+            self._loop.at(self._loop.now, partial(step, node))
 
-class SimOrchestrator(_Gate):
-    """The gate of ``Orchestrator`` on virtual time: the same scanner, effect table,
-    scheduling, journal and reconciliation; only the clock and the tools are simulated."""
+    def _phase(self, node: Node) -> None:
+        """A two-phase tool's next phase: prepare (nothing changes), then commit (the effect
+        lands at its end) or abort (nothing lands)."""
+        run: CallRun = node.owner
+        tool = self._sim[run.dispatch.name]
+        arguments = run.dispatch.arguments
+        phase = run.phase = run.next_phase()
+        if phase == "prepare":
+            if run.already_committed(self._journal):
+                run.phase = "commit"  # its outcome is the commit on record; it never prepares again
+                self._finish(node, run.result, run.error)
+                return
 
-    def __init__(self, tools: Mapping[str, SimTool], loop: VirtualLoop, world: World, seed: int, **kwargs: Any) -> None:
-        self._sim = (tools, loop, world, seed)
-        super().__init__({n: t.spec() for n, t in tools.items()}, {}, **kwargs)
+            def prepared() -> None:
+                run.prepared = True
+                if run.confirmed or run.retracted:
+                    self._phase(node)
+                else:
+                    self._start(self._scheduler.prepared(node))
 
-    def _make_dispatcher(self, *, max_workers: int, ordered: bool, limits: dict[str, int]) -> Dispatcher:
-        tools, loop, world, seed = self._sim
-        return VirtualDispatcher(loop, world, tools, seed, turn_key=self.turn_key, ordered=ordered)
+            self._loop.at(self._loop.now + tool.duration(self._seed, arguments, "prepare"), prepared)
+        elif phase == "commit":
+            run.begin(self._journal, self._turn_key)
+            run.invoked = True
+            end = self._loop.now + tool.duration(self._seed, arguments)
+            self._loop.at(end, lambda: self._finish(node, self._world.apply(tool, arguments, self._loop.now), None))
+        else:
+            self._finish(node, None, CancelledCallError(f"{run.dispatch.name!r} was prepared, then aborted"))
+
+    def _begin(self, node: Node) -> None:
+        run: CallRun = node.owner
+        tool = self._sim.get(run.dispatch.name)
+        if not run.begin(self._journal, self._turn_key) or tool is None:
+            error = run.error if tool is not None else KeyError(run.dispatch.name)
+            self._finish(node, run.result, error)
+            return
+        run.invoked = True
+        arguments = run.dispatch.arguments
+        key = str(arguments.get(tool.key, ""))
+        result: Any = self._world.read(self._loop.now, key) if tool.kind == "read" else None
+
+        def finish() -> None:
+            value = result if tool.kind == "read" else self._world.apply(tool, arguments, self._loop.now)
+            self._finish(node, value, None)
+
+        self._loop.at(self._loop.now + tool.duration(self._seed, arguments), finish)
+
+    def _finish(self, node: Node, result: Any, error: BaseException | None) -> None:
+        run: CallRun = node.owner
+        run.settled = True
+        run.result, run.error, run.finished = result, error, self._loop.now
+        stored_outcome(run, self._journal)
+        self._start(self._scheduler.finish(node))
+
+
+class SimOrchestrator:
+    """The turn of ``Orchestrator`` on virtual time: the same scanner, effect table,
+    gate, scheduling, journal and reconciliation; only the clock and the tools are simulated.
+
+    Args:
+        tools: the simulated tools by name.
+        loop, world, seed: the virtual clock, the world the tools act on, and the seed of their latencies.
+        **session: as for ``Orchestrator`` (``format``, ``turn_key``, ``policy``, ...).
+    """
+
+    def __init__(self, tools: Mapping[str, SimTool], loop: VirtualLoop, world: World, seed: int,
+                 **session: Any) -> None:
+        self._runtime: VirtualRuntime | None = None
+
+        def build(journal: Journal, turn_key: str, **kwargs: Any) -> VirtualRuntime:
+            self._runtime = VirtualRuntime(loop, world, tools, seed, journal, turn_key, **kwargs)
+            return self._runtime
+
+        two_phase = frozenset(n for n, t in tools.items() if t.two_phase)
+        self._s = Session({n: t.spec() for n, t in tools.items()}, None, runtime=build, two_phase=two_phase,
+                          **session)
 
     def draft(self, tokens: list[str]) -> None:
-        self._draft(tokens)
+        self._s.draft(tokens)
 
     def verify(self, n: int, correction: str | None) -> None:
-        self._verify(n, correction)
+        self._s.verify(n, correction)
 
-    def finish(self) -> Any:
-        self._end()
-        assert isinstance(self._dispatcher, VirtualDispatcher)
-        self._dispatcher.drain()
-        return self._report(strict=False)
+    def finish(self) -> Report:
+        self._s.apply(self._s.stream.finish())
+        assert self._runtime is not None
+        self._runtime.drain()
+        return self._s.report(strict=False)

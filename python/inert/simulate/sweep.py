@@ -15,7 +15,7 @@ from .runner import SimOrchestrator
 from .workloads import Workload
 from .world import World
 
-__all__ = ["POLICIES", "TurnOutcome", "Summary", "run_turn", "simulate", "alpha_sweep"]
+__all__ = ["POLICIES", "Summary", "TurnOutcome", "alpha_sweep", "run_turn", "simulate"]
 
 POLICIES = ("end_of_turn", "defer", "read_eager", "eager_unsafe")
 """``end_of_turn``: every call after the whole turn is verified (most agent frameworks);
@@ -137,11 +137,7 @@ def simulate(workloads: list[Workload], seeds: int = 100, first_seed: int = 0) -
     return out
 
 
-def alpha_sweep(workload: Workload, alphas: list[float], seeds: int = 50) -> dict[str, list[tuple[float, float, int]]]:
-    """Median latency and corruption count (orphans + stale reads + diverged worlds) per policy, per alpha."""
-    curves: dict[str, list[tuple[float, float, int]]] = {p: [] for p in POLICIES}
-    for a in alphas:
-        w = replace(workload, model=replace(workload.model, alpha=a))
-        for s in simulate([w], seeds):
-            curves[s.policy].append((a, s.p50, s.orphans + s.stale_reads + s.diverged))
-    return curves
+def alpha_sweep(workload: Workload, alphas: list[float], seeds: int = 50) -> dict[float, list[Summary]]:
+    """``workload`` at each acceptance rate in ``alphas``: alpha -> one ``Summary`` per policy
+    (in ``POLICIES`` order), every policy on the same ``seeds`` seeds."""
+    return {a: simulate([replace(workload, model=replace(workload.model, alpha=a))], seeds) for a in alphas}

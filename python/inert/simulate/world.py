@@ -36,12 +36,19 @@ class Latency:
 class SimTool:
     """A tool of the simulation. ``kind`` is what it does to the resource named by
     its ``key`` argument: ``read`` (observed when it starts), ``write`` or
-    ``delete`` (applied when it finishes)."""
+    ``delete`` (applied when it finishes). A write or delete with a ``prepare``
+    latency is two-phase: it prepares (stages, changing nothing) for that long, then
+    commits for ``latency`` and applies its effect at the commit's end."""
 
     name: str
     kind: str
     latency: Latency
     key: str = "key"
+    prepare: Latency | None = None
+
+    @property
+    def two_phase(self) -> bool:
+        return self.prepare is not None and self.kind != "read"
 
     @property
     def effect(self) -> EffectClass:
@@ -52,10 +59,13 @@ class SimTool:
             return ToolSpec(self.effect, reads=self.key)
         return ToolSpec(self.effect, reads=self.key, writes=self.key)
 
-    def duration(self, seed: int, arguments: dict[str, Any]) -> float:
-        """The same call takes the same time under every policy: seeded by the call, not by when it runs."""
-        ident = json.dumps([seed, self.name, arguments], sort_keys=True).encode()
-        return self.latency.sample(random.Random(int.from_bytes(hashlib.sha256(ident).digest()[:8], "big")))
+    def duration(self, seed: int, arguments: dict[str, Any], phase: str = "commit") -> float:
+        """The same call takes the same time under every policy: seeded by the call, not by when it runs.
+        ``phase`` picks a two-phase tool's prepare latency or its commit latency."""
+        call = [seed, self.name, arguments] if phase == "commit" else [seed, self.name, arguments, phase]
+        ident = json.dumps(call, sort_keys=True).encode()
+        latency = self.prepare if phase == "prepare" and self.prepare is not None else self.latency
+        return latency.sample(random.Random(int.from_bytes(hashlib.sha256(ident).digest()[:8], "big")))
 
 
 class World:

@@ -344,7 +344,8 @@ fn a_block_ended_early_by_a_closer_in_its_value_is_malformed_never_truncated() {
     let text = "<tool_call>\n<function=f>\n<parameter=s>\nx </function> y </tool_call> z\n</parameter>\n</function>\n</tool_call>";
     let (calls, bad) = whole("qwen3_coder", text);
     assert!(calls.is_empty() && bad.len() == 1, "{calls:?} {bad:?}");
-    let m2 = "<minimax:tool_call><invoke name=\"f\"><parameter name=\"s\">a </parameter> b </invoke> c</parameter></invoke>";
+    let m2 =
+        "<minimax:tool_call><invoke name=\"f\"><parameter name=\"s\">a </parameter> b </invoke> c</parameter></invoke>";
     let (calls, bad) = whole("minimax_m2", m2);
     assert!(calls.is_empty() && bad.len() == 1, "{calls:?} {bad:?}");
 }

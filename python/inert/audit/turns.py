@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from typing import Any
 
-from .errors import InertValueError
+from ..errors import InertValueError, describe
+from ..report import AcceptedCall, DispatchRecord, Report, Violation
 from .reconcile import accepted_from_json, reconcile, record_from_json
-from .report import AcceptedCall, DispatchRecord, Report, Violation
 from .trace import read_trace
 
 __all__ = ["TurnAudit", "audit"]
@@ -38,12 +39,16 @@ class TurnAudit:
 
 @dataclass
 class _TurnEvents:
-    """What a trace says of one turn, gathered as its events are read."""
+    """What a trace says of one turn, gathered as its events are read. Dispatches
+    stay JSON rows until the turn is read whole: records are immutable."""
 
     name: str
-    order: list[DispatchRecord] = field(default_factory=list)
-    by_key: dict[str, list[DispatchRecord]] = field(default_factory=dict)
+    order: list[dict[str, Any]] = field(default_factory=list)
+    by_key: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     accepted: list[AcceptedCall] = field(default_factory=list)
+
+    def report(self) -> Report:
+        return reconcile([record_from_json(r) for r in self.order], self.accepted)
 
 
 def audit(path: str | os.PathLike[str]) -> list[TurnAudit]:
@@ -53,11 +58,13 @@ def audit(path: str | os.PathLike[str]) -> list[TurnAudit]:
     appended by several runs), audited apart as ``KEY#2``, ``KEY#3``, ...
 
     Raises:
-        InertValueError: the file is not an ``inert.trace/2`` trace.
+        InertValueError: the file is not an ``inert.trace/2`` trace, or an event lacks
+            a field or has one of the wrong type (the message names the line).
     """
     turns: list[_TurnEvents] = []
     current: dict[str, _TurnEvents] = {}
-    for row in read_trace(path):
+    where = os.fspath(path)
+    for n, row in read_trace(path):
         key = str(row.get("turn", ""))
         event = row.get("event")
         if key not in current or (event == "turn_start" and current[key].order + current[key].accepted):
@@ -67,21 +74,29 @@ def audit(path: str | os.PathLike[str]) -> list[TurnAudit]:
         turn = current[key]
         try:
             if event == "dispatch":
-                record = record_from_json({**row, "started": float(row["t"]), "finished": None})
-                turn.order.append(record)
-                turn.by_key.setdefault(record.commit_key, []).append(record)
+                dispatch = {**row, "started": float(row["t"]), "finished": None}
+                record_from_json(dispatch)  # checks its fields now, to name this line if one is bad
+                turn.order.append(dispatch)
+                turn.by_key.setdefault(str(row["commit_key"]), []).append(dispatch)
             elif event == "discard":
-                for record in turn.by_key.get(row["commit_key"], []):
-                    record.discarded = True
+                for dispatch in turn.by_key.get(str(row["commit_key"]), []):
+                    dispatch["discarded"] = True
             elif event == "result":
-                for record in turn.by_key.get(row["commit_key"], []):
-                    if record.finished is None:
-                        record.finished = float(row["t"])
-                        record.replayed = bool(row.get("replayed", False))
+                for dispatch in turn.by_key.get(str(row["commit_key"]), []):
+                    if dispatch["finished"] is None:
+                        dispatch["finished"] = float(row["t"])
+                        dispatch["replayed"] = bool(row.get("replayed", False))
+                        dispatch["phase"] = row.get("phase")
+                        dispatch["error"] = row.get("error")
                         break
             elif event == "call_committed":
                 turn.accepted.append(accepted_from_json(row))
-        except (KeyError, TypeError, ValueError) as e:
-            raise InertValueError(f"{os.fspath(path)}: a {event!r} event of turn {row.get('turn')!r} lacks a field "
-                                  f"or has a bad one: {e}") from None
-    return [TurnAudit(t.name, reconcile(t.order, t.accepted)) for t in turns]
+        except (KeyError, TypeError, ValueError, OverflowError) as e:
+            raise InertValueError(f"{where}:{n}: a {event!r} event of turn {key!r} lacks a field or has a bad one: "
+                                  f"{_short(e)}") from None
+    return [TurnAudit(t.name, t.report()) for t in turns]
+
+
+def _short(e: BaseException) -> str:
+    text = describe(e) if not isinstance(e, KeyError) else f"missing field {e}"
+    return text if len(text) <= 200 else text[:200] + "…"

@@ -6,54 +6,104 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .effects import EffectClass, Footprint
-from .journal import canonical_arguments
-from .report import AcceptedCall, CallResult, DiscardedCall, DispatchRecord, Report, Violation
+from ..canonical import canonical_arguments
+from ..effects import EffectClass, Footprint
+from ..errors import RecordedError
+from ..report import AcceptedCall, CallResult, DiscardedCall, DispatchRecord, Report, Violation
+from .order import out_of_order
 
 __all__ = ["reconcile"]
 
 
 def record_from_json(r: DispatchRecord | Mapping[str, Any]) -> DispatchRecord:
-    """A dispatch record from its JSON form (as traces and foreign logs write it)."""
+    """A dispatch record from its JSON form (as traces and foreign logs write it).
+
+    Raises:
+        KeyError, TypeError, ValueError: a field is missing or of the wrong type.
+    """
     if isinstance(r, DispatchRecord):
         return r
     fp = r.get("footprint") or {}
+    if not isinstance(fp, Mapping):
+        raise TypeError(f"footprint must be an object with reads and writes, got {type(fp).__name__}")
     return DispatchRecord(
-        commit_key=r["commit_key"],
-        name=r["name"],
-        arguments=dict(r.get("arguments") or {}),
+        commit_key=_text(r["commit_key"], "commit_key"),
+        name=_text(r["name"], "name"),
+        arguments=_arguments(r.get("arguments")),
         effect=EffectClass.parse(r.get("effect", EffectClass.WRITE)),
         footprint=Footprint(_keys(fp.get("reads")), _keys(fp.get("writes"))),
         span=_span(r.get("span")),
         early=bool(r.get("early", False)),
-        started=r.get("started"),
-        finished=r.get("finished"),
+        started=_time(r.get("started")),
+        finished=_time(r.get("finished")),
         result=r.get("result"),
-        error=r.get("error"),
+        error=None if r.get("error") is None else RecordedError(str(r["error"])),
         replayed=bool(r.get("replayed", False)),
         discarded=bool(r.get("discarded", False)),
+        phase=_phase(r.get("phase")),
     )
 
 
+def _phase(value: Any) -> str | None:
+    if value is None or value in ("prepare", "commit", "abort"):
+        return value  # type: ignore[no-any-return]
+    raise ValueError(f"phase must be prepare, commit, abort or null, got {value!r}"[:200])
+
+
 def accepted_from_json(a: AcceptedCall | Mapping[str, Any]) -> AcceptedCall:
-    """An accepted call from its JSON form."""
+    """An accepted call from its JSON form.
+
+    Raises:
+        KeyError, TypeError, ValueError: a field is missing or of the wrong type.
+    """
     if isinstance(a, AcceptedCall):
         return a
-    return AcceptedCall(a["commit_key"], a["name"], dict(a.get("arguments") or {}), _span(a.get("span")))
+    return AcceptedCall(_text(a["commit_key"], "commit_key"), _text(a["name"], "name"),
+                        _arguments(a.get("arguments")), _span(a.get("span")))
 
 
-def _keys(value: Iterable[Any] | None) -> frozenset[Any] | None:
+def _text(value: Any, field: str) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{field} must be a string, got {type(value).__name__}")
+    return value
+
+
+def _arguments(value: Any) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise TypeError(f"arguments must be an object, got {type(value).__name__}")
+    return dict(value)
+
+
+def _time(value: Any) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"a time must be a number, got {type(value).__name__}")
+    return float(value)
+
+
+def _keys(value: Any) -> frozenset[Any] | None:
     """A footprint side from JSON: a list of keys, or null for unknown."""
-    return None if value is None else frozenset(value)
+    if value is None:
+        return None
+    if not isinstance(value, list):
+        raise TypeError(f"footprint reads and writes must be lists of keys or null, got {type(value).__name__}")
+    return frozenset(k if not isinstance(k, (list, dict)) else repr(k) for k in value)
 
 
 def _span(value: Any) -> tuple[int, int]:
-    start, end = value if value is not None else (0, 0)
-    return int(start), int(end)
+    if value is None:
+        return 0, 0
+    if (not isinstance(value, (list, tuple)) or len(value) != 2
+            or not all(isinstance(v, int) and not isinstance(v, bool) for v in value)):
+        raise TypeError(f"span must be [start, end] token positions, got {value!r}"[:200])
+    return value[0], value[1]
 
 
 def _is_effect(r: DispatchRecord) -> bool:
-    return r.effect is not EffectClass.READ_ONLY
+    return r.executed_effect
 
 
 def reconcile(
@@ -87,6 +137,12 @@ def reconcile(
     paired = {id(r) for r in moved.values()}
 
     for r in log:
+        if r.phase == "prepare" and r.error is None and r.finished is not None:
+            report.violations.append(Violation(
+                "leaked_prepare", r.name, r.span, r.commit_key,
+                f"two-phase tool {r.name!r} at tokens {r.span} (key {r.commit_key}) was prepared and then neither "
+                "committed nor aborted: what it staged is still held",
+            ))
         if _is_effect(r):
             if r.commit_key not in accepted_keys and id(r) not in paired:
                 report.violations.append(Violation(
@@ -118,8 +174,8 @@ def reconcile(
         # The dispatch that counts: the last one not discarded (rejected tokens drafted again recur a key).
         live = [x for x in records if not x.discarded] or records
         r0 = live[-1]
-        executed = [x for x in records if not x.replayed]
-        if len(executed) > 1 and _is_effect(r0):
+        executed = [x for x in records if not x.replayed and x.executed_effect]
+        if len(executed) > 1:
             report.violations.append(Violation(
                 "duplicate", a.name, a.span, a.commit_key,
                 f"{r0.effect.value} tool {a.name!r} at tokens {a.span} ran {len(executed)} times under key "
@@ -135,18 +191,14 @@ def reconcile(
         report.results.append(
             CallResult(a.name, a.arguments, r0.effect, a.commit_key, r0.result, r0.error, r0.early, a.span))
 
-    for i, (ea, er) in enumerate(ran):
-        for la, lr in ran[i + 1:]:
-            if lr is er:
-                continue  # one dispatch accepted twice (a key recurring): a call never races itself
-            if er.footprint.conflicts(lr.footprint) and _overtook(er, lr):
-                report.violations.append(Violation(
-                    "stale_read", la.name, la.span, la.commit_key,
-                    f"{la.name!r} at tokens {la.span} (key {la.commit_key}) started before the earlier conflicting "
-                    f"{ea.name!r} at tokens {ea.span} (key {ea.commit_key}) finished: it observed the world out of "
-                    "stream order",
-                    other_key=ea.commit_key,
-                ))
+    for ea, la in out_of_order(ran):
+        report.violations.append(Violation(
+            "stale_read", la.name, la.span, la.commit_key,
+            f"{la.name!r} at tokens {la.span} (key {la.commit_key}) started before the earlier conflicting "
+            f"{ea.name!r} at tokens {ea.span} (key {ea.commit_key}) finished: it observed the world out of "
+            "stream order",
+            other_key=ea.commit_key,
+        ))
     return report
 
 
@@ -163,9 +215,3 @@ def _same_call_under_two_keys(orphans: list[DispatchRecord], missed: list[Accept
         if candidates:
             pairs[id(candidates.pop(0))] = r
     return pairs
-
-
-def _overtook(earlier: DispatchRecord, later: DispatchRecord) -> bool:
-    if later.started is None:
-        return False
-    return earlier.finished is None or later.started < earlier.finished

@@ -13,19 +13,30 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import IO, Any
 
-from ._core import BlockMalformed
-from .outcomes import Outcome
-from .report import DispatchRecord
+from .._core import BlockMalformed
+from ..errors import describe
+from ..outcomes import Outcome
+from ..report import DispatchRecord
 
 __all__ = ["SCHEMA", "TraceWriter", "read_trace"]
 
 SCHEMA = "inert.trace/2"
 
 
-def _token(t: str | bytes | int) -> str | int:
+def _printable(value: Any) -> str:
+    """What a trace writes for a value JSON cannot hold: its repr, or its type when even that fails."""
+    try:
+        return repr(value)
+    except Exception:  # noqa: BLE001 - a broken __repr__ must not break the trace
+        return f"<{type(value).__name__}>"
+
+
+def _token(t: Any) -> str | int:
     if isinstance(t, bytes):
         return t.decode("utf-8", errors="backslashreplace")
-    return t
+    if isinstance(t, str):
+        return t
+    return int(t)  # an int, or a numpy integer
 
 
 class TraceWriter:
@@ -38,21 +49,32 @@ class TraceWriter:
     def __init__(self, path: str | os.PathLike[str], turn: str, *, results: bool = False) -> None:
         self._file: IO[str] = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed by close()
         self._lock = threading.Lock()
+        self.failure: str | None = None
+        """Why the trace stopped being written, if it did."""
         self._turn = turn
         self._results = results
 
     def emit(self, event: str, t: float | None = None, **fields: Any) -> None:
+        """Appends one event. Never raises: a value that cannot be written is written as
+        its type name, and a file that cannot be written is noted in ``failure``."""
         row = {"v": SCHEMA, "turn": self._turn, "event": event, "t": time.perf_counter() if t is None else t, **fields}
-        line = json.dumps(row, ensure_ascii=False, default=repr)
+        try:
+            line = json.dumps(row, ensure_ascii=False, default=_printable)
+        except (ValueError, TypeError, RecursionError) as e:  # cycles, huge ints, deep nesting
+            line = json.dumps({**{k: row[k] for k in ("v", "turn", "event", "t")}, "unwritable": str(e)})
         with self._lock:
-            if not self._file.closed:
+            if self._file.closed or self.failure is not None:
+                return
+            try:
                 self._file.write(line + "\n")
+            except (OSError, ValueError) as e:
+                self.failure = f"the trace stopped at a write that failed: {e}"
 
-    def draft(self, tokens: Sequence[str | bytes | int]) -> None:
+    def draft(self, tokens: Any) -> None:
         self.emit("draft", tokens=[_token(t) for t in tokens])
 
-    def verify(self, n: int, correction: str | bytes | int | None) -> None:
-        self.emit("verify", n_accepted=n, correction=None if correction is None else _token(correction))
+    def verify(self, n: Any, correction: Any) -> None:
+        self.emit("verify", n_accepted=int(n), correction=None if correction is None else _token(correction))
 
     def outcome(self, o: Outcome) -> None:
         if isinstance(o, BlockMalformed):
@@ -73,8 +95,10 @@ class TraceWriter:
 
     def result(self, r: DispatchRecord) -> None:
         fields: dict[str, Any] = {"commit_key": r.commit_key, "ok": r.error is None,
-                                  "error": None if r.error is None else f"{type(r.error).__name__}: {r.error}",
+                                  "error": None if r.error is None else describe(r.error),
                                   "timed_out": r.timed_out, "replayed": r.replayed}
+        if r.phase is not None:
+            fields["phase"] = r.phase  # a two-phase tool: the phase it ended in (commit, abort, or prepare)
         if self._results:
             fields["result"] = r.result
         self.emit("result", t=r.finished, **fields)
@@ -84,22 +108,38 @@ class TraceWriter:
 
     def close(self) -> None:
         with self._lock:
-            self._file.close()
+            try:
+                self._file.close()
+            except OSError as e:
+                self.failure = self.failure or f"the trace could not be closed: {e}"
 
 
-def read_trace(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
-    """The events of a trace file, in order; lines of other schemas are refused."""
-    from .errors import InertValueError
+def read_trace(path: str | os.PathLike[str]) -> Iterator[tuple[int, dict[str, Any]]]:
+    """The events of a trace file, with their line numbers, in order.
 
-    with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
+    Raises:
+        InertValueError: a line is not UTF-8, not JSON (or nests too deeply, or holds a
+            number too long to read), or not an event of this schema.
+        OSError: the file cannot be read.
+    """
+    from ..errors import InertValueError
+
+    where = os.fspath(path)
+    with open(path, "rb") as f:
+        for n, raw in enumerate(f, 1):
+            if not raw.strip():
                 continue
             try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise InertValueError(f"{where}:{n}: not UTF-8 (byte {e.start} of the line)") from None
+            try:
                 row = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise InertValueError(f"{os.fspath(path)}:{n}: not JSON ({e})") from None
+            except RecursionError:
+                raise InertValueError(f"{where}:{n}: the JSON nests too deeply to read") from None
+            except ValueError as e:  # JSONDecodeError, and integers past the digit limit
+                raise InertValueError(f"{where}:{n}: not JSON ({str(e)[:120]})") from None
             if not isinstance(row, dict) or row.get("v") != SCHEMA:
                 version = row.get("v") if isinstance(row, dict) else None
-                raise InertValueError(f"{os.fspath(path)}:{n}: not an {SCHEMA} event (its \"v\" is {version!r})")
-            yield row
+                raise InertValueError(f"{where}:{n}: not an {SCHEMA} event (its \"v\" is {version!r})")
+            yield n, row

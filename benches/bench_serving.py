@@ -1,0 +1,162 @@
+"""The serving surface, side by side in one run: attaching a shared 150k-entry
+Vocabulary against building a stream with no vocabulary; one sequence's 8-token
+numpy draft + verify through TokenStream; StreamBatch steps at 64 and 512
+sequences against a Python loop over TokenStreams. Run: pytest benches --benchmark-only
+
+Each step drafts 8 ids per sequence, accepts 6, rejects 2 and appends a
+correction, over prose with a tool-call block every few steps.
+"""
+
+from __future__ import annotations
+
+import re
+from itertools import cycle
+
+import numpy as np
+import pytest
+
+import inert
+from conftest import MEANS, record
+
+K = 8
+STEPS = 20
+VOCAB_SIZE = 150_000
+
+BLOCK = '<tool_call>\n{"name": "search", "arguments": {"q": "weather in Paris"}}\n</tool_call>\n'
+PROSE = "The forecast says light rain later today, so take an umbrella. "
+PIECES = re.findall(r"\w+|\s+|[^\w\s]", (PROSE * 3 + BLOCK) * 4)
+
+
+def synthetic_vocabulary() -> tuple[inert.Vocabulary, list[int]]:
+    """150k pieces: the stream's own pieces first, then filler; the stream as ids."""
+    distinct = sorted(set(PIECES))
+    pieces = distinct + [f"tok{i}" for i in range(VOCAB_SIZE - len(distinct))]
+    ids = {p: i for i, p in enumerate(distinct)}
+    return inert.Vocabulary(pieces), [ids[p] for p in PIECES]
+
+
+VOCAB, STREAM_IDS = synthetic_vocabulary()
+
+
+def windows(rows: int, offset: int = 0) -> list[np.ndarray]:
+    """STEPS (rows, K) int32 draft windows over the stream, and the correction ids."""
+    src = cycle(STREAM_IDS[offset % len(STREAM_IDS):] + STREAM_IDS[: offset % len(STREAM_IDS)])
+    return [np.array([[next(src) for _ in range(K)] for _ in range(rows)], dtype=np.int32) for _ in range(STEPS)]
+
+
+@pytest.mark.parametrize("vocab", ["none", "shared_150k"])
+def test_attach(benchmark: object, vocab: str) -> None:
+    """What starting a turn costs: with no vocabulary, and with a shared 150k one."""
+    v = VOCAB if vocab == "shared_150k" else None
+    benchmark.group = "attach a vocabulary"  # type: ignore[attr-defined]
+    benchmark(lambda: inert.TokenStream("hermes", "turn", vocab=v))  # type: ignore[attr-defined]
+    record(benchmark, f"attach:{vocab}")
+
+
+def test_stream_numpy_step(benchmark: object) -> None:
+    stream = inert.TokenStream("hermes", "turn", vocab=VOCAB)
+    steps = [row[0] for row in windows(1)]
+    correction = np.int32(STREAM_IDS[0])
+    six = np.int64(6)
+
+    def run() -> None:
+        for w in steps:
+            stream.draft(w)
+            stream.verify(six, correction)
+
+    benchmark.group = "one sequence, numpy k=8"  # type: ignore[attr-defined]
+    benchmark.pedantic(run, rounds=50, iterations=1, warmup_rounds=2)  # type: ignore[attr-defined]
+    record(benchmark, "stream:numpy_step", per=STEPS)
+
+
+@pytest.mark.parametrize("n", [64, 512])
+def test_batch_step(benchmark: object, n: int) -> None:
+    batch = inert.StreamBatch("hermes", VOCAB)
+    for seq in range(n):
+        batch.add(seq, f"turn-{seq}")
+    seqs = np.arange(n, dtype=np.int64)
+    steps = windows(n)
+    accepted = np.full(n, 6, dtype=np.int64)
+    corrections = np.full(n, STREAM_IDS[0], dtype=np.int64)
+
+    def run() -> None:
+        for tokens in steps:
+            batch.draft(seqs, tokens)
+            batch.verify(seqs, accepted, corrections)
+
+    benchmark.group = "batch step, k=8"  # type: ignore[attr-defined]
+    benchmark.pedantic(run, rounds=15, iterations=1, warmup_rounds=1)  # type: ignore[attr-defined]
+    record(benchmark, f"batch:{n}", per=STEPS)
+
+
+@pytest.mark.parametrize("n", [512])
+def test_python_loop_step(benchmark: object, n: int) -> None:
+    """The baseline: a Python loop over n TokenStreams, lists of ids."""
+    streams = [inert.TokenStream("hermes", f"turn-{seq}", vocab=VOCAB) for seq in range(n)]
+    steps = [t.tolist() for t in windows(n)]
+    correction = STREAM_IDS[0]
+
+    def run() -> None:
+        for tokens in steps:
+            for stream, row in zip(streams, tokens, strict=True):
+                stream.draft(row)
+            for stream in streams:
+                stream.verify(6, correction)
+
+    benchmark.group = "batch step, k=8"  # type: ignore[attr-defined]
+    benchmark.pedantic(run, rounds=5, iterations=1, warmup_rounds=1)  # type: ignore[attr-defined]
+    record(benchmark, f"loop:{n}", per=STEPS)
+
+
+PROSE_IDS = [STREAM_IDS[i] for i, p in enumerate(PIECES) if "<" not in p and "{" not in p][:64]
+
+
+def test_orchestrator_numpy_step(benchmark: object) -> None:
+    """One sequence through the Orchestrator, 8-token numpy drafts with no block closing:
+    what the gate adds to the core when there is nothing to dispatch (target <= 3 us)."""
+    orch = inert.Orchestrator({"search": "read_only"}, {"search": lambda q: q}, vocab=VOCAB, turn_key="bench")
+    src = cycle(PROSE_IDS)
+    steps = [np.array([next(src) for _ in range(K)], dtype=np.int32) for _ in range(STEPS)]
+    correction = np.int32(PROSE_IDS[0])
+    six = np.int64(6)
+
+    def run() -> None:
+        for w in steps:
+            orch.draft(w)
+            orch.verify(six, correction)
+
+    benchmark.group = "one sequence, numpy k=8"  # type: ignore[attr-defined]
+    benchmark.pedantic(run, rounds=50, iterations=1, warmup_rounds=2)  # type: ignore[attr-defined]
+    record(benchmark, "orchestrator:numpy_step", per=STEPS)
+    orch.finish()
+
+
+def test_batch_orchestrator_step(benchmark: object) -> None:
+    """64 sequences through the BatchOrchestrator over prose with a tool-call block every
+    few steps, everything accepted: per step, and per call closed (each a read, run early)."""
+    n = 64
+    batch = inert.BatchOrchestrator({"search": "read_only"}, {"search": lambda q: q}, vocab=VOCAB)
+    for seq in range(n):
+        batch.add(seq, f"turn-{seq}")
+    seqs = np.arange(n, dtype=np.int64)
+    src = cycle(STREAM_IDS)
+    steps = [np.array([[next(src) for _ in range(K)]] * n, dtype=np.int32) for _ in range(STEPS * 40)]
+    it = iter(steps)
+    accept = np.full(n, K, dtype=np.int64)
+    closed = [0]
+
+    def run() -> None:
+        for _ in range(STEPS):
+            tokens = next(it)
+            out = batch.draft(seqs, tokens)
+            closed[0] += sum(len(step.dispatched) for step in out.values())
+            batch.verify(seqs, accept)
+
+    benchmark.group = "batch orchestrator, 64 sequences, k=8"  # type: ignore[attr-defined]
+    benchmark.pedantic(run, rounds=20, iterations=1, warmup_rounds=1)  # type: ignore[attr-defined]
+    record(benchmark, "batch_orchestrator:64", per=STEPS)
+    rounds = 21
+    MEANS["batch_orchestrator:calls_per_step"] = closed[0] / (rounds * STEPS)
+    for seq in range(n):
+        batch.finish(seq)
+    batch.close()

@@ -1,0 +1,165 @@
+"""Many sequences' turns at once, as a serving engine runs them: one ``StreamBatch``
+(one crossing into the core per step for every sequence), and, for the tools, one
+pool of workers, per-tool limits that hold across the sequences, and one journal."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from types import TracebackType
+from typing import Any
+
+from . import _core
+from .effects import EffectLike, EffectTable
+from .errors import InertTypeError, ReentrancyError
+from .journal import Journal, MemoryJournal, OwnedJournal, open_journal
+from .report import Report
+from .runtime import ThreadEngine, ThreadRuntime, running_for
+from .turn import Step, Tooling, Tools, TurnDriver
+
+__all__ = ["BatchOrchestrator"]
+
+Vocab = _core.Vocabulary | Mapping[int, str | bytes] | list[str | bytes]
+
+
+class BatchOrchestrator:
+    """``Orchestrator`` for a batch of sequences, by the engine's sequence ids.
+
+    ``add(seq, turn_key)`` starts a sequence's turn; ``draft(seqs, tokens, lengths)``
+    and ``verify(seqs, n_accepted, corrections)`` advance many sequences in one call
+    (token ids in ``(B, k)`` integer arrays, as ``StreamBatch`` takes them) and return
+    ``{seq: Step}`` for the sequences whose step did something; ``finish(seq)`` ends a
+    turn and returns its ``Report``. Every sequence gets exactly the gate of a lone
+    ``Orchestrator``: writes wait for their own sequence's acceptance, and stream order
+    holds within each sequence. Tools run on one pool of daemon workers shared by the
+    sequences, ``limits`` hold across them, and one journal records every call. One per
+    engine loop; not shared between threads.
+
+    Args:
+        effects, tools, policy, timeout, max_block_bytes, schemas: as for ``Orchestrator``.
+        format: the tool-call format of every sequence.
+        vocab: the model's ``inert.Vocabulary`` (or a mapping or sequence, copied once).
+        max_workers: calls running at once, across every sequence.
+        limits: tool name -> most calls of it running at once, across every sequence.
+        journal: a ``Journal``, a SQLite path or a ``postgresql://`` URI, shared by every
+            sequence (each turn's key keeps their calls apart). In memory by default.
+
+    Raises:
+        As ``Orchestrator``.
+    """
+
+    def __init__(
+        self,
+        effects: EffectTable | Mapping[str, EffectLike] | None = None,
+        tools: Tools | None = None,
+        *,
+        format: str | Mapping[str, Any] = "hermes",
+        vocab: Vocab | None = None,
+        schemas: Mapping[str, Mapping[str, Any]] | None = None,
+        max_block_bytes: int = 1 << 20,
+        policy: str = "read_eager",
+        max_workers: int = 8,
+        timeout: float | None = None,
+        limits: Mapping[str, int] | None = None,
+        journal: Journal | str | os.PathLike[str] | None = None,
+    ) -> None:
+        self._tooling = Tooling.build(effects, tools, policy=policy, timeout=timeout, limits=limits,
+                                      max_workers=max_workers, threads_only=True)
+        self._batch = _core.StreamBatch(
+            format, vocab, schemas=schemas if schemas is not None else self._tooling.effects.schemas,
+            max_block_bytes=max_block_bytes)
+        self._owned: OwnedJournal | None = None
+        if journal is None:
+            journal = MemoryJournal()
+        elif isinstance(journal, (str, os.PathLike)):
+            journal = self._owned = open_journal(journal)
+        self.journal: Journal = journal
+        self._engine = ThreadEngine(self._tooling.workers, self._tooling.limits)
+        self._turns: dict[int, TurnDriver] = {}
+
+    def __len__(self) -> int:
+        return len(self._turns)
+
+    def __contains__(self, seq: object) -> bool:
+        return seq in self._turns
+
+    def add(self, seq: int, turn_key: str) -> None:
+        """Starts the turn of sequence ``seq`` (the engine's non-negative int id).
+
+        Raises:
+            BatchError: ``seq`` is already in the batch.
+            InertTypeError: ``turn_key`` is not a str (every turn needs its own: it seeds the keys).
+        """
+        self._refuse_reentry()
+        if not isinstance(turn_key, str):
+            raise InertTypeError(f"turn_key must be a str, got {type(turn_key).__name__}")
+        self._batch.add(seq, turn_key)
+        runtime = ThreadRuntime(self.journal, turn_key, ordered=self._tooling.policy != "eager_unsafe",
+                                engine=self._engine)
+        self._turns[int(seq)] = TurnDriver(self._tooling, runtime)
+
+    def draft(self, seqs: Any, tokens: Any, lengths: Any = None) -> dict[int, Step]:
+        """Drafts row ``i`` of ``tokens`` onto ``seqs[i]`` (see ``StreamBatch.draft``).
+
+        Raises:
+            As ``StreamBatch.draft``; nothing changes when it raises.
+        """
+        self._refuse_reentry()
+        return self._apply(self._batch.draft(seqs, tokens, lengths))
+
+    def verify(self, seqs: Any, n_accepted: Any, corrections: Any = None) -> dict[int, Step]:
+        """Accepts ``n_accepted[i]`` of ``seqs[i]``'s pending tokens (see ``StreamBatch.verify``).
+
+        Raises:
+            As ``StreamBatch.verify``; nothing changes when it raises.
+        """
+        self._refuse_reentry()
+        return self._apply(self._batch.verify(seqs, n_accepted, corrections))
+
+    def draft_tree(self, seq: int, tokens: Any, parents: Any) -> Step:
+        """``Orchestrator.draft_tree`` on sequence ``seq``."""
+        self._refuse_reentry()
+        return self._turns[int(seq)].apply(self._batch.draft_tree(seq, tokens, parents))
+
+    def verify_path(self, seq: int, path: Any, correction: Any = None) -> Step:
+        """``Orchestrator.verify_path`` on sequence ``seq``."""
+        self._refuse_reentry()
+        return self._turns[int(seq)].apply(self._batch.verify_path(seq, path, correction))
+
+    def finish(self, seq: int, *, strict: bool = True) -> Report:
+        """Ends sequence ``seq``'s turn: waits for its calls (only its own) and reconciles
+        them, and frees its slot for a new sequence.
+
+        Raises:
+            UnknownSequenceError: ``seq`` is not in the batch.
+            SpeculativeEffectViolation: anything diverged (``strict``).
+        """
+        self._refuse_reentry()
+        outcomes = self._batch.finish(seq)
+        driver = self._turns.pop(int(seq))
+        driver.apply(outcomes)
+        runtime = driver.runtime
+        assert isinstance(runtime, ThreadRuntime)
+        runtime.drain()
+        return driver.report(strict)
+
+    def close(self) -> None:
+        """Stops the shared workers (once idle) and closes a journal opened from a path."""
+        self._engine.close()
+        if self._owned is not None:
+            self._owned.close()
+
+    def __enter__(self) -> BatchOrchestrator:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
+                 traceback: TracebackType | None) -> None:
+        self.close()
+
+    def _apply(self, outcomes: dict[int, list[Any]]) -> dict[int, Step]:
+        return {seq: self._turns[seq].apply(out) for seq, out in outcomes.items()}
+
+    def _refuse_reentry(self) -> None:
+        runtime = running_for()
+        if isinstance(runtime, ThreadRuntime) and runtime.engine is self._engine:
+            raise ReentrancyError("a tool called back into the batch that is running it")

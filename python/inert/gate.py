@@ -1,0 +1,153 @@
+"""The gate: pure policy. It turns the core's outcomes into commands for a
+runtime (schedule a call, confirm it, retract it) under inert's invariants,
+with no threads, clocks or I/O, so every runtime (threads, asyncio, virtual
+time) applies the same decisions.
+
+- Invariant 1: a write or idempotent call is let go only when its call is
+  committed (every token of its block accepted).
+- Invariant 2: a read may be let go when its call closes in the draft
+  (``read_eager``), if its spec allows speculation. So may the first phase of a
+  two-phase tool (``prepare``), which is observationally inert: its second
+  phase, ``commit``, is the write, and runs only once the call is committed.
+- Invariant 5: the effect table is consulted once, when the call closes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from ._core import BlockMalformed, Call, CallClosed, CallCommitted, CallRetracted, Malformed
+from .effects import EffectClass, EffectTable, Footprint
+from .errors import PolicyError
+from .outcomes import Outcome
+from .report import AcceptedCall
+
+__all__ = ["POLICIES", "Command", "Confirm", "Dispatch", "Gate", "Retract", "Schedule"]
+
+POLICIES = ("read_eager", "defer", "eager_unsafe")
+"""``read_eager``: reads run when their call closes in the draft, effects after
+acceptance. ``defer``: everything after acceptance. ``eager_unsafe``: everything
+when its call closes in the draft, no ordering (measurement only)."""
+
+
+@dataclass(frozen=True)
+class Dispatch:
+    """What the gate decided about one closed call: its identity and what the
+    effect table said of it when it closed."""
+
+    commit_key: str
+    name: str
+    arguments: dict[str, Any]
+    effect: EffectClass
+    footprint: Footprint
+    span: tuple[int, int]
+    timeout: float | None
+    two_phase: bool = False
+    """Its tool prepares, then commits (after acceptance) or aborts (after rejection)."""
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """A call closed: it takes its place in stream order. ``permit``: it may run
+    now, before acceptance (a speculative read, or any call under ``eager_unsafe``)."""
+
+    dispatch: Dispatch
+    permit: bool
+
+
+@dataclass(frozen=True)
+class Confirm:
+    """The call's block was accepted: it runs (if it has not already) and counts."""
+
+    commit_key: str
+
+
+@dataclass(frozen=True)
+class Retract:
+    """The call's block was rejected: it must not run; if it ran, it never counts."""
+
+    commit_key: str
+
+
+Command = Schedule | Confirm | Retract
+
+
+class Gate:
+    """Decides, outcome by outcome, what a runtime does with each call, and
+    remembers what the accepted stream holds (for the report).
+
+    Args:
+        effects: the effect table (unknown tools are its default, a write).
+        policy: one of ``POLICIES``.
+        timeout: the default per-call timeout; a tool's ``ToolSpec(timeout=)`` wins.
+        two_phase: the tools that prepare, then commit or abort.
+
+    Raises:
+        PolicyError: ``policy`` is not one of ``POLICIES``.
+    """
+
+    def __init__(self, effects: EffectTable, policy: str = "read_eager", timeout: float | None = None,
+                 two_phase: frozenset[str] = frozenset()) -> None:
+        if policy not in POLICIES:
+            raise PolicyError(f"unknown policy {policy!r}; use one of {', '.join(POLICIES)}")
+        self.effects = effects
+        self.policy = policy
+        self.timeout = timeout
+        self.two_phase = two_phase
+        self._permitted: set[str] = set()  # keys let go and not yet committed or retracted
+        self.committed: list[Call] = []
+        """The accepted stream's calls, in stream order."""
+        self.malformed: list[Malformed] = []
+        """The accepted stream's malformed blocks, in stream order."""
+
+    @property
+    def ordered(self) -> bool:
+        """Whether runtimes keep stream order between conflicting calls (all but ``eager_unsafe``)."""
+        return self.policy != "eager_unsafe"
+
+    def apply(self, outcomes: Iterable[Outcome]) -> tuple[list[Command], list[str]]:
+        """The commands for one step's outcomes, and the keys the gate let go in it."""
+        commands: list[Command] = []
+        let_go: list[str] = []
+        for outcome in outcomes:
+            if isinstance(outcome, CallClosed):
+                dispatch = self._dispatch(outcome.call)
+                spec = self.effects.spec(dispatch.name)
+                early = spec.speculate or dispatch.two_phase  # a read, or a prepare: inert until committed
+                permit = self.policy == "eager_unsafe" or (self.policy == "read_eager" and early)
+                commands.append(Schedule(dispatch, permit))
+                if permit:
+                    self._permitted.add(dispatch.commit_key)
+                    let_go.append(dispatch.commit_key)
+            elif isinstance(outcome, CallCommitted):
+                key = outcome.call.commit_key
+                self.committed.append(outcome.call)
+                commands.append(Confirm(key))
+                if key not in self._permitted:
+                    let_go.append(key)
+                self._permitted.discard(key)
+            elif isinstance(outcome, CallRetracted):
+                self._permitted.discard(outcome.call.commit_key)
+                commands.append(Retract(outcome.call.commit_key))
+            elif isinstance(outcome, BlockMalformed):
+                self.malformed.append(outcome.malformed)
+        return commands, let_go
+
+    def accepted(self) -> list[AcceptedCall]:
+        """The accepted stream's calls, as reconciliation reads them."""
+        return [AcceptedCall(c.commit_key, c.name, c.arguments, c.span) for c in self.committed]
+
+    def _dispatch(self, call: Call) -> Dispatch:
+        spec = self.effects.spec(call.name)
+        return Dispatch(
+            commit_key=call.commit_key,
+            name=call.name,
+            arguments=call.arguments,
+            effect=spec.effect,
+            footprint=spec.footprint(call.arguments),
+            span=call.span,
+            timeout=spec.timeout if spec.timeout is not None else self.timeout,
+            two_phase=call.name in self.two_phase,
+        )

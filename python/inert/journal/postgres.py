@@ -1,0 +1,414 @@
+"""A journal that a fleet shares: PostgreSQL, each commit key run at most once
+across every process and host that shares the database, and exactly once
+when it completes.
+
+Claims and leases. ``begin`` claims a key with one ``INSERT ... ON CONFLICT
+DO NOTHING`` on the unique commit key, recording the worker, a claim token
+and a lease (``lease_seconds`` on the database's clock, so hosts need not
+agree on the time). While the call runs, a heartbeat thread renews the lease
+every third of it; ``complete`` records the outcome and stops renewing. A
+worker that dies stops renewing, so its keys fall in doubt when their leases
+lapse, never while it still runs.
+
+Meeting a key that is already journaled:
+
+- with an outcome: the outcome is returned (the dispatcher replays it);
+- held by a live worker (no outcome, lease not expired): ``begin`` waits for
+  the outcome up to ``wait_seconds``, polling, and returns it like any
+  replay; past the deadline it raises :class:`~inert.InFlightError`;
+- held by a dead worker (lease expired, no outcome) or timed out: the entry is
+  returned in doubt. The dispatcher never re-runs a write in doubt; a read or
+  an idempotent call it re-runs (with the same ``idempotency_key``), so the
+  journal first claims the key for this worker, atomically, so that one
+  worker re-runs it while others wait.
+
+The claim token makes each statement safe to retry: a claim whose reply was
+lost with the connection is recognised as this call's own after a reconnect.
+A connection lost mid-call is reopened once; if that fails too, the call's
+intent or outcome could not be recorded, a :class:`~inert.JournalError` says
+so, and the key falls in doubt when its lease lapses.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from ..canonical import canonical_arguments
+from ..effects import EffectClass
+from ..errors import InertValueError, InFlightError, JournalError
+from ..report import DispatchRecord
+from .postgres_connection import Timeouts, connect, connection_lost, failure, open_connection, psycopg_module, redact
+from .postgres_schema import check_schema
+from .protocol import JournalEntry, new_entry, outcome_of, result_json, same_call
+
+if TYPE_CHECKING:
+    import psycopg
+
+__all__ = ["PostgresJournal", "default_worker", "read_postgres_journal"]
+
+log = logging.getLogger("inert.journal")
+
+T = TypeVar("T")
+
+_SELECT = (
+    "SELECT commit_key, turn_key, tool, effect, arguments, fingerprint, intent_at, status, result, error,"
+    " finished_at, worker, extract(epoch FROM lease_until)::float8,"
+    " status IS NULL AND lease_until > clock_timestamp(), claim FROM inert_journal"
+)
+
+_CLAIM = (
+    "INSERT INTO inert_journal (commit_key, turn_key, tool, effect, arguments, fingerprint, intent_at, worker, claim,"
+    " lease_until) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, clock_timestamp() + make_interval(secs => %s))"
+    " ON CONFLICT (commit_key) DO NOTHING RETURNING seq"
+)
+
+# Takes over a key in doubt: its holder's lease lapsed without an outcome, or it timed out.
+_TAKE_OVER = (
+    "UPDATE inert_journal SET worker = %s, claim = %s, lease_until = clock_timestamp() + make_interval(secs => %s),"
+    " status = NULL, result = NULL, error = NULL, finished_at = NULL"
+    " WHERE commit_key = %s AND ((status IS NULL AND lease_until <= clock_timestamp()) OR status = 'timeout')"
+    " RETURNING seq"
+)
+
+_MAX_POLL = 0.1  # seconds between looks at a key another worker holds
+
+
+def default_worker() -> str:
+    """A worker id unique to this process: ``host:pid:random``."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+def _row_entry(row: tuple[Any, ...]) -> JournalEntry:
+    (key, turn, tool, effect, args, fp, intent_at, status, result, error, finished_at, worker, lease, live,
+     _claim) = row
+    return JournalEntry(key, turn, tool, effect, json.loads(args), fp, intent_at, status,
+                        None if result is None else json.loads(result), error, finished_at, worker, lease, bool(live))
+
+
+class PostgresJournal:
+    """A journal in a PostgreSQL database that every worker of a fleet shares.
+
+    Args:
+        dsn: a ``postgresql://`` (or ``postgres://``) URI. The schema must exist
+            (``inert journal init DSN``) unless ``create`` is true.
+        worker: this worker's id, recorded with every key it claims (default
+            ``host:pid:random``, unique per journal).
+        lease_seconds: how long a claim stays live without renewal. The heartbeat
+            renews it every third of that while the call runs, so only a worker
+            that died (or lost the database for that long) lets it lapse; a key
+            whose lease lapsed without an outcome is in doubt. Shorter finds dead
+            workers sooner and costs more renewals.
+        wait_seconds: how long ``begin`` waits for the outcome of a key that another
+            live worker holds before raising :class:`~inert.InFlightError`
+            (0: at once).
+        create: create the schema when the database holds no inert tables yet.
+        connect_timeout: seconds to open a connection before giving up.
+        statement_timeout: seconds any one statement or lock wait may take.
+        on_wait: called with the holder's entry when ``begin`` starts waiting on a
+            key another worker holds (for metrics and logs).
+        pool_size: connections this journal opens at most, so that the calls of one
+            worker running at once journal at once (the server commits them together)
+            instead of queueing on one connection. Opened as concurrency demands.
+
+    Raises:
+        JournalError: psycopg is missing; the database is unreachable; it holds no
+            journal and ``create`` is false; or its schema is partial or of a newer version.
+        InertValueError: a lease or wait that is not a positive number (0 allowed for the wait).
+    """
+
+    def __init__(self, dsn: str, *, worker: str | None = None, lease_seconds: float = 30.0,
+                 wait_seconds: float = 30.0, create: bool = False, connect_timeout: float = 5.0,
+                 statement_timeout: float = 10.0, on_wait: Callable[[JournalEntry], None] | None = None,
+                 pool_size: int = 4) -> None:
+        if not lease_seconds > 0:
+            raise InertValueError(f"lease_seconds must be positive, not {lease_seconds!r}")
+        if not wait_seconds >= 0:
+            raise InertValueError(f"wait_seconds must be 0 or more, not {wait_seconds!r}")
+        if isinstance(pool_size, bool) or not isinstance(pool_size, int) or pool_size < 1:
+            raise InertValueError(f"pool_size must be a positive int, not {pool_size!r}")
+        self.dsn = dsn
+        self.worker = worker or default_worker()
+        self.lease_seconds = float(lease_seconds)
+        self.wait_seconds = float(wait_seconds)
+        self.on_wait = on_wait
+        self._timeouts = Timeouts(connect_timeout, statement_timeout)
+        self._pg = psycopg_module()
+        self._lock = threading.Lock()  # guards the pool, the held keys and the heartbeat
+        self._returned = threading.Condition(self._lock)  # a connection came back to the pool
+        self._pool_size = pool_size
+        self._opened = 1  # connections open or being opened, idle or in use
+        self._held: dict[str, str] = {}  # commit key -> claim token, renewed until its outcome is recorded
+        self._stop = threading.Event()
+        self._heartbeat: threading.Thread | None = None
+        self._closed = False
+        conn = connect(dsn, application_name=self._application_name, timeouts=self._timeouts)
+        try:
+            check_schema(conn, dsn, create=create)
+        except self._pg.Error as e:
+            conn.close()
+            raise failure(dsn, "cannot read the journal's schema", e) from e
+        except BaseException:
+            conn.close()
+            raise
+        self._idle: list[psycopg.Connection[Any]] = [conn]
+
+    def __repr__(self) -> str:
+        return f"PostgresJournal({redact(self.dsn)!r}, worker={self.worker!r})"
+
+    @property
+    def _application_name(self) -> str:
+        return f"inert {self.worker}"
+
+    def _run(self, doing: str, work: Callable[[psycopg.Connection[Any]], T]) -> T:
+        """Runs ``work`` on a pooled connection, reopening it once if it was lost.
+        Every statement the journal runs is safe to repeat (claims carry a token)."""
+        conn = self._checkout(doing)
+        try:
+            for attempt in (1, 2):
+                try:
+                    if conn is None or connection_lost(conn):
+                        if conn is not None:
+                            conn.close()
+                        conn = None
+                        conn = open_connection(self.dsn, application_name=self._application_name,
+                                               timeouts=self._timeouts)
+                    return work(conn)
+                except self._pg.Error as e:
+                    if attempt == 1 and (conn is None or connection_lost(conn)):
+                        log.warning("%r: connection lost (%s); reconnecting", self, str(e).strip())
+                        continue
+                    raise failure(self.dsn, doing, e) from e
+            raise AssertionError("unreachable")  # pragma: no cover
+        finally:
+            self._checkin(conn)
+
+    def _checkout(self, doing: str) -> psycopg.Connection[Any] | None:
+        """An idle connection, or ``None`` when the caller may open one (the pool has room)."""
+        with self._lock:
+            while True:
+                if self._closed:
+                    raise JournalError(f"PostgreSQL journal {redact(self.dsn)}: {doing}: the journal is closed")
+                if self._idle:
+                    return self._idle.pop()  # the most recent: an idle worker keeps one connection warm
+                if self._opened < self._pool_size:
+                    self._opened += 1
+                    return None
+                self._returned.wait()
+
+    def _checkin(self, conn: psycopg.Connection[Any] | None) -> None:
+        with self._lock:
+            if conn is None or self._closed or connection_lost(conn):
+                self._opened -= 1
+                if conn is not None:
+                    conn.close()
+            else:
+                self._idle.append(conn)
+            self._returned.notify()
+
+    # -- the Journal protocol --
+
+    def begin(self, record: DispatchRecord, turn_key: str) -> JournalEntry | None:
+        """Claims the commit key of ``record`` for this worker, or finds who has it.
+
+        Args:
+            record: the call about to run.
+            turn_key: the turn it belongs to.
+
+        Returns:
+            ``None``: this worker now holds the key and its tool must run. Otherwise the
+            key's entry: with an outcome (replayed), or in doubt (its holder died, or it
+            timed out); a read or idempotent call in doubt is claimed for this worker
+            first, since the dispatcher re-runs it.
+
+        Raises:
+            IdempotencyConflictError: the key was journaled with another tool or other arguments.
+            InFlightError: a live worker holds the key and its outcome did not come within ``wait_seconds``.
+            JournalError: the database could not record the claim (the tool must not run; if the
+                claim did reach the database, the key falls in doubt when its lease lapses).
+        """
+        e = new_entry(record, turn_key)
+        claim = uuid.uuid4().hex
+        args = canonical_arguments(e.arguments)
+        doing = f"could not record the intent of {record.name!r} under key {record.commit_key} (the tool was not run)"
+        deadline: float | None = None
+        pause = 0.002
+        while True:
+            claimed, prior = self._run(doing, lambda c: self._claim(c, e, args, claim, record))
+            if claimed:
+                self._hold(record.commit_key, claim)
+                return prior
+            if prior is None:  # it changed hands between two statements: look again
+                continue
+            if not prior.in_flight:
+                return prior
+            now = time.monotonic()
+            if deadline is None:
+                deadline = now + self.wait_seconds
+                if self.on_wait is not None and self.wait_seconds > 0:
+                    self.on_wait(prior)
+            if now >= deadline:
+                raise InFlightError(
+                    f"{record.name!r} under key {record.commit_key} is running on worker {prior.worker}, which "
+                    f"holds its lease, and its outcome did not come within {self.wait_seconds:g} s: it was not run "
+                    "here. That worker records its outcome; if it dies, the key falls in doubt when its lease "
+                    f"lapses. See `inert recover {redact(self.dsn)}`"
+                )
+            time.sleep(min(pause, deadline - now))
+            pause = min(pause * 2, _MAX_POLL)
+
+    def _claim(self, conn: psycopg.Connection[Any], e: JournalEntry, args: str, claim: str,
+               record: DispatchRecord) -> tuple[bool, JournalEntry | None]:
+        """One look at the key: ``(True, None)`` claimed new, ``(True, entry)`` taken over in
+        doubt, ``(False, entry)`` someone else's (with an outcome, in doubt, or in flight),
+        ``(False, None)`` changed hands meanwhile."""
+        row = conn.execute(_CLAIM, (e.commit_key, e.turn_key, e.tool, e.effect, args, e.fingerprint, e.intent_at,
+                                    self.worker, claim, self.lease_seconds)).fetchone()
+        if row is not None:
+            return True, None
+        found = conn.execute(_SELECT + " WHERE commit_key = %s", (e.commit_key,)).fetchone()
+        if found is None:  # pragma: no cover - rows are never deleted
+            return False, None
+        prior = same_call(_row_entry(found), record)
+        if found[-1] == claim:  # our own claim, whose reply the connection lost before a retry
+            return True, None
+        if prior.in_doubt and record.effect is not EffectClass.WRITE:
+            taken = conn.execute(_TAKE_OVER, (self.worker, claim, self.lease_seconds, e.commit_key)).fetchone()
+            if taken is None:  # another worker took it over (or finished it) first
+                return False, None
+            return True, prior
+        return False, prior
+
+    def complete(self, record: DispatchRecord, status: str) -> None:
+        """Records the outcome of ``record`` and stops renewing its lease.
+
+        Args:
+            record: the call, with its ``result`` or ``error``.
+            status: ``"ok"``, ``"error"`` or ``"timeout"``.
+
+        Raises:
+            JournalError: the outcome could not be recorded (the database stayed unreachable
+                after one reconnect): the key falls in doubt when its lease lapses.
+        """
+        result, error = outcome_of(record, status)
+        try:
+            self._run(
+                f"could not record the outcome of {record.name!r} under key {record.commit_key}; it stays in doubt "
+                "(listed by `inert recover` once its lease lapses)",
+                lambda c: c.execute(
+                    "UPDATE inert_journal SET status = %s, result = %s, error = %s, finished_at = %s"
+                    " WHERE commit_key = %s",
+                    (status, result_json(result), error, time.time(), record.commit_key)),
+            )
+        finally:
+            # Renewing a key whose outcome could not be recorded would keep it
+            # "in flight" for as long as this process lives: let it lapse into doubt.
+            with self._lock:
+                self._held.pop(record.commit_key, None)
+
+    def entries(self) -> list[JournalEntry]:
+        """Every journaled dispatch, in intent order; ``in_flight`` marks keys a live worker holds.
+
+        Raises:
+            JournalError: the database could not be read.
+        """
+        rows = self._run("could not read the journal",
+                         lambda c: c.execute(_SELECT + " ORDER BY seq").fetchall())
+        return [_row_entry(r) for r in rows]
+
+    def lookup(self, commit_key: str) -> JournalEntry | None:
+        """The entry of ``commit_key``, if any; see :meth:`inert.Journal.lookup`.
+
+        Raises:
+            JournalError: the database could not be read.
+        """
+        row = self._run("could not read the journal",
+                        lambda c: c.execute(_SELECT + " WHERE commit_key = %s", (commit_key,)).fetchone())
+        return None if row is None else _row_entry(row)
+
+    # -- leases --
+
+    def _hold(self, key: str, claim: str) -> None:
+        with self._lock:
+            self._held[key] = claim
+            if self._heartbeat is None and not self._closed:
+                self._heartbeat = threading.Thread(target=self._renew_leases, name=f"inert-lease {self.worker}",
+                                                   daemon=True)
+                self._heartbeat.start()
+
+    def _renew_leases(self) -> None:
+        # Runs only while keys are held, so a journal dropped without close()
+        # leaves no thread behind once its calls have their outcomes.
+        while not self._stop.wait(self.lease_seconds / 3):
+            with self._lock:
+                claims = list(self._held.values())
+                if not claims:
+                    self._heartbeat = None
+                    return
+            try:
+                self._run("could not renew its leases", lambda c: c.execute(
+                    "UPDATE inert_journal SET lease_until = clock_timestamp() + make_interval(secs => %s)"
+                    " WHERE claim = ANY(%s) AND status IS NULL", (self.lease_seconds, claims)))
+            except JournalError as e:
+                # The next beat tries again; if the database stays away for a whole
+                # lease, other workers rightly see these keys in doubt.
+                log.warning("%s", e)
+
+    def close(self) -> None:
+        """Stops renewing leases and closes the connections. Keys still held (calls
+        without an outcome) fall in doubt when their leases lapse."""
+        self._stop.set()
+        with self._lock:
+            heartbeat = self._heartbeat
+        if heartbeat is not None and heartbeat is not threading.current_thread():
+            heartbeat.join()
+        with self._lock:
+            self._closed = True
+            idle, self._idle = self._idle, []
+            self._returned.notify_all()
+        for conn in idle:  # those in use close as they come back
+            conn.close()
+
+    def __enter__(self) -> PostgresJournal:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+
+def read_postgres_journal(dsn: str, *, timeouts: Timeouts | None = None) -> list[JournalEntry]:
+    """Every dispatch the database's journal holds, read in one read-only transaction.
+
+    The session is read-only on the server (``default_transaction_read_only``),
+    so nothing can be written, not even by mistake; the schema is checked, never created.
+
+    Args:
+        dsn: a ``postgresql://`` URI; a role with ``SELECT`` on the journal suffices.
+        timeouts: bounds on connecting and on each statement.
+
+    Returns:
+        The entries in intent order; ``in_flight`` marks keys a live worker holds.
+
+    Raises:
+        JournalError: the database is unreachable, holds no inert journal, or one of a newer version.
+    """
+    pg = psycopg_module()
+    conn = connect(dsn, application_name="inert recover", timeouts=timeouts or Timeouts(), read_only=True)
+    try:
+        conn.read_only = True
+        conn.isolation_level = pg.IsolationLevel.REPEATABLE_READ  # one snapshot for the check and the rows
+        with conn.transaction():
+            check_schema(conn, dsn, create=False)
+            rows = conn.execute(_SELECT + " ORDER BY seq").fetchall()
+    except pg.Error as e:
+        raise failure(dsn, "cannot read the journal", e) from e
+    finally:
+        conn.close()
+    return [_row_entry(r) for r in rows]

@@ -1,0 +1,148 @@
+"""The PostgreSQL journal's schema: versioned, and created only when asked.
+
+Two tables, both prefixed so that they can sit beside an application's own:
+``inert_meta`` holds ``schema_version``; ``inert_journal`` holds one row per
+commit key (the intent, who holds it and until when, and the outcome). They
+are created by ``inert journal init DSN`` (or ``PostgresJournal(dsn,
+create=True)`` on a database that holds no inert tables yet), never as a side
+effect of opening a journal. A schema of a newer version than this inert
+knows is refused rather than guessed at; a later version of inert migrates
+older schemas in :func:`init_schema`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..errors import JournalError
+from .postgres_connection import Timeouts, connect, failure, psycopg_module, redact
+
+if TYPE_CHECKING:
+    import psycopg
+
+__all__ = ["SCHEMA_VERSION", "TABLES", "check_schema", "init_schema"]
+
+SCHEMA_VERSION = 1
+TABLES = ("inert_meta", "inert_journal")
+
+# One transaction-level advisory lock serialises concurrent inits (two workers
+# started with create=True at once): the second finds the tables made.
+_INIT_LOCK = 0x1E27_0001
+
+_DDL = (
+    """CREATE TABLE IF NOT EXISTS inert_meta (
+        key text PRIMARY KEY,
+        value text NOT NULL
+    )""",
+    """CREATE TABLE IF NOT EXISTS inert_journal (
+        seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        commit_key text NOT NULL UNIQUE,
+        turn_key text NOT NULL,
+        tool text NOT NULL,
+        effect text NOT NULL,
+        arguments text NOT NULL,
+        fingerprint text NOT NULL,
+        intent_at double precision NOT NULL,
+        worker text NOT NULL,
+        claim text NOT NULL,
+        lease_until timestamptz NOT NULL,
+        status text CHECK (status IN ('ok', 'error', 'timeout')),
+        result text,
+        error text,
+        finished_at double precision
+    )""",
+    "COMMENT ON TABLE inert_journal IS 'inert dispatch journal: one row per commit key (see inert journal init)'",
+)
+
+
+def _present(conn: psycopg.Connection[Any]) -> set[str]:
+    rows = conn.execute("SELECT t, to_regclass(t) IS NOT NULL FROM unnest(%s::text[]) AS t", (list(TABLES),))
+    return {name for name, exists in rows if exists}
+
+
+def _version(conn: psycopg.Connection[Any]) -> int:
+    row = conn.execute("SELECT value FROM inert_meta WHERE key = 'schema_version'").fetchone()
+    try:
+        return int(row[0]) if row is not None else -1
+    except ValueError:
+        return -1
+
+
+def _check_version(version: int, dsn: str) -> None:
+    if version < 0:
+        raise JournalError(f"PostgreSQL journal {redact(dsn)}: inert_meta holds no readable schema_version; "
+                           "the tables were not made by inert, or were altered: refusing to use them")
+    if version > SCHEMA_VERSION:
+        raise JournalError(f"PostgreSQL journal {redact(dsn)}: schema version {version} is newer than this inert "
+                           f"knows (version {SCHEMA_VERSION}): upgrade inert on this worker")
+    if version < SCHEMA_VERSION:  # pragma: no cover - no older version exists yet
+        raise JournalError(f"PostgreSQL journal {redact(dsn)}: schema version {version} is older than this inert's "
+                           f"({SCHEMA_VERSION}): run `inert journal init` to migrate it")
+
+
+def check_schema(conn: psycopg.Connection[Any], dsn: str, *, create: bool) -> None:
+    """Makes sure the database holds a journal this inert can use.
+
+    Args:
+        conn: an open connection.
+        dsn: for messages.
+        create: create the tables when the database holds none of inert's (whatever else it holds).
+
+    Raises:
+        JournalError: no journal and ``create`` is false; a partial schema; an unknown or newer version.
+    """
+    present = _present(conn)
+    if not present and create:
+        _create(conn, dsn)
+        present = _present(conn)
+    if not present:
+        raise JournalError(f"PostgreSQL journal {redact(dsn)}: the database holds no inert journal; create it "
+                           "once with `inert journal init DSN` (or PostgresJournal(dsn, create=True))")
+    if present != set(TABLES):
+        missing = ", ".join(t for t in TABLES if t not in present)
+        raise JournalError(f"PostgreSQL journal {redact(dsn)}: the inert schema is incomplete ({missing} missing); "
+                           "run `inert journal init DSN` to complete it")
+    _check_version(_version(conn), dsn)
+
+
+def _create(conn: psycopg.Connection[Any], dsn: str) -> int:
+    """Creates (or completes) the schema in one transaction; returns the version found before (-1: none)."""
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_INIT_LOCK,))
+        before = _version(conn) if "inert_meta" in _present(conn) else -1
+        for statement in _DDL:
+            conn.execute(statement)
+        conn.execute("INSERT INTO inert_meta (key, value) VALUES ('schema_version', %s) ON CONFLICT (key) DO NOTHING",
+                     (str(SCHEMA_VERSION),))
+        _check_version(_version(conn), dsn)
+    return before
+
+
+def init_schema(dsn: str, *, timeouts: Timeouts | None = None) -> tuple[bool, int]:
+    """Creates the journal's tables, or checks them when they exist (``inert journal init``).
+
+    Safe to run again and from several workers at once. It adds only the two
+    ``inert_*`` tables, whatever else the database holds: running it is the request.
+
+    Args:
+        dsn: a ``postgresql://`` URI, for a role that may create tables.
+        timeouts: bounds on connecting and on each statement.
+
+    Returns:
+        ``(created, version)``: whether the schema was created (or completed) now, and its version.
+
+    Raises:
+        JournalError: the database is unreachable, the role may not create tables, or
+            it holds a schema of a newer or unknown version.
+    """
+    pg = psycopg_module()
+    conn = connect(dsn, application_name="inert journal init", timeouts=timeouts or Timeouts())
+    try:
+        present = _present(conn)
+        before = _create(conn, dsn) if present != set(TABLES) else _version(conn)
+        _check_version(_version(conn), dsn)
+        return before != SCHEMA_VERSION or present != set(TABLES), SCHEMA_VERSION
+    except pg.Error as e:
+        raise failure(dsn, "cannot create the journal's schema", e) from e
+    finally:
+        conn.close()

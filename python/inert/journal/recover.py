@@ -1,0 +1,73 @@
+"""Recovery: what a journal knows after a crash, read without changing it."""
+
+from __future__ import annotations
+
+import os
+
+from .postgres import read_postgres_journal
+from .postgres_connection import is_dsn
+from .phases import ABORT, COMMIT, PREPARE, split_phase
+from .protocol import Journal, JournalEntry, Recovery
+from .sqlite import read_sqlite_journal
+
+__all__ = ["recover"]
+
+
+def recover(journal: Journal | str | os.PathLike[str]) -> Recovery:
+    """Lists every journaled dispatch: in doubt (an intent with no outcome and no
+    live holder, or a timeout), in flight (held by a live worker of a shared
+    journal) and completed. Nothing journaled is ever lost.
+
+    A journal named by its path or URI is opened read-only and never written:
+    a SQLite file through a read-only URI (not even its ``-wal`` is created
+    when it has none), a PostgreSQL database in a read-only transaction.
+
+    Args:
+        journal: a journal, the path of a SQLite journal file, or a ``postgresql://`` URI.
+
+    Returns:
+        The entries, sorted into in doubt, completed and in flight, each in intent order.
+
+    Raises:
+        InertValueError: no file at the path.
+        JournalError: the file or database is not an inert journal (or one of a newer
+            version), or cannot be read; the message says which and why.
+    """
+    if is_dsn(journal):
+        assert isinstance(journal, str)
+        entries = read_postgres_journal(journal)
+    elif isinstance(journal, (str, os.PathLike)):
+        entries = read_sqlite_journal(journal)
+    else:
+        entries = journal.entries()
+    calls = [e for e in entries if split_phase(e.commit_key).phase == COMMIT]
+    return Recovery(in_doubt=[e for e in calls if e.in_doubt],
+                    completed=[e for e in calls if e.status is not None and not e.in_doubt],
+                    in_flight=[e for e in calls if e.in_flight],
+                    prepared=_prepared_not_finished(entries))
+
+
+def _prepared_not_finished(entries: list[JournalEntry]) -> list[JournalEntry]:
+    """Prepare attempts of two-phase tools that neither a commit nor a completed abort
+    ended: their staged state may still be held (a prepare whose outcome is missing
+    may have staged, too). A key prepares again only after its previous attempt was
+    aborted or lost, so the commit belongs to the last attempt journaled before it."""
+    aborted = {(k.commit_key, k.attempt) for e in entries
+               if (k := split_phase(e.commit_key)).phase == ABORT and e.status is not None}
+    committed_attempt: dict[str, str | None] = {}
+    last_attempt: dict[str, str | None] = {}
+    for e in entries:  # in intent order
+        k = split_phase(e.commit_key)
+        if k.phase == PREPARE:
+            last_attempt[k.commit_key] = k.attempt
+        elif k.phase == COMMIT and k.commit_key in last_attempt:
+            committed_attempt[k.commit_key] = last_attempt[k.commit_key]
+    out = []
+    for e in entries:
+        k = split_phase(e.commit_key)
+        if k.phase != PREPARE or (k.commit_key, k.attempt) in aborted or e.status == "error":
+            continue  # aborted, or failed (nothing staged)
+        if committed_attempt.get(k.commit_key) == k.attempt:
+            continue  # it went on to its commit (in doubt there if the commit's outcome is missing)
+        out.append(e)
+    return out

@@ -1,0 +1,363 @@
+"""A durable journal in one SQLite file, for the workers of one host.
+
+An intent is on disk (WAL, ``synchronous=FULL``) before its tool runs, so a
+crash never loses a dispatch. Every failure of the file (missing folder,
+directory, read-only, corrupt, full disk) surfaces as a :class:`JournalError`
+that names the file and says what to do, never as a raw ``sqlite3`` error.
+Reading a file for recovery never writes to it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+import time
+import urllib.parse
+import uuid
+from typing import Any
+
+from ..canonical import canonical_arguments
+from ..errors import InertValueError, JournalError
+from ..report import DispatchRecord
+from .protocol import JournalEntry, new_entry, outcome_of, result_json, same_call
+
+__all__ = ["SQLITE_SCHEMA_VERSION", "SqliteJournal", "read_sqlite_journal"]
+
+SQLITE_SCHEMA_VERSION = 1
+"""Stored in the file's ``PRAGMA user_version``. Files written before versioning
+hold 0 and the same tables: they read as version 1."""
+
+_COLUMNS = {
+    "intents": {"seq", "commit_key", "turn_key", "tool", "effect", "arguments", "fingerprint", "intent_at"},
+    "outcomes": {"commit_key", "status", "result", "error", "finished_at"},
+}
+
+_SCHEMA = ("""
+CREATE TABLE IF NOT EXISTS intents (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    commit_key TEXT NOT NULL UNIQUE,
+    turn_key TEXT NOT NULL,
+    tool TEXT NOT NULL,
+    effect TEXT NOT NULL,
+    arguments TEXT NOT NULL,
+    fingerprint TEXT NOT NULL,
+    intent_at REAL NOT NULL
+)""", """
+CREATE TABLE IF NOT EXISTS outcomes (
+    commit_key TEXT PRIMARY KEY REFERENCES intents(commit_key),
+    status TEXT NOT NULL,
+    result TEXT,
+    error TEXT,
+    finished_at REAL NOT NULL
+)""", f"PRAGMA user_version = {SQLITE_SCHEMA_VERSION}")
+
+_SELECT = (
+    "SELECT i.commit_key, i.turn_key, i.tool, i.effect, i.arguments, i.fingerprint, i.intent_at,"
+    " o.status, o.result, o.error, o.finished_at FROM intents i LEFT JOIN outcomes o ON o.commit_key = i.commit_key"
+)
+
+
+def _error(path: str, doing: str, exc: BaseException) -> JournalError:
+    """A :class:`JournalError` for ``exc``, naming the file and what to do about it."""
+    text = str(exc)
+    low = text.lower()
+    if "not a database" in low or "malformed" in low:
+        advice = ("it is not a SQLite database, or it is corrupt or truncated: move it aside and give a new path "
+                  "(what it held, if anything, is lost to inert)")
+    elif "readonly" in low or "read-only" in low:
+        advice = (f"the file (or its folder) is read-only, and a journal writes an intent before every call: "
+                  f"make it writable, or read it with `inert recover {path}`")
+    elif "full" in low or "disk i/o" in low:
+        advice = "the disk is full or failing: free space (or move the journal), then run `inert recover` on it"
+    elif "unable to open" in low:
+        advice = "check that its folder exists and that this process may write there"
+    elif "locked" in low or "busy" in low:
+        advice = "another process held the journal locked for too long; retry, or look for a stuck process"
+    else:
+        advice = "see the cause above"
+    return JournalError(f"journal {path}: {doing}: {text}; {advice}")
+
+
+def _schema_problem(db: sqlite3.Connection, path: str, *, empty_ok: bool) -> str | None:
+    """Why the database is not an inert journal, or ``None`` when it is one (or, with
+    ``empty_ok``, holds no tables yet).
+
+    Raises:
+        JournalError: the schema is of a newer version than this inert reads.
+    """
+    tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    tables.discard("sqlite_sequence")  # SQLite's own, for AUTOINCREMENT
+    (version,) = db.execute("PRAGMA user_version").fetchone()
+    if not tables:
+        return None if empty_ok else "it holds no tables, not an inert journal"
+    if not set(_COLUMNS) <= tables:
+        shown = ", ".join(sorted(tables)[:8]) + (", ..." if len(tables) > 8 else "")
+        return f"it holds other tables ({shown}), not an inert journal's intents and outcomes"
+    for table, wanted in _COLUMNS.items():
+        have = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
+        if not wanted <= have:
+            return f"its {table} table lacks {', '.join(sorted(wanted - have))}: not an inert journal"
+    if version > SQLITE_SCHEMA_VERSION:
+        raise JournalError(f"journal {path}: schema version {version} is newer than this inert reads "
+                           f"(version {SQLITE_SCHEMA_VERSION}): upgrade inert to use it")
+    return None
+
+
+def _create_file(path: str) -> None:
+    """Creates a journal file whole: built beside its name, then linked into
+    place, so that a crash never leaves a half-made journal for recovery to
+    misread, and two processes creating it at once agree on one file."""
+    tmp = f"{path}.{os.getpid()}-{uuid.uuid4().hex[:8]}.new"
+    try:
+        db = sqlite3.connect(tmp, isolation_level=None)
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            for statement in _SCHEMA:
+                db.execute(statement)
+        finally:
+            db.close()
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            return  # another process made it first: use theirs
+        except OSError:  # a file system without hard links
+            if not os.path.exists(path):
+                os.replace(tmp, path)
+        _sync_folder(path)
+    except sqlite3.Error as e:
+        raise _error(path, "cannot create it", e) from e
+    except OSError as e:
+        raise JournalError(f"journal {path}: cannot create it: {e}; check that its folder exists and that this "
+                           "process may write there") from e
+    finally:
+        for leftover in (tmp, tmp + "-wal", tmp + "-shm"):
+            if os.path.exists(leftover):
+                os.unlink(leftover)
+
+
+def _sync_folder(path: str) -> None:
+    # The new name must survive a power cut as surely as the intents written under it.
+    try:
+        fd = os.open(os.path.dirname(os.path.abspath(path)), os.O_RDONLY)
+    except OSError:  # pragma: no cover - a platform without directory fds
+        return
+    try:
+        os.fsync(fd)
+    except OSError:  # pragma: no cover
+        pass
+    finally:
+        os.close(fd)
+
+
+class SqliteJournal:
+    """A durable journal in one SQLite file (WAL, ``synchronous=FULL``): an intent
+    is on disk before its tool runs, so a crash never loses a dispatch.
+
+    Several turns, threads and processes of one host may share the file; a
+    key met while another process runs it reads as in doubt (there are no
+    leases here: a fleet shares :class:`~inert.PostgresJournal` instead).
+
+    Args:
+        path: the journal file; created whole (never half-made, even by a crash) when
+            missing, and given inert's tables when empty.
+
+    Raises:
+        JournalError: ``path`` is a directory, cannot be opened or written, is not a
+            SQLite database (or is corrupt), holds other tables than a journal's,
+            or has a newer schema than this inert reads.
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = os.fspath(path)
+        if os.path.isdir(self.path):
+            raise JournalError(f"journal {self.path} is a directory: give the path of a journal file "
+                               "(created when missing)")
+        self._lock = threading.Lock()
+        if not os.path.exists(self.path):
+            _create_file(self.path)
+        try:
+            self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=30)
+        except sqlite3.Error as e:
+            raise _error(self.path, "cannot open it", e) from e
+        try:
+            self._open()
+        except BaseException:
+            self._db.close()
+            raise
+
+    def _open(self) -> None:
+        try:
+            # Checked before anything is written: another application's database
+            # must not be switched to WAL or given tables it never asked for.
+            problem = _schema_problem(self._db, self.path, empty_ok=True)
+            if problem is not None:
+                raise JournalError(f"journal {self.path}: {problem}; give the path of a journal file "
+                                   "(inert creates it)")
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=FULL")
+            self._db.execute("BEGIN IMMEDIATE")  # two processes opening a new file at once create it once
+            try:
+                # Not executescript: it would commit the transaction before running.
+                for statement in _SCHEMA:
+                    self._db.execute(statement)
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._rollback()
+                raise
+        except sqlite3.Error as e:
+            raise _error(self.path, "cannot open it as a journal", e) from e
+
+    def _rollback(self) -> None:
+        # A failed COMMIT (disk full) may already have ended the transaction: rolling
+        # back then fails too, and its "no transaction is active" must not replace
+        # the real cause, which the caller is re-raising.
+        if self._db.in_transaction:
+            try:
+                self._db.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass
+
+    def close(self) -> None:
+        """Closes the file; the journal keeps everything it recorded."""
+        with self._lock:
+            self._db.close()
+
+    def __enter__(self) -> SqliteJournal:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def begin(self, record: DispatchRecord, turn_key: str) -> JournalEntry | None:
+        """Records the intent of ``record`` durably; see :meth:`inert.Journal.begin`.
+
+        Raises:
+            IdempotencyConflictError: the key was journaled with another tool or other arguments.
+            JournalError: the intent could not be written (the tool must not run).
+        """
+        e = new_entry(record, turn_key)
+        with self._lock:
+            try:
+                self._db.execute("BEGIN IMMEDIATE")
+                try:
+                    row = self._db.execute(_SELECT + " WHERE i.commit_key = ?", (record.commit_key,)).fetchone()
+                    if row is None:
+                        self._db.execute(
+                            "INSERT INTO intents (commit_key, turn_key, tool, effect, arguments, fingerprint,"
+                            " intent_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                            (e.commit_key, e.turn_key, e.tool, e.effect, canonical_arguments(e.arguments),
+                             e.fingerprint, e.intent_at),
+                        )
+                    self._db.execute("COMMIT")
+                except BaseException:
+                    self._rollback()
+                    raise
+            except sqlite3.Error as exc:
+                raise _error(self.path, f"could not record the intent of {record.name!r} under key "
+                                        f"{record.commit_key} (the tool was not run)", exc) from exc
+        return None if row is None else same_call(_row_entry(row), record)
+
+    def complete(self, record: DispatchRecord, status: str) -> None:
+        """Records the outcome of ``record``; see :meth:`inert.Journal.complete`.
+
+        Raises:
+            JournalError: the outcome could not be written: the call stays in doubt.
+        """
+        result, error = outcome_of(record, status)
+        with self._lock:
+            try:
+                self._db.execute(
+                    "INSERT OR REPLACE INTO outcomes (commit_key, status, result, error, finished_at)"
+                    " VALUES (?, ?, ?, ?, ?)",
+                    (record.commit_key, status, result_json(result), error, time.time()),
+                )
+            except sqlite3.Error as exc:
+                raise _error(self.path, f"could not record the outcome of {record.name!r} under key "
+                                        f"{record.commit_key}, which stays in doubt", exc) from exc
+
+    def entries(self) -> list[JournalEntry]:
+        """Every journaled dispatch, in intent order.
+
+        Raises:
+            JournalError: the file could not be read.
+        """
+        with self._lock:
+            try:
+                return [_row_entry(r) for r in self._db.execute(_SELECT + " ORDER BY i.seq")]
+            except sqlite3.Error as exc:
+                raise _error(self.path, "could not read it", exc) from exc
+
+
+    def lookup(self, commit_key: str) -> JournalEntry | None:
+        """The entry of ``commit_key``, if any; see :meth:`inert.Journal.lookup`.
+
+        Raises:
+            JournalError: the file could not be read.
+        """
+        with self._lock:
+            try:
+                row = self._db.execute(_SELECT + " WHERE i.commit_key = ?", (commit_key,)).fetchone()
+            except sqlite3.Error as exc:
+                raise _error(self.path, "could not read it", exc) from exc
+        return None if row is None else _row_entry(row)
+
+
+def _row_entry(row: tuple[Any, ...]) -> JournalEntry:
+    key, turn, tool, effect, args, fp, intent_at, status, result, error, finished_at = row
+    return JournalEntry(key, turn, tool, effect, json.loads(args), fp, intent_at, status,
+                        None if result is None else json.loads(result), error, finished_at)
+
+
+def _read_only(path: str, immutable: bool) -> sqlite3.Connection:
+    # mode=ro never writes the database; it does create the -wal and -shm files
+    # beside it when they are missing, so a journal closed cleanly (no -wal) is
+    # opened immutable instead, which touches nothing. With a -wal present (a
+    # crash, or workers running) the committed intents live partly in it, so
+    # it must be read: immutable would miss them.
+    uri = "file:" + urllib.parse.quote(os.path.abspath(path)) + "?mode=ro" + ("&immutable=1" if immutable else "")
+    return sqlite3.connect(uri, uri=True, timeout=30)
+
+
+def read_sqlite_journal(path: str | os.PathLike[str]) -> list[JournalEntry]:
+    """Every dispatch a journal file holds, read without writing to the file.
+
+    Args:
+        path: a journal file written by :class:`SqliteJournal`.
+
+    Returns:
+        The entries in intent order.
+
+    Raises:
+        InertValueError: nothing exists at ``path``.
+        JournalError: ``path`` is a directory, an empty file, not a SQLite database,
+            corrupt, another application's database, or of a newer schema.
+    """
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        raise InertValueError(f"no journal at {path!r}")
+    if os.path.isdir(path):
+        raise JournalError(f"{path} is a directory, not a journal file")
+    if os.path.getsize(path) == 0:
+        raise JournalError(f"{path} is an empty file, not an inert journal")
+    for attempt in range(2):
+        wal = os.path.exists(path + "-wal")
+        try:
+            db = _read_only(path, immutable=not wal)
+        except sqlite3.Error as e:
+            raise _error(path, "cannot open it to read", e) from e
+        try:
+            problem = _schema_problem(db, path, empty_ok=False)
+            if problem is not None:
+                raise JournalError(f"{path}: {problem}")
+            rows = db.execute(_SELECT + " ORDER BY i.seq").fetchall()
+        except sqlite3.Error as e:
+            raise _error(path, "cannot read it", e) from e
+        finally:
+            db.close()
+        if wal or not os.path.exists(path + "-wal") or attempt:
+            return [_row_entry(r) for r in rows]
+        # A worker opened the journal while it was read immutable: its newest
+        # intents may be in the -wal only, so read again, through the -wal.
+    raise AssertionError("unreachable")  # pragma: no cover

@@ -1,0 +1,32 @@
+"""Runtimes execute the gate's commands: threads (``ThreadRuntime``, behind
+``Orchestrator``), asyncio tasks (``AsyncRuntime``, behind ``AsyncOrchestrator``),
+and virtual time (the simulator's). They share the stream-order scheduler, the
+steps of a call and the tool box; each owns its calls' outcomes."""
+
+from .call import CallRun, stored_outcome
+from .pool import Deadlines, WorkerPool
+from .schedule import Node, Scheduler, Slots, State
+from .tasks import AsyncRuntime, LoopError
+from .threads import ThreadEngine, ThreadRuntime
+from .tools import CurrentCall, Invocation, ToolBox, current_call, is_async_callable, running_for
+
+__all__ = [
+    "AsyncRuntime",
+    "CallRun",
+    "CurrentCall",
+    "Deadlines",
+    "Invocation",
+    "LoopError",
+    "Node",
+    "Scheduler",
+    "Slots",
+    "State",
+    "ThreadEngine",
+    "ThreadRuntime",
+    "ToolBox",
+    "WorkerPool",
+    "current_call",
+    "is_async_callable",
+    "running_for",
+    "stored_outcome",
+]

@@ -1,0 +1,184 @@
+"""One call's run, owned by the runtime that executes it, and the steps every
+runtime shares: journal the intent (or find the key's earlier entry), fix the
+outcome exactly once, make it storable, journal it.
+
+Every path out of a call (a return, an exception of any kind, a timeout, a
+cancellation, a result the journal cannot store, a journal that fails) settles
+it exactly once; the runtime then concludes it (journals the outcome and lets
+later calls go), so no path can leave a turn waiting for ever.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from ..effects import EffectClass
+from ..errors import InDoubtError, JournalError, ReplayedError, UnstorableResultError, describe
+from ..gate import Dispatch
+from ..journal import ERROR, OK, TIMEOUT, Journal, JournalEntry
+from ..journal.phases import ABORT, COMMIT, PREPARE, phase_key
+from ..journal.protocol import result_json
+from ..report import DispatchRecord
+from .tools import CurrentCall, Invocation
+
+__all__ = ["CallRun", "stored_outcome"]
+
+
+class CallRun:
+    """What happened to one dispatched call. Written only by the runtime that
+    runs it, under its lock (or on its event loop)."""
+
+    __slots__ = ("attempt", "began", "concluded_by_deadline", "confirmed", "discarded", "dispatch", "early", "error",
+                 "finished", "home", "invocation", "invoked", "phase", "prepared", "replayed", "result", "retracted",
+                 "settled", "started", "status", "timed_out")
+
+    def __init__(self, dispatch: Dispatch, invocation: Invocation | None) -> None:
+        self.dispatch = dispatch
+        self.invocation = invocation
+        self.home: Any = None
+        """The runtime that runs it (in a batch, turns share workers and slots)."""
+        self.early = False
+        self.started: float | None = None
+        self.finished: float | None = None
+        self.result: Any = None
+        self.error: BaseException | None = None
+        self.began = False
+        """The journal holds this call's intent (it is this call's to complete)."""
+        self.invoked = False
+        """Its tool was called (so a timeout leaves its effect in doubt)."""
+        self.concluded_by_deadline = False
+        """It timed out while in its tool, so its deadline concluded it; otherwise its worker does."""
+        self.replayed = False
+        self.timed_out = False
+        self.discarded = False
+        self.settled = False
+        """The outcome is fixed: returned, raised, timed out or cancelled. A later outcome is ignored."""
+        self.status: str | None = None
+        # A two-phase tool: which phase runs (or ran last), what its prepare staged, and the
+        # block's fate, which decides the second phase.
+        self.phase: str | None = None
+        self.attempt = ""
+        self.prepared: Any = None
+        self.confirmed = False
+        self.retracted = False
+
+    def record(self) -> DispatchRecord:
+        """An immutable snapshot, for the journal, the trace and the report."""
+        d = self.dispatch
+        return DispatchRecord(
+            commit_key=d.commit_key, name=d.name, arguments=d.arguments, effect=d.effect, footprint=d.footprint,
+            span=d.span, early=self.early, started=self.started, finished=self.finished, result=self.result,
+            error=self.error, replayed=self.replayed, timed_out=self.timed_out, discarded=self.discarded,
+            phase=self.phase,
+        )
+
+    def phase_record(self, phase: str) -> DispatchRecord:
+        """The snapshot journaled for one phase of a two-phase call (its own key)."""
+        return dataclasses.replace(self.record(), commit_key=phase_key(self.dispatch.commit_key, phase, self.attempt),
+                                   phase=phase)
+
+    def next_phase(self) -> str:
+        """The phase a two-phase call runs next: prepare, then commit or abort as its block went."""
+        if self.phase is None:
+            return PREPARE
+        return ABORT if self.retracted else COMMIT
+
+    def current(self) -> CurrentCall:
+        d = self.dispatch
+        key = d.commit_key if d.effect is EffectClass.IDEMPOTENT else None
+        return CurrentCall(d.commit_key, d.name, d.effect, key)
+
+    def begin(self, journal: Journal, turn_key: str) -> bool:
+        """Journals the intent, or finds the key's earlier entry; returns whether
+        the tool must run. Raises what the journal raises (a key conflict, a failure)."""
+        prior = journal.begin(self.record(), turn_key)
+        if prior is None:
+            self.began = True
+            return True
+        return self._replay(prior)
+
+    def already_committed(self, journal: Journal) -> bool:
+        """Before a two-phase tool prepares: whether its commit key was journaled before
+        (then its outcome is this call's, and it never prepares again)."""
+        prior = journal.lookup(self.dispatch.commit_key)
+        if prior is None:
+            return False
+        if prior.in_doubt and self.dispatch.effect is not EffectClass.WRITE:
+            return False  # safe to repeat: it prepares anew, and its commit completes the intent in doubt
+        self._replay(prior)
+        return True
+
+    def _replay(self, prior: JournalEntry) -> bool:
+        """The key was journaled before (a restart, or rejected draft tokens drafted
+        again): returns whether the tool runs anyway (a read or an idempotent call
+        in doubt: safe to repeat)."""
+        self.replayed = True
+        d = self.dispatch
+        if prior.status == OK:
+            self.result = prior.result
+            return False
+        if prior.in_doubt:
+            if d.effect is not EffectClass.WRITE:
+                self.began = True  # the intent is on record; this run completes it
+                return True
+            self.error = InDoubtError(
+                f"{d.name!r} under key {d.commit_key} is journaled without an outcome: the process that took it "
+                "either is still running it or stopped before recording one, so whether it happened is unknown; "
+                "it is not run again here (a shared PostgreSQL journal tells the two apart); see `inert recover`"
+            )
+            return False
+        self.error = ReplayedError(f"{d.name!r} under key {d.commit_key} already failed: {prior.error}")
+        return False
+
+
+def journal_phase(run: CallRun, journal: Journal, turn_key: str, phase: str, error: BaseException | None,
+                  *, began: bool = False) -> None:
+    """Journals one phase of a two-phase call (prepare or abort) under its own key: the
+    intent first unless ``began``, then the outcome. A journal that fails here loses only
+    the phase's record; the call's own outcome is the commit's."""
+    record = dataclasses.replace(run.phase_record(phase), result=None, error=error)
+    try:
+        if not began:
+            journal.begin(record, turn_key)
+        journal.complete(record, OK if error is None else ERROR)
+    except Exception:  # noqa: BLE001 - recovery lists the phase's intent without outcome, which is the truth
+        return
+
+
+def stored_outcome(run: CallRun, journal: Journal) -> None:
+    """Journals the settled outcome of a call whose intent this run recorded, with
+    its status. A result the journal cannot store becomes an error with the reason;
+    a journal that cannot record the outcome leaves the call in doubt and says so."""
+    if not run.began:
+        return
+    if run.timed_out:
+        # In doubt only if the tool was called; one that timed out before it started never ran.
+        status = TIMEOUT if run.invoked else ERROR
+    else:
+        status = OK if run.error is None else ERROR
+    if status == OK:
+        problem = unstorable(run.result)
+        if problem is not None:
+            run.error = UnstorableResultError(
+                f"{run.dispatch.name!r} returned a result the journal cannot store ({problem}); its effect, if any, "
+                "happened: the call is recorded as failed")
+            run.result, status = None, ERROR
+    run.status = status
+    try:
+        journal.complete(run.record(), status)
+    except Exception as exc:  # noqa: BLE001 - a failing journal must not hang or crash the turn
+        error = JournalError(
+            f"the journal could not record the outcome of {run.dispatch.name!r} under key "
+            f"{run.dispatch.commit_key} ({describe(exc)}); the call is in doubt: check it with `inert recover`")
+        error.__cause__ = exc
+        run.error, run.status = error, None
+
+
+def unstorable(result: Any) -> str | None:
+    """Why ``result`` cannot be journaled as JSON, or ``None`` when it can."""
+    try:
+        result_json(result)
+    except Exception as exc:  # noqa: BLE001 - cycles, deep nesting, huge ints, a repr that raises: all are reasons
+        return describe(exc)
+    return None

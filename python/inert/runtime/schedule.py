@@ -1,0 +1,290 @@
+"""Stream order between conflicting calls (invariant 4), in time linear in the
+calls: a call waits only on the latest conflicting calls, never on everyone.
+
+A footprint names the resource keys a call reads and writes, or ``None`` for
+"unknown", which overlaps every non-empty footprint. Two calls conflict when an
+earlier one's writes meet a later one's reads or writes, or its reads meet the
+later one's writes. Known keys are ordered by per-key chains: a call waits for
+the key's latest writer, and a writer also for the readers since it; older
+calls of the key are reached through those (a retracted call that never ran
+stays in its chain as a *ghost* until its own waits are over, so the chain
+holds). Unknown footprints are barriers by category: a call that reads
+everything waits until no earlier call that writes anything is unfinished,
+tracked as the least unfinished sequence number of each category, so a barrier
+costs a heap operation, not an edge to every earlier call.
+
+The scheduler is plain data: its owner (a runtime) serialises calls to it and
+executes what it returns.
+"""
+
+from __future__ import annotations
+
+import enum
+import heapq
+import itertools
+from collections import deque
+from collections.abc import Hashable, Iterable
+from typing import Any
+
+from ..effects import Footprint
+from ..gate import Dispatch
+
+__all__ = ["Node", "Scheduler", "Slots", "State"]
+
+
+class State(enum.Enum):
+    GATED = "gated"  # scheduled, not yet permitted to run
+    WAITING = "waiting"  # permitted: waits for earlier conflicting calls or a tool slot
+    RUNNING = "running"
+    PREPARED = "prepared"  # a two-phase call between its phases: holds later calls, no tool slot
+    DONE = "done"  # finished (or timed out): no longer holds anyone back
+    CANCELLED = "cancelled"  # retracted before it started: it never runs
+
+
+class Node:
+    """One call in stream order, from the moment its block closes."""
+
+    __slots__ = ("blockers", "dispatch", "early", "ghost", "key_waiters", "owner", "seq", "state")
+
+    def __init__(self, dispatch: Dispatch, seq: int, owner: Any = None) -> None:
+        self.dispatch = dispatch
+        self.seq = seq
+        self.owner = owner
+        """What the runtime keeps with the call (its tool, outcome, task)."""
+        self.state = State.GATED
+        self.blockers = 0
+        """Earlier conflicting calls (and barriers) this call still waits for."""
+        self.key_waiters: list[Node] = []
+        self.ghost = False
+        """Retracted before it ran: it never runs, but holds its chains until its own waits are over."""
+        self.early = False
+
+    @property
+    def holds(self) -> bool:
+        """Whether later conflicting calls must still wait for it."""
+        return self.state not in (State.DONE, State.CANCELLED) or (self.ghost and self.blockers > 0)
+
+    def __repr__(self) -> str:
+        return f"Node({self.dispatch.name!r}, {self.state.value}, seq={self.seq})"
+
+
+def _touches(keys: frozenset[Any] | None) -> bool:
+    return keys is None or bool(keys)
+
+
+class _Barrier:
+    """The unfinished members of one category, and the calls waiting until none
+    before them is unfinished. Members and waiters arrive in sequence order."""
+
+    def __init__(self) -> None:
+        self._members: list[tuple[int, Node]] = []  # a heap by sequence; finished ones leave lazily
+        self._waiters: deque[Node] = deque()
+
+    def _least(self) -> int | None:
+        while self._members and not self._members[0][1].holds:
+            heapq.heappop(self._members)
+        return self._members[0][0] if self._members else None
+
+    def join(self, node: Node) -> None:
+        heapq.heappush(self._members, (node.seq, node))
+
+    def wait(self, node: Node) -> None:
+        """Blocks ``node`` while a member before it is unfinished."""
+        least = self._least()
+        if least is not None and least < node.seq:
+            node.blockers += 1
+            self._waiters.append(node)
+
+    def released(self) -> list[Node]:
+        """Waiters no longer blocked by this category (call after a member finishes)."""
+        least = self._least()
+        out = []
+        # A waiter is free once no member before it holds (members after it, itself included, never block it).
+        while self._waiters and (least is None or self._waiters[0].seq <= least):
+            out.append(self._waiters.popleft())
+        return out
+
+
+class Slots:
+    """Per-tool limits: how many calls of each tool run, and the calls waiting for a
+    slot, first come first served. One per scheduler, or one shared by the schedulers
+    of a batch (global limits); whoever serialises the schedulers serialises these."""
+
+    def __init__(self, limits: dict[str, int] | None = None) -> None:
+        self._limits = dict(limits or {})
+        self._running: dict[str, int] = {}
+        self._waiting: dict[str, list[tuple[int, Node]]] = {}
+        self._arrivals = itertools.count()
+
+    def free(self, tool: str) -> bool:
+        limit = self._limits.get(tool)
+        return limit is None or self._running.get(tool, 0) < limit
+
+    def take(self, tool: str) -> None:
+        self._running[tool] = self._running.get(tool, 0) + 1
+
+    def wait(self, node: Node) -> None:
+        heapq.heappush(self._waiting.setdefault(node.dispatch.name, []), (next(self._arrivals), node))
+
+    def release(self, tool: str) -> list[Node]:
+        """A call of ``tool`` gave its slot back: the calls that take slots now (marked running)."""
+        self._running[tool] -= 1
+        granted: list[Node] = []
+        waiting = self._waiting.get(tool, [])
+        while waiting and self.free(tool):
+            node = heapq.heappop(waiting)[1]
+            if node.state is State.WAITING:  # a call cancelled while it waited for the slot is skipped
+                node.state = State.RUNNING
+                self.take(tool)
+                granted.append(node)
+        return granted
+
+    def waiting(self) -> Iterable[Node]:
+        for queue in self._waiting.values():
+            yield from (n for _, n in queue)
+
+
+class Scheduler:
+    """Which calls may start, in stream order, under per-tool limits.
+
+    Args:
+        ordered: keep stream order between conflicting calls; only ``eager_unsafe`` turns it off.
+        limits: tool name -> most calls of it running at once.
+        slots: limits shared with other schedulers (a batch's); ``limits`` is then unused.
+    """
+
+    def __init__(self, *, ordered: bool = True, limits: dict[str, int] | None = None,
+                 slots: Slots | None = None) -> None:
+        self._ordered = ordered
+        self._slots = slots if slots is not None else Slots(limits)
+        self._seq = 0
+        self._writer: dict[Hashable, Node] = {}
+        self._readers: dict[Hashable, list[Node]] = {}
+        # Categories of unknown footprints (see the module documentation).
+        self._writes_all = _Barrier()  # writes unknown: every later touching call waits
+        self._reads_all = _Barrier()  # reads unknown: every later writing call waits
+        self._writers = _Barrier()  # writes anything: later read-alls wait
+        self._touchers = _Barrier()  # touches anything: later write-alls wait
+        self.in_flight = 0
+        """Permitted calls not yet done."""
+
+    def add(self, dispatch: Dispatch, owner: Any = None) -> Node:
+        """Places a call that just closed after every call scheduled before it."""
+        node = Node(dispatch, self._seq, owner)
+        self._seq += 1
+        if self._ordered:
+            self._link(node, dispatch.footprint)
+        return node
+
+    def permit(self, node: Node, *, early: bool) -> list[Node]:
+        """Lets a gated call run once nothing before it holds it back; returns the calls to start now."""
+        if node.state is not State.GATED:
+            return []
+        node.state = State.WAITING
+        node.early = early
+        self.in_flight += 1
+        return self._try_start(node)
+
+    def cancel(self, node: Node) -> list[Node]:
+        """Takes a call that never started out of the stream; returns the calls to start now."""
+        if node.state not in (State.GATED, State.WAITING):
+            return []
+        if node.state is State.WAITING:
+            self.in_flight -= 1
+        node.state = State.CANCELLED
+        node.ghost = True
+        return self._released(node) if node.blockers == 0 else []
+
+    def finish(self, node: Node) -> list[Node]:
+        """A running call finished (or timed out); returns the calls to start now."""
+        if node.state is not State.RUNNING:
+            return []
+        node.state = State.DONE
+        self.in_flight -= 1
+        return self._released(node) + self._free_slot(node.dispatch.name)
+
+    def prepared(self, node: Node) -> list[Node]:
+        """A two-phase call finished its first phase: it gives its tool slot back but still
+        holds every later conflicting call until its second phase (commit or abort) ends.
+        Returns the calls to start now."""
+        if node.state is not State.RUNNING:
+            return []
+        node.state = State.PREPARED
+        return self._free_slot(node.dispatch.name)
+
+    def resume(self, node: Node) -> list[Node]:
+        """A prepared call's block was decided: its second phase runs once a tool slot is free."""
+        if node.state is not State.PREPARED:
+            return []
+        node.state = State.WAITING
+        return self._try_start(node)
+
+    def _free_slot(self, tool: str) -> list[Node]:
+        """Its slot goes to the next call waiting for it, which may be another scheduler's."""
+        return self._slots.release(tool)
+
+    # -- internals --
+
+    def _link(self, node: Node, fp: Footprint) -> None:
+        waits_on: set[Node] = set()
+        for key in fp.reads or ():
+            writer = self._writer.get(key)
+            if writer is not None and writer.holds:
+                waits_on.add(writer)
+            if fp.writes is None or key not in fp.writes:
+                self._readers.setdefault(key, []).append(node)
+        for key in fp.writes or ():
+            writer = self._writer.get(key)
+            if writer is not None and writer.holds:
+                waits_on.add(writer)
+            waits_on.update(r for r in self._readers.pop(key, ()) if r.holds and r is not node)
+            self._writer[key] = node
+        waits_on.discard(node)
+        for earlier in waits_on:
+            node.blockers += 1
+            earlier.key_waiters.append(node)
+        touches, writes_any = _touches(fp.reads) or _touches(fp.writes), _touches(fp.writes)
+        # Waits first, then joins: a call never waits on itself.
+        if touches:
+            self._writes_all.wait(node)
+        if writes_any:
+            self._reads_all.wait(node)
+        if fp.reads is None:
+            self._writers.wait(node)
+        if fp.writes is None:
+            self._touchers.wait(node)
+        if touches:
+            self._touchers.join(node)
+        if writes_any:
+            self._writers.join(node)
+        if fp.reads is None:
+            self._reads_all.join(node)
+        if fp.writes is None:
+            self._writes_all.join(node)
+
+    def _released(self, node: Node) -> list[Node]:
+        """``node`` no longer holds anyone: unblocks its waiters; returns the calls to start."""
+        freed = node.key_waiters
+        node.key_waiters = []
+        for barrier in (self._writes_all, self._reads_all, self._writers, self._touchers):
+            freed += barrier.released()
+        ready: list[Node] = []
+        for waiter in freed:
+            waiter.blockers -= 1
+            if waiter.blockers == 0:
+                if waiter.ghost:
+                    ready += self._released(waiter)  # a ghost's waits are over: it lets its own waiters go
+                else:
+                    ready += self._try_start(waiter)
+        return ready
+
+    def _try_start(self, node: Node) -> list[Node]:
+        if node.state is not State.WAITING or node.blockers > 0:
+            return []
+        tool = node.dispatch.name
+        if not self._slots.free(tool):
+            self._slots.wait(node)
+            return []
+        node.state = State.RUNNING
+        self._slots.take(tool)
+        return [node]

@@ -1,0 +1,358 @@
+"""Running calls as asyncio tasks: the runtime of ``AsyncOrchestrator``.
+
+Coroutine tools run on the loop; plain functions and journal writes run on
+daemon worker threads. Scheduling happens on the loop thread only, so no lock
+is needed. A speculative call whose block is rejected is cancelled if its tool
+is running, and skipped if it has not begun; either way it settles.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import time
+import uuid
+from functools import partial
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from ..audit.trace import TraceWriter
+from ..errors import CancelledCallError, InertError, MissingToolError, ToolTimeoutError
+from ..journal.phases import ABORT, COMMIT, PREPARE
+from ..gate import Dispatch
+from ..journal import Journal
+from ..report import DispatchRecord
+from ..telemetry import tool_span
+from .call import CallRun, journal_phase, stored_outcome
+from .pool import WorkerPool
+from .schedule import Node, Scheduler, State
+from .tools import Invocation, enter_call
+
+__all__ = ["AsyncRuntime", "LoopError"]
+
+T = TypeVar("T")
+
+
+class LoopError(InertError, RuntimeError):
+    """An ``AsyncOrchestrator`` used from an event loop other than the one of its first call."""
+
+
+class _TimedOut(Exception):
+    """inert's own deadline passed (a tool's own ``TimeoutError`` is just its error)."""
+
+
+def _timeout_error(run: CallRun, phase: str) -> ToolTimeoutError:
+    doubt = "its effect is in doubt" if phase == COMMIT else "nothing was committed"
+    return ToolTimeoutError(
+        f"the {phase} of {run.dispatch.name!r} did not return within {run.dispatch.timeout} s; {doubt}")
+
+
+class AsyncRuntime:
+    """Runs one turn's calls as tasks on the event loop of its first call.
+
+    Args: as ``ThreadRuntime``; ``max_workers`` bounds the threads that run plain functions.
+    """
+
+    def __init__(self, journal: Journal, turn_key: str, *, ordered: bool = True, limits: dict[str, int] | None = None,
+                 max_workers: int = 8, trace: TraceWriter | None = None) -> None:
+        self._journal = journal
+        self._turn_key = turn_key
+        self._trace = trace
+        self._scheduler = Scheduler(ordered=ordered, limits=limits)
+        self._pool = WorkerPool(max_workers, name="inert-async-tool")
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._idle: asyncio.Event | None = None
+        self._tasks: dict[Node, asyncio.Task[None]] = {}
+        self._in_tool: set[Node] = set()  # tasks whose tool is running (cancelling them reaches the tool)
+        self._log: list[CallRun] = []
+        self.clock: Callable[[], float] = time.perf_counter
+
+    def bind(self) -> None:
+        """Binds to the running loop on the first call; refuses any other loop after.
+
+        Raises:
+            LoopError: called from another event loop than the first call's.
+        """
+        loop = asyncio.get_running_loop()
+        if self._loop is None:
+            self._loop, self._idle = loop, asyncio.Event()
+            self._idle.set()
+        elif loop is not self._loop:
+            raise LoopError("this AsyncOrchestrator runs its calls on the event loop of its first call; "
+                            "use one orchestrator per loop (per turn)")
+
+    # -- the gate's commands (on the loop thread) --
+
+    def schedule(self, dispatch: Dispatch, invocation: Invocation | None, *, permit: bool) -> Node:
+        node = self._scheduler.add(dispatch, CallRun(dispatch, invocation))
+        if permit:
+            self._start(self._scheduler.permit(node, early=True))
+        return node
+
+    def confirm(self, node: Node) -> None:
+        run: CallRun = node.owner
+        run.confirmed = True
+        if node.state is State.PREPARED:
+            self._start(self._scheduler.resume(node))  # a prepared two-phase call commits
+            return
+        if node.state is State.WAITING:
+            node.early = False
+        self._start(self._scheduler.permit(node, early=False))
+
+    def retract(self, node: Node) -> None:
+        run: CallRun = node.owner
+        run.retracted = True
+        if node.state in (State.GATED, State.WAITING):
+            self._start(self._scheduler.cancel(node))
+            self._update_idle()
+            return
+        run.discarded = True
+        if self._trace is not None:
+            self._trace.discard(run.record())
+        if run.dispatch.two_phase:
+            if node.state is State.PREPARED:
+                self._start(self._scheduler.resume(node))  # it aborts
+            return  # still preparing: it aborts when its prepare returns
+        if node in self._in_tool:
+            self._tasks[node].cancel()  # a rejected speculative read: stop it; its task settles it
+        # Not yet in its tool: its task sees `discarded` and settles without running it.
+
+    async def drain(self) -> None:
+        """Waits until every permitted call is concluded (a timed-out one counts)."""
+        while self._idle is not None and not self._idle.is_set():
+            await self._idle.wait()
+        self._pool.shutdown()
+
+    def records(self) -> list[DispatchRecord]:
+        return [run.record() for run in self._log]
+
+    # -- running a call --
+
+    def _start(self, nodes: list[Node]) -> None:
+        assert self._loop is not None, "bind() precedes every command"
+        for node in nodes:
+            run: CallRun = node.owner
+            if run.started is None:  # not a prepared two-phase call resuming for its second phase
+                run.early = node.early
+                run.started = self.clock()
+                self._log.append(run)
+                if self._trace is not None:
+                    self._trace.dispatch(run.record())
+            body = self._run_two_phase(node) if run.dispatch.two_phase else self._run(node)
+            self._tasks[node] = self._loop.create_task(body)
+        self._update_idle()
+
+    def _update_idle(self) -> None:
+        if self._idle is None:
+            return
+        if self._scheduler.in_flight == 0:
+            self._idle.set()
+        else:
+            self._idle.clear()
+
+    async def _in_thread(self, fn: Callable[..., T], *args: Any) -> T:
+        assert self._loop is not None
+        return await self._loop.run_in_executor(self._pool, fn, *args)
+
+    async def _run(self, node: Node) -> None:
+        """Runs the call and settles it exactly once, whatever happens (the task's
+        body always starts: a task is cancelled only while its tool runs)."""
+        run: CallRun = node.owner
+        enter_call(self, run.current())  # this task's own context: what the tool sees in inert.current_call()
+        result: Any = None
+        error: BaseException | None = None
+        begin: asyncio.Future[bool] | None = None
+        try:
+            if run.discarded:
+                raise asyncio.CancelledError
+            begin = asyncio.ensure_future(self._in_thread(run.begin, self._journal, self._turn_key))
+            # Shielded: a cancel must not leave the journal not knowing whether it holds the intent.
+            must_run = await asyncio.shield(begin)
+            if run.discarded:
+                raise asyncio.CancelledError
+            if must_run:
+                run.invoked = True
+                result = await self._invoke(node, run)
+            else:
+                result, error = run.result, run.error
+        except asyncio.CancelledError:
+            if begin is not None:
+                await _settled(begin)  # the intent's fate is known before the outcome is written
+            error = CancelledCallError(f"{run.dispatch.name!r} was cancelled: its block was rejected")
+        except _TimedOut:
+            run.timed_out = True
+            error = ToolTimeoutError(
+                f"{run.dispatch.name!r} did not return within {run.dispatch.timeout} s; its effect is in doubt")
+        except BaseException as exc:  # noqa: BLE001 - every path out of a call settles it, SystemExit included
+            error = exc
+        finally:
+            self._in_tool.discard(node)
+        run.settled = True
+        run.result, run.error, run.finished = result, error, self.clock()
+        # Shielded too: the outcome is journaled even if this task is cancelled meanwhile.
+        await asyncio.shield(self._in_thread(stored_outcome, run, self._journal))
+        if self._trace is not None:
+            self._trace.result(run.record())
+        del self._tasks[node]
+        self._start(self._scheduler.finish(node))
+
+    # -- two-phase tools: prepare (may run on draft tokens), then commit or abort --
+
+    async def _run_two_phase(self, node: Node) -> None:
+        """One task per stretch of phases: a prepare whose block is not decided yet ends
+        its task (holding later calls); the decision starts a task for the second phase."""
+        run: CallRun = node.owner
+        enter_call(self, run.current())
+        result: Any = None
+        error: BaseException | None = None
+        while True:
+            phase = run.phase = run.next_phase()
+            if phase != PREPARE:
+                break
+            try:
+                if await self._in_thread(run.already_committed, self._journal):
+                    result, error = run.result, run.error  # a replayed key: it never prepares again
+                    phase = run.phase = COMMIT
+                    break
+                run.attempt = uuid.uuid4().hex[:12]
+                await self._in_thread(self._journal.begin, run.phase_record(PREPARE), self._turn_key)
+                run.invoked = True
+                run.prepared = await self._phase(run, PREPARE)
+                await self._in_thread(partial(journal_phase, began=True), run, self._journal, self._turn_key,
+                                      PREPARE, None)
+            except BaseException as exc:  # noqa: BLE001 - every path out of a phase settles the call
+                failure = _timeout_error(run, PREPARE) if isinstance(exc, _TimedOut) else exc
+                if run.attempt and not isinstance(exc, _TimedOut):  # a timed-out prepare is journaled when it returns
+                    await self._in_thread(partial(journal_phase, began=True), run, self._journal, self._turn_key,
+                                          PREPARE, failure)
+                result, error = None, failure
+                run.timed_out = isinstance(exc, _TimedOut)
+                break
+            if not (run.confirmed or run.retracted):
+                del self._tasks[node]
+                self._start(self._scheduler.prepared(node))  # wait, holding later calls, for the block's fate
+                return
+        if phase == COMMIT and not run.replayed:
+            result, error = await self._commit(run)
+        elif phase == ABORT:
+            error = await self._abort(run)
+        await self._settle_and_conclude(node, result, error)
+
+    async def _phase(self, run: CallRun, phase: str) -> Any:
+        """Runs one phase of the tool under its deadline. A prepare that outlives the
+        deadline keeps running and is aborted when it returns (what it staged is dropped)."""
+        invocation = run.invocation
+        assert invocation is not None
+        fn = {PREPARE: invocation.fn.prepare, COMMIT: invocation.fn.commit, ABORT: invocation.fn.abort}[phase]
+        args: tuple[Any, ...] = () if phase == PREPARE else (run.prepared,)
+        kwargs: dict[str, Any] = dict(run.dispatch.arguments) if phase == PREPARE else {}
+        if phase == COMMIT:
+            kwargs["idempotency_key"] = run.dispatch.commit_key
+        if inspect.iscoroutinefunction(fn):
+            work: asyncio.Future[Any] = asyncio.ensure_future(fn(*args, **kwargs))
+        else:
+            work = asyncio.ensure_future(self._in_thread(lambda: fn(*args, **kwargs)))
+        if run.dispatch.timeout is None:
+            return await asyncio.shield(work)
+        deadline = asyncio.timeout(run.dispatch.timeout)
+        try:
+            async with deadline:
+                return await asyncio.shield(work)
+        except TimeoutError:
+            if not deadline.expired():
+                raise
+            if phase == PREPARE:
+                work.add_done_callback(lambda done: self._abort_late(run, done))
+            raise _TimedOut from None
+
+    def _abort_late(self, run: CallRun, done: asyncio.Future[Any]) -> None:
+        """A prepare that outlived its deadline returned: journal it, and drop what it staged."""
+        if self._loop is None or done.cancelled():
+            return
+        failure = done.exception()
+        if failure is None:
+            run.prepared = done.result()
+        self._loop.create_task(self._journal_late_prepare(run, failure))
+
+    async def _journal_late_prepare(self, run: CallRun, failure: BaseException | None) -> None:
+        await self._in_thread(partial(journal_phase, began=True), run, self._journal, self._turn_key, PREPARE, failure)
+        if failure is None:
+            await self._abort(run)
+
+    async def _commit(self, run: CallRun) -> tuple[Any, BaseException | None]:
+        try:
+            must_run = await self._in_thread(run.begin, self._journal, self._turn_key)
+            if not must_run:  # the key was committed meanwhile (another worker): drop what this one staged
+                await self._abort(run)
+                return run.result, run.error
+            run.invoked = True
+            return await self._phase(run, COMMIT), None
+        except _TimedOut:
+            run.timed_out = True
+            return None, _timeout_error(run, COMMIT)
+        except BaseException as exc:  # noqa: BLE001 - every path out of a phase settles the call
+            return None, exc
+
+    async def _abort(self, run: CallRun) -> BaseException:
+        """Runs the abort and journals it; returns the call's error (it never committed)."""
+        error: BaseException | None = None
+        try:
+            await self._in_thread(self._journal.begin, run.phase_record(ABORT), self._turn_key)
+            await self._phase(run, ABORT)
+        except BaseException as exc:  # noqa: BLE001 - recorded in the journal's abort entry and the report
+            error = _timeout_error(run, ABORT) if isinstance(exc, _TimedOut) else exc
+        await self._in_thread(partial(journal_phase, began=True), run, self._journal, self._turn_key, ABORT, error)
+        return error or CancelledCallError(f"{run.dispatch.name!r} was prepared, then aborted: its block was rejected")
+
+    async def _settle_and_conclude(self, node: Node, result: Any, error: BaseException | None) -> None:
+        run: CallRun = node.owner
+        run.settled = True
+        run.result, run.error, run.finished = result, error, self.clock()
+        await asyncio.shield(self._in_thread(stored_outcome, run, self._journal))
+        if self._trace is not None:
+            self._trace.result(run.record())
+        del self._tasks[node]
+        self._start(self._scheduler.finish(node))
+
+    async def _invoke(self, node: Node, run: CallRun) -> Any:
+        invocation = run.invocation
+        if invocation is None:
+            raise MissingToolError(f"no callable for tool {run.dispatch.name!r}; pass it in tools=")
+        with tool_span(run.record()) as span:
+            self._in_tool.add(node)
+            try:
+                if run.dispatch.timeout is None:
+                    result = await self._call(invocation, run)
+                else:
+                    deadline = asyncio.timeout(run.dispatch.timeout)
+                    try:
+                        async with deadline:
+                            result = await self._call(invocation, run)
+                    except TimeoutError:
+                        if deadline.expired():
+                            raise _TimedOut from None  # inert's deadline; a tool's own TimeoutError is its error
+                        raise
+            except (_TimedOut, asyncio.CancelledError):
+                if not invocation.is_async:
+                    self._pool.abandon_one()  # its thread is still in the tool; the others keep their capacity
+                raise
+            span.result = result
+        return result
+
+    async def _call(self, invocation: Invocation, run: CallRun) -> Any:
+        current = run.current()
+        if invocation.is_async:
+            result = invocation.call(run.dispatch.name, run.dispatch.arguments, current)
+        else:
+            result = await self._in_thread(invocation, run.dispatch.name, run.dispatch.arguments, current, self)
+        if inspect.isawaitable(result):
+            result = await result
+        return result
+
+
+async def _settled(future: asyncio.Future[Any]) -> None:
+    """Waits for ``future`` whatever it ends with."""
+    try:
+        await future
+    except BaseException:  # noqa: BLE001 - only its completion matters here
+        return

@@ -1,0 +1,367 @@
+"""Running calls on worker threads: the runtime of ``Orchestrator``.
+
+It executes the gate's commands: a scheduled call takes its place in stream
+order, a permitted one starts when nothing before it holds it back, and each
+call is journaled around its tool. A call past its deadline is recorded with
+``ToolTimeoutError`` and its effect is in doubt; later calls go on at the
+deadline, and its worker is abandoned (never joined: see ``pool.py``).
+"""
+
+from __future__ import annotations
+
+import inspect
+import threading
+import uuid
+import time
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
+from ..audit.trace import TraceWriter
+from ..errors import CancelledCallError, ToolTimeoutError
+from ..journal.phases import ABORT, COMMIT, PREPARE
+from ..gate import Dispatch
+from ..journal import Journal
+from ..report import DispatchRecord
+from ..telemetry import tool_span
+from .call import CallRun, journal_phase, stored_outcome
+from .pool import Deadlines, WorkerPool
+from .schedule import Node, Scheduler, Slots, State
+from .tools import Invocation
+
+__all__ = ["ThreadEngine", "ThreadRuntime"]
+
+
+class ThreadEngine:
+    """What the runtimes of many turns can share: one lock, one pool of daemon workers,
+    one timer thread, and per-tool limits that hold across the turns (a batch's).
+
+    Args:
+        max_workers: calls running at once, across every turn.
+        limits: tool name -> most calls of it running at once, across every turn.
+    """
+
+    def __init__(self, max_workers: int = 8, limits: dict[str, int] | None = None) -> None:
+        self.lock = threading.Lock()
+        self.pool = WorkerPool(max_workers)
+        self.deadlines = Deadlines()
+        self.slots = Slots(limits)
+
+    def close(self) -> None:
+        """Stops the workers once idle (never joins one stuck in a tool) and the timer thread."""
+        self.deadlines.close()
+        self.pool.shutdown()
+
+
+class ThreadRuntime:
+    """Runs one turn's calls on a pool of daemon threads.
+
+    Args:
+        journal: records an intent before each call and its outcome after.
+        turn_key: the turn the calls belong to, for the journal.
+        ordered: keep stream order between conflicting calls (off only for ``eager_unsafe``).
+        limits: tool name -> most calls of it running at once.
+        max_workers: calls running at once.
+        trace: receives ``dispatch``, ``result`` and ``discard`` events.
+        engine: a ``ThreadEngine`` shared with other turns (then ``limits`` and
+            ``max_workers`` are the engine's); by default the runtime has its own.
+    """
+
+    def __init__(self, journal: Journal, turn_key: str, *, ordered: bool = True, limits: dict[str, int] | None = None,
+                 max_workers: int = 8, trace: TraceWriter | None = None, engine: ThreadEngine | None = None) -> None:
+        self._journal = journal
+        self._turn_key = turn_key
+        self._trace = trace
+        self._owns_engine = engine is None
+        self._engine = engine if engine is not None else ThreadEngine(max_workers, limits)
+        self._lock = self._engine.lock
+        self._idle = threading.Condition(self._lock)
+        self._scheduler = Scheduler(ordered=ordered, slots=self._engine.slots)
+        self._pool = self._engine.pool
+        self._deadlines = self._engine.deadlines
+        self._log: list[CallRun] = []  # in the order the calls started
+        self.clock: Callable[[], float] = time.perf_counter
+
+    @property
+    def engine(self) -> ThreadEngine:
+        """The lock, workers, timer and tool slots this runtime runs on."""
+        return self._engine
+
+    # -- the gate's commands --
+
+    def schedule(self, dispatch: Dispatch, invocation: Invocation | None, *, permit: bool) -> Node:
+        """A call closed: it takes its place in stream order, and runs now if ``permit``."""
+        with self._lock:
+            run = CallRun(dispatch, invocation)
+            run.home = self
+            node = self._scheduler.add(dispatch, run)
+            if permit:
+                self._start(self._scheduler.permit(node, early=True))
+        return node
+
+    def confirm(self, node: Node) -> None:
+        """Its block was accepted: it runs if it has not been let go yet (a prepared
+        two-phase call commits). A call let go early that has not started yet will run
+        after acceptance: it is no longer early."""
+        with self._lock:
+            run: CallRun = node.owner
+            run.confirmed = True
+            if node.state is State.PREPARED:
+                self._start(self._scheduler.resume(node))
+                return
+            if node.state is State.WAITING:
+                node.early = False
+            self._start(self._scheduler.permit(node, early=False))
+
+    def retract(self, node: Node) -> None:
+        """Its block was rejected: it never runs, or, if it started, never counts (a
+        prepared two-phase call aborts; one still preparing aborts when it returns)."""
+        with self._lock:
+            run: CallRun = node.owner
+            run.retracted = True
+            if node.state in (State.GATED, State.WAITING):
+                self._start(self._scheduler.cancel(node))
+                self._notify_if_idle()
+                return
+            run.discarded = True
+            if node.state is State.PREPARED:
+                self._start(self._scheduler.resume(node))
+            record = run.record()
+        if self._trace is not None:
+            self._trace.discard(record)
+
+    def drain(self) -> None:
+        """Waits until every permitted call is concluded (a timed-out one counts), then
+        stops the workers."""
+        with self._idle:
+            self._idle.wait_for(lambda: self._scheduler.in_flight == 0)
+        if self._owns_engine:
+            self._engine.close()
+
+    def records(self) -> list[DispatchRecord]:
+        """Every call that started, in start order."""
+        with self._lock:
+            return [run.record() for run in self._log]
+
+    # -- running a call --
+
+    def _start(self, nodes: list[Node]) -> None:
+        """Launches calls the scheduler started (called with the lock held). A call that
+        took a tool slot another turn gave back is launched by its own turn's runtime."""
+        for node in nodes:
+            home: ThreadRuntime = node.owner.home
+            home._launch(node)
+            self._pool.submit(_work, node)
+
+    def _launch(self, node: Node) -> None:
+        """A call starts: its start time, its place in the log, its deadline (lock held).
+        A two-phase call arms a deadline per phase, as each begins."""
+        run: CallRun = node.owner
+        if run.started is not None:
+            return  # a prepared two-phase call resuming for its second phase
+        run.early = node.early
+        run.started = self.clock()
+        self._log.append(run)
+        if self._trace is not None:
+            self._trace.dispatch(run.record())
+        timeout = run.dispatch.timeout
+        if timeout is not None and not run.dispatch.two_phase:
+            self._deadlines.add(timeout, partial(self._time_out, node, None))
+
+    def _run(self, node: Node) -> Node | None:
+        """Runs the call; returns a call its end let go, for this worker to run next.
+        Exactly one party concludes it: the worker, unless it timed out while its tool
+        ran (then the deadline concluded it)."""
+        run: CallRun = node.owner
+        if run.dispatch.two_phase:
+            return self._run_phase(node)
+        with self._lock:
+            late = run.settled  # timed out while it waited for a worker: never begun, never run
+        if late:
+            return self._conclude(node)
+        result: Any = None
+        error: BaseException | None = None
+        try:
+            must_run = run.begin(self._journal, self._turn_key)
+            with self._lock:
+                timed_out = run.settled
+                run.invoked = must_run and not timed_out
+            if timed_out:  # the deadline passed while the journal took the intent: do not run it now
+                return self._conclude(node)
+            if must_run:
+                result = self._invoke(run)
+            else:
+                result, error = run.result, run.error
+        except BaseException as exc:  # noqa: BLE001 - every path out of a call settles it, KeyboardInterrupt included
+            error = exc
+        if self._settle(run, result, error):
+            return self._conclude(node)
+        return None
+
+    def _invoke(self, run: CallRun) -> Any:
+        invocation = run.invocation
+        if invocation is None:
+            from ..errors import MissingToolError
+
+            raise MissingToolError(f"no callable for tool {run.dispatch.name!r}; pass it in tools=")
+        with tool_span(run.record()) as span:
+            result = invocation(run.dispatch.name, run.dispatch.arguments, run.current(), self)
+            if inspect.isawaitable(result):
+                if inspect.iscoroutine(result):
+                    result.close()  # never awaited: close it so Python does not warn later
+                from ..errors import InertTypeError
+
+                raise InertTypeError(
+                    f"tool {run.dispatch.name!r} returned an awaitable, which a thread cannot run: "
+                    "use AsyncOrchestrator for coroutine tools")
+            span.result = result
+        return result
+
+    # -- two-phase tools: prepare (may run on draft tokens), then commit or abort --
+
+    def _run_phase(self, node: Node) -> Node | None:
+        run: CallRun = node.owner
+        with self._lock:
+            if run.settled:  # the call timed out while this phase waited for a worker
+                return self._conclude(node)
+            phase = run.next_phase()
+            run.phase, run.invoked = phase, False
+        if run.dispatch.timeout is not None:
+            self._deadlines.add(run.dispatch.timeout, partial(self._time_out, node, phase))
+        if phase == PREPARE:
+            return self._prepare(node)
+        return self._second_phase(node, phase)
+
+    def _prepare(self, node: Node) -> Node | None:
+        run: CallRun = node.owner
+        invocation = run.invocation
+        assert invocation is not None and invocation.two_phase
+        prepared: Any = None
+        error: BaseException | None = None
+        staged = False
+        try:
+            if run.already_committed(self._journal):  # a replayed key: its recorded outcome; it never prepares again
+                run.phase = COMMIT
+                self._settle(run, run.result, run.error)
+                return self._conclude(node)
+            run.attempt = uuid.uuid4().hex[:12]
+            self._journal.begin(run.phase_record(PREPARE), self._turn_key)
+            with self._lock:
+                run.invoked = not run.settled
+            if run.invoked:
+                prepared = invocation.prepare(run.dispatch.arguments, run.current(), self)
+                staged = True
+        except BaseException as exc:  # noqa: BLE001 - every path out of a phase settles the call
+            error = exc
+        if run.attempt:
+            journal_phase(run, self._journal, self._turn_key, PREPARE, error, began=True)
+        with self._lock:
+            late = run.settled  # its deadline passed: the call is settled without it
+            if not late and error is None:
+                run.prepared = prepared
+                if not (run.confirmed or run.retracted):  # wait, holding later calls, for the block's fate
+                    self._start(self._scheduler.prepared(node))
+                    return None
+        if late:
+            if staged:
+                self._abort_staged(run, prepared)  # what a late prepare staged is dropped at once
+            return None if run.concluded_by_deadline else self._conclude(node)
+        if error is not None:
+            self._settle(run, None, error)
+            return self._conclude(node)
+        return self._run_phase(node)  # the block was decided meanwhile: its second phase, on this worker
+
+    def _second_phase(self, node: Node, phase: str) -> Node | None:
+        run: CallRun = node.owner
+        invocation = run.invocation
+        assert invocation is not None
+        result: Any = None
+        error: BaseException | None = None
+        try:
+            if phase == COMMIT:
+                must_run = run.begin(self._journal, self._turn_key)  # under the commit key, as any write
+                with self._lock:
+                    run.invoked = must_run and not run.settled
+                if run.invoked:
+                    result = invocation.commit(run.prepared, run.current(), self)
+                else:
+                    result, error = run.result, run.error
+                    self._abort_staged(run, run.prepared)  # replayed or timed out: what it staged is dropped
+            else:
+                self._journal.begin(run.phase_record(ABORT), self._turn_key)
+                with self._lock:
+                    run.invoked = not run.settled
+                if run.invoked:
+                    invocation.abort(run.prepared, run.current(), self)
+                error = CancelledCallError(f"{run.dispatch.name!r} was prepared, then aborted: its block was rejected")
+        except BaseException as exc:  # noqa: BLE001 - every path out of a phase settles the call
+            error = exc
+        if phase == ABORT:
+            aborted = None if isinstance(error, CancelledCallError) else error
+            journal_phase(run, self._journal, self._turn_key, ABORT, aborted, began=True)
+        if self._settle(run, result, error) or not run.concluded_by_deadline:
+            return self._conclude(node)
+        return None
+
+    def _abort_staged(self, run: CallRun, prepared: Any) -> None:
+        """Drops what a prepare staged when no commit will follow; journaled as the abort."""
+        assert run.invocation is not None
+        error: BaseException | None = None
+        try:
+            run.invocation.abort(prepared, run.current(), self)
+        except BaseException as exc:  # noqa: BLE001 - recorded in the journal's abort entry
+            error = exc
+        journal_phase(run, self._journal, self._turn_key, ABORT, error)
+
+    def _settle(self, run: CallRun, result: Any, error: BaseException | None) -> bool:
+        """Fixes the outcome unless it is fixed already (a timeout); returns whether it was."""
+        with self._lock:
+            if run.settled:
+                return False  # timed out: the late outcome is not trusted; the journal says in doubt
+            run.settled = True
+            run.result, run.error, run.finished = result, error, self.clock()
+            return True
+
+    def _time_out(self, node: Node, phase: str | None) -> None:
+        run: CallRun = node.owner
+        with self._lock:
+            if run.settled or run.phase != phase:
+                return
+            run.settled = True
+            run.timed_out = True
+            run.finished = self.clock()
+            what = f"the {phase} of {run.dispatch.name!r}" if phase else repr(run.dispatch.name)
+            doubt = "nothing was committed" if phase in (PREPARE, ABORT) else "its effect is in doubt"
+            run.error = ToolTimeoutError(f"{what} did not return within {run.dispatch.timeout} s; {doubt}")
+            run.concluded_by_deadline = in_tool = run.invoked
+        if not in_tool:
+            return  # queued or journaling its intent: its worker concludes it when it gets there
+        self._pool.abandon_one()  # its worker is stuck in the tool; the other calls keep their capacity
+        self._pool.submit(lambda: _work(self._conclude(node)))  # not on the timer thread: the journal may block
+
+    def _conclude(self, node: Node) -> Node | None:
+        """Journals the settled outcome, then lets later calls go; returns one of them for
+        the calling worker to run itself (the others go to the pool)."""
+        run: CallRun = node.owner
+        stored_outcome(run, self._journal)
+        if self._trace is not None:
+            self._trace.result(run.record())
+        with self._lock:
+            ready = self._scheduler.finish(node)
+            self._start(ready[1:])
+            if ready:
+                ready[0].owner.home._launch(ready[0])
+            self._notify_if_idle()
+        return ready[0] if ready else None
+
+    def _notify_if_idle(self) -> None:
+        if self._scheduler.in_flight == 0:
+            self._idle.notify_all()
+
+
+def _work(node: Node | None) -> None:
+    """A worker runs a call, then any call its end let go: a chain of calls that wait
+    on each other (unknown footprints serialise) stays on one thread instead of handing
+    each call to another. Each call runs under its own turn's runtime."""
+    while node is not None:
+        node = node.owner.home._run(node)

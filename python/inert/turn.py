@@ -1,0 +1,225 @@
+"""One turn's decisions and their execution, whatever feeds it tokens: the tools
+and policy every turn of an orchestrator shares (``Tooling``), and the driver of
+one turn (``TurnDriver``): the gate's commands handed to a runtime, and the
+report reconciled at the end. ``Orchestrator``, ``AsyncOrchestrator``,
+``BatchOrchestrator`` and the simulator feed it the core's outcomes."""
+
+from __future__ import annotations
+
+import math
+import uuid
+import warnings
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from .audit import TraceWriter, reconcile
+from .effects import EffectLike, EffectTable
+from .errors import EffectTableError, InertTypeError, InertValueError, SpeculativeEffectViolation, closest_name
+from .gate import Confirm, Dispatch, Gate, Retract, Schedule
+from .journal import Journal, MemoryJournal
+from .outcomes import Outcome
+from .report import DispatchRecord, Report
+from .runtime import Invocation, Node, ToolBox
+
+__all__ = ["Runtime", "RuntimeFactory", "Step", "Tools", "Tooling", "TurnDriver", "turn_key_for"]
+
+Tools = Mapping[str, Callable[..., Any]] | Callable[[str, dict[str, Any]], Any]
+
+
+@dataclass(frozen=True)
+class Step:
+    """What one ``draft`` or ``verify`` call did."""
+
+    outcomes: tuple[Outcome, ...]
+    """The core's outcomes, in order: calls closed, committed and retracted, malformed blocks."""
+    dispatched: tuple[Dispatch, ...] = field(default=())
+    """Calls the gate let go during this step (they may still wait for earlier conflicting calls)."""
+
+
+class Runtime(Protocol):
+    """What executes the gate's commands for one turn and owns its calls' outcomes."""
+
+    def schedule(self, dispatch: Dispatch, invocation: Invocation | None, *, permit: bool) -> Node: ...
+    def confirm(self, node: Node) -> None: ...
+    def retract(self, node: Node) -> None: ...
+    def records(self) -> list[DispatchRecord]: ...
+
+
+def _positive_int(value: object, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InertTypeError(f"{what} must be an int, got {type(value).__name__}")
+    if value < 1:
+        raise InertValueError(f"{what} must be at least 1, got {value}")
+    return value
+
+
+def _limits(effects: EffectTable, limits: Mapping[str, int] | None) -> dict[str, int]:
+    out = {n: s.max_concurrency for n, s in effects.items() if s.max_concurrency}
+    if limits is None:
+        return out
+    if not isinstance(limits, Mapping):
+        raise InertTypeError(f"limits must map tool names to ints, got {type(limits).__name__}")
+    for name, limit in limits.items():
+        if not isinstance(name, str):
+            raise InertTypeError(f"limits keys are tool names (str), got {type(name).__name__}")
+        out[name] = _positive_int(limit, f"limits[{name!r}]")
+    return out
+
+
+def _timeout(timeout: object) -> float | None:
+    if timeout is None:
+        return None
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+        raise InertTypeError(f"timeout must be a number of seconds or None, got {type(timeout).__name__}")
+    if not timeout > 0 or math.isinf(timeout):
+        raise InertValueError(f"timeout must be a positive, finite number of seconds, got {timeout!r}")
+    return float(timeout)
+
+
+def turn_key_for(turn_key: object, journal: object) -> str:
+    """The turn key; a unique one when none is given and nothing outlives the process."""
+    if turn_key is None:
+        durable = journal is not None and not isinstance(journal, MemoryJournal)
+        if durable:
+            raise InertValueError(
+                "a journal that outlives the process needs turn_key=: the commit key (the idempotency key) "
+                "derives from it, so give each turn its own stable key (a request id plus the turn number), "
+                "the same key when a crashed turn is retried")
+        return f"turn-{uuid.uuid4().hex}"
+    if not isinstance(turn_key, str):
+        raise InertTypeError(f"turn_key must be a str, got {type(turn_key).__name__}")
+    return turn_key
+
+
+def _warn_unknown_tools(effects: EffectTable, tools: ToolBox) -> None:
+    """A callable for a tool the effect table does not name is usually a typo: the model's
+    calls to the real name would fail as missing. Warned, not refused: an unnamed tool is
+    the table's default class (a write), which is safe."""
+    named = [n for n, _ in effects.items()]
+    if not named:
+        return  # an empty table classifies every tool by its default, on purpose
+    for name in tools.names():
+        if name not in effects:
+            hint = closest_name(name, named)
+            warnings.warn(
+                f"tool {name!r} has a callable but no entry in the effect table, so it is a "
+                f"{effects.default.effect.value}" + (f"; did you mean {hint!r}?" if hint else ""),
+                stacklevel=4,
+            )
+
+
+_NOTHING = Step(())
+
+
+class RuntimeFactory(Protocol):
+    """Builds a turn's runtime (``ThreadRuntime``, ``AsyncRuntime``, or the simulator's)."""
+
+    def __call__(self, journal: Journal, turn_key: str, *, ordered: bool, limits: dict[str, int], max_workers: int,
+                 trace: TraceWriter | None) -> Runtime: ...
+
+
+@dataclass(frozen=True)
+class Tooling:
+    """What every turn of an orchestrator shares: the effect table, the tools, the
+    policy, the default timeout, the per-tool limits and the worker count, checked once."""
+
+    effects: EffectTable
+    tools: ToolBox
+    policy: str
+    timeout: float | None
+    two_phase: frozenset[str]
+    limits: dict[str, int]
+    workers: int
+
+    @classmethod
+    def build(cls, effects: EffectTable | Mapping[str, EffectLike] | None, tools: Tools | None, *, policy: str,
+              timeout: float | None, limits: Mapping[str, int] | None, max_workers: int, threads_only: bool,
+              two_phase: frozenset[str] | None = None) -> Tooling:
+        """Checks the arguments an orchestrator takes.
+
+        Raises:
+            EffectTableError, PolicyError, InertTypeError, InertValueError: see ``Orchestrator``.
+        """
+        if isinstance(effects, EffectTable):
+            table = effects
+        elif effects is None or isinstance(effects, Mapping):
+            table = EffectTable(effects)
+        else:
+            raise EffectTableError(f"effects must be an EffectTable or a mapping, got {type(effects).__name__}")
+        box = ToolBox(tools)
+        if threads_only:
+            for name, inv in box.invocations():
+                if inv.is_async:
+                    raise InertTypeError(
+                        f"tool {name!r} is a coroutine function, which worker threads cannot await: "
+                        "use AsyncOrchestrator")
+        _warn_unknown_tools(table, box)
+        # Which tools prepare, then commit or abort: the tool box knows, unless the runtime
+        # runs tools of its own (the simulator's) and says.
+        phased = two_phase if two_phase is not None else frozenset(box.two_phase())
+        tooling = cls(table, box, policy, _timeout(timeout), phased, _limits(table, limits),
+                      _positive_int(max_workers, "max_workers"))
+        tooling.gate()  # checks the policy now
+        if policy == "eager_unsafe":
+            warnings.warn(
+                "policy='eager_unsafe' dispatches calls from unverified draft tokens; use it only to measure",
+                stacklevel=5,
+            )
+        return tooling
+
+    def gate(self) -> Gate:
+        """A gate for one turn (it remembers that turn's accepted stream)."""
+        return Gate(self.effects, self.policy, self.timeout, self.two_phase)
+
+
+class TurnDriver:
+    """One turn's gate and runtime: the core's outcomes in, the runtime's commands
+    out, the report at the end. ``trace`` gets the outcomes as they come."""
+
+    def __init__(self, tooling: Tooling, runtime: Runtime, trace: TraceWriter | None = None) -> None:
+        self.tooling = tooling
+        self.gate = tooling.gate()
+        self.runtime = runtime
+        self.trace = trace
+        self._nodes: dict[str, Node] = {}  # commit key -> its call, until committed or retracted
+
+    def apply(self, outcomes: list[Outcome]) -> Step:
+        """Turns one step's outcomes into commands and hands them to the runtime."""
+        if not outcomes:
+            return _NOTHING  # most steps close nothing: no work, no allocation
+        if self.trace is not None:
+            for outcome in outcomes:
+                self.trace.outcome(outcome)
+        commands, let_go = self.gate.apply(outcomes)
+        dispatched: dict[str, Dispatch] = {}
+        runtime = self.runtime
+        # Retractions first, the latest call first: retracting an earlier call must not let
+        # a later one start that this same step retracts (it waits on it, as a ghost, instead).
+        for command in reversed(commands):
+            if isinstance(command, Retract):
+                runtime.retract(self._nodes.pop(command.commit_key))
+        for command in commands:
+            if isinstance(command, Schedule):
+                d = command.dispatch
+                self._nodes[d.commit_key] = runtime.schedule(d, self.tooling.tools.get(d.name), permit=command.permit)
+                dispatched[d.commit_key] = d
+            elif isinstance(command, Confirm):
+                node = self._nodes.pop(command.commit_key)
+                dispatched[command.commit_key] = node.dispatch
+                runtime.confirm(node)
+        return Step(tuple(outcomes), tuple(dispatched[k] for k in let_go))
+
+    def report(self, strict: bool) -> Report:
+        """Reconciles what ran with what was accepted (every call must be concluded).
+
+        Raises:
+            SpeculativeEffectViolation: anything diverged and ``strict``.
+        """
+        report = reconcile(self.runtime.records(), self.gate.accepted())
+        report.malformed = list(self.gate.malformed)
+        if self.trace is not None:
+            self.trace.emit("turn_end", violations=len(report.violations))
+        if strict and report.violations:
+            raise SpeculativeEffectViolation(report)
+        return report

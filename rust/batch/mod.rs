@@ -1,0 +1,233 @@
+//! Many turns advanced in one call: a serving engine's batch of sequences.
+//!
+//! The turns live in one slab (`Vec<Turn>`), addressed by slot; an engine's
+//! sequence id maps to its slot through one small hash table. A call walks the
+//! rows in the order given, so each row touches only its own turn's state: the
+//! turn itself (a few hundred bytes, contiguous with its neighbours in the slab)
+//! and the tails of its buffers. Every turn shares one `Binding` (scanner,
+//! vocabulary, special-token roles), so adding a sequence allocates nothing
+//! proportional to the vocabulary or the format.
+//!
+//! Every call checks the whole batch before it touches any sequence: a caller
+//! mistake in any row raises and changes nothing.
+
+mod slots;
+
+use crate::error::CoreError;
+use crate::turn::{Binding, Outcome, TokenIn, Turn};
+use slots::Slots;
+use std::ops::Range;
+
+/// Outcomes of a batch call: one flat list, and the range of it each sequence
+/// with outcomes owns, in row order. Sequences with none are left out.
+#[derive(Debug, Default)]
+pub struct BatchOutcomes {
+    pub outcomes: Vec<Outcome>,
+    pub rows: Vec<(u64, Range<usize>)>,
+}
+
+impl BatchOutcomes {
+    /// Records that row `seq` produced `outcomes[start..]`, if anything.
+    fn close_row(&mut self, seq: u64, start: usize) {
+        if self.outcomes.len() > start {
+            self.rows.push((seq, start..self.outcomes.len()));
+        }
+    }
+}
+
+/// A draft for many sequences: row `i` of `tokens` (`width` ids each) goes to
+/// `seqs[i]`, its first `lengths[i]` ids (all `width` without `lengths`).
+#[derive(Debug, Clone, Copy)]
+pub struct DraftRows<'a> {
+    pub seqs: &'a [u64],
+    pub tokens: &'a [u64],
+    pub width: usize,
+    pub lengths: Option<&'a [usize]>,
+}
+
+/// A verify for many sequences: `n_accepted[i]` of `seqs[i]`'s pending tokens are
+/// accepted; `corrections[i]`, when given and not -1, is its correction's id.
+#[derive(Debug, Clone, Copy)]
+pub struct VerifyRows<'a> {
+    pub seqs: &'a [u64],
+    pub n_accepted: &'a [usize],
+    pub corrections: Option<&'a [i64]>,
+}
+
+/// Many sequences' turns over one format and vocabulary.
+#[derive(Debug)]
+pub struct Batch {
+    binding: Binding,
+    turns: Vec<Turn>,
+    slots: Slots,
+}
+
+fn shape(reason: String) -> CoreError {
+    CoreError::BatchShape { reason }
+}
+
+fn in_seq(seq: u64) -> impl Fn(CoreError) -> CoreError {
+    move |error| CoreError::InSequence { seq, error: Box::new(error) }
+}
+
+impl Batch {
+    #[must_use]
+    pub fn new(binding: Binding) -> Self {
+        Self { binding, turns: Vec::new(), slots: Slots::default() }
+    }
+
+    #[must_use]
+    pub fn binding(&self) -> &Binding {
+        &self.binding
+    }
+
+    /// Sequences in the batch.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.slots.len() == 0
+    }
+
+    /// Whether `seq` is in the batch.
+    #[must_use]
+    pub fn contains(&self, seq: u64) -> bool {
+        self.slots.get(seq).is_some()
+    }
+
+    /// The turn of `seq`.
+    pub fn turn(&self, seq: u64) -> Result<&Turn, CoreError> {
+        let slot = self.slots.get(seq).ok_or(CoreError::UnknownSequence { seq })?;
+        Ok(&self.turns[slot])
+    }
+
+    /// Starts a turn for `seq`, in a freed slot when there is one.
+    pub fn add(&mut self, seq: u64, turn_key: &str) -> Result<(), CoreError> {
+        if self.slots.get(seq).is_some() {
+            return Err(CoreError::DuplicateSequence { seq, why: "is already in the batch; finish() it first" });
+        }
+        let turn = Turn::start(&self.binding, turn_key);
+        let slot = self.slots.insert(seq);
+        if slot == self.turns.len() {
+            self.turns.push(turn);
+        } else {
+            self.turns[slot] = turn;
+        }
+        Ok(())
+    }
+
+    /// Ends `seq`'s turn (see `Turn::finish`) and frees its slot.
+    pub fn finish(&mut self, seq: u64) -> Result<Vec<Outcome>, CoreError> {
+        let slot = self.slots.get(seq).ok_or(CoreError::UnknownSequence { seq })?;
+        let out = self.turns[slot].finish().map_err(in_seq(seq))?;
+        self.slots.remove(seq);
+        // The slot's turn stays until reused: its buffers are the next turn's to drop.
+        Ok(out)
+    }
+
+    /// Drafts a token tree onto `seq` (see `Turn::draft_tree`).
+    pub fn draft_tree(&mut self, seq: u64, tokens: &[TokenIn<'_>], parents: &[i64]) -> Result<Vec<Outcome>, CoreError> {
+        let slot = self.slots.get(seq).ok_or(CoreError::UnknownSequence { seq })?;
+        self.turns[slot].draft_tree(tokens, parents).map_err(in_seq(seq))
+    }
+
+    /// Verifies `seq`'s tree along `path` (see `Turn::verify_path`).
+    pub fn verify_path(
+        &mut self,
+        seq: u64,
+        path: &[usize],
+        correction: Option<TokenIn<'_>>,
+    ) -> Result<Vec<Outcome>, CoreError> {
+        let slot = self.slots.get(seq).ok_or(CoreError::UnknownSequence { seq })?;
+        self.turns[slot].verify_path(path, correction).map_err(in_seq(seq))
+    }
+
+    /// The slot of each row's sequence, refusing unknown and repeated sequences.
+    fn rows(&mut self, seqs: &[u64]) -> Result<Vec<usize>, CoreError> {
+        let stamp = self.slots.next_stamp();
+        seqs.iter()
+            .map(|&seq| {
+                let slot = self.slots.get(seq).ok_or(CoreError::UnknownSequence { seq })?;
+                if !self.slots.stamp(slot, stamp) {
+                    return Err(CoreError::DuplicateSequence { seq, why: "appears twice in one call" });
+                }
+                Ok(slot)
+            })
+            .collect()
+    }
+
+    /// Drafts each row's tokens onto its sequence. Checks every row first.
+    pub fn draft(&mut self, d: DraftRows<'_>) -> Result<BatchOutcomes, CoreError> {
+        let b = d.seqs.len();
+        if d.tokens.len() != b * d.width {
+            return Err(shape(format!(
+                "tokens hold {} ids, not {b} rows of {}: pass a (len(seqs), k) array",
+                d.tokens.len(),
+                d.width
+            )));
+        }
+        if let Some(lengths) = d.lengths {
+            if lengths.len() != b {
+                return Err(shape(format!("{} lengths for {b} sequences", lengths.len())));
+            }
+            if let Some(i) = lengths.iter().position(|&n| n > d.width) {
+                return Err(shape(format!("lengths[{i}] is {}, past the {} columns of tokens", lengths[i], d.width)));
+            }
+        }
+        let slots = self.rows(d.seqs)?;
+        let row = |i: usize| {
+            let n = d.lengths.map_or(d.width, |l| l[i]);
+            d.tokens[i * d.width..i * d.width + n].iter().map(|&id| TokenIn::Id(id))
+        };
+        for (i, &slot) in slots.iter().enumerate() {
+            self.turns[slot].check_draft(row(i)).map_err(in_seq(d.seqs[i]))?;
+        }
+        let mut out = BatchOutcomes::default();
+        for (i, &slot) in slots.iter().enumerate() {
+            let start = out.outcomes.len();
+            self.turns[slot].draft_checked(row(i), &mut out.outcomes);
+            out.close_row(d.seqs[i], start);
+        }
+        Ok(out)
+    }
+
+    /// Verifies each row's sequence. Checks every row first.
+    pub fn verify(&mut self, v: VerifyRows<'_>) -> Result<BatchOutcomes, CoreError> {
+        let b = v.seqs.len();
+        if v.n_accepted.len() != b {
+            return Err(shape(format!("{} counts in n_accepted for {b} sequences", v.n_accepted.len())));
+        }
+        if let Some(c) = v.corrections {
+            if c.len() != b {
+                return Err(shape(format!("{} corrections for {b} sequences", c.len())));
+            }
+        }
+        let slots = self.rows(v.seqs)?;
+        let correction = |i: usize| -> Result<Option<TokenIn<'static>>, CoreError> {
+            match v.corrections.map_or(-1, |c| c[i]) {
+                -1 => Ok(None),
+                id => u64::try_from(id)
+                    .map(|id| Some(TokenIn::Id(id)))
+                    .map_err(|_| CoreError::InvalidTokenId { index: i, value: id.to_string() }),
+            }
+        };
+        for (i, &slot) in slots.iter().enumerate() {
+            let check = correction(i).and_then(|c| self.turns[slot].check_verify(v.n_accepted[i], c));
+            check.map_err(in_seq(v.seqs[i]))?;
+        }
+        let mut out = BatchOutcomes::default();
+        for (i, &slot) in slots.iter().enumerate() {
+            let start = out.outcomes.len();
+            let c = correction(i).unwrap_or_default();
+            self.turns[slot].verify_checked(v.n_accepted[i], c, &mut out.outcomes);
+            out.close_row(v.seqs[i], start);
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests;

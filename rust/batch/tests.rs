@@ -1,0 +1,199 @@
+#![allow(
+    clippy::cast_possible_wrap,
+    clippy::cast_sign_loss,
+    clippy::type_complexity,
+    clippy::unnecessary_lazy_evaluations
+)] // small test ids and tables of cases
+
+use super::*;
+use crate::scan::samples::samples;
+use crate::turn::TurnConfig;
+use crate::vocab::{Vocab, VocabBuilder};
+use std::sync::Arc;
+
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: usize) -> usize {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 % n as u64) as usize
+    }
+}
+
+/// A vocabulary of every byte and every 2- and 3-byte chunk of `text`, so a
+/// sample can be drafted as ids in chunks of 1-3 bytes.
+fn vocab_of(text: &[u8]) -> (Arc<Vocab>, Vec<Vec<u8>>) {
+    let mut pieces: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
+    for w in [2, 3] {
+        for chunk in text.windows(w) {
+            if !pieces.iter().any(|p| p == chunk) {
+                pieces.push(chunk.to_vec());
+            }
+        }
+    }
+    let mut b = VocabBuilder::default();
+    for (id, p) in (0u64..).zip(&pieces) {
+        b.insert(id, p).unwrap();
+    }
+    (Arc::new(b.build()), pieces)
+}
+
+fn ids_of(text: &[u8], pieces: &[Vec<u8>], rng: &mut Rng) -> Vec<u64> {
+    let mut ids = Vec::new();
+    let mut p = 0;
+    while p < text.len() {
+        let w = (1 + rng.below(3)).min(text.len() - p);
+        let id = pieces.iter().position(|x| x.as_slice() == &text[p..p + w]).unwrap();
+        ids.push(id as u64);
+        p += w;
+    }
+    ids
+}
+
+fn by_seq(out: &BatchOutcomes) -> Vec<(u64, Vec<Outcome>)> {
+    out.rows.iter().map(|(s, r)| (*s, out.outcomes[r.clone()].to_vec())).collect()
+}
+
+/// Random sequences added and finished at random, drafted with random lengths
+/// (wrong ids now and then), verified with random acceptances and corrections:
+/// each sequence gets exactly what a lone turn with the same tokens gets.
+#[test]
+#[allow(clippy::too_many_lines)] // a schedule simulator
+fn a_batch_gives_each_sequence_what_a_lone_turn_gives() {
+    let mut rng = Rng(0x853c_49e6_748f_ea9b);
+    for (name, text) in samples() {
+        let config = TurnConfig::builtin(name, "", 1 << 20).unwrap();
+        let (vocab, pieces) = vocab_of(text.as_bytes());
+        let binding = Binding::new(&config, vocab.clone());
+        let mut batch = Batch::new(binding.clone());
+        let mut lone: Vec<(u64, Turn, Vec<u64>, usize)> = Vec::new(); // seq, turn, target ids, position
+        let mut next_seq = 1000u64;
+        for _ in 0..60 {
+            // Add or finish some sequences.
+            if lone.len() < 6 && rng.below(3) > 0 {
+                let key = format!("turn-{next_seq}");
+                batch.add(next_seq, &key).unwrap();
+                let ids = ids_of(text.as_bytes(), &pieces, &mut rng);
+                lone.push((next_seq, Turn::start(&binding, &key), ids, 0));
+                next_seq += 7;
+            }
+            if !lone.is_empty() && rng.below(6) == 0 {
+                let (seq, mut turn, _, _) = lone.remove(rng.below(lone.len()));
+                assert_eq!(batch.finish(seq).unwrap(), turn.finish().unwrap(), "{name}: finish");
+                assert!(!batch.contains(seq));
+            }
+            if lone.is_empty() {
+                continue;
+            }
+            // A draft of a random subset of rows, in random order.
+            let k = 1 + rng.below(5);
+            let mut rows: Vec<usize> = (0..lone.len()).filter(|_| rng.below(4) > 0).collect();
+            rows.sort_by_key(|_| rng.below(100));
+            let (mut seqs, mut tokens, mut lengths) = (Vec::new(), Vec::new(), Vec::new());
+            let mut want = Vec::new();
+            for &r in &rows {
+                let (seq, turn, ids, pos) = &mut lone[r];
+                let n = rng.below(k + 1);
+                let mut row: Vec<u64> = (0..k).map(|j| ids.get(*pos + j).copied().unwrap_or(b' '.into())).collect();
+                if rng.below(4) == 0 {
+                    row[rng.below(k)] = rng.below(256) as u64;
+                }
+                seqs.push(*seq);
+                tokens.extend(&row);
+                lengths.push(n);
+                let toks: Vec<TokenIn<'_>> = row[..n].iter().map(|&i| TokenIn::Id(i)).collect();
+                let out = turn.draft(&toks).unwrap();
+                if !out.is_empty() {
+                    want.push((*seq, out));
+                }
+            }
+            let got = batch.draft(DraftRows { seqs: &seqs, tokens: &tokens, width: k, lengths: Some(&lengths) });
+            assert_eq!(by_seq(&got.unwrap()), want, "{name}: draft");
+            // A verify of every sequence with something pending (and some without).
+            let (mut seqs, mut counts, mut corrections, mut want) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+            for (seq, turn, ids, pos) in &mut lone {
+                if turn.undecided_len() == 0 && rng.below(2) == 0 {
+                    continue;
+                }
+                let n = rng.below(turn.undecided_len() + 1);
+                let c = if rng.below(2) == 0 { -1 } else { ids.get(*pos + n).map_or(-1, |&i| i as i64) };
+                seqs.push(*seq);
+                counts.push(n);
+                corrections.push(c);
+                let out = turn.verify(n, (c >= 0).then(|| TokenIn::Id(c as u64))).unwrap();
+                *pos += n + usize::from(c >= 0);
+                if !out.is_empty() {
+                    want.push((*seq, out));
+                }
+            }
+            let got = batch.verify(VerifyRows { seqs: &seqs, n_accepted: &counts, corrections: Some(&corrections) });
+            assert_eq!(by_seq(&got.unwrap()), want, "{name}: verify");
+        }
+        for (seq, mut turn, _, _) in lone {
+            assert_eq!(batch.turn(seq).unwrap().accepted_text(), turn.accepted_text());
+            assert_eq!(batch.finish(seq).unwrap(), turn.finish().unwrap(), "{name}: finish");
+        }
+        assert!(batch.is_empty());
+    }
+}
+
+fn hermes_batch() -> Batch {
+    let config = TurnConfig::builtin("hermes", "", 1 << 20).unwrap();
+    let (vocab, _) = vocab_of(b"");
+    Batch::new(Binding::new(&config, vocab))
+}
+
+#[test]
+fn caller_mistakes_in_any_row_change_nothing() {
+    let mut b = hermes_batch();
+    b.add(1, "a").unwrap();
+    b.add(2, "b").unwrap();
+    assert!(matches!(b.add(1, "again"), Err(CoreError::DuplicateSequence { seq: 1, .. })));
+    let ok = DraftRows { seqs: &[1, 2], tokens: &[65, 66, 67, 68], width: 2, lengths: None };
+    let bad: [(DraftRows<'_>, fn(&CoreError) -> bool); 6] = [
+        (DraftRows { seqs: &[1, 3], ..ok }, |e| matches!(e, CoreError::UnknownSequence { seq: 3 })),
+        (DraftRows { seqs: &[2, 2], ..ok }, |e| matches!(e, CoreError::DuplicateSequence { seq: 2, .. })),
+        (DraftRows { tokens: &[65, 66, 67], ..ok }, |e| matches!(e, CoreError::BatchShape { .. })),
+        (DraftRows { lengths: Some(&[1]), ..ok }, |e| matches!(e, CoreError::BatchShape { .. })),
+        (DraftRows { lengths: Some(&[1, 3]), ..ok }, |e| matches!(e, CoreError::BatchShape { .. })),
+        (
+            DraftRows { tokens: &[65, 66, 67, 999], ..ok },
+            |e| matches!(e, CoreError::InSequence { seq: 2, error } if matches!(**error, CoreError::UnknownTokenId { id: 999, .. })),
+        ),
+    ];
+    for (rows, is) in bad {
+        let err = b.draft(rows).unwrap_err();
+        assert!(is(&err), "{err:?}");
+        assert_eq!((b.turn(1).unwrap().ledger().len(), b.turn(2).unwrap().ledger().len()), (0, 0));
+    }
+    b.draft(ok).unwrap();
+    let verify = VerifyRows { seqs: &[1, 2], n_accepted: &[2, 1], corrections: None };
+    let bad: [VerifyRows<'_>; 4] = [
+        VerifyRows { n_accepted: &[2, 3], ..verify },
+        VerifyRows { n_accepted: &[2], ..verify },
+        VerifyRows { corrections: Some(&[-1, -2]), ..verify },
+        VerifyRows { corrections: Some(&[-1, 999]), ..verify },
+    ];
+    for rows in bad {
+        assert!(b.verify(rows).is_err());
+        assert_eq!((b.turn(1).unwrap().undecided_len(), b.turn(2).unwrap().undecided_len()), (2, 2));
+    }
+    let out = b.verify(VerifyRows { corrections: Some(&[-1, 90]), ..verify }).unwrap();
+    assert!(out.rows.is_empty());
+    assert_eq!(b.turn(2).unwrap().accepted_text(), b"CZ");
+    assert!(matches!(b.finish(7), Err(CoreError::UnknownSequence { seq: 7 })));
+}
+
+#[test]
+fn finished_slots_are_reused() {
+    let mut b = hermes_batch();
+    for seq in 0..4 {
+        b.add(seq, "").unwrap();
+    }
+    b.finish(1).unwrap();
+    b.add(10, "").unwrap();
+    assert_eq!((b.len(), b.turns.len()), (4, 4));
+    assert!(b.contains(10) && !b.contains(1));
+}

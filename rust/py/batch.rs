@@ -1,0 +1,240 @@
+//! `StreamBatch`: many sequences' turns advanced by one call each step, over
+//! `crate::batch`. Arguments are read (buffers in one copy each) and checked
+//! while holding the GIL; the core then works with the GIL released; the
+//! outcomes are built as Python objects for the sequences that have any.
+
+use super::convert::token;
+use super::ints::{int, ints_1d, ints_2d};
+use super::outcome::CallCache;
+use super::token_stream::{config, node_indices, with_tokens, ByteLimit, TurnKey, DEFAULT_MAX_BLOCK_BYTES};
+use super::vocabulary::vocab_arg;
+use crate::batch::{Batch, BatchOutcomes, DraftRows, VerifyRows};
+use crate::error::CoreError;
+use crate::turn::{Binding, Outcome};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyList};
+
+/// Many sequences' turns over one format and vocabulary. Mutable: one per
+/// engine loop (concurrent use from two threads raises RuntimeError).
+#[pyclass(name = "StreamBatch", module = "inert._core")]
+#[derive(Debug)]
+pub(super) struct PyStreamBatch {
+    batch: Batch,
+    calls: CallCache,
+}
+
+/// A sequence id: a non-negative int (numpy integer scalars included).
+fn seq_id(obj: &Bound<'_, PyAny>) -> Result<u64, CoreError> {
+    let v = int(obj, "seq")?;
+    u64::try_from(v).map_err(|_| CoreError::OutOfRange {
+        what: "seq",
+        value: v.to_string(),
+        expected: "a non-negative int",
+    })
+}
+
+fn seq_ids(obj: &Bound<'_, PyAny>) -> Result<Vec<u64>, CoreError> {
+    ints_1d(obj, "seqs")?
+        .into_iter()
+        .map(|v| {
+            u64::try_from(v).map_err(|_| CoreError::OutOfRange {
+                what: "seqs",
+                value: v.to_string(),
+                expected: "non-negative ints",
+            })
+        })
+        .collect()
+}
+
+fn shape(reason: String) -> CoreError {
+    CoreError::BatchShape { reason }
+}
+
+impl PyStreamBatch {
+    /// The outcomes of a batch call as `{seq: [outcome, ...]}`.
+    fn by_seq<'py>(&mut self, py: Python<'py>, out: BatchOutcomes) -> PyResult<Bound<'py, PyDict>> {
+        let dict = PyDict::new(py);
+        let mut outcomes = out.outcomes.into_iter();
+        for (seq, range) in out.rows {
+            let row: Vec<Outcome> = outcomes.by_ref().take(range.len()).collect();
+            let row = self.convert(py, row)?;
+            if !row.is_empty() {
+                dict.set_item(seq, PyList::new(py, row)?)?;
+            }
+        }
+        Ok(dict)
+    }
+
+    /// Outcomes as Python objects. A batch does not report reasoning closers
+    /// that closed nothing (`TokenStream.notices()` does): its results feed the
+    /// orchestrators, which take calls and malformed blocks.
+    fn convert<'py>(&mut self, py: Python<'py>, mut out: Vec<Outcome>) -> PyResult<Vec<Bound<'py, PyAny>>> {
+        out.retain(|o| !matches!(o, Outcome::ReasoningUnopened(_)));
+        self.calls.convert(py, out)
+    }
+}
+
+#[pymethods]
+impl PyStreamBatch {
+    #[new]
+    #[pyo3(
+        signature = (format = None, vocab = None, *, special_tokens = None, schemas = None, max_block_bytes = DEFAULT_MAX_BLOCK_BYTES),
+        text_signature = "(format=None, vocab=None, *, special_tokens=None, schemas=None, max_block_bytes=1048576)"
+    )]
+    fn new(
+        format: Option<&Bound<'_, PyAny>>,
+        vocab: Option<&Bound<'_, PyAny>>,
+        special_tokens: Option<&Bound<'_, PyAny>>,
+        schemas: Option<&Bound<'_, PyAny>>,
+        max_block_bytes: ByteLimit,
+    ) -> PyResult<Self> {
+        let config = config(format, String::new(), schemas, max_block_bytes.0)?;
+        let vocab = vocab_arg(vocab, special_tokens)?;
+        Ok(Self { batch: Batch::new(Binding::new(&config, vocab)), calls: CallCache::default() })
+    }
+
+    /// Starts a turn for sequence `seq`.
+    #[allow(clippy::needless_pass_by_value)] // pyo3 hands extracted arguments over by value
+    fn add(&mut self, seq: &Bound<'_, PyAny>, turn_key: TurnKey) -> PyResult<()> {
+        Ok(self.batch.add(seq_id(seq)?, &turn_key.0)?)
+    }
+
+    /// Drafts row `i` of `tokens` (its first `lengths[i]` ids) onto `seqs[i]`.
+    #[pyo3(signature = (seqs, tokens, lengths = None))]
+    fn draft<'py>(
+        &mut self,
+        py: Python<'py>,
+        seqs: &Bound<'py, PyAny>,
+        tokens: &Bound<'py, PyAny>,
+        lengths: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let seqs = seq_ids(seqs)?;
+        let ints = ints_2d(tokens, "tokens")?;
+        let (rows, width) = (ints.shape[0], ints.shape[1]);
+        if rows != seqs.len() {
+            return Err(shape(format!("tokens has {rows} rows for {} seqs", seqs.len())).into());
+        }
+        let lengths = match lengths.filter(|l| !l.is_none()) {
+            None => None,
+            Some(l) => Some(
+                ints_1d(l, "lengths")?
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, n)| {
+                        usize::try_from(n).map_err(|_| shape(format!("lengths[{i}] is {n}; lengths are >= 0")))
+                    })
+                    .collect::<Result<Vec<_>, _>>()?,
+            ),
+        };
+        // Padding past a row's length may be anything (-1 included); ids within it may not be negative.
+        for (i, &seq) in seqs.iter().enumerate() {
+            let n = lengths.as_ref().and_then(|l| l.get(i)).map_or(width, |&n| n.min(width));
+            if let Some(j) = ints.values[i * width..i * width + n].iter().position(|&v| v < 0) {
+                let value = ints.values[i * width + j].to_string();
+                let error = Box::new(CoreError::InvalidTokenId { index: j, value });
+                return Err(CoreError::InSequence { seq, error }.into());
+            }
+        }
+        let ids: Vec<u64> = ints.values.iter().map(|&v| u64::try_from(v).unwrap_or(u64::MAX)).collect();
+        let batch = &mut self.batch;
+        let out =
+            py.detach(|| batch.draft(DraftRows { seqs: &seqs, tokens: &ids, width, lengths: lengths.as_deref() }))?;
+        self.by_seq(py, out)
+    }
+
+    /// Accepts `n_accepted[i]` of `seqs[i]`'s pending tokens, appends `corrections[i]` unless -1.
+    #[pyo3(signature = (seqs, n_accepted, corrections = None))]
+    fn verify<'py>(
+        &mut self,
+        py: Python<'py>,
+        seqs: &Bound<'py, PyAny>,
+        n_accepted: &Bound<'py, PyAny>,
+        corrections: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let seqs = seq_ids(seqs)?;
+        let counts = ints_1d(n_accepted, "n_accepted")?;
+        if counts.len() != seqs.len() {
+            return Err(shape(format!("{} counts in n_accepted for {} sequences", counts.len(), seqs.len())).into());
+        }
+        let counts = seqs
+            .iter()
+            .zip(&counts)
+            .map(|(&seq, &n)| {
+                usize::try_from(n).map_err(|_| CoreError::InSequence {
+                    seq,
+                    error: Box::new(CoreError::NegativeCount { requested: n.to_string() }),
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let corrections = corrections.filter(|c| !c.is_none()).map(|c| ints_1d(c, "corrections")).transpose()?;
+        let batch = &mut self.batch;
+        let out = py.detach(|| {
+            batch.verify(VerifyRows { seqs: &seqs, n_accepted: &counts, corrections: corrections.as_deref() })
+        })?;
+        self.by_seq(py, out)
+    }
+
+    /// Ends `seq`'s turn and frees its slot.
+    fn finish<'py>(&mut self, py: Python<'py>, seq: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, PyAny>>> {
+        let out = self.batch.finish(seq_id(seq)?)?;
+        self.convert(py, out)
+    }
+
+    /// Drafts a token tree onto `seq` (see `TokenStream.draft_tree`).
+    fn draft_tree<'py>(
+        &mut self,
+        py: Python<'py>,
+        seq: &Bound<'py, PyAny>,
+        tokens: &Bound<'py, PyAny>,
+        parents: &Bound<'py, PyAny>,
+    ) -> PyResult<Vec<Bound<'py, PyAny>>> {
+        let seq = seq_id(seq)?;
+        let parents = ints_1d(parents, "parents")?;
+        let batch = &mut self.batch;
+        let out = with_tokens(tokens, |window| batch.draft_tree(seq, window, &parents))?;
+        self.convert(py, out)
+    }
+
+    /// Verifies `seq`'s tree along `path` (see `TokenStream.verify_path`).
+    #[pyo3(signature = (seq, path, correction = None))]
+    fn verify_path<'py>(
+        &mut self,
+        py: Python<'py>,
+        seq: &Bound<'py, PyAny>,
+        path: &Bound<'py, PyAny>,
+        correction: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Vec<Bound<'py, PyAny>>> {
+        let seq = seq_id(seq)?;
+        let path = node_indices(&ints_1d(path, "path")?)?;
+        let correction = correction.filter(|c| !c.is_none()).map(|c| token(0, c)).transpose()?;
+        let out = self.batch.verify_path(seq, &path, correction)?;
+        self.convert(py, out)
+    }
+
+    fn __len__(&self) -> usize {
+        self.batch.len()
+    }
+
+    fn __contains__(&self, seq: &Bound<'_, PyAny>) -> bool {
+        seq_id(seq).is_ok_and(|s| self.batch.contains(s))
+    }
+
+    #[getter]
+    fn format(&self) -> String {
+        self.batch.binding().format().name.clone()
+    }
+
+    /// Tokens drafted onto `seq` and not yet verified.
+    fn pending_len(&self, seq: &Bound<'_, PyAny>) -> PyResult<usize> {
+        Ok(self.batch.turn(seq_id(seq)?)?.undecided_len())
+    }
+
+    /// `seq`'s accepted text so far.
+    fn accepted_text<'py>(&self, py: Python<'py>, seq: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
+        Ok(PyBytes::new(py, self.batch.turn(seq_id(seq)?)?.accepted_text()))
+    }
+
+    fn __repr__(&self) -> String {
+        format!("StreamBatch(format={:?}, sequences={})", self.batch.binding().format().name, self.batch.len())
+    }
+}

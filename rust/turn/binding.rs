@@ -1,0 +1,126 @@
+//! What every turn of one format over one vocabulary shares: the scanner, the
+//! vocabulary and the ids bound to the format's delimiters. Built once (per
+//! stream, or once for a whole batch), cloned into each turn as three `Arc`s.
+
+use super::{TokenIn, TurnConfig};
+use crate::error::CoreError;
+use crate::scan::{Role, Scanner, TokenRole};
+use crate::vocab::Vocab;
+use std::sync::Arc;
+
+/// A format bound to a vocabulary. Immutable; cloning it is three reference counts.
+#[derive(Debug, Clone)]
+pub struct Binding {
+    pub(super) scanner: Arc<Scanner>,
+    vocab: Arc<Vocab>,
+    /// The ids whose piece spells one of the format's delimiters, with its role.
+    /// A handful at most, so a linear scan beats hashing on the per-token path.
+    roles: Arc<[(u32, TokenRole)]>,
+}
+
+/// A token resolved against the vocabulary: its bytes, id and role.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Resolved<'a> {
+    pub(super) bytes: &'a [u8],
+    pub(super) id: Option<u32>,
+    pub(super) role: TokenRole,
+}
+
+impl Binding {
+    /// Binds `config`'s format to `vocab`. A vocabulary entry that spells a
+    /// delimiter exactly is the model's special token for it (tokenizers list their
+    /// added tokens in the vocabulary), so it matches by id. Costs a lookup per
+    /// delimiter spelling, never a pass over the vocabulary.
+    #[must_use]
+    pub fn new(config: &TurnConfig, vocab: Arc<Vocab>) -> Self {
+        let mut scanner = Scanner::new(config.format.clone(), config.schemas.clone(), config.max_block_bytes);
+        scanner.start_in_reasoning(config.in_reasoning);
+        let mut roles: Vec<(u32, TokenRole)> = Vec::new();
+        for text in scanner.special_spellings() {
+            let role = scanner.role_of_special(text);
+            for id in vocab.ids_spelled(text) {
+                if !roles.iter().any(|&(bound, _)| bound == id) {
+                    roles.push((id, role));
+                }
+            }
+        }
+        if roles.iter().any(|&(_, role)| role == TokenRole::Delimiter(Role::CallClose)) {
+            scanner.bind_closer_by_id();
+        }
+        Self { scanner: Arc::new(scanner), vocab, roles: roles.into() }
+    }
+
+    #[must_use]
+    pub fn format(&self) -> &crate::scan::FormatSpec {
+        self.scanner.spec()
+    }
+
+    #[must_use]
+    pub fn vocab(&self) -> &Arc<Vocab> {
+        &self.vocab
+    }
+
+    /// The role of token `id`: a delimiter if its piece spells one, else text.
+    #[must_use]
+    pub fn role_of(&self, id: u32) -> TokenRole {
+        self.roles.iter().find(|&&(bound, _)| bound == id).map_or(TokenRole::Text, |&(_, role)| role)
+    }
+
+    #[inline]
+    pub(super) fn resolve<'a>(&'a self, token: TokenIn<'a>) -> Result<Resolved<'a>, CoreError> {
+        match token {
+            TokenIn::Piece(bytes) => Ok(Resolved { bytes, id: None, role: TokenRole::Text }),
+            TokenIn::Id(id) => {
+                let bytes = self.vocab.piece(id)?;
+                // piece() succeeded, so the id is bounded by MAX_TOKEN_ID.
+                let id = id as u32;
+                // An ordinary token given by id is text that knows it is no special token.
+                let role = match self.role_of(id) {
+                    TokenRole::Text => TokenRole::IdText,
+                    role => role,
+                };
+                Ok(Resolved { bytes, id: Some(id), role })
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scan::formats::NAMES;
+    use crate::scan::Schemas;
+    use crate::vocab::VocabBuilder;
+
+    /// Binding looks up only the format's delimiter spellings; it must bind exactly
+    /// what asking `role_of_special` of every entry would. The vocabulary holds every
+    /// format's spellings (and near misses, and reasoning tags), so a spelling that
+    /// `role_of_special` learns without `special_spellings` fails here.
+    #[test]
+    fn binding_by_lookup_equals_a_pass_over_every_entry() {
+        let mut texts: Vec<Vec<u8>> = vec![b"<think>".to_vec(), b"</think>".to_vec(), b"x".to_vec(), Vec::new()];
+        for name in NAMES {
+            let scanner = Scanner::new(crate::scan::formats::builtin(name).unwrap(), Schemas::default(), 1 << 20);
+            for s in scanner.special_spellings() {
+                texts.extend([s.to_vec(), s[..s.len() - 1].to_vec(), [s, b" "].concat()]);
+            }
+        }
+        let mut b = VocabBuilder::default();
+        for (id, t) in (0u64..).zip(&texts) {
+            b.insert(id, t).unwrap();
+        }
+        let vocab = Arc::new(b.build());
+        for name in NAMES {
+            let config = TurnConfig::builtin(name, "", 1 << 20).unwrap();
+            let binding = Binding::new(&config, vocab.clone());
+            for (id, t) in (0u32..).zip(&texts) {
+                assert_eq!(
+                    binding.role_of(id),
+                    binding.scanner.role_of_special(t),
+                    "{name}: {:?}",
+                    String::from_utf8_lossy(t)
+                );
+            }
+        }
+    }
+}

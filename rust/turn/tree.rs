@@ -1,0 +1,233 @@
+//! Token trees (EAGLE, Medusa): a step drafts a tree of candidate tokens, the
+//! verifier accepts one path from a root down, and every other node is rejected.
+//!
+//! Each node's state forks from its parent's: its checkpoint (scanner state,
+//! running key hash) continues the parent's, and its block table is a copy of
+//! the parent's table advanced by the node's token. The nodes are scanned in
+//! depth-first order over the live window, which holds the path to the current
+//! node, so each node costs what one drafted token costs plus a copy of the
+//! (small) table of blocks not final yet. A block closing on any branch is
+//! announced (`CallClosed`) with the key of its own path, once, whichever
+//! branches share it.
+//!
+//! `verify_path(P)` lays P's tokens and saved states onto the live stream, takes
+//! P's block table, and then ends exactly as `draft(P)` and `verify(len(P))`
+//! would: the calls announced on P stay announced (and commit as those objects),
+//! every other announced call is retracted. The ledger records every node, in
+//! the order drafted; P's are accepted, the rest rejected.
+
+use super::blocks::BlockTable;
+use super::outcome::{CallRecord, Outcome};
+use super::window::Checkpoint;
+use super::{TokenIn, Turn};
+use crate::error::CoreError;
+use std::sync::Arc;
+
+/// A drafted tree awaiting `verify_path`.
+#[derive(Debug)]
+pub(super) struct Tree {
+    /// Each node's parent, `None` for a child of the last accepted token.
+    parents: Vec<Option<u32>>,
+    /// Ledger position of node 0; node `i` is at `first_ledger + i`.
+    first_ledger: usize,
+    /// The state after each node, on its own path.
+    checkpoints: Vec<Checkpoint>,
+    /// The blocks not final after each node, on its own path.
+    tables: Vec<BlockTable>,
+    /// The blocks before the tree: where every root's path starts.
+    base: BlockTable,
+    /// Every call announced on some branch, once each, in the order announced.
+    announced: Vec<Arc<CallRecord>>,
+}
+
+fn bad(reason: String) -> CoreError {
+    CoreError::BadTree { reason }
+}
+
+/// Each node's parent, checked: `parents[i]` is -1 or an earlier node.
+fn parents_of(parents: &[i64], len: usize) -> Result<Vec<Option<u32>>, CoreError> {
+    if parents.len() != len {
+        return Err(bad(format!("{len} tokens but {} parents; give each node its parent", parents.len())));
+    }
+    (0..)
+        .zip(parents)
+        .map(|(i, &p)| match p {
+            -1 => Ok(None),
+            p if (0..i).contains(&p) => Ok(Some(p.unsigned_abs() as u32)),
+            p => Err(bad(format!("parents[{i}] is {p}; it must be -1 (a root) or an earlier node (0..{i})"))),
+        })
+        .collect()
+}
+
+/// The nodes in depth-first order, children in index order.
+fn depth_first(parents: &[Option<u32>]) -> Vec<(usize, usize)> {
+    const NONE: usize = usize::MAX;
+    let n = parents.len();
+    let (mut first_child, mut next_sibling, mut first_root) = (vec![NONE; n], vec![NONE; n], NONE);
+    for i in (0..n).rev() {
+        let head = match parents[i] {
+            Some(p) => &mut first_child[p as usize],
+            None => &mut first_root,
+        };
+        next_sibling[i] = *head;
+        *head = i;
+    }
+    // (node, depth of its parent: how many tree tokens precede it on its path)
+    let mut order = Vec::with_capacity(n);
+    let mut stack = vec![(first_root, 0)];
+    while let Some((node, depth)) = stack.pop() {
+        if node == NONE {
+            continue;
+        }
+        order.push((node, depth));
+        stack.push((next_sibling[node], depth));
+        stack.push((first_child[node], depth + 1));
+    }
+    order
+}
+
+impl Turn {
+    /// Drafts a tree: `tokens[i]` is node `i`, `parents[i]` its parent (an earlier
+    /// node) or -1 for a child of the last accepted token. Returns the `CallClosed`
+    /// of every call that closes on some branch, in depth-first order. Cost is
+    /// proportional to the tree. Nothing changes when it fails.
+    pub fn draft_tree(&mut self, tokens: &[TokenIn<'_>], parents: &[i64]) -> Result<Vec<Outcome>, CoreError> {
+        let mut out = Vec::new();
+        self.draft_tree_into(tokens, parents, &mut out)?;
+        Ok(out)
+    }
+
+    /// `draft_tree`, appending its outcomes to `out`.
+    pub fn draft_tree_into(
+        &mut self,
+        tokens: &[TokenIn<'_>],
+        parents: &[i64],
+        out: &mut Vec<Outcome>,
+    ) -> Result<(), CoreError> {
+        self.check_open()?;
+        if self.tree.is_some() {
+            return Err(CoreError::TreePending);
+        }
+        if self.ledger.undecided() > 0 {
+            return Err(CoreError::DraftPending { pending: self.ledger.undecided() });
+        }
+        let parents = parents_of(parents, tokens.len())?;
+        self.check_room(tokens.iter().copied())?;
+
+        let first_ledger = self.ledger.len();
+        for &t in tokens {
+            let (binding, ledger, _) = self.split();
+            if let Ok(r) = binding.resolve(t) {
+                ledger.append(r.bytes);
+            }
+        }
+        let base = std::mem::take(&mut self.blocks);
+        let n = tokens.len();
+        let mut checkpoints = Vec::with_capacity(n);
+        let mut tables: Vec<BlockTable> = Vec::with_capacity(n);
+        checkpoints.resize(n, self.window.base());
+        tables.resize_with(n, BlockTable::default);
+        let mut announced: Vec<Arc<CallRecord>> = Vec::new();
+        let mut node_out = Vec::new();
+        for (node, depth) in depth_first(&parents) {
+            let (binding, _, mut live) = self.split();
+            live.window.retreat(depth);
+            *live.blocks = match parents[node] {
+                Some(p) => tables[p as usize].clone(),
+                None => base.clone(),
+            };
+            let Ok(r) = binding.resolve(tokens[node]) else {
+                debug_assert!(false, "a checked token failed to resolve");
+                continue;
+            };
+            live.advance(r, first_ledger + node, &mut node_out);
+            for o in node_out.drain(..) {
+                if let Outcome::CallClosed(c) = &o {
+                    if announced.iter().any(|a| Arc::ptr_eq(a, c)) {
+                        continue;
+                    }
+                    announced.push(c.clone());
+                }
+                out.push(o);
+            }
+            checkpoints[node] = live.window.last();
+            tables[node] = std::mem::take(live.blocks);
+        }
+        self.window.retreat(0);
+        self.blocks = base.clone();
+        self.tree = Some(Box::new(Tree { parents, first_ledger, checkpoints, tables, base, announced }));
+        Ok(())
+    }
+
+    /// Whether a drafted tree awaits `verify_path`.
+    #[must_use]
+    pub fn tree_pending(&self) -> bool {
+        self.tree.is_some()
+    }
+
+    /// Checks a `verify_path(path, correction)` without changing anything.
+    pub fn check_verify_path(&self, path: &[usize], correction: Option<TokenIn<'_>>) -> Result<(), CoreError> {
+        self.check_open()?;
+        let tree = self.tree.as_ref().ok_or(CoreError::NoTree)?;
+        let mut parent = None;
+        for (j, &node) in path.iter().enumerate() {
+            let Some(&actual) = tree.parents.get(node) else {
+                return Err(bad(format!("path[{j}] is {node}, past the tree's {} nodes", tree.parents.len())));
+            };
+            if actual != parent {
+                let want = parent.map_or("a root (parent -1)".to_owned(), |p| format!("a child of node {p}"));
+                return Err(bad(format!(
+                    "path[{j}] is node {node}, which is not {want}; give a path from a root down"
+                )));
+            }
+            parent = Some(node as u32);
+        }
+        if let Some(c) = correction {
+            self.check_room(std::iter::once(c))?;
+        }
+        Ok(())
+    }
+
+    /// Accepts the tree's nodes on `path` (from a root down), rejects every other
+    /// node, then appends `correction` as accepted. Returns the retractions of the
+    /// calls announced off the path, the correction's outcomes, then the commits:
+    /// from here on the turn is exactly as if `path` alone had been drafted and
+    /// accepted. Nothing changes when it fails.
+    pub fn verify_path(&mut self, path: &[usize], correction: Option<TokenIn<'_>>) -> Result<Vec<Outcome>, CoreError> {
+        let mut out = Vec::new();
+        self.verify_path_into(path, correction, &mut out)?;
+        Ok(out)
+    }
+
+    /// `verify_path`, appending its outcomes to `out`.
+    pub fn verify_path_into(
+        &mut self,
+        path: &[usize],
+        correction: Option<TokenIn<'_>>,
+        out: &mut Vec<Outcome>,
+    ) -> Result<(), CoreError> {
+        self.check_verify_path(path, correction)?;
+        let Some(mut tree) = self.tree.take() else { return Err(CoreError::NoTree) };
+        for &node in path {
+            let at = tree.first_ledger + node;
+            self.window.append(self.ledger.piece(at), at);
+            self.window.save(tree.checkpoints[node]);
+        }
+        self.blocks = match path.last() {
+            Some(&leaf) => std::mem::take(&mut tree.tables[leaf]),
+            None => std::mem::take(&mut tree.base),
+        };
+        self.ledger.decide_only(path.iter().map(|&node| tree.first_ledger + node));
+        self.window.keep(self.window.len());
+        for call in &tree.announced {
+            if !self.blocks.is_announced(call) {
+                out.push(Outcome::CallRetracted(call.clone()));
+            }
+        }
+        self.correct(correction, out);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests;

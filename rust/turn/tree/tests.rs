@@ -1,0 +1,221 @@
+#![allow(clippy::cast_possible_wrap, clippy::cast_sign_loss, clippy::range_plus_one)] // small test indices
+
+use super::*;
+use crate::scan::samples::samples;
+use crate::turn::{CommitHasher, CommitKey, TurnConfig};
+
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: usize) -> usize {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 % n as u64) as usize
+    }
+}
+
+/// What a caller can observe of an outcome, by value.
+fn seen(out: &[Outcome]) -> Vec<String> {
+    out.iter()
+        .map(|o| match o {
+            Outcome::CallClosed(c) => format!("closed {} {:?} {:?} {}", c.call.name, c.span, c.key, c.block),
+            Outcome::CallCommitted(c) => format!("committed {} {:?} {:?} {}", c.call.name, c.span, c.key, c.block),
+            Outcome::CallRetracted(c) => format!("retracted {} {:?} {:?} {}", c.call.name, c.span, c.key, c.block),
+            Outcome::BlockMalformed(m) => format!("malformed {:?} {:?} {:?}", m.error.kind, m.span, m.key),
+            Outcome::ReasoningUnopened(r) => format!("unopened {:?}", r.span),
+        })
+        .collect()
+}
+
+/// The calls announced and not yet final, by value, after `out`.
+fn track(open: &mut Vec<String>, out: &[Outcome]) {
+    for o in out {
+        match o {
+            Outcome::CallClosed(c) => open.push(format!("{:?}{:?}", c.key, c.span)),
+            Outcome::CallRetracted(c) | Outcome::CallCommitted(c) => {
+                let k = format!("{:?}{:?}", c.key, c.span);
+                let at = open.iter().position(|o| *o == k).expect("a final outcome of an announced call");
+                open.remove(at);
+            }
+            Outcome::BlockMalformed(_) | Outcome::ReasoningUnopened(_) => {}
+        }
+    }
+}
+
+fn committed(out: &[Outcome]) -> Vec<String> {
+    seen(&out.iter().filter(|o| o.is_committed()).cloned().collect::<Vec<_>>())
+}
+
+fn key_of(turn: &str, pieces: &[&[u8]], ordinal: u32) -> CommitKey {
+    let mut h = CommitHasher::new(turn);
+    for p in pieces {
+        h.absorb_piece(p);
+    }
+    h.key(ordinal)
+}
+
+fn pieces(ps: &[&'static [u8]]) -> Vec<TokenIn<'static>> {
+    ps.iter().map(|p| TokenIn::Piece(p)).collect()
+}
+
+/// Random trees over every format's sample, verified along a random path, end
+/// exactly as drafting that path alone and verifying it: the same commits in the
+/// same order, the same calls left announced, and the same outcomes from then on.
+#[test]
+#[allow(clippy::too_many_lines)] // a schedule simulator
+fn a_tree_verified_along_a_path_equals_the_linear_draft_of_that_path() {
+    let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+    for (name, text) in samples() {
+        let config = TurnConfig::builtin(name, "k", 1 << 20).unwrap();
+        let target = text.as_bytes();
+        for _ in 0..40 {
+            let mut tree = Turn::new(&config, [], []).unwrap();
+            let mut line = Turn::new(&config, [], []).unwrap();
+            let (mut open_tree, mut open_line) = (Vec::new(), Vec::new());
+            let mut pos = 0;
+            while pos < target.len() {
+                // A main chain along the target, and side nodes hanging anywhere.
+                let mut nodes: Vec<(i64, Vec<u8>)> = Vec::new();
+                let mut p = pos;
+                for _ in 0..1 + rng.below(5) {
+                    if p >= target.len() {
+                        break;
+                    }
+                    let len = (1 + rng.below(7)).min(target.len() - p);
+                    nodes.push((nodes.len() as i64 - 1, target[p..p + len].to_vec()));
+                    p += len;
+                }
+                for _ in 0..rng.below(6) {
+                    let parent = rng.below(nodes.len() + 1) as i64 - 1;
+                    let from = (pos + rng.below(12)).min(target.len() - 1);
+                    let len = (1 + rng.below(7)).min(target.len() - from);
+                    let mut piece = target[from..from + len].to_vec();
+                    if rng.below(3) == 0 {
+                        piece[0] = b"{}\"<>/x[]"[rng.below(9)];
+                    }
+                    nodes.push((parent, piece));
+                }
+                let parents: Vec<i64> = nodes.iter().map(|n| n.0).collect();
+                let toks: Vec<TokenIn<'_>> = nodes.iter().map(|n| TokenIn::Piece(&n.1)).collect();
+                let mut out_tree = tree.draft_tree(&toks, &parents).unwrap();
+                // A path: a random node and its ancestors (or nothing).
+                let mut path = Vec::new();
+                let mut at = rng.below(nodes.len() + 1) as i64 - 1;
+                while at >= 0 {
+                    path.push(at as usize);
+                    at = parents[at as usize];
+                }
+                path.reverse();
+                let correction = (rng.below(3) == 0).then(|| vec![target[rng.below(target.len())]]);
+                let corr = correction.as_deref().filter(|c| c.is_ascii()).map(TokenIn::Piece);
+                out_tree.extend(tree.verify_path(&path, corr).unwrap());
+                let along: Vec<TokenIn<'_>> = path.iter().map(|&i| TokenIn::Piece(&nodes[i].1)).collect();
+                let mut out_line = line.draft(&along).unwrap();
+                out_line.extend(line.verify(along.len(), corr).unwrap());
+                assert_eq!(committed(&out_tree), committed(&out_line), "{name}: commits");
+                track(&mut open_tree, &out_tree);
+                track(&mut open_line, &out_line);
+                assert_eq!(open_tree, open_line, "{name}: calls left announced");
+                assert_eq!(tree.accepted_text(), line.accepted_text(), "{name}");
+                pos += path.iter().map(|&i| nodes[i].1.len()).sum::<usize>() + corr.map_or(0, |_| 1);
+                if path.is_empty() && corr.is_none() {
+                    // Nothing accepted: step on with the target's next byte.
+                    let next = [target[pos]];
+                    let a = tree.verify(0, None).unwrap_or_default();
+                    assert!(a.is_empty());
+                    let (x, y) =
+                        (tree.draft(&[TokenIn::Piece(&next)]).unwrap(), line.draft(&[TokenIn::Piece(&next)]).unwrap());
+                    assert_eq!(seen(&x), seen(&y));
+                    let (x2, y2) = (tree.verify(1, None).unwrap(), line.verify(1, None).unwrap());
+                    assert_eq!(seen(&x2), seen(&y2));
+                    track(&mut open_tree, &[x, x2].concat());
+                    track(&mut open_line, &[y, y2].concat());
+                    pos += 1;
+                }
+            }
+            let (a, b) = (tree.finish().unwrap(), line.finish().unwrap());
+            assert_eq!(seen(&a), seen(&b), "{name}: the same outcomes from then on");
+            track(&mut open_tree, &a);
+            track(&mut open_line, &b);
+            assert!(open_tree.is_empty() && open_line.is_empty());
+            assert_eq!(tree.ledger().len(), tree.ledger().len());
+        }
+    }
+}
+
+fn hermes() -> TurnConfig {
+    TurnConfig::builtin("hermes", "t", 1 << 20).unwrap()
+}
+
+#[test]
+fn the_same_block_on_two_branches_has_each_paths_key() {
+    let block: &[&'static [u8]] = &[b"<tool_call>", b"{\"name\": \"f\"}", b"</tool_call>"];
+    let mut t = Turn::new(&hermes(), [], []).unwrap();
+    // Two roots ("a", "b"), each followed by the same block.
+    let toks = pieces(&[b"a", block[0], block[1], block[2], b"b", block[0], block[1], block[2]]);
+    let out = t.draft_tree(&toks, &[-1, 0, 1, 2, -1, 4, 5, 6]).unwrap();
+    let [Outcome::CallClosed(x), Outcome::CallClosed(y)] = out.as_slice() else { panic!("{out:?}") };
+    assert_eq!(x.key, key_of("t", &[b"a", block[0], block[1], block[2]], 0));
+    assert_eq!(y.key, key_of("t", &[b"b", block[0], block[1], block[2]], 0));
+    assert_eq!((x.span.clone(), y.span.clone()), (1..4, 1..4), "spans are positions on each path");
+    let out = t.verify_path(&[4, 5, 6, 7], None).unwrap();
+    assert_eq!(out, vec![Outcome::CallRetracted(x.clone()), Outcome::CallCommitted(y.clone())]);
+    assert!(Arc::ptr_eq(
+        match &out[1] {
+            Outcome::CallCommitted(c) => c,
+            _ => unreachable!(),
+        },
+        y
+    ));
+    assert_eq!(t.accepted_text(), b"b<tool_call>{\"name\": \"f\"}</tool_call>");
+    assert_eq!(t.ledger().rejected_runs(), vec![0..4]);
+}
+
+#[test]
+fn a_call_shared_by_branches_is_announced_once() {
+    // The block closes at node 2; nodes 3 and 4 both follow it.
+    let mut t = Turn::new(&hermes(), [], []).unwrap();
+    let toks = pieces(&[b"<tool_call>", b"{\"name\": \"f\"}", b"</tool_call>", b" x", b" y"]);
+    let out = t.draft_tree(&toks, &[-1, 0, 1, 2, 2]).unwrap();
+    let [Outcome::CallClosed(c)] = out.as_slice() else { panic!("{out:?}") };
+    let out = t.verify_path(&[0, 1, 2, 4], None).unwrap();
+    assert_eq!(out, vec![Outcome::CallCommitted(c.clone())]);
+    assert_eq!(t.accepted_text(), b"<tool_call>{\"name\": \"f\"}</tool_call> y");
+}
+
+#[test]
+fn bad_trees_and_paths_change_nothing() {
+    let mut t = Turn::new(&hermes(), [], []).unwrap();
+    let toks = pieces(&[b"a", b"b", b"c"]);
+    for parents in [&[-1, 1, 0][..], &[0, -1, 0], &[-1, -2, 0], &[-1, 0]] {
+        assert!(matches!(t.draft_tree(&toks, parents), Err(CoreError::BadTree { .. })), "{parents:?}");
+    }
+    assert!(matches!(t.verify_path(&[0], None), Err(CoreError::NoTree)));
+    t.draft(&pieces(&[b"x"])).unwrap();
+    assert!(matches!(t.draft_tree(&toks, &[-1, 0, 0]), Err(CoreError::DraftPending { pending: 1 })));
+    t.verify(1, None).unwrap();
+    assert_eq!(t.ledger().len(), 1);
+    t.draft_tree(&toks, &[-1, 0, 0]).unwrap();
+    assert!(matches!(t.draft(&toks), Err(CoreError::TreePending)));
+    assert!(matches!(t.verify(0, None), Err(CoreError::TreePending)));
+    assert!(matches!(t.draft_tree(&toks, &[-1, 0, 0]), Err(CoreError::TreePending)));
+    for path in [&[1][..], &[0, 0], &[0, 5], &[2, 0]] {
+        assert!(matches!(t.verify_path(path, None), Err(CoreError::BadTree { .. })), "{path:?}");
+    }
+    assert!(matches!(t.verify_path(&[0], Some(TokenIn::Id(3))), Err(CoreError::UnknownTokenId { .. })));
+    assert_eq!((t.ledger().len(), t.undecided_len(), t.live_text()), (4, 3, &b"x"[..]));
+    t.verify_path(&[0, 2], None).unwrap();
+    assert_eq!(t.accepted_text(), b"xac");
+    assert_eq!(t.ledger().rejected_runs(), vec![2..3]);
+}
+
+#[test]
+fn finish_rejects_a_pending_tree() {
+    let mut t = Turn::new(&hermes(), [], []).unwrap();
+    let toks = pieces(&[b"<tool_call>", b"{\"name\": \"f\"}", b"</tool_call>"]);
+    let out = t.draft_tree(&toks, &[-1, 0, 1]).unwrap();
+    let [Outcome::CallClosed(c)] = out.as_slice() else { panic!("{out:?}") };
+    assert_eq!(t.finish().unwrap(), vec![Outcome::CallRetracted(c.clone())]);
+    assert!(t.accepted_text().is_empty());
+}

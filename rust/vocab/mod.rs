@@ -1,0 +1,207 @@
+//! The vocabulary: token ids to the bytes the model emits for them. Built once
+//! per model (O(vocabulary)), immutable, and shared by every turn through an
+//! `Arc`, so attaching it to a stream costs O(1).
+//!
+//! - `decode`: tokenizer pieces (GPT-2 byte-level, SentencePiece) to raw bytes;
+//! - `tokenizer_json`: a `tokenizers` tokenizer's saved JSON to a vocabulary.
+
+pub mod decode;
+pub mod tokenizer_json;
+
+use crate::error::CoreError;
+use std::ops::Range;
+
+/// Ids above this are refused: the table is dense, and real vocabularies
+/// stay far below it (the largest in use are about 260k).
+pub const MAX_TOKEN_ID: u32 = (1 << 22) - 1;
+
+/// Where an id's piece lies in the byte arena; `ABSENT` for ids with none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Span {
+    start: u32,
+    end: u32,
+}
+
+const ABSENT: Span = Span { start: u32::MAX, end: 0 };
+
+/// A dense id -> piece table over one byte arena. Lookups are one index, on the
+/// per-token path. An index from piece text to ids answers "which ids spell this
+/// delimiter", so binding a format's special tokens looks up only its
+/// delimiters, never the whole vocabulary.
+#[derive(Debug, Default)]
+pub struct Vocab {
+    bytes: Vec<u8>,
+    spans: Vec<Span>,
+    /// Open addressing over the pieces' hashes, linear probing: `id + 1`, 0 for empty.
+    /// Every id lies in the probe run that starts at its hash, so a lookup walks that
+    /// run to its first empty slot and finds every id with the piece.
+    by_piece: Vec<u32>,
+    len: usize,
+}
+
+/// Builds a `Vocab`: insertions may replace earlier ones (a special token
+/// overriding a piece), and the index is built once at the end.
+#[derive(Debug, Default)]
+pub struct VocabBuilder {
+    bytes: Vec<u8>,
+    spans: Vec<Span>,
+}
+
+impl VocabBuilder {
+    /// Adds or replaces the piece of `id`.
+    pub fn insert(&mut self, id: u64, piece: &[u8]) -> Result<(), CoreError> {
+        let idx = index(id)?;
+        let start = self.bytes.len();
+        let end = start + piece.len();
+        if end >= u32::MAX as usize {
+            return Err(CoreError::OutOfRange {
+                what: "the vocabulary",
+                value: format!("{end} bytes of pieces"),
+                expected: "under 4 GiB",
+            });
+        }
+        if idx >= self.spans.len() {
+            self.spans.resize(idx + 1, ABSENT);
+        }
+        self.bytes.extend_from_slice(piece);
+        self.spans[idx] = Span { start: start as u32, end: end as u32 };
+        Ok(())
+    }
+
+    /// Adds a special token: like `insert`, but its spelling may not be empty.
+    pub fn insert_special(&mut self, id: u64, text: &[u8]) -> Result<(), CoreError> {
+        if text.is_empty() {
+            return Err(CoreError::EmptySpecialToken { id });
+        }
+        self.insert(id, text)
+    }
+
+    /// The vocabulary, with its index from pieces to ids.
+    #[must_use]
+    pub fn build(self) -> Vocab {
+        let len = self.spans.iter().filter(|s| **s != ABSENT).count();
+        let mut vocab = Vocab { bytes: self.bytes, spans: self.spans, by_piece: Vec::new(), len };
+        let size = (len * 2).next_power_of_two().max(16);
+        let mut table = vec![0u32; size];
+        for (id, span) in vocab.spans.iter().enumerate() {
+            if *span == ABSENT {
+                continue;
+            }
+            let mut slot = hash(&vocab.bytes[range(*span)]) & (size - 1);
+            while table[slot] != 0 {
+                slot = (slot + 1) & (size - 1);
+            }
+            table[slot] = id as u32 + 1;
+        }
+        vocab.by_piece = table;
+        vocab
+    }
+}
+
+impl Vocab {
+    /// Whether it holds no piece at all.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Number of ids that have a piece.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// The piece of `id`.
+    #[inline]
+    pub fn piece(&self, id: u64) -> Result<&[u8], CoreError> {
+        match self.spans.get(usize::try_from(id).unwrap_or(usize::MAX)) {
+            Some(&span) if span != ABSENT => Ok(&self.bytes[range(span)]),
+            _ if id > u64::from(MAX_TOKEN_ID) => Err(CoreError::TokenIdTooLarge { id, max: u64::from(MAX_TOKEN_ID) }),
+            _ => Err(CoreError::UnknownTokenId { id, has_vocab: !self.is_empty() }),
+        }
+    }
+
+    /// Every id whose piece is exactly `text`, in no particular order. Costs the
+    /// probe run of `text`'s hash, about one slot: the table is at most half full.
+    pub fn ids_spelled<'a>(&'a self, text: &'a [u8]) -> impl Iterator<Item = u32> + 'a {
+        let mask = self.by_piece.len().wrapping_sub(1);
+        let first = if self.by_piece.is_empty() { None } else { Some(hash(text) & mask) };
+        let mut slot = first;
+        std::iter::from_fn(move || {
+            while let Some(s) = slot {
+                let entry = self.by_piece[s];
+                if entry == 0 {
+                    slot = None;
+                    return None;
+                }
+                slot = Some((s + 1) & mask);
+                let id = entry - 1;
+                if &self.bytes[range(self.spans[id as usize])] == text {
+                    return Some(id);
+                }
+            }
+            None
+        })
+    }
+}
+
+fn range(span: Span) -> Range<usize> {
+    span.start as usize..span.end as usize
+}
+
+fn index(id: u64) -> Result<usize, CoreError> {
+    if id > u64::from(MAX_TOKEN_ID) {
+        return Err(CoreError::TokenIdTooLarge { id, max: u64::from(MAX_TOKEN_ID) });
+    }
+    Ok(id as usize)
+}
+
+/// FNV-1a: pieces are short, and the index is built once per model.
+fn hash(bytes: &[u8]) -> usize {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in bytes {
+        h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+    }
+    (h ^ (h >> 32)) as usize
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lookups() {
+        let v = VocabBuilder::default().build();
+        assert!(matches!(v.piece(3), Err(CoreError::UnknownTokenId { id: 3, has_vocab: false })));
+        let mut b = VocabBuilder::default();
+        b.insert(3, b"abc").unwrap();
+        assert!(b.insert(u64::from(MAX_TOKEN_ID) + 1, b"x").is_err());
+        assert!(matches!(b.insert_special(4, b""), Err(CoreError::EmptySpecialToken { id: 4 })));
+        let v = b.build();
+        assert_eq!(v.piece(3).unwrap(), b"abc");
+        assert_eq!(v.len(), 1);
+        assert!(matches!(v.piece(2), Err(CoreError::UnknownTokenId { id: 2, has_vocab: true })));
+        assert!(matches!(v.piece(u64::MAX), Err(CoreError::TokenIdTooLarge { .. })));
+    }
+
+    #[test]
+    fn later_insertions_replace_and_the_index_finds_every_spelling() {
+        let mut b = VocabBuilder::default();
+        for id in 0..5000u64 {
+            b.insert(id, format!("p{}", id % 1000).as_bytes()).unwrap();
+        }
+        b.insert(7, b"<tool_call>").unwrap();
+        b.insert_special(9000, b"<tool_call>").unwrap();
+        let v = b.build();
+        assert_eq!(v.len(), 5001);
+        let mut ids: Vec<u32> = v.ids_spelled(b"<tool_call>").collect();
+        ids.sort_unstable();
+        assert_eq!(ids, [7, 9000]);
+        let mut ids: Vec<u32> = v.ids_spelled(b"p3").collect();
+        ids.sort_unstable();
+        assert_eq!(ids, [3, 1003, 2003, 3003, 4003]);
+        assert_eq!(v.ids_spelled(b"p7").count(), 4, "id 7 was replaced");
+        assert_eq!(v.ids_spelled(b"absent").count(), 0);
+        assert_eq!(VocabBuilder::default().build().ids_spelled(b"x").count(), 0);
+    }
+}

@@ -1,0 +1,195 @@
+"""BatchOrchestrator: many sequences, one crossing into the core per step, one pool,
+global per-tool limits, one journal; each sequence reported exactly as a lone
+Orchestrator with the same tokens would. And token trees through the orchestrators."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import Counter
+from typing import Any
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import inert
+from tools import block
+
+VOCAB = inert.Vocabulary([bytes([b]) for b in range(256)])  # byte-level: a token id is a byte
+EFFECTS = {"lookup": inert.ToolSpec("read_only", reads="k"), "save": inert.ToolSpec("write", reads="k", writes="k")}
+
+
+class Tools:
+    """Tools that note every call per sequence, and check that a write runs only once
+    its call is among the calls its sequence's verifier has accepted."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.ran: list[tuple[str, str, Any]] = []
+        self.accepting: dict[str, Counter[str]] = {}
+        self.problems: list[str] = []
+
+    def mapping(self) -> dict[str, Any]:
+        def lookup(k: str, seq: str, i: int) -> str:
+            with self.lock:
+                self.ran.append((seq, "lookup", k))
+            return f"{seq}:{k}"
+
+        def save(k: str, seq: str, i: int) -> str:
+            key = json.dumps({"i": i, "k": k, "seq": seq}, sort_keys=True)
+            with self.lock:
+                self.ran.append((seq, "save", f"{k}{i}"))
+                done = sum(1 for s, n, kk in self.ran if (s, n, kk) == (seq, "save", f"{k}{i}"))
+                if done > self.accepting.get(seq, Counter())[key]:
+                    self.problems.append(f"{seq} saved {k} before its block was accepted")
+            return "saved"
+
+        return {"lookup": lookup, "save": save}
+
+    def accept(self, seq: str, accepted: bytes) -> None:
+        calls = [json.dumps(c.arguments, sort_keys=True) for c in inert.parse(accepted)
+                 if isinstance(c, inert.Call) and c.name == "save"]
+        with self.lock:
+            self.accepting[seq] = Counter(calls)
+
+
+@st.composite
+def sequences(draw: Any) -> list[tuple[int, bytes]]:
+    out = []
+    for seq in draw(st.lists(st.integers(0, 40), min_size=1, max_size=5, unique=True)):
+        calls = draw(st.lists(st.tuples(st.sampled_from(["lookup", "save"]), st.sampled_from(["a", "b", "c"])),
+                              max_size=3))
+        text = "".join(f"Step {i}. " + block(n, k=k, seq=str(seq), i=i) for i, (n, k) in enumerate(calls)) + " done"
+        out.append((seq, text.encode()))
+    return out
+
+
+@settings(max_examples=min(settings().max_examples, 50))  # each example starts a pool of workers
+@given(st.data())
+def test_a_batch_reports_each_sequence_as_a_lone_orchestrator_would(data: st.DataObject) -> None:
+    seqs = data.draw(sequences())
+    tools = Tools()
+    batch = inert.BatchOrchestrator(EFFECTS, tools.mapping(), vocab=VOCAB, max_workers=4)
+    accepted: dict[int, bytes] = {}
+    for seq, _ in seqs:
+        batch.add(seq, f"turn-{seq}")
+        accepted[seq] = b""
+    live = dict(seqs)
+    while any(len(accepted[s]) < len(live[s]) for s in live):
+        active = [s for s in live if len(accepted[s]) < len(live[s])]
+        k = data.draw(st.integers(1, 6))
+        rows, lengths, n_acc, corrections = [], [], [], []
+        for s in active:
+            pos = len(accepted[s])
+            window = list(live[s][pos:pos + k])
+            if window and data.draw(st.integers(0, 4)) == 0:
+                window[data.draw(st.integers(0, len(window) - 1))] = ord("}")  # a wrong draft token
+            correct = 0
+            while correct < len(window) and window[correct] == live[s][pos + correct]:
+                correct += 1
+            n = data.draw(st.integers(0, correct))
+            nxt = pos + n
+            corr = live[s][nxt] if nxt < len(live[s]) and (n == 0 or data.draw(st.booleans())) else -1
+            rows.append(window + [-1] * (k - len(window)))
+            lengths.append(len(window))
+            n_acc.append(n)
+            corrections.append(corr)
+            accepted[s] += bytes(window[:n]) + (bytes([corr]) if corr >= 0 else b"")
+        ids = np.asarray(active, dtype=np.int64)
+        batch.draft(ids, np.asarray(rows, dtype=np.int32), np.asarray(lengths, dtype=np.int64))
+        for s in active:
+            tools.accept(str(s), accepted[s])
+        batch.verify(ids, np.asarray(n_acc, dtype=np.int64), np.asarray(corrections, dtype=np.int64))
+    reports = {s: batch.finish(s) for s, _ in seqs}
+    batch.close()
+    assert tools.problems == [], tools.problems
+    for seq, text in seqs:
+        assert accepted[seq] == text
+        # What a lone stream with these tokens holds: the same calls, keyed by their own ids.
+        got = [(r.name, r.arguments, r.commit_key, r.result) for r in reports[seq].results]
+        expected_calls = [c for c in inert.parse(text) if isinstance(c, inert.Call)]
+        assert [(n, a) for n, a, _, _ in got] == [(c.name, c.arguments) for c in expected_calls]
+        for r in reports[seq].results:
+            assert r.commit_key == inert.commit_key(f"turn-{seq}", list(text[:r.span[1]]))
+        assert all(result == ("saved" if name == "save" else f"{seq}:{a['k']}") for name, a, _, result in got)
+        assert reports[seq].violations == []
+    saves = Counter((s, k) for s, n, k in tools.ran if n == "save")
+    assert all(v == 1 for v in saves.values()), "every write ran once"
+
+
+def test_limits_hold_across_the_sequences() -> None:
+    inside = threading.Semaphore(0)
+    active, peak = [0], [0]
+    lock = threading.Lock()
+    release = threading.Event()
+
+    def slow(i: int) -> None:
+        with lock:
+            active[0] += 1
+            peak[0] = max(peak[0], active[0])
+        inside.release()
+        release.wait(30)
+        with lock:
+            active[0] -= 1
+
+    batch = inert.BatchOrchestrator({"slow": inert.ToolSpec("read_only", reads="i")}, {"slow": slow},
+                                    vocab=VOCAB, limits={"slow": 1}, max_workers=8)
+    for seq in (1, 2, 3):
+        batch.add(seq, f"t{seq}")
+    texts = [block("slow", i=seq).encode() for seq in (1, 2, 3)]
+    width = max(map(len, texts))
+    rows = np.full((3, width), -1, dtype=np.int32)
+    for r, t in enumerate(texts):
+        rows[r, :len(t)] = list(t)
+    batch.draft([1, 2, 3], rows, [len(t) for t in texts])  # three reads, each may start at once but for the limit
+    assert inside.acquire(timeout=30)
+    assert not inside.acquire(timeout=0.2), "a second call of the tool started past its global limit"
+    release.set()
+    batch.verify([1, 2, 3], [len(t) for t in texts])
+    reports = [batch.finish(s) for s in (1, 2, 3)]
+    batch.close()
+    assert peak[0] == 1 and all(len(r.results) == 1 for r in reports)
+
+
+def test_one_journal_for_every_sequence(tmp_path: Any) -> None:
+    path = tmp_path / "j.sqlite"
+    with inert.BatchOrchestrator({"save": "write"}, {"save": lambda n: n}, vocab=VOCAB, journal=path) as batch:
+        for seq in (7, 8):
+            batch.add(seq, f"req-{seq}")
+        texts = [block("save", n=seq).encode() for seq in (7, 8)]
+        rows = np.asarray([list(t) for t in texts], dtype=np.int64)
+        batch.draft([7, 8], rows)
+        batch.verify([7, 8], [len(t) for t in texts])
+        assert [r.result for r in batch.finish(7).results] == [7]
+        assert [r.result for r in batch.finish(8).results] == [8]
+    assert sorted(e.turn_key for e in inert.recover(path).completed) == ["req-7", "req-8"]
+
+
+def test_a_tree_through_the_orchestrator_runs_reads_on_branches_and_writes_only_on_the_path() -> None:
+    ran: list[str] = []
+    lock = threading.Lock()
+
+    def note(name: str) -> Any:
+        def tool(k: str) -> str:
+            with lock:
+                ran.append(f"{name} {k}")
+            return k
+        return tool
+
+    effects = {"get": inert.ToolSpec("read_only", reads="k"), "put": inert.ToolSpec("write", reads="k", writes="k")}
+    orch = inert.Orchestrator(effects, {"get": note("get"), "put": note("put")}, turn_key="tree")
+    left = [block("get", k="L"), block("put", k="L")]
+    right = [block("get", k="R"), block("put", k="R")]
+    # Two branches from the last accepted token: nodes 0,1 (left) and 2,3 (right).
+    step = orch.draft_tree(left + right, [-1, 0, -1, 2])
+    assert sorted(d.name + " " + d.arguments["k"] for d in step.dispatched) == ["get L", "get R"]
+    step = orch.verify_path([2, 3])
+    assert [d.name for d in step.dispatched] == ["put"], "only the accepted branch's write is let go"
+    report = orch.finish()
+    assert [(r.name, r.arguments["k"]) for r in report.results] == [("get", "R"), ("put", "R")]
+    assert "put L" not in ran, "a write on a rejected branch never runs"
+    lone = inert.Orchestrator(effects, {"get": note("get"), "put": note("put")}, turn_key="tree")
+    lone.draft(right)
+    lone.verify(2)
+    assert [r.commit_key for r in lone.finish().results] == [r.commit_key for r in report.results]

@@ -1,0 +1,172 @@
+"""The command line as a user meets it, in a subprocess: a closed stdout ends the
+output quietly, and bad input gets one clear line on stderr and exit status 2
+(1 means findings), never a traceback."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+FOREIGN = Path(__file__).resolve().parent / "traces" / "foreign_incident.jsonl"
+
+
+def inert(*args: str, stdout: int | None = subprocess.PIPE) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "inert", *args], stdout=stdout, stderr=subprocess.PIPE, text=True,
+                          timeout=120)
+
+
+def into_closed_pipe(*args: str) -> subprocess.CompletedProcess[str]:
+    """Runs the CLI with stdout on a pipe whose reader has already gone (`... | head` after
+    head exits): the pipe is closed before the process starts, so every write meets it closed."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        return inert(*args, stdout=write_end)
+    finally:
+        os.close(write_end)
+
+
+@pytest.mark.parametrize(("args", "code"), [
+    (("audit", str(FOREIGN)), 1),
+    (("audit", str(FOREIGN), "--json"), 1),
+    (("demo",), 0),
+    (("simulate", "--seeds", "2"), 0),
+    (("--help",), 0),
+])
+def test_a_closed_stdout_ends_the_output_quietly(args: tuple[str, ...], code: int) -> None:
+    done = into_closed_pipe(*args)
+    assert done.stderr == "", "no 'Broken pipe', no traceback"
+    assert done.returncode == code, "the command's own status: a closed stdout is not bad input"
+
+
+def assert_refused(done: subprocess.CompletedProcess[str], *names: str) -> None:
+    assert "Traceback" not in done.stderr, done.stderr
+    assert done.returncode == 2, (done.returncode, done.stderr)
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    for name in names:
+        assert name in lines[0], (name, lines[0])
+
+
+# -- inert demo --
+
+def test_demo_refuses_a_file_that_is_not_sqlite(tmp_path: Path) -> None:
+    text = tmp_path / "notes.txt"
+    text.write_text("these are my notes, not a database\n" * 100)
+    assert_refused(inert("demo", "--db", str(text)), "inert demo", str(text))
+    assert text.read_text().startswith("these are my notes"), "left as it was"
+
+
+def test_demo_refuses_someone_elses_database(tmp_path: Path) -> None:
+    db = tmp_path / "app.sqlite"
+    with sqlite3.connect(db) as con:
+        con.execute("CREATE TABLE resources (id INTEGER PRIMARY KEY, owner TEXT)")
+        con.execute("INSERT INTO resources VALUES (1, 'alice')")
+    con.close()
+    assert_refused(inert("demo", "--db", str(db)), str(db), "resources")
+    with sqlite3.connect(db) as con:
+        assert con.execute("SELECT * FROM resources").fetchall() == [(1, "alice")], "the demo never empties real data"
+    con.close()
+
+
+def test_demo_reuses_its_own_database(tmp_path: Path) -> None:
+    db = tmp_path / "world.sqlite"
+    assert inert("demo", "--db", str(db)).returncode == 0
+    again = inert("demo", "--db", str(db))
+    assert again.returncode == 0, again.stderr
+
+
+@pytest.mark.parametrize("where", ["db-folder", "db-missing-folder", "trace-missing-folder", "trace-folder"])
+def test_demo_on_a_path_it_cannot_use(tmp_path: Path, where: str) -> None:
+    missing = tmp_path / "no" / "such" / "folder" / "x"
+    args = {
+        "db-folder": ("--db", str(tmp_path)),
+        "db-missing-folder": ("--db", str(missing)),
+        "trace-missing-folder": ("--trace", str(missing)),
+        "trace-folder": ("--trace", str(tmp_path)),
+    }[where]
+    assert_refused(inert("demo", *args), "inert demo")
+
+
+# -- inert audit (the output path; what audit reads is checked in test_audit.py) --
+
+def test_audit_of_a_missing_file(tmp_path: Path) -> None:
+    assert_refused(inert("audit", str(tmp_path / "missing.jsonl")), "inert audit", "missing.jsonl")
+
+
+# -- inert simulate --
+
+MODEL = "[models.m]\nalpha = 0.8\n"
+AGENT = ("[agents.a]\ntranscript = '''<tool_call>{\"name\": \"get\", \"arguments\": {\"key\": \"x\"}}</tool_call>'''\n"
+         "[agents.a.tools.get]\nkind = \"read\"\nmedian_s = 0.01\n")
+
+BAD_WORKLOADS = {
+    "toml-syntax": ("[models.m\nalpha = 0.8\n", "not valid TOML"),
+    "not-utf8": (b"[models.m]\nalpha = 0.8 # \xff\xfe\n", "UTF-8"),
+    "unknown-kind": (MODEL + AGENT.replace('"read"', '"teleport"'), "agents.a.tools.get.kind"),
+    "string-number": (MODEL + AGENT.replace("0.01", '"fast"'), "agents.a.tools.get.median_s"),
+    "k-zero": ("[models.m]\nalpha = 0.8\nk = 0\n" + AGENT, "models.m.k"),
+    "k-negative": ("[models.m]\nalpha = 0.8\nk = -3\n" + AGENT, "models.m.k"),
+    "k-fraction": ("[models.m]\nalpha = 0.8\nk = 2.5\n" + AGENT, "models.m.k"),
+    "k-boolean": ("[models.m]\nalpha = 0.8\nk = true\n" + AGENT, "models.m.k"),
+    "alpha-above-one": ("[models.m]\nalpha = 1.5\n" + AGENT, "models.m.alpha"),
+    "alpha-negative": ("[models.m]\nalpha = -0.1\n" + AGENT, "models.m.alpha"),
+    "alpha-nan": ("[models.m]\nalpha = nan\n" + AGENT, "models.m.alpha"),
+    "alpha-missing": ("[models.m]\nk = 4\n" + AGENT, "models.m.alpha"),
+    "alpha-decay-zero": ("[models.m]\nalpha = 0.8\nalpha_decay = 0.0\n" + AGENT, "models.m.alpha_decay"),
+    "negative-verify": ("[models.m]\nalpha = 0.8\nverify_s = -0.005\n" + AGENT, "models.m.verify_s"),
+    "negative-draft": ("[models.m]\nalpha = 0.8\ndraft_s = -1\n" + AGENT, "models.m.draft_s"),
+    "negative-latency": (MODEL + AGENT.replace("0.01", "-0.01"), "agents.a.tools.get.median_s"),
+    "p99-below-median": (MODEL + AGENT + "p99_s = 0.001\n", "agents.a.tools.get.p99_s"),
+    "adaptive-string": ("[models.m]\nalpha = 0.8\nadaptive = \"yes\"\n" + AGENT, "models.m.adaptive"),
+    "unknown-model-field": ("[models.m]\nalpha = 0.8\nwindow = 4\n" + AGENT, "models.m.window"),
+    "unknown-top-level": ("[model.m]\nalpha = 0.8\n", "model"),
+    "missing-transcript": (MODEL + "[agents.a.tools.get]\nkind = \"read\"\nmedian_s = 0.01\n", "agents.a.transcript"),
+    "unknown-format": (MODEL + AGENT.replace("[agents.a]\n", "[agents.a]\nformat = \"hermess\"\n"), "agents.a.format"),
+    "tools-not-a-table": (MODEL + "[agents.x]\ntranscript = \"hi\"\ntools = 3\n", "agents.x.tools"),
+    "row-not-a-string": (MODEL + AGENT.replace("[agents.a.tools.get]", "rows = { x = 1 }\n[agents.a.tools.get]"),
+                         "agents.a.rows.x"),
+    "unknown-workload-model": (MODEL + AGENT + "[[workloads]]\nmodel = \"nope\"\nagent = \"a\"\n", "workloads[0].model"),
+    "workload-missing-agent": (MODEL + AGENT + "[[workloads]]\nmodel = \"m\"\n", "workloads[0].agent"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_WORKLOADS))
+def test_simulate_refuses_a_bad_workload_file_naming_the_file_and_the_field(tmp_path: Path, case: str) -> None:
+    content, field = BAD_WORKLOADS[case]
+    path = tmp_path / f"{case}.toml"
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content)
+    assert_refused(inert("simulate", "--workloads", str(path), "--seeds", "2"), "inert simulate", str(path), field)
+
+
+def test_simulate_runs_a_good_workload_file(tmp_path: Path) -> None:
+    path = tmp_path / "good.toml"
+    path.write_text("[models.m]\nalpha = 0.8\nk = 4\nverify_s = 0.004\nalpha_decay = 1.0\nadaptive = true\n"
+                    + AGENT + "p99_s = 0.05\n[[workloads]]\nmodel = \"m\"\nagent = \"a\"\n")
+    done = inert("simulate", "--workloads", str(path), "--seeds", "3")
+    assert done.returncode == 0, done.stderr
+    assert "m / a" in done.stdout
+
+
+@pytest.mark.parametrize("seeds", ["0", "-1", "many", "2.5"])
+def test_simulate_refuses_a_bad_seed_count(seeds: str) -> None:
+    done = inert("simulate", "--seeds", seeds)
+    assert "Traceback" not in done.stderr and done.returncode == 2, done.stderr
+    assert "--seeds" in done.stderr and seeds in done.stderr
+
+
+def test_simulate_refuses_a_missing_workload_file(tmp_path: Path) -> None:
+    assert_refused(inert("simulate", "--workloads", str(tmp_path / "nope.toml")), "inert simulate", "nope.toml")
+
+
+def test_simulate_refuses_a_plot_into_a_missing_folder(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib", reason="the optional plot extra (matplotlib) is not installed")
+    assert_refused(inert("simulate", "--seeds", "2", "--plot", str(tmp_path / "no" / "x.png")), "inert simulate", "--plot")

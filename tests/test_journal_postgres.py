@@ -1,0 +1,472 @@
+"""PostgresJournal, what only a shared journal does: an explicit, versioned
+schema; waiting on a live holder (its outcome, or InFlightError at the
+deadline); leases that a running call renews and a dead one lets lapse into
+doubt; one worker re-running an idempotent key in doubt; connections lost
+mid-call; recovery in a read-only transaction. Concurrent work is ordered with
+events, never with sleeps that race."""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from journals import Proxy, admin_execute, dbname_of, record
+
+import inert
+from inert.cli import main
+from tools import block
+
+Open = Callable[..., inert.PostgresJournal]
+
+
+@pytest.fixture
+def open_pg(postgres_dsn: str) -> Iterator[Open]:
+    """Opens workers on the test database (closed at the end): ``open_pg(worker="A", ...)``."""
+    opened: list[inert.PostgresJournal] = []
+
+    def make(dsn: str | None = None, **kw: Any) -> inert.PostgresJournal:
+        j = inert.PostgresJournal(dsn or postgres_dsn, **kw)
+        opened.append(j)
+        return j
+
+    yield make
+    for j in opened:
+        j.close()
+
+
+def tables(admin: str, dsn: str) -> set[str]:
+    rows = admin_execute(admin, "SELECT tablename FROM pg_tables WHERE schemaname = 'public'", dbname=dbname_of(dsn))
+    return {r[0] for r in rows}
+
+
+def wait_until(what: Callable[[], bool], timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not what():
+        assert time.monotonic() < deadline, "timed out waiting"
+        time.sleep(0.01)
+
+
+def lapsed(dsn: str) -> Callable[[], bool]:
+    return lambda: not inert.recover(dsn).in_flight
+
+
+def backend_pids(admin: str, worker: str) -> list[int]:
+    return [r[0] for r in admin_execute(admin, "SELECT pid FROM pg_stat_activity WHERE application_name = %s",
+                                        (f"inert {worker}",))]
+
+
+def in_thread(fn: Callable[[], Any]) -> tuple[threading.Thread, dict[str, Any]]:
+    out: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            out["value"] = fn()
+        except BaseException as e:  # noqa: BLE001 - handed to the test
+            out["error"] = e
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    return t, out
+
+
+def turn(journal: Any, tools: dict[str, Any], effects: dict[str, Any], blocks: list[str]) -> inert.Report:
+    orch = inert.Orchestrator(effects, tools, turn_key="t1", journal=journal)
+    orch.draft(blocks)
+    orch.verify(len(blocks))
+    return orch.finish(strict=False)
+
+
+# -- the schema: explicit, versioned, never forced on a database --
+
+def test_a_database_without_a_journal_is_refused_and_left_alone(postgres_admin: str, postgres_db: str) -> None:
+    with pytest.raises(inert.JournalError, match=r"holds no inert journal; create it once with `inert journal init DSN`"):
+        inert.PostgresJournal(postgres_db)
+    with pytest.raises(inert.JournalError, match="inert journal init"):
+        inert.Orchestrator({"f": "write"}, {"f": lambda: 1}, journal=postgres_db, turn_key="t")
+    with pytest.raises(inert.JournalError, match="holds no inert journal"):
+        inert.recover(postgres_db)
+    assert tables(postgres_admin, postgres_db) == set()
+
+
+def test_other_tables_are_joined_only_when_asked(postgres_admin: str, postgres_db: str,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    admin_execute(postgres_admin, "CREATE TABLE orders (id int)", dbname=dbname_of(postgres_db))
+    with pytest.raises(inert.JournalError, match="holds no inert journal"):
+        inert.PostgresJournal(postgres_db)
+    assert tables(postgres_admin, postgres_db) == {"orders"}
+    assert main(["journal", "init", postgres_db]) == 0
+    assert capsys.readouterr().out.startswith("created the inert journal in postgresql://")
+    assert tables(postgres_admin, postgres_db) == {"orders", "inert_meta", "inert_journal"}
+    assert main(["journal", "init", postgres_db]) == 0
+    assert capsys.readouterr().out.startswith("checked the inert journal")
+    inert.PostgresJournal(postgres_db).close()
+
+
+def test_create_true_makes_the_schema_once_when_workers_race(postgres_admin: str, postgres_db: str) -> None:
+    start = threading.Barrier(4)
+
+    def worker() -> inert.PostgresJournal:
+        start.wait(10)
+        return inert.PostgresJournal(postgres_db, create=True)
+
+    runs = [in_thread(worker) for _ in range(4)]
+    for t, out in runs:
+        t.join(30)
+        assert "error" not in out, out.get("error")
+        out["value"].close()
+    assert admin_execute(postgres_admin, "SELECT key, value FROM inert_meta", dbname=dbname_of(postgres_db)) == [
+        ("schema_version", "1")]
+
+
+def test_a_partial_schema_is_refused_and_init_completes_it(postgres_admin: str, postgres_dsn: str) -> None:
+    admin_execute(postgres_admin, "DROP TABLE inert_journal", dbname=dbname_of(postgres_dsn))
+    with pytest.raises(inert.JournalError, match=r"incomplete \(inert_journal missing\).*inert journal init"):
+        inert.PostgresJournal(postgres_dsn)
+    assert inert.journal.init_schema(postgres_dsn) == (True, 1)
+    inert.PostgresJournal(postgres_dsn).close()
+
+
+@pytest.mark.parametrize("version, message", [("2", "schema version 2 is newer than this inert knows"),
+                                              ("two", "no readable schema_version")])
+def test_a_newer_or_unknown_schema_version_is_refused(postgres_admin: str, postgres_dsn: str, version: str,
+                                                      message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    admin_execute(postgres_admin, "UPDATE inert_meta SET value = %s", (version,), dbname=dbname_of(postgres_dsn))
+    with pytest.raises(inert.JournalError, match=message):
+        inert.PostgresJournal(postgres_dsn)
+    with pytest.raises(inert.JournalError, match=message):
+        inert.recover(postgres_dsn)
+    assert main(["journal", "init", postgres_dsn]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+    assert admin_execute(postgres_admin, "SELECT value FROM inert_meta", dbname=dbname_of(postgres_dsn)) == [(version,)]
+
+
+# -- a key that a live worker holds --
+
+def test_a_second_worker_waits_for_a_live_holder_and_gets_its_outcome(open_pg: Open) -> None:
+    holder = open_pg(worker="A")
+    key = inert.commit_key("t1", [block("send", n=1)])
+    r = record(key, "send", n=1)
+    assert holder.begin(r, "t1") is None  # A is running the call
+    waiting = threading.Event()
+    runs: list[int] = []
+    other = open_pg(worker="B", on_wait=lambda e: waiting.set())
+    t, out = in_thread(lambda: turn(other, {"send": lambda n: runs.append(n)}, {"send": "write"},
+                                    [block("send", n=1)]))
+    assert waiting.wait(10), "B never started waiting"
+    r = dataclasses.replace(r, result="sent by A")
+    holder.complete(r, "ok")
+    t.join(10)
+    report = out["value"]
+    assert runs == [], "B never ran the write"
+    assert report.results[0].result == "sent by A" and report.results[0].error is None
+    assert report.dispatch_log[0].replayed
+
+
+def test_past_the_deadline_the_waiter_gets_in_flight_error(open_pg: Open, postgres_dsn: str) -> None:
+    holder = open_pg(worker="A")
+    key = inert.commit_key("t1", [block("send", n=1)])
+    assert holder.begin(record(key, "send", n=1), "t1") is None
+    t0 = time.monotonic()
+    with pytest.raises(inert.InFlightError, match="is running on worker A") as caught:
+        open_pg(worker="B", wait_seconds=0.3).begin(record(key, "send", n=1), "t1")
+    assert 0.3 <= time.monotonic() - t0 < 5
+    assert isinstance(caught.value, RuntimeError) and isinstance(caught.value, inert.InertError)
+    assert "inert recover" in str(caught.value)
+    runs: list[int] = []
+    report = turn(open_pg(worker="C", wait_seconds=0), {"send": lambda n: runs.append(n)}, {"send": "write"},
+                  [block("send", n=1)])
+    assert runs == [] and isinstance(report.results[0].error, inert.InFlightError)
+    rec = inert.recover(postgres_dsn)
+    assert [e.worker for e in rec.in_flight] == ["A"] and rec.in_doubt == [], "in flight is not in doubt"
+
+
+def test_a_running_call_renews_its_lease_and_stays_live(open_pg: Open) -> None:
+    holder = open_pg(worker="A", lease_seconds=1.0)  # renewed every third: a stall of 2/3 s is tolerated
+    assert holder.begin(record("ck1-a"), "t1") is None
+    (first,) = holder.entries()
+    assert first.in_flight and first.lease_expires_at is not None
+    # Past the first lease's end, the call is still live, because it was renewed.
+    wait_until(lambda: time.time() > first.lease_expires_at + 0.2  # type: ignore[operator]
+               and holder.entries()[0].lease_expires_at > first.lease_expires_at)  # type: ignore[operator]
+    with pytest.raises(inert.InFlightError):
+        open_pg(worker="B", wait_seconds=0).begin(record("ck1-a"), "t1")
+
+
+def test_a_holder_that_stops_renewing_falls_in_doubt_for_its_waiter(open_pg: Open, postgres_dsn: str) -> None:
+    holder = open_pg(worker="A", lease_seconds=0.3)
+    assert holder.begin(record("ck1-a", "send"), "t1") is None
+    holder.close()  # no outcome, no more renewals: as a worker that died
+    prior = open_pg(worker="B", wait_seconds=30).begin(record("ck1-a", "send"), "t1")
+    assert prior is not None and prior.in_doubt and prior.status is None and prior.worker == "A"
+    assert [e.commit_key for e in inert.recover(postgres_dsn).in_doubt] == ["ck1-a"]
+
+
+def test_one_worker_reruns_an_idempotent_key_in_doubt_while_others_wait(open_pg: Open, postgres_dsn: str) -> None:
+    dead = open_pg(worker="A", lease_seconds=0.3)
+    assert dead.begin(record("ck1-put", "put", "idempotent"), "t1") is None
+    assert dead.begin(record("ck1-send", "send", "write"), "t1") is None
+    dead.close()
+    wait_until(lapsed(postgres_dsn))
+    b = open_pg(worker="B")
+    prior = b.begin(record("ck1-put", "put", "idempotent"), "t1")
+    assert prior is not None and prior.in_doubt, "returned in doubt, so the dispatcher re-runs it"
+    (held,) = inert.recover(postgres_dsn).in_flight
+    assert (held.commit_key, held.worker) == ("ck1-put", "B"), "B holds it while it re-runs"
+    with pytest.raises(inert.InFlightError, match="worker B"):
+        open_pg(worker="C", wait_seconds=0).begin(record("ck1-put", "put", "idempotent"), "t1")
+    r = record("ck1-put", "put", "idempotent")
+    r = dataclasses.replace(r, result="put")
+    b.complete(r, "ok")
+    replay = open_pg(worker="C").begin(record("ck1-put", "put", "idempotent"), "t1")
+    assert replay is not None and replay.status == "ok" and replay.result == "put"
+    write = open_pg(worker="D").begin(record("ck1-send", "send", "write"), "t1")
+    assert write is not None and write.in_doubt and write.worker == "A", "a write in doubt is never taken over"
+
+
+def test_a_timed_out_idempotent_call_is_rerun_by_one_worker(open_pg: Open) -> None:
+    a = open_pg(worker="A")
+    r = record("ck1-put", "put", "idempotent")
+    assert a.begin(r, "t1") is None
+    r = dataclasses.replace(r, error=inert.ToolTimeoutError("late"))
+    a.complete(r, "timeout")
+    prior = open_pg(worker="B").begin(record("ck1-put", "put", "idempotent"), "t1")
+    assert prior is not None and prior.status == "timeout"
+    with pytest.raises(inert.InFlightError, match="worker B"):
+        open_pg(worker="C", wait_seconds=0).begin(record("ck1-put", "put", "idempotent"), "t1")
+
+
+def test_the_heartbeat_runs_only_while_keys_are_held(open_pg: Open) -> None:
+    j = open_pg(worker="A", lease_seconds=0.3)
+    r = record("ck1-a")
+    assert j.begin(r, "t1") is None
+    beat = j._heartbeat
+    assert beat is not None and beat.is_alive()
+    j.complete(r, "ok")
+    beat.join(5)
+    assert not beat.is_alive(), "a journal dropped without close() leaves no thread behind"
+
+
+def test_a_worker_journals_its_concurrent_calls_on_at_most_pool_size_connections(postgres_admin: str,
+                                                                                  open_pg: Open) -> None:
+    j = open_pg(worker="A", pool_size=2)
+    start = threading.Barrier(6)
+
+    def calls(t: int) -> None:
+        start.wait(10)
+        for i in range(10):
+            r = record(f"ck1-{t}-{i}")
+            assert j.begin(r, "t1") is None
+            j.complete(r, "ok")
+
+    runs = [in_thread(lambda t=t: calls(t)) for t in range(6)]
+    for t, out in runs:
+        t.join(30)
+        assert "error" not in out, out.get("error")
+    assert len(j.entries()) == 60
+    assert 1 <= len(backend_pids(postgres_admin, "A")) <= 2
+
+
+def test_a_waiter_does_not_hold_the_connection_its_holder_needs(open_pg: Open) -> None:
+    """One connection, shared by a call that holds a key and one that waits on it:
+    the waiter polls without keeping the connection, so the holder can record its outcome."""
+    j = open_pg(worker="A", pool_size=1)
+    r = record("ck1-a")
+    assert j.begin(r, "t1") is None
+    waiting = threading.Event()
+    j.on_wait = lambda e: waiting.set()
+    t, out = in_thread(lambda: j.begin(record("ck1-a"), "t1"))
+    assert waiting.wait(10)
+    r = dataclasses.replace(r, result=7)
+    j.complete(r, "ok")
+    t.join(10)
+    assert out["value"].result == 7
+
+
+# -- connections lost, servers gone: nothing hangs, the call says it is in doubt --
+
+def test_a_connection_lost_mid_call_is_reopened_and_the_outcome_recorded(postgres_admin: str, open_pg: Open,
+                                                                         postgres_dsn: str) -> None:
+    j = open_pg(worker="A")
+    r = record("ck1-a")
+    assert j.begin(r, "t1") is None
+    (pid,) = backend_pids(postgres_admin, "A")
+    admin_execute(postgres_admin, "SELECT pg_terminate_backend(%s)", (pid,))
+    r = dataclasses.replace(r, result=1)
+    j.complete(r, "ok")
+    assert [e.status for e in inert.recover(postgres_dsn).completed] == ["ok"]
+    assert backend_pids(postgres_admin, "A") != [pid]
+
+
+def test_a_network_drop_mid_call_leaves_it_in_doubt_and_says_so(open_pg: Open, postgres_dsn: str) -> None:
+    proxy = Proxy(postgres_dsn)
+    j = open_pg(proxy.dsn, worker="A", lease_seconds=0.5, connect_timeout=1)
+    r = record("ck1-a", "send")
+    assert j.begin(r, "t1") is None
+    proxy.cut()
+    t0 = time.monotonic()
+    r = dataclasses.replace(r, result="sent")
+    with pytest.raises(inert.JournalError, match=r"could not record the outcome of 'send' under key ck1-a; it stays "
+                                                 r"in doubt.*unreachable"):
+        j.complete(r, "ok")
+    with pytest.raises(inert.JournalError, match=r"could not record the intent of 'send' under key ck1-b \(the tool "
+                                                 r"was not run\)"):
+        j.begin(record("ck1-b", "send"), "t1")
+    assert time.monotonic() - t0 < 10, "bounded by the connect timeout"
+    wait_until(lapsed(postgres_dsn))  # it stopped renewing the key it could not complete
+    assert [e.commit_key for e in inert.recover(postgres_dsn).in_doubt] == ["ck1-a"]
+
+
+def test_a_database_gone_before_a_call_fails_the_call_not_the_turn(open_pg: Open, postgres_dsn: str) -> None:
+    proxy = Proxy(postgres_dsn)
+    journal = open_pg(proxy.dsn, worker="A", connect_timeout=1)
+    proxy.cut()
+    runs: list[int] = []
+    t0 = time.monotonic()
+    report = turn(journal, {"send": lambda n: runs.append(n)}, {"send": "write"}, [block("send", n=1)])
+    assert time.monotonic() - t0 < 10
+    assert runs == [], "no intent, no call"
+    assert isinstance(report.results[0].error, inert.JournalError)
+    assert "the tool was not run" in str(report.results[0].error)
+
+
+def test_a_lock_held_elsewhere_is_bounded_by_the_statement_timeout(postgres_admin: str, open_pg: Open,
+                                                                    postgres_dsn: str) -> None:
+    import psycopg
+
+    j = open_pg(worker="A", statement_timeout=0.3)
+    r = record("ck1-a")
+    assert j.begin(r, "t1") is None
+    with psycopg.connect(postgres_dsn) as locker:  # a transaction left open on the key's row
+        locker.execute("SELECT * FROM inert_journal WHERE commit_key = 'ck1-a' FOR UPDATE")
+        t0 = time.monotonic()
+        with pytest.raises(inert.JournalError, match="could not record the outcome"):
+            j.complete(r, "ok")
+        assert time.monotonic() - t0 < 5
+        locker.rollback()
+
+
+def test_a_drop_mid_call_through_an_orchestrator_does_not_hang(open_pg: Open, postgres_dsn: str) -> None:
+    """The journal raises JournalError from complete(); today's dispatcher then never
+    settles the call and finish() never returns (issue 9, item 2: the runtime must
+    settle every path out of a call). Turn this into a plain test once it does."""
+    proxy = Proxy(postgres_dsn)
+    journal = open_pg(proxy.dsn, worker="A", lease_seconds=0.5, connect_timeout=1)
+    started, release = threading.Event(), threading.Event()
+
+    def send() -> str:
+        started.set()
+        release.wait(10)
+        return "sent"
+
+    orch = inert.Orchestrator({"send": "write"}, {"send": send}, turn_key="t1", journal=journal)
+    orch.draft([block("send")])
+    orch.verify(1)
+    assert started.wait(10)
+    proxy.cut()
+    release.set()
+    t, out = in_thread(lambda: orch.finish(strict=False))
+    t.join(3)  # the journal gives up at once (the proxy refuses): settled calls take ms
+    if t.is_alive():
+        pytest.xfail("finish() hangs when Journal.complete raises: the runtime must settle it (issue 9, item 2)")
+    report = out["value"]
+    assert isinstance(report.results[0].error, inert.JournalError)
+    wait_until(lapsed(postgres_dsn))
+    assert [e.tool for e in inert.recover(postgres_dsn).in_doubt] == ["send"]
+
+
+# -- recovery: read-only, in doubt and in flight apart --
+
+def test_recover_lists_in_doubt_and_in_flight_apart_without_writing(postgres_admin: str, open_pg: Open,
+                                                                    postgres_dsn: str,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    done = open_pg(worker="A")
+    r = record("ck1-done", "f")
+    assert done.begin(r, "t1") is None
+    r = dataclasses.replace(r, result=1)
+    done.complete(r, "ok")
+    dead = open_pg(worker="dead", lease_seconds=0.3)
+    assert dead.begin(record("ck1-doubt", "g"), "t1") is None
+    dead.close()
+    wait_until(lapsed(postgres_dsn))
+    live = open_pg(worker="live")
+    assert live.begin(record("ck1-flight", "h"), "t1") is None
+
+    db = dbname_of(postgres_dsn)
+    admin_execute(postgres_admin, "DROP ROLE IF EXISTS inert_reader")
+    admin_execute(postgres_admin, "CREATE ROLE inert_reader LOGIN")
+    admin_execute(postgres_admin, "GRANT SELECT ON inert_meta, inert_journal TO inert_reader", dbname=db)
+    reader = postgres_dsn.replace("postgresql://postgres@", "postgresql://inert_reader@")
+    before = admin_execute(postgres_admin, "SELECT * FROM inert_journal ORDER BY seq", dbname=db)
+    try:
+        rec = inert.recover(reader)  # a role that may only read is enough
+        assert [e.commit_key for e in rec.completed] == ["ck1-done"]
+        assert [e.commit_key for e in rec.in_doubt] == ["ck1-doubt"]
+        assert [(e.commit_key, e.worker) for e in rec.in_flight] == [("ck1-flight", "live")]
+        assert main(["recover", reader]) == 0
+        out = capsys.readouterr().out
+        assert "1 in doubt, 1 in flight, 1 completed" in out and "held by live" in out
+        assert main(["recover", "--json", reader]) == 0
+        assert '"in_flight": [' in capsys.readouterr().out
+    finally:
+        admin_execute(postgres_admin, "DROP OWNED BY inert_reader", dbname=db)
+        admin_execute(postgres_admin, "DROP ROLE inert_reader")
+    assert admin_execute(postgres_admin, "SELECT * FROM inert_journal ORDER BY seq", dbname=db) == before
+
+
+def test_recover_runs_in_a_read_only_session(postgres_dsn: str) -> None:
+    import psycopg
+
+    from inert.journal.postgres_connection import Timeouts, connect
+
+    conn = connect(postgres_dsn, application_name="t", timeouts=Timeouts(), read_only=True)
+    with pytest.raises(psycopg.errors.ReadOnlySqlTransaction):
+        conn.execute("DELETE FROM inert_journal")
+    conn.close()
+
+
+def test_an_unreachable_database_is_a_message_not_a_traceback(capsys: pytest.CaptureFixture[str]) -> None:
+    t0 = time.monotonic()
+    assert main(["recover", "postgresql://someone:s3cret@127.0.0.1:1/db"]) == 2
+    err = capsys.readouterr().err
+    assert time.monotonic() - t0 < 10
+    assert err.startswith("inert recover: PostgreSQL journal postgresql://someone:***@127.0.0.1:1/db: cannot connect")
+    assert "s3cret" not in err and "Traceback" not in err
+    assert main(["journal", "init", "postgresql://someone@127.0.0.1:1/db"]) == 2
+    assert "cannot connect" in capsys.readouterr().err
+
+
+# -- naming a journal --
+
+def test_journal_takes_a_postgres_uri_under_either_scheme(postgres_dsn: str) -> None:
+    for dsn in (postgres_dsn, postgres_dsn.replace("postgresql://", "postgres://", 1)):
+        report = turn(dsn, {"f": lambda n: n * 2}, {"f": "write"}, [block("f", n=21)])
+        assert report.results[0].result == 42
+    assert [e.status for e in inert.recover(postgres_dsn).completed] == ["ok"]
+
+
+def test_without_psycopg_the_message_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "psycopg", None)
+    with pytest.raises(inert.JournalError, match=r"needs psycopg 3: pip install 'inert\[postgres\]'"):
+        inert.PostgresJournal("postgresql://u@127.0.0.1:1/db")
+    with pytest.raises(inert.JournalError, match="psycopg"):
+        inert.Orchestrator({"f": "write"}, {}, journal="postgresql://u@127.0.0.1:1/db", turn_key="t")
+
+
+@pytest.mark.parametrize("kw", [{"lease_seconds": 0}, {"lease_seconds": -1}, {"wait_seconds": -0.5},
+                                {"pool_size": 0}, {"pool_size": 1.5}])
+def test_leases_waits_and_pools_must_make_sense(kw: dict[str, float]) -> None:
+    with pytest.raises(inert.InertValueError):
+        inert.PostgresJournal("postgresql://u@127.0.0.1:1/db", **kw)  # type: ignore[arg-type]
+
+
+def test_dsn_passwords_never_reach_messages() -> None:
+    redact = inert.journal.redact
+    assert redact("postgresql://u:pw@h:5/db?sslmode=require") == "postgresql://u:***@h:5/db?sslmode=require"
+    assert redact("postgresql://u@h/db?password=pw&host=/tmp/x") == "postgresql://u@h/db?password=***&host=/tmp/x"
+    assert redact("postgresql://h/db") == "postgresql://h/db"

