@@ -205,3 +205,14 @@ def test_custom_formats_widen_names_and_choose_reasoning() -> None:
     assert inert.parse('CALL: [{"name": "f"}]', armed)[0].name == "f"
     with pytest.raises(inert.FormatSpecError, match="name_chars"):
         inert.TokenStream({**CUSTOM, "name_chars": " "})
+
+
+def test_a_batch_reads_reasoning_as_its_streams_do() -> None:
+    pieces = ["</think>", "<think>maybe ", '<tool_call>{"name": "rm"}</tool_call>', "</think>",
+              '<tool_call>{"name": "ls"}</tool_call>']
+    batch = inert.StreamBatch("hermes", inert.Vocabulary(pieces))
+    batch.add(1, "t")
+    out = [batch.draft([1], [list(range(len(pieces)))]), batch.verify([1], [len(pieces)])]
+    found = [o for step in out for row in step.values() for o in row]
+    assert [o.call.name for o in found if isinstance(o, inert.CallCommitted)] == ["ls"]
+    assert not [o for o in found if isinstance(o, inert.ReasoningUnopened)], "batches report calls and blocks"
