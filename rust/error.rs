@@ -48,6 +48,10 @@ pub enum CoreError {
     Finished,
     /// A turn has grown past what 32-bit offsets address.
     StreamTooLong,
+    /// `in_reasoning=True` for a turn that has no reasoning delimiters.
+    InReasoningWithoutReasoning,
+    /// Reasoning delimiters that cannot be used.
+    BadReasoning(String),
     /// A tokenizer whose vocabulary cannot be read.
     BadTokenizer { reason: String },
     /// A buffer of token ids (or counts) whose elements are not integers.
@@ -129,6 +133,12 @@ impl fmt::Display for CoreError {
             Self::PastLedger { index, len } => write!(f, "token {index} is past the ledger ({len} tokens)"),
             Self::Finished => write!(f, "the turn is finished; start a new stream for the next turn"),
             Self::StreamTooLong => write!(f, "the turn exceeds 4 GiB of text; split it into turns"),
+            Self::InReasoningWithoutReasoning => write!(
+                f,
+                "in_reasoning=True needs reasoning delimiters, but reasoning is off for this turn; \
+                 pass reasoning=(open, close) or in_reasoning=False"
+            ),
+            Self::BadReasoning(reason) => write!(f, "reasoning: {reason}"),
             Self::BadTokenizer { reason } => write!(f, "cannot read the tokenizer's vocabulary: {reason}"),
             Self::BufferType { what, format } => write!(
                 f,

@@ -18,6 +18,26 @@ XML_FORMATS = {"qwen3_coder", "glm45", "glm47", "deepseek_v32", "minimax_m2"}
 ANCHORED = {"llama3_json", "pythonic", "xlam"}
 """Whole-message formats: the calls must open the message."""
 
+CLOSER = {
+    "hermes": "</tool_call>", "qwen3_coder": "</tool_call>",
+    "deepseek_v3": "<｜tool▁call▁end｜><｜tool▁calls▁end｜>", "deepseek_v31": "<｜tool▁call▁end｜><｜tool▁calls▁end｜>",
+    "deepseek_v32": "</｜DSML｜invoke>\n</｜DSML｜function_calls>",
+    "kimi_k2": "<|tool_call_end|><|tool_calls_section_end|>", "glm45": "</tool_call>", "glm47": "</tool_call>",
+    "openai": "<|call|>", "internlm": "<|action_end|>", "jamba": "</tool_calls>", "phi4_mini_json": "<|/tool_call|>",
+    "minimax": "</tool_calls>", "minimax_m2": "</invoke>\n</minimax:tool_call>",
+}
+"""What ends a rendering's last call, for formats whose calls end on a closer (the others end on a bracket)."""
+
+THINK = ("<think>", "</think>")
+REASONING: dict[str, tuple[str, str] | None] = {
+    "mistral": ("[THINK]", "[/THINK]"), "openai": ("<|channel|>analysis<|message|>", "<|end|>"), "granite": None,
+}
+"""Each format's reasoning delimiters by default (``THINK`` unless listed)."""
+
+
+def reasoning(format: str) -> tuple[str, str] | None:
+    return REASONING.get(format, THINK)
+
 
 def j(value: Any, ascii_: bool = False) -> str:
     return json.dumps(value, ensure_ascii=ascii_)
@@ -31,12 +51,35 @@ def _hermes(calls: Calls) -> str:
     return "\n".join(f"<tool_call>\n{j({'name': n, 'arguments': a})}\n</tool_call>" for n, a in calls)
 
 
+def param(format: str, key: str, value: Any) -> str:
+    """One parameter as a raw-text XML format writes it (values as raw text)."""
+    v = raw(value)
+    marked = str(isinstance(value, str)).lower()
+    return {
+        "qwen3_coder": f"<parameter={key}>\n{v}\n</parameter>\n",
+        "glm45": f"<arg_key>{key}</arg_key>\n<arg_value>{v}</arg_value>\n",
+        "glm47": f"<arg_key>{key}</arg_key><arg_value>{v}</arg_value>",
+        "minimax_m2": f'<parameter name="{key}">{v}</parameter>\n',
+        "deepseek_v32": f'<｜DSML｜parameter name="{key}" string="{marked}">{v}</｜DSML｜parameter>\n',
+    }[format]
+
+
+def xml_call(format: str, name: str, params: list[tuple[str, Any]]) -> str:
+    """One call of a raw-text XML format from its parameters in order (a key may repeat)."""
+    body = "".join(param(format, k, v) for k, v in params)
+    if format == "qwen3_coder":
+        return f"<tool_call>\n<function={name}>\n{body}</function>\n</tool_call>"
+    if format in ("glm45", "glm47"):
+        newline = "\n" if format == "glm45" else ""
+        return f"<tool_call>{name}{newline}{body}</tool_call>"
+    if format == "minimax_m2":
+        return f'<minimax:tool_call>\n<invoke name="{name}">\n{body}</invoke>\n</minimax:tool_call>'
+    invoke = f'<｜DSML｜invoke name="{name}">\n{body}</｜DSML｜invoke>\n'
+    return f"<｜DSML｜function_calls>\n{invoke}</｜DSML｜function_calls>"
+
+
 def _qwen3_coder(calls: Calls) -> str:
-    out = []
-    for n, a in calls:
-        params = "".join(f"<parameter={k}>\n{raw(v)}\n</parameter>\n" for k, v in a.items())
-        out.append(f"<tool_call>\n<function={n}>\n{params}</function>\n</tool_call>")
-    return "\n".join(out)
+    return "\n".join(xml_call("qwen3_coder", n, list(a.items())) for n, a in calls)
 
 
 def _llama3_json(calls: Calls) -> str:
@@ -74,11 +117,8 @@ def _deepseek_v31(calls: Calls) -> str:
 def _deepseek_v32(calls: Calls) -> str:
     out = ["<｜DSML｜function_calls>\n"]
     for n, a in calls:
-        out.append(f'<｜DSML｜invoke name="{n}">\n')
-        for k, v in a.items():
-            is_str = isinstance(v, str)
-            out.append(f'<｜DSML｜parameter name="{k}" string="{str(is_str).lower()}">{raw(v)}</｜DSML｜parameter>\n')
-        out.append("</｜DSML｜invoke>\n")
+        body = "".join(param("deepseek_v32", k, v) for k, v in a.items())
+        out.append(f'<｜DSML｜invoke name="{n}">\n{body}</｜DSML｜invoke>\n')
     return "".join(out) + "</｜DSML｜function_calls>"
 
 
@@ -90,14 +130,9 @@ def _kimi_k2(calls: Calls) -> str:
     return f"<|tool_calls_section_begin|>{body}<|tool_calls_section_end|>"
 
 
-def _glm(newline: str) -> Callable[[Calls], str]:
+def _glm(format: str) -> Callable[[Calls], str]:
     def render(calls: Calls) -> str:
-        out = []
-        for n, a in calls:
-            args = "".join(
-                f"<arg_key>{k}</arg_key>{newline}<arg_value>{raw(v)}</arg_value>{newline}" for k, v in a.items())
-            out.append(f"<tool_call>{n}{newline}{args}</tool_call>")
-        return newline.join(out)
+        return ("\n" if format == "glm45" else "").join(xml_call(format, n, list(a.items())) for n, a in calls)
 
     return render
 
@@ -124,7 +159,7 @@ def _minimax(calls: Calls) -> str:
 def _minimax_m2(calls: Calls) -> str:
     out = ["<minimax:tool_call>\n"]
     for n, a in calls:
-        params = "".join(f'<parameter name="{k}">{raw(v)}</parameter>\n' for k, v in a.items())
+        params = "".join(param("minimax_m2", k, v) for k, v in a.items())
         out.append(f'<invoke name="{n}">\n{params}</invoke>\n')
     return "".join(out) + "</minimax:tool_call>"
 
@@ -139,8 +174,8 @@ RENDERERS: dict[str, Callable[[Calls], str]] = {
     "deepseek_v31": _deepseek_v31,
     "deepseek_v32": _deepseek_v32,
     "kimi_k2": _kimi_k2,
-    "glm45": _glm("\n"),
-    "glm47": _glm(""),
+    "glm45": _glm("glm45"),
+    "glm47": _glm("glm47"),
     "openai": _openai,
     "granite": lambda calls: "<|tool_call|>" + _array(calls),
     "internlm": _internlm,

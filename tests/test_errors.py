@@ -84,6 +84,13 @@ def test_unknown_format_suggests_the_closest() -> None:
         ({"schemas": {"f": {"properties": object()}}}, inert.InertTypeError, ["schemas", "object"]),
         ({"vocab": 5}, inert.PieceTypeError, ["vocab must be a sequence", "int"]),
         ({"vocab": {"x": "a"}}, inert.VocabularyError, ["vocab key x"]),
+        ({"reasoning": "<think>"}, inert.InertTypeError, ["reasoning", "(open, close) pair", "str"]),
+        ({"reasoning": ("<think>",)}, inert.InertTypeError, ["reasoning", "tuple"]),
+        ({"reasoning": ("<think>", 3)}, inert.InertTypeError, ["reasoning[1]", "int"]),
+        ({"reasoning": ("", "</think>")}, inert.InertValueError, ["reasoning", "empty"]),
+        ({"in_reasoning": 1}, inert.InertTypeError, ["in_reasoning", "a bool", "int"]),
+        ({"reasoning": None, "in_reasoning": True}, inert.InertValueError, ["in_reasoning=True", "reasoning is off"]),
+        ({"format": "granite", "in_reasoning": True}, inert.InertValueError, ["reasoning is off"]),
     ],
 )
 def test_stream_construction_mistakes_raise_inert_errors(

@@ -135,3 +135,84 @@ def test_bad_custom_formats_say_what_is_wrong(spec: dict[str, Any], words: str) 
 def test_format_must_be_a_name_or_a_dict() -> None:
     with pytest.raises(inert.InertTypeError, match="format name or a custom format dict"):
         inert.TokenStream(42)  # type: ignore[arg-type]
+
+
+THINKING = "<think>maybe <tool_call>{\"name\": \"rm\"}</tool_call></think><tool_call>{\"name\": \"ls\"}</tool_call>"
+
+
+def test_reasoning_sections_hold_thoughts_not_calls() -> None:
+    assert [c.name for c in inert.parse(THINKING)] == ["ls"]
+    assert [c.name for c in inert.parse(THINKING, reasoning=None)] == ["rm", "ls"]
+    assert [c.name for c in inert.parse(THINKING, reasoning=["<reflect>", "</reflect>"])] == ["rm", "ls"]
+    opened = THINKING.removeprefix("<think>")
+    assert [c.name for c in inert.parse(opened, in_reasoning=True)] == ["ls"]
+    orch = inert.Orchestrator({}, {"rm": lambda: "gone", "ls": lambda: "repos"}, format="hermes")
+    orch.draft([THINKING])
+    orch.verify(1)
+    assert [r.name for r in orch.finish().results] == ["ls"], "the orchestrator's stream has reasoning on"
+
+
+def test_a_reasoning_closer_that_closed_nothing_is_a_notice() -> None:
+    text = "thinking</think><tool_call>{\"name\": \"ls\"}</tool_call>"
+    found = inert.parse(text)
+    assert isinstance(found[0], inert.ReasoningUnopened) and found[0].kind == "reasoning_unopened"
+    assert [type(f).__name__ for f in found] == ["ReasoningUnopened", "Call"]
+    s = inert.TokenStream("hermes", "t")
+    pieces = ["thinking", "</think>", text.removeprefix("thinking</think>")]
+    outcomes = s.draft(pieces)
+    assert s.notices() == [], "reported once its tokens are accepted"
+    outcomes += s.verify(3)
+    assert [type(o).__name__ for o in outcomes] == ["CallClosed", "CallCommitted"], "kept out of the step lists"
+    [notice] = s.notices()
+    assert notice.span == (1, 2) and repr(notice) == "ReasoningUnopened(span=(1, 2))"
+    match notice:
+        case inert.ReasoningUnopened(start, end):
+            assert (start, end) == (1, 2)
+    assert inert.parse(text, in_reasoning=True)[0].name == "ls"
+
+
+def test_a_kimi_section_token_ends_reasoning_its_spelling_does_not() -> None:
+    special = {163595: "<|tool_calls_section_begin|>", 163596: "<|tool_calls_section_end|>",
+               163597: "<|tool_call_begin|>", 163598: "<|tool_call_argument_begin|>", 163599: "<|tool_call_end|>"}
+    vocab = {1: "<think>I will read it.", 2: "functions.read:0", 3: '{"path": "/a"}'}
+    s = inert.TokenStream("kimi_k2", vocab=vocab, special_tokens=special)
+    outcomes = s.draft([1, 163595, 163597, 2, 163598, 3, 163599, 163596]) + s.verify(8)
+    assert [c.name for c in closed(outcomes)] == ["read"]
+    text = "".join([vocab[1], special[163595], special[163597], vocab[2], special[163598], vocab[3], special[163599]])
+    assert inert.parse(text, "kimi_k2") == [], "spelled in text it stays a thought"
+
+
+def test_a_special_closer_makes_its_spelling_inside_a_value_code() -> None:
+    special = {151657: "<tool_call>", 151658: "</tool_call>"}
+    value = "<function=f>\n<parameter=code>\nprint('</tool_call>')\n</parameter>\n</function>\n</tool_call>\nx"
+    vocab = {1: value, 2: "\n</parameter>\n</function>\n"}
+    s = inert.TokenStream("qwen3_coder", vocab=vocab, special_tokens=special)
+    calls = closed(s.draft([151657, 1, 2, 151658]))
+    assert [c.arguments["code"] for c in calls] == ["print('</tool_call>')\n</parameter>\n</function>\n</tool_call>\nx"]
+
+
+def test_custom_formats_widen_names_and_choose_reasoning() -> None:
+    spec = {**CUSTOM, "name_chars": "/", "reasoning": ["<scratch>", "</scratch>"]}
+    text = '<scratch><<call>>{"name": "x"}<</call>></scratch><<call>>{"name": "fs/read"}<</call>>'
+    assert [c.name for c in inert.parse(text, spec)] == ["fs/read"]
+    found = inert.parse(text, CUSTOM)
+    assert [c.kind if isinstance(c, inert.Malformed) else c.name for c in found] == ["x", "invalid_name"]
+    kimi_like = {"name": "k", "section_open": ["<s>"], "section_close": ["</s>"], "call_open": ["<c>"],
+                 "call_close": ["</c>"], "body": "id_sep_json", "sep": "|", "calls_end_reasoning": True}
+    assert inert.parse('<s><c>functions.f:0|{"a": 1}</c></s>', kimi_like)[0].call_id == "functions.f:0"
+    armed = {"name": "a", "anchor": {"arm": ["CALL:"], "starts": "[", "at_start": False}, "body": "json_objects"}
+    assert inert.parse('[{"name": "f"}]', armed) == []
+    assert inert.parse('CALL: [{"name": "f"}]', armed)[0].name == "f"
+    with pytest.raises(inert.FormatSpecError, match="name_chars"):
+        inert.TokenStream({**CUSTOM, "name_chars": " "})
+
+
+def test_a_batch_reads_reasoning_as_its_streams_do() -> None:
+    pieces = ["</think>", "<think>maybe ", '<tool_call>{"name": "rm"}</tool_call>', "</think>",
+              '<tool_call>{"name": "ls"}</tool_call>']
+    batch = inert.StreamBatch("hermes", inert.Vocabulary(pieces))
+    batch.add(1, "t")
+    out = [batch.draft([1], [list(range(len(pieces)))]), batch.verify([1], [len(pieces)])]
+    found = [o for step in out for row in step.values() for o in row]
+    assert [o.call.name for o in found if isinstance(o, inert.CallCommitted)] == ["ls"]
+    assert not [o for o in found if isinstance(o, inert.ReasoningUnopened)], "batches report calls and blocks"

@@ -1,5 +1,6 @@
 """Every format: split invariance, incremental-with-rollback equals one-shot,
-writes only after acceptance, over random calls, tokenizations and schedules."""
+writes only after acceptance, over random calls (sometimes after a reasoning
+section holding calls of its own), tokenizations and schedules."""
 
 from __future__ import annotations
 
@@ -7,11 +8,11 @@ import json
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 import inert
-from render import XML_FORMATS, Calls, render
+from render import XML_FORMATS, Calls, reasoning, render
 from speculation import AcceptanceWatch, Decoder, chunk
 from tools import committed, malformed
 
@@ -39,7 +40,14 @@ def outputs(draw: Any, fmt: str) -> tuple[str, Calls]:
     calls = draw(calls_for(fmt))
     before = draw(st.sampled_from(["", "Sure. ", "Let me check.\n", "<tool", "é "]))
     after = draw(st.sampled_from(["", " Done.", "\n", " é"]))
-    return render(fmt, calls, before, after), calls
+    text = render(fmt, calls, before, after)
+    pair = reasoning(fmt)
+    if pair is not None and draw(st.booleans()):
+        # Thinking first, with calls in it: thoughts, never calls.
+        thought = render(fmt, draw(calls_for(fmt)))
+        assume(pair[1] not in thought and pair[1] not in text)
+        text = f"{pair[0]}hmm {thought}{pair[1]}\n{text}"
+    return text, calls
 
 
 def normalise(args: Any) -> str:

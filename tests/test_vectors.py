@@ -1,5 +1,7 @@
-"""The format vectors (tests/vectors/*.jsonl): one-shot parse, and streaming
-in seeded random chunkings, both give exactly the expected calls."""
+"""The format vectors (tests/vectors/*.jsonl: layouts; tests/vectors/real/*.jsonl:
+what real models write): one-shot parse, and streaming in seeded random
+chunkings, both give exactly the expected calls, malformed blocks (with their
+kinds) and reasoning notices, in order."""
 
 from __future__ import annotations
 
@@ -12,14 +14,13 @@ import pytest
 
 import inert
 from speculation import chunk
-from tools import committed, malformed
 
 VECTORS = Path(__file__).resolve().parent / "vectors"
 
 
 def load() -> list[dict[str, Any]]:
     rows = []
-    for path in sorted(VECTORS.glob("*.jsonl")):
+    for path in sorted(VECTORS.glob("**/*.jsonl")):
         rows += [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     return rows
 
@@ -27,35 +28,54 @@ def load() -> list[dict[str, Any]]:
 ROWS = load()
 
 
-def test_every_format_has_at_least_ten_cases() -> None:
+def test_every_format_has_vectors_for_layouts_and_real_output() -> None:
     counts = {f: 0 for f in inert.formats()}
     for row in ROWS:
         counts[row["format"]] += 1
-    assert min(counts.values()) >= 10, counts
+    assert min(counts.values()) >= 25, counts
 
 
-Outcome = tuple[list[dict[str, Any]], int]
+def options(row: dict[str, Any]) -> dict[str, Any]:
+    """The keywords a vector's turn is built with: absent reasoning is the format's own."""
+    kw: dict[str, Any] = {"schemas": row.get("schemas"), "in_reasoning": row.get("in_reasoning", False)}
+    if "reasoning" in row:
+        kw["reasoning"] = None if row["reasoning"] is None else tuple(row["reasoning"])
+    return kw
 
 
-def of_parse(parsed: list[inert.Call | inert.Malformed]) -> Outcome:
-    calls = [{"name": p.name, "arguments": p.arguments} for p in parsed if isinstance(p, inert.Call)]
-    return calls, sum(isinstance(p, inert.Malformed) for p in parsed)
+def item(found: inert.Call | inert.Malformed) -> dict[str, Any]:
+    if isinstance(found, inert.Malformed):
+        return {"malformed": found.kind}
+    out: dict[str, Any] = {"name": found.name, "arguments": found.arguments}
+    if found.call_id is not None:
+        out["call_id"] = found.call_id
+    return out
 
 
-def of_outcomes(outcomes: list[inert.Outcome]) -> Outcome:
-    calls = [{"name": c.name, "arguments": c.arguments} for c in committed(outcomes)]
-    return calls, len(malformed(outcomes))
+def expected(row: dict[str, Any]) -> tuple[list[dict[str, Any]], int]:
+    """Ids are checked where the vector names one."""
+    return row["expect"], row.get("unopened", 0)
+
+
+def comparable(got: list[dict[str, Any]], want: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{k: v for k, v in g.items() if k != "call_id" or "call_id" in w} for g, w in zip(got, want, strict=False)]
 
 
 @pytest.mark.parametrize("row", ROWS, ids=[f"{r['format']}-{r['case']}" for r in ROWS])
 def test_vector(row: dict[str, Any]) -> None:
-    fmt, text, schemas = row["format"], row["output"], row.get("schemas")
-    parsed = inert.parse(text, fmt, schemas=schemas)
-    assert of_parse(parsed) == (row["calls"], row["malformed"])
+    fmt, text = row["format"], row["output"]
+    want, unopened = expected(row)
+    parsed = inert.parse(text, fmt, **options(row))
+    found = [item(p) for p in parsed if not isinstance(p, inert.ReasoningUnopened)]
+    assert len(found) == len(want) and comparable(found, want) == want, found
+    assert sum(isinstance(p, inert.ReasoningUnopened) for p in parsed) == unopened
     rng = random.Random(row["case"])
     raw = text.encode()
     for _ in range(5):
         pieces = chunk(raw, [rng.randrange(len(raw) + 1) for _ in range(rng.randrange(1, 12))]) or [raw]
-        s = inert.TokenStream(fmt, schemas=schemas)
+        s = inert.TokenStream(fmt, **options(row))
         outcomes = s.draft(pieces) + s.verify(len(pieces)) + s.finish()
-        assert of_outcomes(outcomes) == (row["calls"], row["malformed"]), pieces
+        streamed = [item(o.call) if isinstance(o, inert.CallCommitted) else item(o.malformed)
+                    for o in outcomes if isinstance(o, inert.CallCommitted | inert.BlockMalformed)]
+        assert len(streamed) == len(want) and comparable(streamed, want) == want, pieces
+        assert len(s.notices()) == unopened, pieces

@@ -3,6 +3,7 @@ turn that folds both into typed outcomes, and the commit keys. Per-step work is
 proportional to the tokens in the step."""
 
 from collections.abc import Mapping, Sequence
+from types import EllipsisType
 from typing import Any, ClassVar, Literal, SupportsIndex, TypeAlias, final
 
 from typing_extensions import Buffer
@@ -15,6 +16,7 @@ __all__ = [
     "CallCommitted",
     "CallRetracted",
     "Malformed",
+    "ReasoningUnopened",
     "StreamBatch",
     "TokenStream",
     "Vocabulary",
@@ -42,6 +44,10 @@ _MalformedKind: TypeAlias = Literal[
     "layout",
     "invalid_literal",
     "no_call",
+    "invalid_name",
+    "invalid_id",
+    "duplicate_argument",
+    "non_finite",
 ]
 
 @final
@@ -58,7 +64,7 @@ class Call:
         """The block it belongs to: an id unique within the turn."""
     @property
     def index(self) -> int:
-        """Its position among the calls of its block."""
+        """Its position among the items (calls and malformed calls) of its block."""
     @property
     def name(self) -> str: ...
     @property
@@ -148,7 +154,28 @@ class BlockMalformed:
     @property
     def malformed(self) -> Malformed: ...
 
+@final
+class ReasoningUnopened:
+    """A reasoning closer (``</think>``) that arrived while the turn was not in
+    reasoning: the prompt (the chat template) opened the section, so calls
+    before it may have been thoughts; pass ``in_reasoning=True`` for this
+    template. Reported once its tokens are accepted. Immutable.
+
+    ``TokenStream`` lists these in ``notices()``, not in its step results;
+    ``parse`` returns them in order with the calls."""
+
+    kind: ClassVar[Literal["reasoning_unopened"]]
+    __match_args__ = ("start", "end")
+    @property
+    def start(self) -> int: ...
+    @property
+    def end(self) -> int: ...
+    @property
+    def span(self) -> tuple[int, int]:
+        """``(start, end)``: live-stream token positions of the closer, ``end`` exclusive."""
+
 _Outcome: TypeAlias = CallClosed | CallCommitted | CallRetracted | BlockMalformed
+_Reasoning: TypeAlias = tuple[str, str] | EllipsisType | None
 
 @final
 class TokenStream:
@@ -168,16 +195,26 @@ class TokenStream:
         special_tokens: token id -> spelling; those spelling a delimiter match by id
             (so do vocabulary entries that spell one exactly). Not with a ``Vocabulary``:
             give it its special tokens.
-        schemas: tool name -> JSON schema of its parameters (types XML-style values).
+        schemas: tool name -> JSON schema of its parameters: in raw-text XML formats, which
+            parameters open one (a tag of another is text in a value) and how each value is typed.
         max_block_bytes: a block longer than this is reported malformed.
+        reasoning: the reasoning delimiters ``(open, close)``, also bound by special-token id; a
+            call inside reasoning is a thought, never a call. ``...`` (the default) is the
+            format's own: ``<think>``/``</think>`` for most, ``[THINK]``/``[/THINK]`` for mistral,
+            the analysis channel for openai (a message with a recipient is a call on any
+            channel), none for granite. ``None`` turns reasoning off.
+        in_reasoning: the prompt already opened a reasoning section (Qwen3 thinking, QwQ,
+            DeepSeek-R1/V3.1/V3.2 thinking, Kimi K2-Thinking, MiniMax M1/M2, Olmo 3 Think templates).
 
     Raises:
         UnknownFormatError: unknown ``format`` (the message suggests the closest name).
         FormatSpecError: a custom ``format`` dict that cannot be used.
         VocabularyError: a bad ``vocab`` or ``special_tokens`` entry.
-        InertTypeError: ``turn_key`` is not a str, or ``format`` is neither a name nor a dict,
-            or ``special_tokens`` given with a ``Vocabulary``.
-        InertValueError: ``max_block_bytes`` is negative.
+        InertTypeError: ``turn_key`` is not a str, ``format`` is neither a name nor a dict,
+            ``special_tokens`` given with a ``Vocabulary``, ``reasoning`` is not a pair of str,
+            None or ``...``, or ``in_reasoning`` is not a bool.
+        InertValueError: ``max_block_bytes`` is negative, a reasoning delimiter is empty, or
+            ``in_reasoning=True`` with reasoning off.
     """
 
     def __new__(
@@ -189,6 +226,8 @@ class TokenStream:
         special_tokens: Mapping[int, str | bytes] | None = None,
         schemas: Mapping[str, Mapping[str, Any]] | None = None,
         max_block_bytes: int = 1048576,
+        reasoning: _Reasoning = ...,
+        in_reasoning: bool = False,
     ) -> TokenStream: ...
     def draft(self, tokens: _Tokens) -> list[_Outcome]:
         """Appends a draft window; returns the outcomes it caused (``CallClosed`` only).
@@ -252,11 +291,15 @@ class TokenStream:
         """
     def finish(self) -> list[_Outcome]:
         """Ends the turn: rejects pending tokens (a pending tree whole), confirms a
-        block awaiting confirmation, reports a block still open as malformed.
+        block awaiting confirmation, and reads a block still open (its closer cut
+        by a stop string or EOS) as it stands: a complete, valid body is a call,
+        keyed by its last token; an incomplete one is malformed (``unterminated``).
 
         Raises:
             StreamFinishedError: called twice.
         """
+    def notices(self) -> list[ReasoningUnopened]:
+        """The ``ReasoningUnopened`` outcomes committed so far, in stream order."""
     @property
     def tree_pending(self) -> bool:
         """Whether a drafted tree awaits ``verify_path``."""
@@ -430,13 +473,17 @@ def parse(
     *,
     schemas: Mapping[str, Mapping[str, Any]] | None = None,
     max_block_bytes: int = 1048576,
-) -> list[Call | Malformed]:
+    reasoning: _Reasoning = ...,
+    in_reasoning: bool = False,
+) -> list[Call | Malformed | ReasoningUnopened]:
     """What the accepted stream of a whole finished output holds, in order:
-    its calls and malformed blocks.
+    its calls, malformed blocks, and reasoning closers that closed nothing.
+    ``reasoning`` and ``in_reasoning`` as for ``TokenStream``.
 
     Raises:
         UnknownFormatError: unknown ``format``.
-        InertTypeError: ``text`` is not str or bytes.
+        InertTypeError: ``text`` is not str or bytes; a bad ``reasoning`` or ``in_reasoning``.
+        InertValueError: an empty reasoning delimiter; ``in_reasoning=True`` with reasoning off.
     """
 
 def formats() -> list[str]:

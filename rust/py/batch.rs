@@ -57,9 +57,20 @@ impl PyStreamBatch {
         let mut outcomes = out.outcomes.into_iter();
         for (seq, range) in out.rows {
             let row: Vec<Outcome> = outcomes.by_ref().take(range.len()).collect();
-            dict.set_item(seq, PyList::new(py, self.calls.convert(py, row)?)?)?;
+            let row = self.convert(py, row)?;
+            if !row.is_empty() {
+                dict.set_item(seq, PyList::new(py, row)?)?;
+            }
         }
         Ok(dict)
+    }
+
+    /// Outcomes as Python objects. A batch does not report reasoning closers
+    /// that closed nothing (`TokenStream.notices()` does): its results feed the
+    /// orchestrators, which take calls and malformed blocks.
+    fn convert<'py>(&mut self, py: Python<'py>, mut out: Vec<Outcome>) -> PyResult<Vec<Bound<'py, PyAny>>> {
+        out.retain(|o| !matches!(o, Outcome::ReasoningUnopened(_)));
+        self.calls.convert(py, out)
     }
 }
 
@@ -166,7 +177,7 @@ impl PyStreamBatch {
     /// Ends `seq`'s turn and frees its slot.
     fn finish<'py>(&mut self, py: Python<'py>, seq: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, PyAny>>> {
         let out = self.batch.finish(seq_id(seq)?)?;
-        self.calls.convert(py, out)
+        self.convert(py, out)
     }
 
     /// Drafts a token tree onto `seq` (see `TokenStream.draft_tree`).
@@ -181,7 +192,7 @@ impl PyStreamBatch {
         let parents = ints_1d(parents, "parents")?;
         let batch = &mut self.batch;
         let out = with_tokens(tokens, |window| batch.draft_tree(seq, window, &parents))?;
-        self.calls.convert(py, out)
+        self.convert(py, out)
     }
 
     /// Verifies `seq`'s tree along `path` (see `TokenStream.verify_path`).
@@ -197,7 +208,7 @@ impl PyStreamBatch {
         let path = node_indices(&ints_1d(path, "path")?)?;
         let correction = correction.filter(|c| !c.is_none()).map(|c| token(0, c)).transpose()?;
         let out = self.batch.verify_path(seq, &path, correction)?;
-        self.calls.convert(py, out)
+        self.convert(py, out)
     }
 
     fn __len__(&self) -> usize {

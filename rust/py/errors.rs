@@ -75,7 +75,9 @@ impl Classes {
             | CoreError::OutOfRange { .. }
             | CoreError::BufferShape { .. }
             | CoreError::TooDeep { .. }
-            | CoreError::PastLedger { .. } => &self.inert_value,
+            | CoreError::PastLedger { .. }
+            | CoreError::InReasoningWithoutReasoning
+            | CoreError::BadReasoning(_) => &self.inert_value,
             CoreError::Finished => &self.stream_finished,
             CoreError::StreamTooLong => &self.stream_limit,
         }

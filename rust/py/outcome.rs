@@ -3,7 +3,7 @@
 //! in a call's `CallClosed` and in its `CallCommitted` or `CallRetracted`.
 
 use super::convert::object_to_py;
-use crate::turn::{CallRecord, MalformedRecord, Outcome};
+use crate::turn::{CallRecord, MalformedRecord, Outcome, ReasoningRecord};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString};
 use std::collections::HashMap;
@@ -120,6 +120,49 @@ impl PyMalformed {
     }
 }
 
+/// A reasoning closer (`</think>`) that arrived while the turn was not in
+/// reasoning: the prompt opened the section, so calls before it may have been
+/// thoughts; pass `in_reasoning=True` for this template. Reported once its
+/// tokens are accepted. Immutable.
+#[pyclass(frozen, name = "ReasoningUnopened", module = "inert._core")]
+#[derive(Debug)]
+pub(super) struct ReasoningUnopened {
+    #[pyo3(get)]
+    start: usize,
+    #[pyo3(get)]
+    end: usize,
+}
+
+#[pymethods]
+impl ReasoningUnopened {
+    /// The outcome's name, as traces spell it.
+    #[classattr]
+    fn kind() -> &'static str {
+        "reasoning_unopened"
+    }
+
+    #[classattr]
+    fn __match_args__() -> (&'static str, &'static str) {
+        ("start", "end")
+    }
+
+    /// `(start, end)`: the live-stream token positions of the closer.
+    #[getter]
+    fn span(&self) -> (usize, usize) {
+        (self.start, self.end)
+    }
+
+    fn __repr__(&self) -> String {
+        format!("ReasoningUnopened(span=({}, {}))", self.start, self.end)
+    }
+}
+
+impl ReasoningUnopened {
+    fn new(r: &ReasoningRecord) -> Self {
+        Self { start: r.span.start, end: r.span.end }
+    }
+}
+
 /// Declares an outcome class that holds one payload.
 macro_rules! outcome_class {
     ($rust:ident, $python:literal, $field:ident: $payload:ty, $kind:literal, $doc:literal) => {
@@ -192,6 +235,7 @@ impl CallCache {
                     Outcome::BlockMalformed(r) => {
                         Bound::new(py, BlockMalformed { malformed: Py::new(py, PyMalformed::new(&r))? })?.into_any()
                     }
+                    Outcome::ReasoningUnopened(r) => Bound::new(py, ReasoningUnopened::new(&r))?.into_any(),
                 })
             })
             .collect()
@@ -206,5 +250,6 @@ pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<CallCommitted>()?;
     m.add_class::<CallRetracted>()?;
     m.add_class::<BlockMalformed>()?;
+    m.add_class::<ReasoningUnopened>()?;
     Ok(())
 }

@@ -6,10 +6,10 @@ use super::outcome::CallCache;
 use super::vocabulary::vocab_arg;
 use crate::error::CoreError;
 use crate::ledger::TokenState;
-use crate::scan::{formats as builtin_formats, FormatSpec, Schemas};
-use crate::turn::{CommitHasher, TokenIn, Turn, TurnConfig};
+use crate::scan::{formats as builtin_formats, FormatSpec, Reasoning, Schemas};
+use crate::turn::{CommitHasher, Outcome, TokenIn, Turn, TurnConfig};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
+use pyo3::types::{PyBool, PyBytes, PyDict, PyEllipsis, PyList, PyString, PyTuple};
 
 /// One turn of one sequence. Mutable: one per stream, not shared between threads.
 #[pyclass(name = "TokenStream", module = "inert._core")]
@@ -17,6 +17,76 @@ use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 pub(super) struct PyTokenStream {
     turn: Turn,
     calls: CallCache,
+    /// The `ReasoningUnopened` outcomes committed so far. They are kept out of
+    /// the step lists, which the orchestrators consume, until they handle them.
+    notices: Vec<Py<PyAny>>,
+}
+
+/// The `reasoning=` argument: the format's own sections (`...`), none, or a pair.
+#[derive(Debug, Clone)]
+pub(super) enum ReasoningArg {
+    FormatDefault,
+    Off,
+    Pair(String, String),
+}
+
+impl<'a, 'py> FromPyObject<'a, 'py> for ReasoningArg {
+    type Error = PyErr;
+
+    fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        if obj.is_instance_of::<PyEllipsis>() {
+            return Ok(Self::FormatDefault);
+        }
+        if obj.is_none() {
+            return Ok(Self::Off);
+        }
+        let wrong = || CoreError::WrongType {
+            what: "reasoning".to_owned(),
+            expected: "an (open, close) pair of str, None (off), or ... (the format's own)",
+            got: type_name(&obj),
+        };
+        if !(obj.is_instance_of::<PyTuple>() || obj.is_instance_of::<PyList>()) || obj.len()? != 2 {
+            return Err(wrong().into());
+        }
+        let (open, close) = (obj.get_item(0)?, obj.get_item(1)?);
+        let (open, close) = (text(&open, "reasoning[0]")?, text(&close, "reasoning[1]")?);
+        if open.is_empty() || close.is_empty() {
+            return Err(CoreError::BadReasoning("the open and close delimiters must not be empty".to_owned()).into());
+        }
+        Ok(Self::Pair(open.to_owned(), close.to_owned()))
+    }
+}
+
+/// A `bool` argument, refused with inert's error (not pyo3's) when it is not one.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Flag(bool);
+
+impl<'a, 'py> FromPyObject<'a, 'py> for Flag {
+    type Error = PyErr;
+
+    fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        match obj.cast::<PyBool>() {
+            Ok(b) => Ok(Self(b.is_true())),
+            Err(_) => {
+                Err(CoreError::WrongType { what: "in_reasoning".to_owned(), expected: "a bool", got: type_name(&obj) }
+                    .into())
+            }
+        }
+    }
+}
+
+/// The turn's reasoning sections: the format's own, none, or the caller's pair
+/// (which keeps whether the format's models call from inside their thinking).
+fn with_reasoning(mut format: FormatSpec, reasoning: ReasoningArg) -> FormatSpec {
+    match reasoning {
+        ReasoningArg::FormatDefault => {}
+        ReasoningArg::Off => format.reasoning = None,
+        ReasoningArg::Pair(open, close) => {
+            let ended_by_call_token = format.reasoning.as_ref().is_some_and(|r| r.ended_by_call_token);
+            format.reasoning = Some(Reasoning { ended_by_call_token, ..Reasoning::pair(&open, &close) });
+        }
+    }
+    format
 }
 
 /// A `str` argument, refused with inert's error (not pyo3's) when it is not one.
@@ -46,12 +116,25 @@ impl<'a, 'py> FromPyObject<'a, 'py> for ByteLimit {
 pub(super) const DEFAULT_MAX_BLOCK_BYTES: ByteLimit = ByteLimit(1 << 20);
 
 /// A turn configuration from Python: a built-in format name or a custom
-/// format dict, and optional `{tool: json_schema}` schemas.
+/// format dict, and optional `{tool: json_schema}` schemas; reasoning as the
+/// format has it.
 pub(super) fn config(
     format: Option<&Bound<'_, PyAny>>,
     turn_key: String,
     schemas: Option<&Bound<'_, PyAny>>,
     max_block_bytes: usize,
+) -> PyResult<TurnConfig> {
+    config_reasoning(format, turn_key, schemas, max_block_bytes, ReasoningArg::FormatDefault, Flag(false))
+}
+
+/// `config`, with the caller's reasoning sections.
+fn config_reasoning(
+    format: Option<&Bound<'_, PyAny>>,
+    turn_key: String,
+    schemas: Option<&Bound<'_, PyAny>>,
+    max_block_bytes: usize,
+    reasoning: ReasoningArg,
+    in_reasoning: Flag,
 ) -> PyResult<TurnConfig> {
     let format = match format.filter(|f| !f.is_none()) {
         Some(format) => format_spec(format)?,
@@ -61,7 +144,10 @@ pub(super) fn config(
         Some(s) if !s.is_none() => Schemas::from_json(&py_to_json(s, "schemas")?),
         _ => Schemas::default(),
     };
-    Ok(TurnConfig { format, schemas, turn_key, max_block_bytes })
+    let format = with_reasoning(format, reasoning);
+    let config = TurnConfig { format, schemas, turn_key, max_block_bytes, in_reasoning: in_reasoning.0 };
+    config.check()?;
+    Ok(config)
 }
 
 /// A built-in format by name, or a custom format from its dict.
@@ -137,13 +223,31 @@ pub(super) fn node_indices(values: &[i64]) -> Result<Vec<usize>, CoreError> {
         .collect()
 }
 
+impl PyTokenStream {
+    /// A step's outcomes for Python, its reasoning notices set aside.
+    #[inline]
+    fn convert<'py>(&mut self, py: Python<'py>, out: Vec<Outcome>) -> PyResult<Vec<Bound<'py, PyAny>>> {
+        let notice = |o: &Outcome| matches!(o, Outcome::ReasoningUnopened(_));
+        if out.is_empty() {
+            return Ok(Vec::new());
+        }
+        if !out.iter().any(notice) {
+            return self.calls.convert(py, out);
+        }
+        let (notices, out): (Vec<_>, Vec<_>) = out.into_iter().partition(notice);
+        self.notices.extend(self.calls.convert(py, notices)?.into_iter().map(Bound::unbind));
+        self.calls.convert(py, out)
+    }
+}
+
 #[pymethods]
 impl PyTokenStream {
     #[new]
     #[pyo3(
-        signature = (format = None, turn_key = TurnKey(String::new()), *, vocab = None, special_tokens = None, schemas = None, max_block_bytes = DEFAULT_MAX_BLOCK_BYTES),
-        text_signature = "(format=None, turn_key='', *, vocab=None, special_tokens=None, schemas=None, max_block_bytes=1048576)"
+        signature = (format = None, turn_key = TurnKey(String::new()), *, vocab = None, special_tokens = None, schemas = None, max_block_bytes = DEFAULT_MAX_BLOCK_BYTES, reasoning = ReasoningArg::FormatDefault, in_reasoning = Flag(false)),
+        text_signature = "(format=None, turn_key='', *, vocab=None, special_tokens=None, schemas=None, max_block_bytes=1048576, reasoning=..., in_reasoning=False)"
     )]
+    #[allow(clippy::too_many_arguments)] // the keywords mirror the public API
     fn new(
         format: Option<&Bound<'_, PyAny>>,
         turn_key: TurnKey,
@@ -151,15 +255,22 @@ impl PyTokenStream {
         special_tokens: Option<&Bound<'_, PyAny>>,
         schemas: Option<&Bound<'_, PyAny>>,
         max_block_bytes: ByteLimit,
+        reasoning: ReasoningArg,
+        in_reasoning: Flag,
     ) -> PyResult<Self> {
-        let config = config(format, turn_key.0, schemas, max_block_bytes.0)?;
+        let config = config_reasoning(format, turn_key.0, schemas, max_block_bytes.0, reasoning, in_reasoning)?;
         let vocab = vocab_arg(vocab, special_tokens)?;
-        Ok(Self { turn: Turn::with_vocab(&config, vocab), calls: CallCache::default() })
+        Ok(Self { turn: Turn::with_vocab(&config, vocab), calls: CallCache::default(), notices: Vec::new() })
     }
 
     fn draft<'py>(&mut self, py: Python<'py>, tokens: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, PyAny>>> {
         let out = with_tokens(tokens, |window| self.turn.draft(window))?;
-        self.calls.convert(py, out)
+        self.convert(py, out)
+    }
+
+    /// The `ReasoningUnopened` outcomes committed so far, in stream order.
+    fn notices<'py>(&self, py: Python<'py>) -> Vec<Bound<'py, PyAny>> {
+        self.notices.iter().map(|n| n.bind(py).clone()).collect()
     }
 
     /// Drafts a token tree: `parents[i]` is node `i`'s parent (an earlier node) or -1.
@@ -171,7 +282,7 @@ impl PyTokenStream {
     ) -> PyResult<Vec<Bound<'py, PyAny>>> {
         let parents = ints_1d(parents, "parents")?;
         let out = with_tokens(tokens, |window| self.turn.draft_tree(window, &parents))?;
-        self.calls.convert(py, out)
+        self.convert(py, out)
     }
 
     /// Accepts the tree's nodes on `path` (a root down), rejects the others.
@@ -185,7 +296,7 @@ impl PyTokenStream {
         let path = node_indices(&ints_1d(path, "path")?)?;
         let correction = correction.filter(|c| !c.is_none()).map(|c| token(0, c)).transpose()?;
         let out = self.turn.verify_path(&path, correction)?;
-        self.calls.convert(py, out)
+        self.convert(py, out)
     }
 
     #[pyo3(signature = (n_accepted, correction = None))]
@@ -203,12 +314,12 @@ impl PyTokenStream {
         })?;
         let correction = correction.filter(|c| !c.is_none()).map(|c| token(0, c)).transpose()?;
         let out = self.turn.verify(n, correction)?;
-        self.calls.convert(py, out)
+        self.convert(py, out)
     }
 
     fn finish<'py>(&mut self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyAny>>> {
         let out = self.turn.finish()?;
-        self.calls.convert(py, out)
+        self.convert(py, out)
     }
 
     /// Whether a drafted tree awaits `verify_path`.
@@ -286,17 +397,20 @@ impl PyTokenStream {
 /// Parses a whole finished output in one shot with the stream's scanner.
 #[pyfunction]
 #[pyo3(
-    signature = (text, format = None, *, schemas = None, max_block_bytes = DEFAULT_MAX_BLOCK_BYTES),
-    text_signature = "(text, format=None, *, schemas=None, max_block_bytes=1048576)"
+    signature = (text, format = None, *, schemas = None, max_block_bytes = DEFAULT_MAX_BLOCK_BYTES, reasoning = ReasoningArg::FormatDefault, in_reasoning = Flag(false)),
+    text_signature = "(text, format=None, *, schemas=None, max_block_bytes=1048576, reasoning=..., in_reasoning=False)"
 )]
+#[allow(clippy::needless_pass_by_value)] // pyo3 hands extracted arguments over by value
 pub(super) fn parse<'py>(
     py: Python<'py>,
     text: &Bound<'py, PyAny>,
     format: Option<&Bound<'py, PyAny>>,
     schemas: Option<&Bound<'py, PyAny>>,
     max_block_bytes: ByteLimit,
+    reasoning: ReasoningArg,
+    in_reasoning: Flag,
 ) -> PyResult<Vec<Bound<'py, PyAny>>> {
-    let config = config(format, String::new(), schemas, max_block_bytes.0)?;
+    let config = config_reasoning(format, String::new(), schemas, max_block_bytes.0, reasoning, in_reasoning)?;
     let bytes: &[u8] = if let Ok(s) = text.cast::<PyString>() {
         s.to_str().map_err(|_| CoreError::PieceNotUnicode { index: 0 })?.as_bytes()
     } else if let Ok(b) = text.cast::<PyBytes>() {
@@ -311,8 +425,20 @@ pub(super) fn parse<'py>(
     };
     let out = crate::turn::parse(bytes, &config)?;
     let objects = CallCache::default().convert(py, out)?;
-    // Each committed outcome holds what the one-shot parse found: a Call or a Malformed.
-    objects.into_iter().map(|o| o.getattr(if o.hasattr("call")? { "call" } else { "malformed" })).collect()
+    // Each committed outcome holds what the one-shot parse found: a Call or a
+    // Malformed; a ReasoningUnopened is its own payload.
+    objects
+        .into_iter()
+        .map(|o| {
+            if o.hasattr("call")? {
+                o.getattr("call")
+            } else if o.hasattr("malformed")? {
+                o.getattr("malformed")
+            } else {
+                Ok(o)
+            }
+        })
+        .collect()
 }
 
 /// The known format names.

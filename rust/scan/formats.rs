@@ -2,7 +2,7 @@
 //! in `shared/FORMATS.md`.
 
 use super::lexer::{StructStart, Syntax};
-use super::spec::{Anchor, Body, FormatSpec};
+use super::spec::{Anchor, Body, FormatSpec, Reasoning};
 use crate::error::CoreError;
 
 /// Every built-in format name, in the order `inert.formats()` lists them.
@@ -44,6 +44,8 @@ fn delimited(name: &str, open: &[&str], close: &[&str], syntax: Syntax, body: Bo
         syntax,
         struct_start: StructStart::FirstBracket,
         body,
+        reasoning: Some(Reasoning::pair("<think>", "</think>")),
+        name_chars: String::new(),
     }
 }
 
@@ -62,12 +64,14 @@ fn sectioned(
     }
 }
 
+/// Where a call may start without an opener: after `arm`, at a byte of `starts`.
+fn anchor(arm: &[&str], starts: &[u8], separators: &[u8], at_start: bool) -> Anchor {
+    Anchor { arm: strings(arm), starts: starts.to_vec(), separators: separators.to_vec(), at_start }
+}
+
 /// A whole-message format: the call starts at an anchor and ends structurally.
 fn anchored(name: &str, arm: &[&str], starts: &[u8], separators: &[u8], syntax: Syntax, body: Body) -> FormatSpec {
-    FormatSpec {
-        anchor: Some(Anchor { arm: strings(arm), starts: starts.to_vec(), separators: separators.to_vec() }),
-        ..delimited(name, &[], &[], syntax, body)
-    }
+    FormatSpec { anchor: Some(anchor(arm, starts, separators, true)), ..delimited(name, &[], &[], syntax, body) }
 }
 
 const DS_SECTION: (&[&str], &[&str]) = (&["<｜tool▁calls▁begin｜>"], &["<｜tool▁calls▁end｜>"]);
@@ -84,9 +88,15 @@ pub fn builtin(name: &str) -> Result<FormatSpec, CoreError> {
         "hermes" => delimited(name, &["<tool_call>"], &["</tool_call>"], Syntax::Json, Body::JsonObject),
         "qwen3_coder" => delimited(name, &["<tool_call>"], &["</tool_call>"], Syntax::Raw, Body::QwenXml),
         "llama3_json" => anchored(name, &["<|python_tag|>"], b"{", b";", Syntax::Json, Body::JsonObject),
-        "pythonic" => anchored(name, &["<|python_start|>"], b"[", b"", Syntax::Python, Body::Pythonic),
+        // A list at the message start or after <|python_start|> (Llama), or Olmo 3's
+        // <function_calls> block with one call per line.
+        "pythonic" => FormatSpec {
+            anchor: Some(anchor(&["<|python_start|>"], b"[", b"", true)),
+            ..delimited(name, &["<function_calls>"], &["</function_calls>"], Syntax::Python, Body::Pythonic)
+        },
         "mistral" => FormatSpec {
             struct_start: StructStart::LeadingBracketOrBrace,
+            reasoning: Some(Reasoning::pair("[THINK]", "[/THINK]")),
             ..delimited(name, &["[TOOL_CALLS]"], &[], Syntax::Json, Body::Mistral)
         },
         // JSON argument bodies use Syntax::Json even after a plain-text name, so
@@ -102,26 +112,50 @@ pub fn builtin(name: &str) -> Result<FormatSpec, CoreError> {
             Syntax::Raw,
             Body::DsmlXml,
         ),
-        "kimi_k2" => sectioned(
-            name,
-            (
-                &["<|tool_calls_section_begin|>", "<|tool_call_section_begin|>"],
-                &["<|tool_calls_section_end|>", "<|tool_call_section_end|>"],
-            ),
-            (&["<|tool_call_begin|>"], &["<|tool_call_end|>"]),
-            Syntax::Json,
-            Body::NameSepJson { sep: "<|tool_call_argument_begin|>".to_owned() },
-        ),
+        "kimi_k2" => FormatSpec {
+            reasoning: Some(Reasoning { ended_by_call_token: true, ..Reasoning::pair("<think>", "</think>") }),
+            ..sectioned(
+                name,
+                (
+                    &["<|tool_calls_section_begin|>", "<|tool_call_section_begin|>"],
+                    &["<|tool_calls_section_end|>", "<|tool_call_section_end|>"],
+                ),
+                (&["<|tool_call_begin|>"], &["<|tool_call_end|>"]),
+                Syntax::Json,
+                Body::IdSepJson { sep: "<|tool_call_argument_begin|>".to_owned() },
+            )
+        },
         "glm45" | "glm47" => delimited(name, &["<tool_call>"], &["</tool_call>"], Syntax::Raw, Body::GlmXml),
-        "openai" => delimited(name, &["to=functions."], &["<|call|>"], Syntax::Json, Body::Harmony),
-        "granite" => delimited(name, &["<|tool_call|>", "<tool_call>"], &[], Syntax::Json, Body::JsonObjects),
-        "internlm" => {
-            delimited(name, &["<|action_start|><|plugin|>"], &["<|action_end|>"], Syntax::Json, Body::JsonObject)
-        }
+        // Harmony's reasoning is the analysis channel; a message with a recipient is a
+        // call on any channel, and `<|end|>` ends every message, so it says nothing unopened.
+        "openai" => FormatSpec {
+            reasoning: Some(Reasoning {
+                report_unopened: false,
+                ..Reasoning::pair("<|channel|>analysis<|message|>", "<|end|>")
+            }),
+            ..delimited(name, &["to=functions."], &["<|call|>"], Syntax::Json, Body::Harmony)
+        },
+        // Granite 3.2 reasons in prose ("Here is my thought process:"): nothing to bind.
+        "granite" => FormatSpec {
+            reasoning: None,
+            ..delimited(name, &["<|tool_call|>", "<tool_call>"], &[], Syntax::Json, Body::JsonObjects)
+        },
+        // Intern-S1 writes its two special tokens with a space between them.
+        "internlm" => delimited(
+            name,
+            &["<|action_start|><|plugin|>", "<|action_start|> <|plugin|>"],
+            &["<|action_end|>"],
+            Syntax::Json,
+            Body::JsonObject,
+        ),
         // Jamba writes an array, MiniMax one object per line; JsonObjects reads both.
         "jamba" | "minimax" => delimited(name, &["<tool_calls>"], &["</tool_calls>"], Syntax::Json, Body::JsonObjects),
         "xlam" => anchored(name, &["```json", "```", "</think>"], b"[", b"", Syntax::Json, Body::JsonObjects),
-        "phi4_mini_json" => delimited(name, &["<|tool_call|>"], &["<|/tool_call|>"], Syntax::Json, Body::JsonObjects),
+        // Phi-4-mini also writes `functools[…]`, which ends on its bracket.
+        "phi4_mini_json" => FormatSpec {
+            anchor: Some(anchor(&["functools"], b"[", b"", false)),
+            ..delimited(name, &["<|tool_call|>"], &["<|/tool_call|>"], Syntax::Json, Body::JsonObjects)
+        },
         "minimax_m2" => sectioned(
             name,
             (&["<minimax:tool_call>"], &["</minimax:tool_call>"]),

@@ -27,11 +27,20 @@ pub enum MalformedKind {
     InvalidLiteral,
     /// The block holds no call.
     NoCall,
+    /// A tool name that is not a name: characters outside letters, digits,
+    /// `_`, `-`, `.`, `:` (and a custom format's `name_chars`).
+    InvalidName,
+    /// A call id that names no tool (Kimi K2: `0`, `call_3`); never guessed.
+    InvalidId,
+    /// A parameter given twice in one call: never a silent overwrite.
+    DuplicateArgument,
+    /// A number that JSON cannot hold (`1e999`, `inf`, `nan`).
+    NonFinite,
 }
 
 impl MalformedKind {
     /// Every kind, in declaration order.
-    pub const ALL: [Self; 9] = [
+    pub const ALL: [Self; 13] = [
         Self::Unterminated,
         Self::TooLarge,
         Self::InvalidUtf8,
@@ -41,6 +50,10 @@ impl MalformedKind {
         Self::Layout,
         Self::InvalidLiteral,
         Self::NoCall,
+        Self::InvalidName,
+        Self::InvalidId,
+        Self::DuplicateArgument,
+        Self::NonFinite,
     ];
 
     /// The kind's stable name, as Python and traces spell it.
@@ -56,6 +69,10 @@ impl MalformedKind {
             Self::Layout => "layout",
             Self::InvalidLiteral => "invalid_literal",
             Self::NoCall => "no_call",
+            Self::InvalidName => "invalid_name",
+            Self::InvalidId => "invalid_id",
+            Self::DuplicateArgument => "duplicate_argument",
+            Self::NonFinite => "non_finite",
         }
     }
 }
@@ -73,6 +90,20 @@ impl Malformed {
     #[must_use]
     pub fn new(kind: MalformedKind, offset: usize, message: impl Into<String>) -> Self {
         Self { kind, offset, message: message.into() }
+    }
+
+    /// Whether the text failed to parse (rather than parsed into something that is
+    /// not a call): at the end of a cut block, such a failure means the text ran out.
+    #[must_use]
+    pub fn is_syntax(&self) -> bool {
+        matches!(
+            self.kind,
+            MalformedKind::InvalidJson
+                | MalformedKind::Layout
+                | MalformedKind::InvalidLiteral
+                | MalformedKind::NoCall
+                | MalformedKind::InvalidUtf8
+        )
     }
 
     /// The same problem found in a sub-slice starting `base` bytes into the body.

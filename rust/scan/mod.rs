@@ -7,15 +7,17 @@ mod delimiter;
 pub mod formats;
 mod lexer;
 mod malformed;
+mod matcher;
 mod scanner;
 pub mod spec;
 
-pub use body::Schemas;
+pub use body::{Item, Schemas};
 pub use call::Call;
 pub use lexer::{StructStart, Syntax};
 pub use malformed::{Malformed, MalformedKind};
-pub use scanner::{Role, ScanEvent, ScanState, Scanner, TokenRole};
-pub use spec::{Anchor, Body, FormatSpec};
+pub use matcher::Role;
+pub use scanner::{ScanEvent, ScanState, Scanner, TokenRole};
+pub use spec::{Anchor, Body, FormatSpec, Reasoning};
 
 #[cfg(test)]
 pub(crate) mod samples;

@@ -2,37 +2,29 @@
 //! a rejection restores one saved value instead of re-scanning text. Driven
 //! by a `FormatSpec`; the per-format work is only in the body parsers.
 
-use super::body::{self, Schemas};
-use super::call::Call;
-use super::delimiter::{Cursor, Delimiters};
-use super::lexer::Lexer;
+use super::body::{self, Context, Item, Schemas};
+use super::delimiter::Cursor;
+use super::lexer::{Lexer, Syntax};
 use super::malformed::{Malformed, MalformedKind};
+use super::matcher::{Hit, Matcher, Matchers, Role};
 use super::spec::FormatSpec;
 use std::ops::Range;
-
-/// What a delimiter does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Role {
-    SectionOpen,
-    SectionClose,
-    CallOpen,
-    CallClose,
-    /// Lets a call start at the next non-blank byte (whole-message formats).
-    Arm,
-}
 
 /// What a token means to the scanner beyond its bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TokenRole {
-    /// Plain text: its bytes go through the automaton.
+    /// A piece given as text: its bytes go through the automaton.
     Text,
+    /// An ordinary token given by id: its bytes are text too, but the model's
+    /// tokenizer has special tokens, which a raw-text body's closer may be.
+    IdText,
     /// A special token whose spelling is one of the format's delimiters.
     Delimiter(Role),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Mode {
-    /// Between blocks, looking for a section or call opener.
+    /// Between blocks, looking for a section or call opener (or reasoning).
     Outside,
     /// Inside a section, looking for a call opener or the section's end.
     Section,
@@ -40,10 +32,13 @@ enum Mode {
     Body,
     /// Inside a block that outgrew the byte limit: skipped to its end.
     Overflow,
+    /// Inside a reasoning section: nothing is a call until it closes.
+    Reasoning,
 }
 
 /// The scanner's whole state after a token: a few words, saved per token.
 #[derive(Debug, Clone, Copy)]
+#[allow(clippy::struct_excessive_bools)] // saved per token and restored whole: plain flags read clearest
 pub struct ScanState {
     mode: Mode,
     cursor: Cursor,
@@ -54,69 +49,77 @@ pub struct ScanState {
     /// A structurally complete block waits for the next token to confirm it
     /// (formats whose blocks end on a bracket, not on a closing delimiter).
     awaiting_confirmation: bool,
+    /// The open block ends on its bracket, not on a closer.
+    structural: bool,
+    /// How deep the format's value tags nest in a raw-text body (see `matcher.rs`).
+    depth: u16,
     /// Live-text offset of the open delimiter's first byte.
     block_start: u32,
     body_start: u32,
+    /// The open section: where its opener starts, and whether a call opened
+    /// in it (a section of text and no call is malformed).
+    section_start: u32,
+    section_calls: bool,
 }
 
-/// What one token did to the block structure. Every byte offset is in the live text.
+impl ScanState {
+    /// Whether the text after this state is reasoning: the hook that tells
+    /// reasoning bytes from content bytes per token.
+    #[must_use]
+    pub fn in_reasoning(&self) -> bool {
+        self.mode == Mode::Reasoning
+    }
+}
+
+/// What one token did. Every byte offset is in the live text.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ScanEvent {
     /// A block opened; its open delimiter starts at `delimiter_start`.
     Opened { delimiter_start: usize },
-    /// The open block ended with its byte `end - 1`, parsed into calls or found
-    /// malformed. `confirmed` is false for a structurally complete block, which
-    /// counts only once the next token (or the end of the turn) confirms it.
-    Ended { end: usize, body: Result<Vec<Call>, Malformed>, confirmed: bool },
+    /// The open block ended with its byte `end - 1`, parsed into its items.
+    /// `confirmed` is false for a structurally complete block, which counts
+    /// only once the next token (or the end of the turn) confirms it.
+    Ended { end: usize, body: Vec<Item>, confirmed: bool },
     /// The block that ended unconfirmed is confirmed by this token.
     Confirmed,
-}
-
-/// The delimiters searched for in one mode, with what each does.
-#[derive(Debug, Clone)]
-struct Matcher {
-    delimiters: Delimiters,
-    roles: Vec<(Role, usize)>,
-}
-
-impl Matcher {
-    fn new(groups: &[(&[String], Role)]) -> Option<Self> {
-        let mut patterns: Vec<&str> = Vec::new();
-        let mut roles = Vec::new();
-        for (texts, role) in groups {
-            for t in texts.iter().filter(|t| !t.is_empty()) {
-                patterns.push(t);
-                roles.push((*role, t.len()));
-            }
-        }
-        (!patterns.is_empty()).then(|| Self { delimiters: Delimiters::new(&patterns), roles })
-    }
+    /// A reasoning section opened at `delimiter`.
+    ReasoningOpened { delimiter: Range<usize> },
+    /// The reasoning section closed at `delimiter` (or at the call token that ended it).
+    ReasoningClosed { delimiter: Range<usize> },
+    /// A reasoning closer at `delimiter` while the turn was not in reasoning:
+    /// the prompt opened the section, and calls before it may have been thoughts.
+    ReasoningUnopened { delimiter: Range<usize> },
 }
 
 /// A format's immutable scanning machinery. One per stream; states are separate.
 #[derive(Debug, Clone)]
 pub struct Scanner {
     spec: FormatSpec,
-    outside: Option<Matcher>,
-    section: Option<Matcher>,
-    body: Option<Matcher>,
+    m: Matchers,
     schemas: Schemas,
     max_block_bytes: usize,
+    start_in_reasoning: bool,
+    /// The call closer is a special token of this turn's vocabulary: in a raw-text
+    /// body, its spelling by ordinary tokens given by id is text (code in a value).
+    closer_by_id: bool,
 }
 
 impl Scanner {
     #[must_use]
     pub fn new(spec: FormatSpec, schemas: Schemas, max_block_bytes: usize) -> Self {
-        let no_arm = Vec::new();
-        let arm = spec.anchor.as_ref().map_or(&no_arm, |a| &a.arm);
-        let outside = if spec.section_open.is_empty() {
-            Matcher::new(&[(&spec.call_open, Role::CallOpen), (arm, Role::Arm)])
-        } else {
-            Matcher::new(&[(&spec.section_open, Role::SectionOpen)])
-        };
-        let section = Matcher::new(&[(&spec.call_open, Role::CallOpen), (&spec.section_close, Role::SectionClose)]);
-        let body = Matcher::new(&[(&spec.call_close, Role::CallClose)]);
-        Self { spec, outside, section, body, schemas, max_block_bytes }
+        let m = Matchers::new(&spec);
+        Self { spec, m, schemas, max_block_bytes, start_in_reasoning: false, closer_by_id: false }
+    }
+
+    /// Starts turns inside a reasoning section (the prompt opened it). The
+    /// format must have reasoning delimiters; the turn checks.
+    pub fn start_in_reasoning(&mut self, yes: bool) {
+        self.start_in_reasoning = yes && self.spec.reasoning.is_some();
+    }
+
+    /// Says the call closer is bound to a special token id in this turn.
+    pub fn bind_closer_by_id(&mut self) {
+        self.closer_by_id = true;
     }
 
     #[must_use]
@@ -140,10 +143,16 @@ impl Scanner {
     }
 
     /// The delimiters a special token may spell, with the role each gives it.
-    fn special_groups(&self) -> [(&[String], Role); 5] {
+    /// Reasoning first: a spelling that is also an arm (xlam's `</think>`) closes
+    /// reasoning, which arms too.
+    fn special_groups(&self) -> [(&[String], Role); 7] {
         let s = &self.spec;
         let arm = s.anchor.as_ref().map(|a| a.arm.as_slice()).unwrap_or_default();
+        let (think_open, think_close) =
+            s.reasoning.as_ref().map_or((&[][..], &[][..]), |r| (r.open.as_slice(), r.close.as_slice()));
         [
+            (think_open, Role::ReasoningOpen),
+            (think_close, Role::ReasoningClose),
             (&s.section_open, Role::SectionOpen),
             (&s.section_close, Role::SectionClose),
             (&s.call_open, Role::CallOpen),
@@ -154,27 +163,38 @@ impl Scanner {
 
     fn matcher(&self, mode: Mode) -> Option<&Matcher> {
         match mode {
-            Mode::Outside => self.outside.as_ref(),
-            Mode::Section => self.section.as_ref(),
-            Mode::Body | Mode::Overflow => self.body.as_ref(),
+            Mode::Outside => self.m.outside.as_ref(),
+            Mode::Section => self.m.section.as_ref(),
+            Mode::Body | Mode::Overflow => self.m.body.as_ref(),
+            Mode::Reasoning => self.m.reasoning.as_ref(),
         }
     }
 
     fn cursor_for(&self, mode: Mode) -> Cursor {
-        self.matcher(mode).map_or_else(Cursor::none, |m| m.delimiters.start())
+        self.matcher(mode).map_or_else(Cursor::none, Matcher::start)
+    }
+
+    /// Whether the message start (and the end of reasoning) arms calls.
+    fn arms_at_start(&self) -> bool {
+        self.spec.anchor.as_ref().is_some_and(|a| a.at_start)
     }
 
     #[must_use]
     pub fn initial(&self) -> ScanState {
+        let mode = if self.start_in_reasoning { Mode::Reasoning } else { Mode::Outside };
         ScanState {
-            mode: Mode::Outside,
-            cursor: self.cursor_for(Mode::Outside),
+            mode,
+            cursor: self.cursor_for(mode),
             lexer: Lexer::default(),
             in_section: false,
-            armed: self.spec.anchor.is_some(),
+            armed: mode == Mode::Outside && self.arms_at_start(),
             awaiting_confirmation: false,
+            structural: false,
+            depth: 0,
             block_start: 0,
             body_start: 0,
+            section_start: 0,
+            section_calls: false,
         }
     }
 
@@ -207,21 +227,32 @@ impl Scanner {
         if self.passes_over(state, &text[token.clone()]) {
             return;
         }
-        for i in token {
-            self.byte(state, text, i, out);
+        let by_id = role != TokenRole::Text;
+        // Bytes are scanned in runs that stay in one mode, so the mode is
+        // dispatched once per run (usually once per token), not once per byte.
+        let mut i = token.start;
+        while i < token.end {
+            i = match state.mode {
+                Mode::Body | Mode::Overflow => self.body_run(state, text, i, token.end, by_id, out),
+                Mode::Outside if state.armed => {
+                    self.byte(state, text, i, by_id, out);
+                    i + 1
+                }
+                _ => self.text_run(state, text, i, token.end, out),
+            };
         }
     }
 
     /// Whether scanning `bytes` byte by byte would change nothing: between blocks
-    /// (or in a section), not armed for an anchored call, and no byte begins a
-    /// delimiter from where the automaton rests. Most prose tokens, in one table
-    /// lookup per byte instead of a walk of the automaton.
+    /// (in a section, or in reasoning), not armed for an anchored call, and no byte
+    /// begins a delimiter from where the automaton rests. Most prose tokens, in one
+    /// table lookup per byte instead of a walk of the automaton.
     #[inline]
     fn passes_over(&self, state: &ScanState, bytes: &[u8]) -> bool {
         let anchored = state.armed && state.mode == Mode::Outside && self.spec.anchor.is_some();
-        matches!(state.mode, Mode::Outside | Mode::Section)
+        matches!(state.mode, Mode::Outside | Mode::Section | Mode::Reasoning)
             && !anchored
-            && self.matcher(state.mode).is_none_or(|m| m.delimiters.passes_over(state.cursor, bytes))
+            && self.matcher(state.mode).is_none_or(|m| m.passes_over(state.cursor, bytes))
     }
 
     /// A special token acting as a whole delimiter; false when it means nothing in
@@ -236,97 +267,227 @@ impl Scanner {
         out: &mut Vec<ScanEvent>,
     ) -> bool {
         let sectioned = !self.spec.section_open.is_empty();
+        // A control token is emitted only to call: for models documented to call
+        // from inside their thinking, it ends the section (by text it stays a thought).
+        let call_ends_thinking = self.spec.reasoning.as_ref().is_some_and(|r| r.ended_by_call_token);
         match (state.mode, role) {
-            (Mode::Outside, Role::SectionOpen) if sectioned => {
-                state.in_section = true;
-                self.enter(state, Mode::Section);
+            (Mode::Outside, Role::SectionOpen) if sectioned => self.enter_section(state, token),
+            (Mode::Outside, Role::CallOpen) if !sectioned => self.open_delimited(state, token, out),
+            (Mode::Section, Role::CallOpen) => self.open_delimited(state, token, out),
+            (Mode::Section, Role::SectionClose) => self.leave_section(state, text, token, out),
+            (Mode::Body | Mode::Overflow, Role::CallClose) if !state.structural => {
+                self.close(state, text, token.start, token.end, out);
             }
-            (Mode::Outside, Role::CallOpen) if !sectioned => self.open(state, token.start, token.end, out),
-            (Mode::Section, Role::CallOpen) => self.open(state, token.start, token.end, out),
-            (Mode::Section, Role::SectionClose) => {
-                state.in_section = false;
-                self.enter(state, Mode::Outside);
+            (Mode::Outside, Role::ReasoningOpen) => self.think(state, token, out),
+            (Mode::Outside, Role::ReasoningClose) => self.unopened(state, token, out),
+            (Mode::Reasoning, Role::ReasoningClose) => self.stop_thinking(state, token, out),
+            (Mode::Reasoning, Role::SectionOpen) if sectioned && call_ends_thinking => {
+                self.stop_thinking(state, token.clone(), out);
+                self.enter_section(state, token);
             }
-            (Mode::Body | Mode::Overflow, Role::CallClose) => self.close(state, text, token.start, token.end, out),
+            (Mode::Reasoning, Role::CallOpen) if !sectioned && call_ends_thinking => {
+                self.stop_thinking(state, token.clone(), out);
+                self.open_delimited(state, token, out);
+            }
             _ => return false,
         }
         true
     }
 
-    #[inline]
-    fn byte(&self, state: &mut ScanState, text: &[u8], i: usize, out: &mut Vec<ScanEvent>) {
+    /// One byte outside blocks while a call may start at it (anchored formats).
+    fn byte(&self, state: &mut ScanState, text: &[u8], i: usize, by_id: bool, out: &mut Vec<ScanEvent>) {
         let byte = text[i];
-        match state.mode {
-            Mode::Outside | Mode::Section => {
-                if state.armed && state.mode == Mode::Outside {
-                    if let Some(anchor) = &self.spec.anchor {
-                        if byte.is_ascii_whitespace() || anchor.separators.contains(&byte) {
-                            return;
-                        }
-                        if anchor.starts.contains(&byte) {
-                            self.open(state, i, i, out);
-                            self.byte(state, text, i, out);
-                            return;
-                        }
-                        state.armed = false;
-                    }
-                }
-                let Some(m) = self.matcher(state.mode) else { return };
-                let Some(p) = m.delimiters.step(&mut state.cursor, byte) else { return };
-                let (role, len) = m.roles[p];
-                match role {
-                    Role::SectionOpen => {
-                        state.in_section = true;
-                        self.enter(state, Mode::Section);
-                    }
-                    Role::SectionClose => {
-                        state.in_section = false;
-                        self.enter(state, Mode::Outside);
-                    }
-                    Role::CallOpen => self.open(state, i + 1 - len, i + 1, out),
-                    Role::Arm => state.armed = true,
-                    Role::CallClose => {}
-                }
+        if let Some(anchor) = &self.spec.anchor {
+            if byte.is_ascii_whitespace() || anchor.separators.contains(&byte) {
+                return;
             }
-            Mode::Body | Mode::Overflow => {
-                let step = state.lexer.step(self.spec.syntax, self.spec.struct_start, byte);
-                if let Some(m) = &self.body {
-                    if !step.outside {
-                        state.cursor = m.delimiters.start();
-                    } else if let Some(p) = m.delimiters.step(&mut state.cursor, byte) {
-                        self.close(state, text, i + 1 - m.roles[p].1, i + 1, out);
-                        return;
-                    }
-                } else if step.completed {
-                    let overflowed = state.mode == Mode::Overflow;
-                    self.leave_block(state);
-                    if !overflowed {
-                        if state.awaiting_confirmation {
-                            // A second block completed in the same token: the first is confirmed.
-                            out.push(ScanEvent::Confirmed);
+            if anchor.starts.contains(&byte) {
+                self.open(state, i, i, true, out);
+                self.body_run(state, text, i, i + 1, by_id, out);
+                return;
+            }
+        }
+        state.armed = false;
+        self.text_run(state, text, i, i + 1, out);
+    }
+
+    /// Scans bytes `i..end` between blocks (outside, in a section, or in
+    /// reasoning) until a delimiter changes what follows; returns where it stopped.
+    #[inline(always)] // as body_run
+    #[allow(clippy::inline_always)]
+    fn text_run(
+        &self,
+        state: &mut ScanState,
+        text: &[u8],
+        mut i: usize,
+        end: usize,
+        out: &mut Vec<ScanEvent>,
+    ) -> usize {
+        let Some(m) = self.matcher(state.mode) else { return end };
+        while i < end {
+            let hit = m.step(&mut state.cursor, text[i]);
+            i += 1;
+            let Some((Hit::Delimiter(role), len)) = hit else { continue };
+            let at = i - len..i;
+            match (state.mode, role) {
+                (_, Role::SectionOpen) => self.enter_section(state, at),
+                (_, Role::SectionClose) => self.leave_section(state, text, at, out),
+                (_, Role::CallOpen) => self.open_delimited(state, at, out),
+                (_, Role::Arm) => state.armed = true,
+                (Mode::Outside, Role::ReasoningOpen) => self.think(state, at, out),
+                (Mode::Outside, Role::ReasoningClose) => self.unopened(state, at, out),
+                (Mode::Reasoning, Role::ReasoningClose) => self.stop_thinking(state, at, out),
+                _ => continue,
+            }
+            return i;
+        }
+        i
+    }
+
+    /// Scans body bytes `i..end` while the block stays open; returns where it stopped.
+    #[inline(always)] // the hot loop: a call per token costs more than the loop over a short token
+    #[allow(clippy::inline_always)]
+    fn body_run(
+        &self,
+        state: &mut ScanState,
+        text: &[u8],
+        mut i: usize,
+        end: usize,
+        by_id: bool,
+        out: &mut Vec<ScanEvent>,
+    ) -> usize {
+        let (syntax, start) = (self.spec.syntax, self.spec.struct_start);
+        let closer = self.m.body.as_ref().filter(|_| !state.structural);
+        // The first byte past the limit makes the block too large.
+        let limit = (state.block_start as usize).saturating_add(self.max_block_bytes);
+        while i < end {
+            let byte = text[i];
+            let step = state.lexer.step(syntax, start, byte);
+            i += 1;
+            if let Some(m) = closer {
+                if !step.outside {
+                    state.cursor = m.start();
+                } else if let Some((hit, len)) = m.step(&mut state.cursor, byte) {
+                    match hit {
+                        Hit::Nest => state.depth = state.depth.saturating_add(1),
+                        Hit::Unnest => state.depth = state.depth.saturating_sub(1),
+                        Hit::Delimiter(Role::CallClose) if self.closes_here(state, by_id) => {
+                            self.close(state, text, i - len, i, out);
+                            return i;
                         }
-                        state.awaiting_confirmation = true;
-                        let body = self.parse(text, state.body_start as usize..i + 1);
-                        out.push(ScanEvent::Ended { end: i + 1, body, confirmed: false });
+                        Hit::Delimiter(_) => {}
                     }
-                    return;
                 }
-                if state.mode == Mode::Body && i + 1 - state.block_start as usize > self.max_block_bytes {
-                    state.mode = Mode::Overflow;
-                    let message =
-                        format!("the block exceeds max_block_bytes ({} bytes) before it ends", self.max_block_bytes);
-                    let at = i + 1 - state.body_start as usize;
-                    let body = Err(Malformed::new(MalformedKind::TooLarge, at, message));
-                    out.push(ScanEvent::Ended { end: i + 1, body, confirmed: true });
-                }
+            } else if step.completed {
+                self.complete(state, text, i, out);
+                return i;
+            }
+            if i > limit && state.mode == Mode::Body {
+                state.mode = Mode::Overflow;
+                let message =
+                    format!("the block exceeds max_block_bytes ({} bytes) before it ends", self.max_block_bytes);
+                let at = i - state.body_start as usize;
+                let body = vec![Err(Malformed::new(MalformedKind::TooLarge, at, message))];
+                out.push(ScanEvent::Ended { end: i, body, confirmed: true });
+            }
+        }
+        i
+    }
+
+    /// A block that ends on its bracket completed with byte `end - 1`: it counts
+    /// once the next token (or the end of the turn) confirms it.
+    fn complete(&self, state: &mut ScanState, text: &[u8], end: usize, out: &mut Vec<ScanEvent>) {
+        let overflowed = state.mode == Mode::Overflow;
+        self.leave_block(state);
+        if !overflowed {
+            if state.awaiting_confirmation {
+                // A second block completed in the same token: the first is confirmed.
+                out.push(ScanEvent::Confirmed);
+            }
+            state.awaiting_confirmation = true;
+            let body = self.parse(text, state.body_start as usize..end, false);
+            out.push(ScanEvent::Ended { end, body, confirmed: false });
+        }
+    }
+
+    /// Whether a closer spelled in text ends the block. In a raw-text body the
+    /// value tags must balance, and when the closer is a special token of the
+    /// turn's vocabulary, ordinary tokens given by id spelling it are code in
+    /// a value: only the special token ends the block.
+    fn closes_here(&self, state: &ScanState, by_id: bool) -> bool {
+        self.spec.syntax != Syntax::Raw || (state.depth == 0 && !(by_id && self.closer_by_id))
+    }
+
+    fn enter_section(&self, state: &mut ScanState, delimiter: Range<usize>) {
+        state.in_section = true;
+        state.section_start = delimiter.start as u32;
+        state.section_calls = false;
+        self.enter(state, Mode::Section);
+    }
+
+    /// Where the open section's content starts: after its opener (a special
+    /// token spells one exactly, so the longest spelling found there is it).
+    fn section_body(&self, state: &ScanState, text: &[u8]) -> usize {
+        let at = state.section_start as usize;
+        let len = self.spec.section_open.iter().filter(|o| text[at..].starts_with(o.as_bytes())).map(String::len).max();
+        at + len.unwrap_or(0)
+    }
+
+    /// The section closes at `delimiter`. One that held text and no call is
+    /// malformed: the model meant a call and broke its layout (DeepSeek's
+    /// `<｜tool▁calls▁begin｜>NAME…` without `<｜tool▁call▁begin｜>`). Its text is
+    /// looked at only then, once: sections with calls never pay for it.
+    fn leave_section(&self, state: &mut ScanState, text: &[u8], delimiter: Range<usize>, out: &mut Vec<ScanEvent>) {
+        state.in_section = false;
+        self.enter(state, Mode::Outside);
+        if !state.section_calls {
+            let body = self.section_body(state, text)..delimiter.start;
+            if !text[body.clone()].iter().all(u8::is_ascii_whitespace) {
+                section_without_calls(state, text, body, delimiter.end, false, out);
             }
         }
     }
 
-    fn open(&self, state: &mut ScanState, delimiter_start: usize, body_start: usize, out: &mut Vec<ScanEvent>) {
+    fn think(&self, state: &mut ScanState, delimiter: Range<usize>, out: &mut Vec<ScanEvent>) {
+        state.armed = false;
+        self.enter(state, Mode::Reasoning);
+        out.push(ScanEvent::ReasoningOpened { delimiter });
+    }
+
+    fn stop_thinking(&self, state: &mut ScanState, delimiter: Range<usize>, out: &mut Vec<ScanEvent>) {
+        self.enter(state, Mode::Outside);
+        state.armed = self.arms_at_start();
+        out.push(ScanEvent::ReasoningClosed { delimiter });
+    }
+
+    /// A reasoning closer while not in reasoning: reported where the format says
+    /// so; the content starts after it, as after any reasoning.
+    fn unopened(&self, state: &mut ScanState, delimiter: Range<usize>, out: &mut Vec<ScanEvent>) {
+        state.armed = self.spec.anchor.is_some();
+        if self.spec.reasoning.as_ref().is_some_and(|r| r.report_unopened) {
+            out.push(ScanEvent::ReasoningUnopened { delimiter });
+        }
+    }
+
+    /// A block opened by its delimiter at `delimiter`.
+    fn open_delimited(&self, state: &mut ScanState, delimiter: Range<usize>, out: &mut Vec<ScanEvent>) {
+        state.section_calls |= state.in_section;
+        self.open(state, delimiter.start, delimiter.end, self.spec.structural(), out);
+    }
+
+    fn open(
+        &self,
+        state: &mut ScanState,
+        delimiter_start: usize,
+        body_start: usize,
+        structural: bool,
+        out: &mut Vec<ScanEvent>,
+    ) {
         self.enter(state, Mode::Body);
         state.lexer = Lexer::default();
         state.armed = false;
+        state.structural = structural;
+        state.depth = 0;
         // Offsets fit: the stream refuses text past u32::MAX before scanning it.
         state.block_start = delimiter_start as u32;
         state.body_start = body_start as u32;
@@ -345,24 +506,34 @@ impl Scanner {
         let overflowed = state.mode == Mode::Overflow;
         self.leave_block(state);
         if !overflowed {
-            let body = self.parse(text, state.body_start as usize..body_end);
+            let body = self.parse(text, state.body_start as usize..body_end, false);
             out.push(ScanEvent::Ended { end, body, confirmed: true });
         }
     }
 
-    fn parse(&self, text: &[u8], body: Range<usize>) -> Result<Vec<Call>, Malformed> {
+    fn parse(&self, text: &[u8], body: Range<usize>, cut: bool) -> Vec<Item> {
+        let cx = Context { schemas: &self.schemas, name_chars: &self.spec.name_chars, cut };
+        let len = body.len();
         match std::str::from_utf8(&text[body]) {
-            Err(e) => Err(Malformed::new(
-                MalformedKind::InvalidUtf8,
-                e.valid_up_to(),
-                format!("the block is not valid UTF-8 (at byte {} of its body)", e.valid_up_to()),
-            )),
-            Ok(body) => body::parse(&self.spec.body, body, &self.schemas),
+            Err(e) => {
+                let mut items = vec![Err(Malformed::new(
+                    MalformedKind::InvalidUtf8,
+                    e.valid_up_to(),
+                    format!("the block is not valid UTF-8 (at byte {} of its body)", e.valid_up_to()),
+                ))];
+                if cut {
+                    body::cut_short(&mut items, len);
+                }
+                items
+            }
+            Ok(body) => body::parse(&self.spec.body, body, cx),
         }
     }
 
     /// What ending the turn does: a block waiting for confirmation is confirmed;
-    /// a block still open is malformed (unless already reported).
+    /// a block still open (its closer cut by a stop string or the end of the
+    /// turn) is read as it stands: a complete, valid body is a call, a body
+    /// that ran out is `unterminated`.
     #[must_use]
     pub fn finish(&self, state: &ScanState, text: &[u8]) -> Vec<ScanEvent> {
         let mut out = Vec::new();
@@ -370,16 +541,36 @@ impl Scanner {
             out.push(ScanEvent::Confirmed);
         }
         if state.mode == Mode::Body {
-            let at = text.len() - state.body_start as usize;
-            let body = Err(Malformed::new(
-                MalformedKind::Unterminated,
-                at,
-                "the turn ended inside the block (it never closed)",
-            ));
+            let body = self.parse(text, state.body_start as usize..text.len(), true);
             out.push(ScanEvent::Ended { end: text.len(), body, confirmed: true });
+        }
+        if state.mode == Mode::Section && !state.section_calls {
+            let body = self.section_body(state, text)..text.len();
+            section_without_calls(state, text, body, text.len(), true, &mut out);
         }
         out
     }
+}
+
+/// Reports the open section, whose content `body` holds no call, as one
+/// malformed block ending at `end`.
+fn section_without_calls(
+    state: &ScanState,
+    text: &[u8],
+    body: Range<usize>,
+    end: usize,
+    cut: bool,
+    out: &mut Vec<ScanEvent>,
+) {
+    let body = String::from_utf8_lossy(&text[body]);
+    let (kind, message) = if cut {
+        (MalformedKind::Unterminated, "the turn ended inside the section (it never closed), before any call")
+    } else {
+        (MalformedKind::NoCall, "the section holds text but no call (no call opener)")
+    };
+    let message = format!("{message}: {:?}", body.trim().chars().take(40).collect::<String>());
+    out.push(ScanEvent::Opened { delimiter_start: state.section_start as usize });
+    out.push(ScanEvent::Ended { end, body: vec![Err(Malformed::new(kind, 0, message))], confirmed: true });
 }
 
 #[cfg(test)]

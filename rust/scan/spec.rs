@@ -15,8 +15,10 @@ pub enum Body {
     /// JSON call objects: an array of them, or one or more objects separated by
     /// whitespace, `;` or `,`.
     JsonObjects,
-    /// `NAME<sep>{…}`, where `<sep>` is `sep` (DeepSeek V3.1; Kimi K2 with `functions.NAME:IDX`).
+    /// `NAME<sep>{…}`, where `<sep>` is `sep` (DeepSeek V3.1).
     NameSepJson { sep: String },
+    /// `ID<sep>{…}` where the call id `[functions.]NAME:IDX` names the tool (Kimi K2).
+    IdSepJson { sep: String },
     /// `TYPE<｜tool▁sep｜>NAME⏎` then a fenced JSON block (DeepSeek V3).
     DeepSeekV3,
     /// `<function=NAME><parameter=K>V</parameter>…</function>` (Qwen3-Coder).
@@ -44,6 +46,39 @@ pub struct Anchor {
     pub starts: Vec<u8>,
     /// Bytes skipped while armed (whitespace always is): separators between calls.
     pub separators: Vec<u8>,
+    /// Whether the start of the message (and the end of a reasoning section) arms
+    /// too; false where only an `arm` delimiter may start a call (`functools[`).
+    pub at_start: bool,
+}
+
+/// Reasoning sections: the text between `open` and `close` is the model's
+/// thinking, and a call inside it is a thought, never a call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reasoning {
+    pub open: Vec<String>,
+    pub close: Vec<String>,
+    /// A call or section opener that arrives as a special token ends an unclosed
+    /// section: for models documented to call from inside their thinking (Kimi
+    /// K2-Thinking, K2.5), whose control token is emitted only to call. Spelled in
+    /// text it stays a thought.
+    pub ended_by_call_token: bool,
+    /// Whether a closer that arrives outside reasoning is reported: it means the
+    /// prompt opened the section. Off where the closer also ends other messages
+    /// (Harmony's `<|end|>`).
+    pub report_unopened: bool,
+}
+
+impl Reasoning {
+    /// A section between `open` and `close`, reported when its closer comes unopened.
+    #[must_use]
+    pub fn pair(open: &str, close: &str) -> Self {
+        Self {
+            open: vec![open.to_owned()],
+            close: vec![close.to_owned()],
+            ended_by_call_token: false,
+            report_unopened: true,
+        }
+    }
 }
 
 /// A tool-call format.
@@ -63,10 +98,15 @@ pub struct FormatSpec {
     pub syntax: Syntax,
     pub struct_start: StructStart,
     pub body: Body,
+    /// The format's reasoning sections by default (`None`: it has none).
+    pub reasoning: Option<Reasoning>,
+    /// Characters a tool name may hold besides ASCII letters, digits, `_`, `-`, `.`, `:`.
+    pub name_chars: String,
 }
 
 impl FormatSpec {
-    /// Whether blocks end structurally rather than at a closing delimiter.
+    /// Whether blocks opened by `call_open` end structurally rather than at a
+    /// closing delimiter (blocks an anchor starts always do).
     #[must_use]
     pub fn structural(&self) -> bool {
         self.call_close.is_empty()
@@ -95,6 +135,12 @@ struct Custom {
     body: String,
     #[serde(default)]
     sep: Option<String>,
+    #[serde(default = "think")]
+    reasoning: Option<(String, String)>,
+    #[serde(default)]
+    calls_end_reasoning: bool,
+    #[serde(default)]
+    name_chars: String,
 }
 
 #[derive(Deserialize)]
@@ -105,10 +151,21 @@ struct CustomAnchor {
     starts: String,
     #[serde(default)]
     separators: String,
+    #[serde(default = "yes")]
+    at_start: bool,
 }
 
 fn json_syntax() -> String {
     "json".to_owned()
+}
+
+#[allow(clippy::unnecessary_wraps)] // serde's `default` must return the field's type
+fn think() -> Option<(String, String)> {
+    Some(("<think>".to_owned(), "</think>".to_owned()))
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// The body layouts a custom format can name.
@@ -116,6 +173,7 @@ pub const BODY_NAMES: &[&str] = &[
     "json_object",
     "json_objects",
     "name_sep_json",
+    "id_sep_json",
     "deepseek_v3",
     "qwen_xml",
     "glm_xml",
@@ -132,8 +190,9 @@ impl FormatSpec {
         let c = Custom::deserialize(doc).map_err(|e| format!("custom format: {e}"))?;
         let body = match (c.body.as_str(), c.sep) {
             ("name_sep_json", Some(sep)) if !sep.is_empty() => Body::NameSepJson { sep },
-            ("name_sep_json", _) => {
-                return Err("custom format: body \"name_sep_json\" needs a non-empty \"sep\"".into())
+            ("id_sep_json", Some(sep)) if !sep.is_empty() => Body::IdSepJson { sep },
+            ("name_sep_json" | "id_sep_json", _) => {
+                return Err(format!("custom format: body {:?} needs a non-empty \"sep\"", c.body))
             }
             ("json_object", _) => Body::JsonObject,
             ("json_objects", _) => Body::JsonObjects,
@@ -168,6 +227,11 @@ impl FormatSpec {
             arm: a.arm,
             starts: a.starts.into_bytes(),
             separators: a.separators.into_bytes(),
+            at_start: a.at_start,
+        });
+        let reasoning = c.reasoning.map(|(open, close)| Reasoning {
+            ended_by_call_token: c.calls_end_reasoning,
+            ..Reasoning::pair(&open, &close)
         });
         let spec = Self {
             name: c.name,
@@ -179,15 +243,22 @@ impl FormatSpec {
             syntax,
             struct_start,
             body,
+            reasoning,
+            name_chars: c.name_chars,
         };
         spec.check()?;
         Ok(spec)
     }
 
     fn check(&self) -> Result<(), String> {
-        let all = [&self.section_open, &self.section_close, &self.call_open, &self.call_close];
+        let none = Vec::new();
+        let (think_open, think_close) = self.reasoning.as_ref().map_or((&none, &none), |r| (&r.open, &r.close));
+        let all = [&self.section_open, &self.section_close, &self.call_open, &self.call_close, think_open, think_close];
         if all.iter().any(|d| d.iter().any(String::is_empty)) {
             return Err("custom format: delimiters must not be empty strings".into());
+        }
+        if let Some(c) = self.name_chars.chars().find(|c| c.is_whitespace() || c.is_control()) {
+            return Err(format!("custom format: name_chars cannot widen names to whitespace or controls ({c:?})"));
         }
         if self.call_open.is_empty() && self.anchor.is_none() {
             return Err(
@@ -200,7 +271,7 @@ impl FormatSpec {
         if self.section_open.is_empty() != self.section_close.is_empty() {
             return Err("custom format: section_open and section_close go together".into());
         }
-        if self.structural() && self.syntax == Syntax::Raw {
+        if (self.structural() || self.anchor.is_some()) && self.syntax == Syntax::Raw {
             return Err(
                 "custom format: without call_close a block ends structurally, which needs syntax json or python".into(),
             );

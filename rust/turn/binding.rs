@@ -4,7 +4,7 @@
 
 use super::{TokenIn, TurnConfig};
 use crate::error::CoreError;
-use crate::scan::{Scanner, TokenRole};
+use crate::scan::{Role, Scanner, TokenRole};
 use crate::vocab::Vocab;
 use std::sync::Arc;
 
@@ -33,7 +33,8 @@ impl Binding {
     /// delimiter spelling, never a pass over the vocabulary.
     #[must_use]
     pub fn new(config: &TurnConfig, vocab: Arc<Vocab>) -> Self {
-        let scanner = Scanner::new(config.format.clone(), config.schemas.clone(), config.max_block_bytes);
+        let mut scanner = Scanner::new(config.format.clone(), config.schemas.clone(), config.max_block_bytes);
+        scanner.start_in_reasoning(config.in_reasoning);
         let mut roles: Vec<(u32, TokenRole)> = Vec::new();
         for text in scanner.special_spellings() {
             let role = scanner.role_of_special(text);
@@ -42,6 +43,9 @@ impl Binding {
                     roles.push((id, role));
                 }
             }
+        }
+        if roles.iter().any(|&(_, role)| role == TokenRole::Delimiter(Role::CallClose)) {
+            scanner.bind_closer_by_id();
         }
         Self { scanner: Arc::new(scanner), vocab, roles: roles.into() }
     }
@@ -70,7 +74,12 @@ impl Binding {
                 let bytes = self.vocab.piece(id)?;
                 // piece() succeeded, so the id is bounded by MAX_TOKEN_ID.
                 let id = id as u32;
-                Ok(Resolved { bytes, id: Some(id), role: self.role_of(id) })
+                // An ordinary token given by id is text that knows it is no special token.
+                let role = match self.role_of(id) {
+                    TokenRole::Text => TokenRole::IdText,
+                    role => role,
+                };
+                Ok(Resolved { bytes, id: Some(id), role })
             }
         }
     }

@@ -13,11 +13,15 @@
 //! - only its confirming token rejected: it waits for confirmation again,
 //!   keeping its key and its announcement (its early reads stay valid).
 //!
+//! A reasoning closer that closed nothing is kept here too, as an entry that
+//! is already ended and confirmed: it commits in stream order with the
+//! blocks, and goes when its tokens are rejected.
+//!
 //! Positions here are live-stream token positions.
 
 use super::keys::CommitKey;
-use super::outcome::{CallRecord, MalformedRecord, Outcome};
-use crate::scan::{Call, Malformed};
+use super::outcome::{CallRecord, MalformedRecord, Outcome, ReasoningRecord};
+use crate::scan::Item as Parsed;
 use std::sync::Arc;
 
 /// One item of an ended block: a call, or a call (or whole block) that is malformed.
@@ -25,6 +29,7 @@ use std::sync::Arc;
 enum Item {
     Call(Arc<CallRecord>),
     Malformed(Arc<MalformedRecord>),
+    ReasoningUnopened(Arc<ReasoningRecord>),
 }
 
 #[derive(Debug, Clone)]
@@ -77,7 +82,7 @@ impl Block {
 fn calls(items: &[Item]) -> impl Iterator<Item = &Arc<CallRecord>> {
     items.iter().filter_map(|i| match i {
         Item::Call(c) => Some(c),
-        Item::Malformed(_) => None,
+        Item::Malformed(_) | Item::ReasoningUnopened(_) => None,
     })
 }
 
@@ -89,13 +94,14 @@ impl BlockTable {
         self.blocks.push(Block { id, start, opened_at, end: None });
     }
 
-    /// The open block ended in token `last` with `body`; each of its items takes
-    /// the next key from `next_key`. Confirmed ends announce their calls now.
+    /// The open block ended in token `last` with `body`, its items in order
+    /// (calls, and why others are not calls); each item takes the next key from
+    /// `next_key`. Confirmed ends announce their calls now.
     pub(super) fn end(
         &mut self,
         last: usize,
         confirmed: bool,
-        body: Result<Vec<Call>, Malformed>,
+        body: Vec<Parsed>,
         mut next_key: impl FnMut() -> CommitKey,
         out: &mut Vec<Outcome>,
     ) {
@@ -105,23 +111,28 @@ impl BlockTable {
             return;
         };
         let span = block.start..last + 1;
-        let items = match body {
-            Ok(calls) => (0u32..)
-                .zip(calls)
-                .map(|(index, call)| {
-                    let key = next_key();
-                    Item::Call(Arc::new(CallRecord { block: block.id, index, span: span.clone(), key, call }))
-                })
-                .collect(),
-            Err(error) => {
-                let key = next_key();
-                vec![Item::Malformed(Arc::new(MalformedRecord { block: block.id, index: 0, span, key, error }))]
-            }
-        };
+        let items = (0u32..)
+            .zip(body)
+            .map(|(index, item)| {
+                let (block, span, key) = (block.id, span.clone(), next_key());
+                match item {
+                    Ok(call) => Item::Call(Arc::new(CallRecord { block, index, span, key, call })),
+                    Err(error) => Item::Malformed(Arc::new(MalformedRecord { block, index, span, key, error })),
+                }
+            })
+            .collect();
         block.end = Some(End { last, confirmed_at: confirmed.then_some(last), announced: false, items });
         if confirmed {
             block.announce(out);
         }
+    }
+
+    /// A reasoning closer that closed nothing spans tokens `start..=last`.
+    /// It is no block: it takes no block id and no key.
+    pub(super) fn reasoning_unopened(&mut self, start: usize, last: usize) {
+        let record = Arc::new(ReasoningRecord { span: start..last + 1 });
+        let end = End { last, confirmed_at: Some(last), announced: true, items: vec![Item::ReasoningUnopened(record)] };
+        self.blocks.push(Block { id: u64::MAX, start, opened_at: last, end: Some(end) });
     }
 
     /// Token `at` confirms the block that ended unconfirmed.
@@ -186,6 +197,7 @@ impl BlockTable {
                 out.push(match item {
                     Item::Call(c) => Outcome::CallCommitted(c),
                     Item::Malformed(m) => Outcome::BlockMalformed(m),
+                    Item::ReasoningUnopened(r) => Outcome::ReasoningUnopened(r),
                 });
             }
             false

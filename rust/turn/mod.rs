@@ -22,7 +22,7 @@ mod window;
 
 pub use binding::Binding;
 pub use keys::{CommitHasher, CommitKey};
-pub use outcome::{CallRecord, MalformedRecord, Outcome};
+pub use outcome::{CallRecord, MalformedRecord, Outcome, ReasoningRecord};
 
 use crate::error::CoreError;
 use crate::ledger::{Ledger, TokenState};
@@ -41,13 +41,18 @@ pub enum TokenIn<'a> {
     Id(u64),
 }
 
-/// Configuration fixed when a turn starts.
+/// Configuration fixed when a turn starts. The format's `reasoning` says which
+/// reasoning sections the turn has (its own by default; callers may replace
+/// them or turn them off).
 #[derive(Debug)]
 pub struct TurnConfig {
     pub format: FormatSpec,
     pub schemas: Schemas,
     pub turn_key: String,
     pub max_block_bytes: usize,
+    /// The prompt opened a reasoning section (Qwen3-Thinking, R1, MiniMax M2
+    /// templates): the output starts inside it.
+    pub in_reasoning: bool,
 }
 
 impl TurnConfig {
@@ -58,7 +63,17 @@ impl TurnConfig {
             schemas: Schemas::default(),
             turn_key: turn_key.to_owned(),
             max_block_bytes,
+            in_reasoning: false,
         })
+    }
+
+    /// What is wrong with this configuration, if anything: a turn cannot start
+    /// inside reasoning it has no delimiters for.
+    pub fn check(&self) -> Result<(), CoreError> {
+        if self.in_reasoning && self.format.reasoning.is_none() {
+            return Err(CoreError::InReasoningWithoutReasoning);
+        }
+        Ok(())
     }
 }
 
@@ -83,6 +98,7 @@ impl Turn {
         vocab: impl IntoIterator<Item = (u64, Vec<u8>)>,
         special: impl IntoIterator<Item = (u64, Vec<u8>)>,
     ) -> Result<Self, CoreError> {
+        config.check()?;
         let mut table = VocabBuilder::default();
         for (id, piece) in vocab {
             table.insert(id, &piece)?;
@@ -93,7 +109,8 @@ impl Turn {
         Ok(Self::with_vocab(config, Arc::new(table.build())))
     }
 
-    /// Starts a turn over a shared vocabulary: O(1) in its size.
+    /// Starts a turn over a shared vocabulary: O(1) in its size. The caller has
+    /// checked `config` (`TurnConfig::check`).
     #[must_use]
     pub fn with_vocab(config: &TurnConfig, vocab: Arc<Vocab>) -> Self {
         Self::start(&Binding::new(config, vocab), &config.turn_key)
@@ -371,14 +388,21 @@ impl Live<'_> {
                 self.blocks.end(pos, confirmed, body, next_key, out);
             }
             ScanEvent::Confirmed => self.blocks.confirm(pos, out),
+            ScanEvent::ReasoningUnopened { delimiter } => {
+                self.blocks.reasoning_unopened(self.window.token_at(delimiter.start), pos);
+            }
+            // Where reasoning starts and stops (byte ranges of its delimiters) is the hook for
+            // streaming reasoning text apart from content; calls need nothing from it.
+            ScanEvent::ReasoningOpened { .. } | ScanEvent::ReasoningClosed { .. } => {}
         }
     }
 }
 
 /// Parses a whole finished output in one shot with the same scanner, and
-/// returns what the accepted stream holds: committed calls and malformed
-/// blocks, in stream order.
+/// returns what the accepted stream holds: committed calls, malformed blocks
+/// and reasoning closers that closed nothing, in stream order.
 pub fn parse(text: &[u8], config: &TurnConfig) -> Result<Vec<Outcome>, CoreError> {
+    config.check()?;
     let mut turn = Turn::with_vocab(config, Arc::default());
     let mut out = turn.draft(&[TokenIn::Piece(text)])?;
     out.extend(turn.verify(1, None)?);

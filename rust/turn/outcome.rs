@@ -30,6 +30,15 @@ pub struct MalformedRecord {
     pub error: Malformed,
 }
 
+/// A reasoning closer that arrived while the turn was not in reasoning: the
+/// prompt (the chat template) opened the section, so calls before it may have
+/// been thoughts. Reported once its tokens are accepted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReasoningRecord {
+    /// Live-stream token positions `start..end` of the closer.
+    pub span: Range<usize>,
+}
+
 /// One outcome of a step. The calls of a block go through `CallClosed` and
 /// then exactly one of `CallCommitted` or `CallRetracted`; a malformed block
 /// is reported once, as `BlockMalformed`, when all its tokens are accepted.
@@ -45,12 +54,14 @@ pub enum Outcome {
     CallRetracted(Arc<CallRecord>),
     /// Every token of a malformed block (or call) is accepted: final, reported, never run.
     BlockMalformed(Arc<MalformedRecord>),
+    /// Every token of a reasoning closer that closed nothing is accepted.
+    ReasoningUnopened(Arc<ReasoningRecord>),
 }
 
 impl Outcome {
     /// Whether this outcome is final: the accepted stream holds it for good.
     #[must_use]
     pub fn is_committed(&self) -> bool {
-        matches!(self, Self::CallCommitted(_) | Self::BlockMalformed(_))
+        matches!(self, Self::CallCommitted(_) | Self::BlockMalformed(_) | Self::ReasoningUnopened(_))
     }
 }

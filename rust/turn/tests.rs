@@ -38,6 +38,7 @@ fn labels(out: &[Outcome]) -> Vec<String> {
             Outcome::CallCommitted(c) => format!("committed {}", c.call.name),
             Outcome::CallRetracted(c) => format!("retracted {}", c.call.name),
             Outcome::BlockMalformed(m) => format!("malformed {}", m.error.kind.name()),
+            Outcome::ReasoningUnopened(r) => format!("unopened {:?}", r.span),
         })
         .collect()
 }
@@ -282,6 +283,7 @@ fn random_schedules_keep_keys_and_equal_one_shot_parse() {
                             committed.push(c.call.clone());
                         }
                         Outcome::BlockMalformed(m) => panic!("{name}: {m:?}"),
+                        Outcome::ReasoningUnopened(r) => panic!("{name}: {r:?}"),
                     }
                 }
                 // Every call still closed lies on the live stream.
@@ -340,4 +342,65 @@ fn random_schedules_keep_keys_and_equal_one_shot_parse() {
             assert_eq!(committed, one_shot, "{name}");
         }
     }
+}
+
+#[test]
+fn each_call_of_a_block_has_its_own_key_and_a_broken_one_keeps_its_siblings() {
+    let config = TurnConfig::builtin("jamba", "t", 1 << 20).unwrap();
+    let text = "<tool_calls>[{\"name\": \"a\"}, {\"name\": \"b\", \"arguments\": 7}, {\"name\": \"c\"}]</tool_calls>";
+    let out = parse(text.as_bytes(), &config).unwrap();
+    assert_eq!(labels(&out), ["committed a", "malformed arguments_not_object", "committed c"]);
+    let keys: Vec<CommitKey> = out
+        .iter()
+        .map(|o| match o {
+            Outcome::CallCommitted(c) => c.key,
+            Outcome::BlockMalformed(m) => m.key,
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(keys, (0..3).map(|i| key_of("t", &[text.as_bytes()], i)).collect::<Vec<_>>());
+    let Outcome::BlockMalformed(m) = &out[1] else { panic!() };
+    assert_eq!(m.index, 1, "the malformed item's place in its block");
+}
+
+#[test]
+fn the_end_of_the_turn_confirms_a_cut_block_keyed_by_its_last_token() {
+    let ps = pieces("ok <tool_call>{\"name\": \"f\", \"arguments\": {}}\n", 6);
+    let mut t = turn();
+    assert!(draft(&mut t, &ps).is_empty(), "no closer: nothing closes during the turn");
+    assert!(t.verify(ps.len(), None).unwrap().is_empty());
+    let out = t.finish().unwrap();
+    assert_eq!(labels(&out), ["closed f", "committed f"]);
+    let Outcome::CallCommitted(c) = &out[1] else { panic!() };
+    assert_eq!((c.key, c.span.clone()), (key_of("turn", &ps, 0), 0..ps.len()));
+}
+
+#[test]
+fn a_stray_reasoning_closer_is_reported_once_accepted_and_never_when_rejected() {
+    let mut t = turn();
+    let ps: [&[u8]; 3] = [b"thought", b"</think>", b"<tool_call>{\"name\": \"f\"}</tool_call>"];
+    let out = draft(&mut t, &ps);
+    assert_eq!(labels(&out), ["closed f"], "only accepted tokens report it");
+    assert_eq!(labels(&t.verify(1, None).unwrap()), ["retracted f"]);
+    let out = draft(&mut t, &ps[1..]);
+    assert_eq!(labels(&out), ["closed f"]);
+    assert_eq!(labels(&t.verify(2, None).unwrap()), ["unopened 1..2", "committed f"]);
+    let mut config = hermes("t");
+    config.in_reasoning = true;
+    let out = parse(b"thinking <tool_call>{\"name\": \"rm\"}</tool_call></think>ok", &config).unwrap();
+    assert!(out.is_empty(), "{out:?}");
+    config.format.reasoning = None;
+    assert!(matches!(Turn::new(&config, [], []), Err(CoreError::InReasoningWithoutReasoning)));
+}
+
+#[test]
+fn a_special_closer_by_id_ends_a_raw_body_whose_text_spells_it() {
+    let config = TurnConfig::builtin("qwen3_coder", "t", 1 << 20).unwrap();
+    let value = "<function=f>\n<parameter=s>\nx\n</parameter>\n</function>\n</tool_call>\ny\n";
+    let vocab = [(1, value.as_bytes().to_vec()), (2, b"</parameter>\n</function>\n".to_vec())];
+    let special = [(10, b"<tool_call>".to_vec()), (11, b"</tool_call>".to_vec())];
+    let mut t = Turn::new(&config, vocab, special).unwrap();
+    let out = t.draft(&[10, 1, 2, 11].map(TokenIn::Id)).unwrap();
+    let [Outcome::CallClosed(c)] = out.as_slice() else { panic!("{out:?}") };
+    assert_eq!(c.call.arguments["s"], "x\n</parameter>\n</function>\n</tool_call>\ny");
 }

@@ -86,14 +86,10 @@ impl Window {
     }
 
     /// The live position of the token holding byte `offset`. Offsets asked for
-    /// are delimiter starts, a few tokens from the end, so a backward walk costs
-    /// the delimiter's length, not the stream's.
+    /// are delimiter starts, usually a few tokens from the end (a section that
+    /// holds no call reaches back to its opener): a binary search either way.
     pub(super) fn token_at(&self, offset: usize) -> usize {
-        let mut pos = self.tokens.len();
-        while pos > 0 && self.tokens[pos - 1].text_end as usize > offset {
-            pos -= 1;
-        }
-        pos
+        self.tokens.partition_point(|t| t.text_end as usize <= offset)
     }
 
     /// Ledger positions `first..=last` of the live tokens `start..=last`.

@@ -1,10 +1,12 @@
 """Fuzz target for the scanner through the public API, over every format:
-arbitrary bytes, arbitrary chunkings, arbitrary verify decisions.
+arbitrary bytes, arbitrary chunkings, arbitrary verify decisions, turns that
+start inside reasoning or not, with or without schemas.
 
 Checks, on every input: nothing raises (model output is data); each call is
 closed, then committed or retracted exactly once, and none is left open at the
-end of the turn; what the incremental run commits equals a one-shot parse of
-the accepted text (two code paths, one answer).
+end of the turn; what the incremental run commits (calls, malformed blocks,
+reasoning closers that closed nothing) equals a one-shot parse of the accepted
+text (two code paths, one answer).
 
     pip install atheris
     python tests/fuzz/fuzz_scanner.py -dict=tests/fuzz/delimiters.dict -max_total_time=60   # what CI runs
@@ -24,11 +26,16 @@ with atheris.instrument_imports():
     import inert
 
 FORMATS = inert.formats()
-# Seeds the fuzzer's bytes with each format's delimiters so it reaches block bodies.
+# Seeds the fuzzer's bytes with each format's delimiters so it reaches block bodies and reasoning.
 PREFIXES = [b"", b"<tool_call>", b"[TOOL_CALLS]", b"<|python_tag|>{", b"[", b"<|tool_call|>[", b"<tool_calls>",
             "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>".encode(), b"<|tool_calls_section_begin|><|tool_call_begin|>",
             "<｜DSML｜function_calls><｜DSML｜invoke name=\"".encode(), b"<minimax:tool_call><invoke name=\"",
-            b"to=functions.", b"<|action_start|><|plugin|>"]
+            b"to=functions.", b"<|action_start|><|plugin|>", b"<|action_start|> <|plugin|>", b"functools[",
+            b"<function_calls>", b"<think>", b"</think>", b"[THINK]", b"<|channel|>analysis<|message|>",
+            b"<tool_call>\n<function=f>\n<parameter=a>\n"]
+# Half the runs know the tool "f": raw-text XML values are then read by the schema rules.
+SCHEMAS = {"f": {"type": "object", "properties": {"a": {"type": "string"}, "n": {"type": "integer"},
+                                                  "o": {"type": "object"}}}}
 MAX_BLOCK = 512
 
 
@@ -62,7 +69,9 @@ def one_input(data: bytes) -> None:
     fdp = atheris.FuzzedDataProvider(data)
     fmt = FORMATS[fdp.ConsumeIntInRange(0, len(FORMATS) - 1)]
     text = PREFIXES[fdp.ConsumeIntInRange(0, len(PREFIXES) - 1)] + fdp.ConsumeBytes(fdp.ConsumeIntInRange(0, 2048))
-    stream = inert.TokenStream(fmt, "fuzz", max_block_bytes=MAX_BLOCK)
+    kw = {"schemas": SCHEMAS if fdp.ConsumeBool() else None,
+          "in_reasoning": fmt != "granite" and fdp.ConsumeBool()}  # granite has no reasoning delimiters
+    stream = inert.TokenStream(fmt, "fuzz", max_block_bytes=MAX_BLOCK, **kw)
     outcomes: list[inert.Outcome] = []
     accepted = b""
     pos = 0
@@ -79,10 +88,13 @@ def one_input(data: bytes) -> None:
     outcomes += stream.finish()
     assert stream.accepted_text() == accepted
     incremental = committed(outcomes)
+    found = inert.parse(accepted, fmt, max_block_bytes=MAX_BLOCK, **kw)
     one_shot = [("malformed", p.kind) if isinstance(p, inert.Malformed) else (p.name, p.arguments)
-                for p in inert.parse(accepted, fmt, max_block_bytes=MAX_BLOCK)]
+                for p in found if not isinstance(p, inert.ReasoningUnopened)]
     if incremental != one_shot:
         raise AssertionError(f"{fmt}: incremental {incremental} != one-shot {one_shot} for {accepted!r}")
+    if len(stream.notices()) != sum(isinstance(p, inert.ReasoningUnopened) for p in found):
+        raise AssertionError(f"{fmt}: notices {stream.notices()} differ from the one-shot parse of {accepted!r}")
 
 
 if __name__ == "__main__":

@@ -1,12 +1,14 @@
-//! JSON call objects: `{"name": …, "arguments"|"parameters": {…}}`, alone,
-//! in an array, or as a sequence.
+//! JSON call objects: `{"name": …, "arguments"|"parameters": {…}}`, alone, in
+//! an array, or as a sequence. Each object of an array or sequence is its own
+//! item, so one broken object keeps its siblings.
 
 use super::super::call::Call;
 use super::super::malformed::{json_error_offset, Malformed, MalformedKind};
-use super::excerpt;
+use super::{excerpt, Item};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
+use std::ops::Range;
 
 #[derive(Deserialize)]
 struct Wire<'a> {
@@ -21,7 +23,7 @@ struct Wire<'a> {
 
 impl Wire<'_> {
     /// The call; `text` is the JSON the wire was read from, for error offsets.
-    fn into_call(self, text: &str) -> Result<Call, Malformed> {
+    fn into_call(self, text: &str) -> Item {
         let raw = self.arguments.or(self.parameters);
         let raw_text = raw.map_or("{}", RawValue::get);
         let base = raw.map_or(0, |r| offset_in(text, r.get()));
@@ -36,71 +38,209 @@ pub(super) fn offset_in(outer: &str, inner: &str) -> usize {
     (inner.as_ptr() as usize).saturating_sub(outer.as_ptr() as usize).min(outer.len())
 }
 
-/// A call from its name and argument text, which must be a JSON object (or null).
-pub(super) fn arguments_call(name: String, raw_arguments: &str) -> Result<Call, Malformed> {
-    let arguments: Map<String, Value> = match serde_json::from_str(raw_arguments) {
-        Ok(Value::Object(map)) => map,
-        Ok(Value::Null) => Map::new(),
-        Ok(other) => {
-            let at = raw_arguments.len() - raw_arguments.trim_start().len();
-            return Err(Malformed::new(
-                MalformedKind::ArgumentsNotObject,
-                at,
-                format!("the arguments of {name:?} must be a JSON object, got {}", kind_of(&other)),
-            ));
-        }
-        Err(e) => {
-            return Err(Malformed::new(
-                MalformedKind::InvalidJson,
-                json_error_offset(raw_arguments, &e),
-                format!("invalid arguments JSON for {name:?}: {e}"),
-            ))
-        }
+/// A call from its name and argument text: a JSON object, null, or a JSON
+/// string that holds an object (Granite 4 writes `"arguments": "{\"a\": 1}"`).
+pub(super) fn arguments_call(name: String, raw_arguments: &str) -> Item {
+    let not_object = |what: &str| {
+        let at = raw_arguments.len() - raw_arguments.trim_start().len();
+        Malformed::new(
+            MalformedKind::ArgumentsNotObject,
+            at,
+            format!("the arguments of {name:?} must be a JSON object, got {what}"),
+        )
     };
-    Ok(Call { name, arguments, raw_arguments: raw_arguments.trim().to_owned(), id: None })
+    let (arguments, raw) = match serde_json::from_str(raw_arguments) {
+        Ok(Value::Object(map)) => (map, raw_arguments.trim()),
+        Ok(Value::Null) => (Map::new(), "{}"),
+        Ok(Value::String(inner)) => match serde_json::from_str::<Map<String, Value>>(&inner) {
+            Ok(map) => {
+                let raw = inner.trim().to_owned();
+                return Ok(Call { name, arguments: map, raw_arguments: raw, id: None });
+            }
+            Err(_) => return Err(not_object("a string that does not hold one")),
+        },
+        Ok(other) => return Err(not_object(kind_of(&other))),
+        Err(e) => return Err(json_error(raw_arguments, &e, &format!("invalid arguments JSON for {name:?}"))),
+    };
+    Ok(Call { name, arguments, raw_arguments: raw.to_owned(), id: None })
 }
 
-/// A serde error on `text` as a malformed block; a missing `name` field is its own kind.
-fn wire_error(text: &str, e: &serde_json::Error, what: &str) -> Malformed {
-    let kind = if e.is_data() && e.to_string().starts_with("missing field `name`") {
-        MalformedKind::MissingName
+/// A serde error as a malformed item: numbers JSON cannot hold are their own kind.
+fn json_error(text: &str, e: &serde_json::Error, what: &str) -> Malformed {
+    let kind = if e.to_string().starts_with("number out of range") {
+        MalformedKind::NonFinite
     } else {
         MalformedKind::InvalidJson
     };
-    Malformed::new(kind, json_error_offset(text, e), format!("invalid tool-call JSON {what}{}: {e}", excerpt(text)))
+    Malformed::new(kind, json_error_offset(text, e), format!("{what}: {e}"))
+}
+
+/// A serde error reading a call object; a missing `name` field is its own kind.
+fn wire_error(text: &str, e: &serde_json::Error) -> Malformed {
+    let mut m = json_error(text, e, &format!("invalid tool-call JSON {}", excerpt(text)));
+    if e.is_data() && e.to_string().starts_with("missing field `name`") {
+        m.kind = MalformedKind::MissingName;
+    }
+    m
 }
 
 /// Exactly one call object.
-pub(super) fn object_call(text: &str) -> Result<Call, Malformed> {
-    let wire: Wire<'_> = serde_json::from_str(text).map_err(|e| wire_error(text, &e, ""))?;
+pub(super) fn object_call(text: &str) -> Item {
+    let wire: Wire<'_> = serde_json::from_str(text).map_err(|e| wire_error(text, &e))?;
     wire.into_call(text)
 }
 
+/// The call object at `at` in `text`.
+fn element(text: &str, at: Range<usize>) -> Item {
+    object_call(&text[at.clone()]).map_err(|m| m.shifted(at.start))
+}
+
 /// An array of call objects, or call objects separated by whitespace, `;` or `,`.
-pub(super) fn object_calls(text: &str) -> Result<Vec<Call>, Malformed> {
-    let trimmed = text.trim();
-    let base = offset_in(text, trimmed);
-    if trimmed.starts_with('[') {
-        let wires: Vec<Wire<'_>> =
-            serde_json::from_str(trimmed).map_err(|e| wire_error(trimmed, &e, "array ").shifted(base))?;
+/// Read in one pass while every object is a call object; from the first that is
+/// not, each element is split out and read on its own, so it keeps its siblings.
+pub(super) fn object_calls(text: &str, cut: bool) -> Vec<Item> {
+    let start = text.len() - text.trim_start().len();
+    if !text[start..].starts_with('[') {
+        let (mut items, rest) = leading_objects(text, start);
+        items.extend(sequence(text, rest).into_iter().map(|r| element(text, r)));
+        return items;
+    }
+    if let Ok(wires) = serde_json::from_str::<Vec<Wire<'_>>>(&text[start..]) {
         return wires.into_iter().map(|w| w.into_call(text)).collect();
     }
-    let mut calls = Vec::new();
-    let mut rest = trimmed;
-    loop {
-        rest = rest.trim_start_matches(|c: char| c.is_whitespace() || c == ';' || c == ',');
-        if rest.is_empty() {
-            return Ok(calls);
+    let (elements, end) = array(text, start + 1);
+    let mut items: Vec<Item> = elements.into_iter().map(|r| element(text, r)).collect();
+    match end {
+        // More after the array (MiniMax's lines, one of which was an array): read on, each its own item.
+        Some(end) => items.extend(sequence(text, end).into_iter().map(|r| element(text, r))),
+        // An array that never closed, after objects that all parsed: say so once.
+        None if !cut && items.last().is_none_or(Result::is_ok) => {
+            items.push(Err(Malformed::new(MalformedKind::Layout, text.len(), "the call array is not closed")));
         }
-        let at = offset_in(text, rest);
-        let mut stream = serde_json::Deserializer::from_str(rest).into_iter::<Wire<'_>>();
-        match stream.next() {
-            Some(Ok(wire)) => calls.push(wire.into_call(text)?),
-            Some(Err(e)) => return Err(wire_error(rest, &e, "").shifted(at)),
-            None => return Ok(calls),
-        }
-        rest = &rest[stream.byte_offset()..];
+        _ => {}
     }
+    items
+}
+
+/// The call objects of a sequence from `from`, read in one pass up to the first
+/// that is not one; returns them and where the rest starts.
+fn leading_objects(text: &str, from: usize) -> (Vec<Item>, usize) {
+    let mut items = Vec::new();
+    let mut at = from;
+    loop {
+        let rest = &text[at..];
+        let skipped = rest.len() - rest.trim_start_matches(|c: char| c.is_whitespace() || c == ';' || c == ',').len();
+        at += skipped;
+        if at == text.len() {
+            return (items, at);
+        }
+        let mut stream = serde_json::Deserializer::from_str(&text[at..]).into_iter::<Wire<'_>>();
+        match stream.next() {
+            Some(Ok(wire)) => {
+                items.push(wire.into_call(text));
+                at += stream.byte_offset();
+            }
+            _ => return (items, at),
+        }
+    }
+}
+
+/// The lexing state of a JSON scan: inside a string, and bracket depth.
+#[derive(Default)]
+struct Lex {
+    quote: bool,
+    escaped: bool,
+    depth: usize,
+}
+
+impl Lex {
+    /// Steps over `b`; returns whether it lies outside every string.
+    fn step(&mut self, b: u8) -> bool {
+        if self.quote {
+            if self.escaped {
+                self.escaped = false;
+            } else if b == b'\\' {
+                self.escaped = true;
+            } else if b == b'"' {
+                self.quote = false;
+            }
+            return false;
+        }
+        match b {
+            b'"' => {
+                self.quote = true;
+                return false;
+            }
+            b'[' | b'{' => self.depth += 1,
+            b']' | b'}' => self.depth = self.depth.saturating_sub(1),
+            _ => {}
+        }
+        true
+    }
+}
+
+/// The elements of an array whose body starts at `from`, split at top-level
+/// commas, and one past its closing `]` if it has one. Empty elements (a
+/// trailing comma) are skipped.
+fn array(text: &str, from: usize) -> (Vec<Range<usize>>, Option<usize>) {
+    let mut lex = Lex::default();
+    let mut elements = Vec::new();
+    let mut begin = from;
+    let mut push = |r: Range<usize>| {
+        if !text[r.clone()].trim().is_empty() {
+            elements.push(r);
+        }
+    };
+    for (i, &b) in text.as_bytes().iter().enumerate().skip(from) {
+        let top = lex.depth == 0;
+        if !lex.step(b) || !top {
+            continue;
+        }
+        match b {
+            b']' => {
+                push(begin..i);
+                return (elements, Some(i + 1));
+            }
+            b',' => {
+                push(begin..i);
+                begin = i + 1;
+            }
+            _ => {}
+        }
+    }
+    push(begin..text.len());
+    (elements, None)
+}
+
+/// The values of a sequence from `from`: each `{…}` or `[…]` to its balanced
+/// end (or the end of the text); text that starts no value runs to the end of
+/// its line and is an element too, so it is reported and its siblings kept.
+fn sequence(text: &str, from: usize) -> Vec<Range<usize>> {
+    let s = text.as_bytes();
+    let mut out = Vec::new();
+    let mut i = from;
+    while i < s.len() {
+        let b = s[i];
+        if b.is_ascii_whitespace() || b == b';' || b == b',' {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        if b == b'{' || b == b'[' {
+            let mut lex = Lex::default();
+            while i < s.len() {
+                let outside = lex.step(s[i]);
+                i += 1;
+                if outside && lex.depth == 0 {
+                    break;
+                }
+            }
+        } else {
+            i = text[i..].find('\n').map_or(s.len(), |n| i + n);
+        }
+        out.push(start..i);
+    }
+    out
 }
 
 fn kind_of(v: &Value) -> &'static str {
@@ -118,6 +258,10 @@ fn kind_of(v: &Value) -> &'static str {
 mod tests {
     use super::*;
 
+    fn names(items: &[Item]) -> Vec<String> {
+        items.iter().map(|i| i.as_ref().map_or_else(|m| format!("!{}", m.kind.name()), |c| c.name.clone())).collect()
+    }
+
     #[test]
     fn keys_in_either_order_and_parameters_alias() {
         let a = object_call(r#"{"name": "f", "arguments": {"x": 1}}"#).unwrap();
@@ -128,11 +272,45 @@ mod tests {
     }
 
     #[test]
+    fn arguments_as_a_string_holding_the_object() {
+        let c = object_call(r#"{"name": "f", "arguments": "{\"param\": \"max_connections\"}"}"#).unwrap();
+        assert_eq!(
+            (c.arguments["param"].as_str(), c.raw_arguments.as_str()),
+            (Some("max_connections"), r#"{"param": "max_connections"}"#)
+        );
+        for bad in [r#""hello""#, r#""{hello world}""#, r#""[1, 2]""#, r#""{\"a\": 1} tail""#] {
+            let err = object_call(&format!(r#"{{"name": "f", "arguments": {bad}}}"#)).unwrap_err();
+            assert_eq!(err.kind, MalformedKind::ArgumentsNotObject, "{bad}");
+        }
+    }
+
+    #[test]
     fn arrays_and_sequences() {
-        let arr = object_calls(r#"[{"name": "a"}, {"name": "b", "arguments": {"k": [1]}}]"#).unwrap();
-        let seq = object_calls("{\"name\": \"a\"}\n{\"name\": \"b\", \"arguments\": {\"k\": [1]}}\n").unwrap();
+        let arr = object_calls(r#"[{"name": "a"}, {"name": "b", "arguments": {"k": [1]}}]"#, false);
+        let seq = object_calls("{\"name\": \"a\"}\n{\"name\": \"b\", \"arguments\": {\"k\": [1]}}\n", false);
         assert_eq!(arr, seq);
-        assert_eq!(object_calls(r#"{"name": "a"}; {"name": "b"}"#).unwrap().len(), 2);
+        assert_eq!(names(&object_calls(r#"{"name": "a"}; {"name": "b"}"#, false)), ["a", "b"]);
+        assert!(object_calls("[]", false).is_empty());
+    }
+
+    #[test]
+    fn broken_elements_keep_their_siblings() {
+        let cases: [(&str, &[&str]); 6] = [
+            (r#"[{"name": "a"}, {"name": "b", "arguments": {"x": }}]"#, &["a", "!invalid_json"]),
+            (r#"[{"name": "a"}, 3, {"name": "c", "arguments": 7}]"#, &["a", "!invalid_json", "!arguments_not_object"]),
+            ("{\"name\": \"a\"}\n{invalid json here}\n{\"name\": \"c\"}", &["a", "!invalid_json", "c"]),
+            ("{\"name\": \"a\"}\nnot json\n{\"arguments\": {}}", &["a", "!invalid_json", "!missing_name"]),
+            (r#"[{"name": "a", "arguments": {"x": 1e999}}]"#, &["!non_finite"]),
+            (r#"[{"name": "a"}] tail"#, &["a", "!invalid_json"]),
+        ];
+        for (text, want) in cases {
+            assert_eq!(names(&object_calls(text, false)), want, "{text}");
+        }
+        let cut = object_calls(r#"[{"name": "a"}, {"name": "b", "argu"#, true);
+        assert_eq!(names(&cut), ["a", "!invalid_json"]);
+        let second = object_calls("{\"name\": \"a\"}\n{\"name\": \"b\", \"arguments\": {\"k\": }}", false);
+        let err = second[1].as_ref().unwrap_err();
+        assert_eq!((err.kind, err.offset), (MalformedKind::InvalidJson, 47));
     }
 
     #[test]
@@ -144,8 +322,5 @@ mod tests {
         let cut = object_call(r#"{"name": "f", "arguments": {"#).unwrap_err();
         assert_eq!((cut.kind, cut.offset), (MalformedKind::InvalidJson, 27));
         assert!(object_call(r#"{"name": "f", "name": "g"}"#).unwrap_err().message.contains("duplicate"));
-        assert!(object_calls(r#"[{"name": "a"}, 3]"#).is_err());
-        let second = object_calls("{\"name\": \"a\"}\n{\"name\": \"b\", \"arguments\": {\"k\": }}").unwrap_err();
-        assert_eq!((second.kind, second.offset), (MalformedKind::InvalidJson, 47));
     }
 }

@@ -1,10 +1,13 @@
-//! Block bodies to calls, one parser per body layout. Each returns the
-//! block's calls in order, or why the block is malformed.
+//! Block bodies to calls, one parser per body layout. Each returns the block's
+//! items in order: a call, or why that call (or the whole block) is malformed.
+//! A broken call never takes its valid siblings with it.
 
 mod json;
+mod literal;
 mod named;
 mod pythonic;
 mod schema;
+mod values;
 mod xml;
 
 pub use schema::Schemas;
@@ -13,32 +16,88 @@ use super::call::Call;
 use super::malformed::{Malformed, MalformedKind};
 use super::spec::Body;
 
-/// Parses the text of one block body.
-pub(crate) fn parse(body: &Body, text: &str, schemas: &Schemas) -> Result<Vec<Call>, Malformed> {
-    let calls = match body {
-        Body::JsonObject => vec![json::object_call(text)?],
-        Body::JsonObjects => json::object_calls(text)?,
-        Body::NameSepJson { sep } => vec![named::name_sep_json(text, sep)?],
-        Body::DeepSeekV3 => vec![named::deepseek_v3(text)?],
-        Body::Harmony => vec![named::harmony(text)?],
-        Body::Mistral => named::mistral(text)?,
-        Body::QwenXml => vec![xml::qwen(text, schemas)?],
-        Body::GlmXml => vec![xml::glm(text, schemas)?],
-        Body::DsmlXml => vec![xml::dsml(text)?],
-        Body::MinimaxXml => vec![xml::minimax(text, schemas)?],
-        Body::Pythonic => pythonic::calls(text)?,
+/// One item of a block: a call, or why it is not one.
+pub type Item = Result<Call, Malformed>;
+
+/// What a body parser reads besides the text.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Context<'a> {
+    pub(crate) schemas: &'a Schemas,
+    /// Characters a tool name may hold besides the built-in ones.
+    pub(crate) name_chars: &'a str,
+    /// The turn ended inside the block: its closer never came. The body is
+    /// read strictly (every value closed, every list element complete), and
+    /// what is missing at its end is `unterminated`.
+    pub(crate) cut: bool,
+}
+
+/// Parses the text of one block body into its items.
+pub(crate) fn parse(body: &Body, text: &str, cx: Context<'_>) -> Vec<Item> {
+    let mut items = match body {
+        Body::JsonObject => vec![json::object_call(text)],
+        Body::JsonObjects => json::object_calls(text, cx.cut),
+        Body::NameSepJson { sep } => vec![named::name_sep_json(text, sep)],
+        Body::IdSepJson { sep } => vec![named::id_sep_json(text, sep)],
+        Body::DeepSeekV3 => vec![named::deepseek_v3(text)],
+        Body::Harmony => vec![named::harmony(text)],
+        Body::Mistral => named::mistral(text, cx),
+        Body::QwenXml => vec![xml::qwen(text, cx)],
+        Body::GlmXml => vec![xml::glm(text, cx)],
+        Body::DsmlXml => vec![xml::dsml(text, cx)],
+        Body::MinimaxXml => vec![xml::minimax(text, cx)],
+        Body::Pythonic => pythonic::calls(text, cx.cut),
     };
-    if calls.is_empty() {
-        return Err(Malformed::new(MalformedKind::NoCall, 0, "the block holds no call"));
+    for item in &mut items {
+        if let Ok(call) = item {
+            if let Err(bad) = check_name(&call.name, cx.name_chars) {
+                *item = Err(bad);
+            }
+        }
     }
-    if let Some(c) = calls.iter().find(|c| c.name.trim().is_empty()) {
-        return Err(Malformed::new(
-            MalformedKind::MissingName,
+    if cx.cut {
+        cut_short(&mut items, text.len());
+    }
+    items
+}
+
+/// A tool name is ASCII letters, digits, `_`, `-`, `.`, `:` and the format's
+/// `name_chars`; anything else (spaces, brackets, newlines, unrendered template
+/// text such as `{{ tc.name }}`) is not a name, so the call is malformed.
+pub(crate) fn check_name(name: &str, extra: &str) -> Result<(), Malformed> {
+    if name.is_empty() {
+        return Err(Malformed::new(MalformedKind::MissingName, 0, "a call has an empty tool name"));
+    }
+    if name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.' | b':')) {
+        return Ok(());
+    }
+    let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | ':') || extra.contains(c);
+    match name.chars().find(|&c| !allowed(c)) {
+        None => Ok(()),
+        Some(c) => Err(Malformed::new(
+            MalformedKind::InvalidName,
             0,
-            format!("a call has an empty tool name (arguments {})", c.raw_arguments),
-        ));
+            format!("{} is not a tool name (it holds {c:?})", excerpt(name)),
+        )),
     }
-    Ok(calls)
+}
+
+/// The turn ended inside the block. What ran out of text is `unterminated`: the
+/// last item when it failed to parse (a complete call before it still counts),
+/// or the whole block when it holds nothing. Semantic faults (a bad name, a
+/// duplicate, arguments that are not an object) keep their kind.
+pub(crate) fn cut_short(items: &mut Vec<Item>, body_len: usize) {
+    let unterminated = |reason: &str, at: usize| {
+        Malformed::new(
+            MalformedKind::Unterminated,
+            at,
+            format!("the turn ended inside the block (it never closed): {reason}"),
+        )
+    };
+    match items.last_mut() {
+        None => items.push(Err(unterminated("it holds no call", body_len))),
+        Some(Err(bad)) if bad.is_syntax() => *bad = unterminated(&bad.message, body_len),
+        Some(_) => {}
+    }
 }
 
 /// A short, single-line excerpt of model text for error messages.
@@ -48,5 +107,22 @@ fn excerpt(text: &str) -> String {
         format!("{t:?}…")
     } else {
         format!("{t:?}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names() {
+        for ok in ["get_weather", "mcp__portal__search-documents", "github.create_issue", "fs:read", "A1"] {
+            assert!(check_name(ok, "").is_ok(), "{ok}");
+        }
+        for bad in ["get weather", "junk [", "{{ tc.name }}", "f\n</function", "é", "a/b"] {
+            assert_eq!(check_name(bad, "").unwrap_err().kind, MalformedKind::InvalidName, "{bad}");
+        }
+        assert_eq!(check_name("", "").unwrap_err().kind, MalformedKind::MissingName);
+        assert!(check_name("a/b", "/").is_ok(), "a custom format widens names");
     }
 }

@@ -1,42 +1,54 @@
 //! Bodies that name the tool in plain text before a JSON argument object.
 
-use super::super::call::Call;
 use super::super::malformed::{Malformed, MalformedKind};
-use super::excerpt;
 use super::json::{arguments_call, object_calls, offset_in};
+use super::{check_name, excerpt, Context, Item};
 
 fn layout(at: usize, message: impl Into<String>) -> Malformed {
     Malformed::new(MalformedKind::Layout, at, message)
 }
 
 /// The call of `name` with the argument text `args`, a slice of the body `text`.
-fn call_at(text: &str, name: &str, args: &str) -> Result<Call, Malformed> {
+fn call_at(text: &str, name: &str, args: &str) -> Item {
     arguments_call(name.to_owned(), args).map_err(|m| m.shifted(offset_in(text, args)))
 }
 
-/// `NAME<sep>{…}`. Kimi's `functions.NAME:IDX` is read as tool `NAME` with call id `functions.NAME:IDX`.
-pub(super) fn name_sep_json(text: &str, sep: &str) -> Result<Call, Malformed> {
+/// `NAME<sep>{…}` (DeepSeek V3.1).
+pub(super) fn name_sep_json(text: &str, sep: &str) -> Item {
     let (head, args) = text
         .split_once(sep)
         .ok_or_else(|| layout(text.len(), format!("no {sep} between the tool name and its arguments")))?;
-    let head = head.trim();
-    let (name, id) = match head.strip_prefix("functions.") {
-        Some(rest) => {
-            let name = rest
-                .rsplit_once(':')
-                .filter(|(_, idx)| idx.bytes().all(|b| b.is_ascii_digit()))
-                .map_or(rest, |(n, _)| n);
-            (name, Some(head.to_owned()))
-        }
-        None => (head, None),
-    };
+    call_at(text, head.trim(), args)
+}
+
+/// `ID<sep>{…}` where the call id `functions.NAME:IDX` (or `NAME:IDX`: models
+/// drop the prefix) names the tool (Kimi K2). An id that names no tool (`0`,
+/// `call_3`, `toolu_…`) is malformed: the tool is never guessed.
+pub(super) fn id_sep_json(text: &str, sep: &str) -> Item {
+    let (head, args) = text
+        .split_once(sep)
+        .ok_or_else(|| layout(text.len(), format!("no {sep} between the call id and its arguments")))?;
+    let id = head.trim();
+    let name = id
+        .strip_prefix("functions.")
+        .unwrap_or(id)
+        .rsplit_once(':')
+        .filter(|(name, idx)| !name.is_empty() && !idx.is_empty() && idx.bytes().all(|b| b.is_ascii_digit()))
+        .map(|(name, _)| name)
+        .ok_or_else(|| {
+            Malformed::new(
+                MalformedKind::InvalidId,
+                offset_in(text, id),
+                format!("the call id {} names no tool (expected functions.NAME:IDX)", excerpt(id)),
+            )
+        })?;
     let mut call = call_at(text, name, args)?;
-    call.id = id;
+    call.id = Some(id.to_owned());
     Ok(call)
 }
 
 /// `TYPE<｜tool▁sep｜>NAME`, a newline, then the arguments in a json code fence (DeepSeek V3, R1).
-pub(super) fn deepseek_v3(text: &str) -> Result<Call, Malformed> {
+pub(super) fn deepseek_v3(text: &str) -> Item {
     let (_, rest) =
         text.split_once("<｜tool▁sep｜>").ok_or_else(|| layout(0, "no <｜tool▁sep｜> after the call type"))?;
     let (name, fenced) =
@@ -54,7 +66,7 @@ pub(super) fn deepseek_v3(text: &str) -> Result<Call, Malformed> {
 }
 
 /// `NAME …<|message|>{…}`, the text after `to=functions.` (gpt-oss Harmony).
-pub(super) fn harmony(text: &str) -> Result<Call, Malformed> {
+pub(super) fn harmony(text: &str) -> Item {
     let end = text.find(|c: char| c.is_whitespace() || c == '<').unwrap_or(text.len());
     let name = &text[..end];
     let (_, args) = text
@@ -65,38 +77,54 @@ pub(super) fn harmony(text: &str) -> Result<Call, Malformed> {
 
 /// After `[TOOL_CALLS]`: `[{…}, …]` (tokenizer ≤ v7), or `NAME[CALL_ID]ID[ARGS]{…}`, `NAME[ARGS]{…}`,
 /// `NAME{…}` (v11+, and with control tokens stripped).
-pub(super) fn mistral(text: &str) -> Result<Vec<Call>, Malformed> {
+pub(super) fn mistral(text: &str, cx: Context<'_>) -> Vec<Item> {
     let trimmed = text.trim_start();
     let base = offset_in(text, trimmed);
     if trimmed.starts_with('[') {
-        return object_calls(trimmed).map_err(|m| m.shifted(base));
+        return object_calls(trimmed, cx.cut).into_iter().map(|i| i.map_err(|m| m.shifted(base))).collect();
     }
-    let brace = trimmed
-        .find('{')
-        .ok_or_else(|| layout(text.len(), format!("no argument object after {}", excerpt(trimmed))))?;
+    let Some(brace) = trimmed.find('{') else {
+        // No arguments yet: a cut name is unterminated, text that is no name is not a call.
+        let head = trimmed.trim_end();
+        let bad = check_name(head, cx.name_chars)
+            .err()
+            .unwrap_or_else(|| layout(text.len(), format!("no argument object after {}", excerpt(head))));
+        return vec![Err(bad.shifted(base))];
+    };
     let (head, args) = trimmed.split_at(brace);
+    let head = head.trim_end();
     let head = head.strip_suffix("[ARGS]").unwrap_or(head);
     let (name, id) = match head.split_once("[CALL_ID]") {
         Some((name, id)) => (name, Some(id.trim().to_owned())),
         None => (head, None),
     };
-    let mut call = call_at(text, name.trim(), args)?;
-    call.id = id;
-    Ok(vec![call])
+    vec![call_at(text, name.trim(), args).map(|mut call| {
+        call.id = id;
+        call
+    })]
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::Schemas;
     use super::*;
 
+    const SEP: &str = "<|tool_call_argument_begin|>";
+
     #[test]
-    fn kimi_ids() {
-        let c = name_sep_json(
-            "functions.get_weather:0<|tool_call_argument_begin|>{\"c\": 1}",
-            "<|tool_call_argument_begin|>",
-        )
-        .unwrap();
-        assert_eq!((c.name.as_str(), c.id.as_deref()), ("get_weather", Some("functions.get_weather:0")));
+    fn kimi_ids_name_the_tool_or_the_call_is_malformed() {
+        for (head, name) in [
+            ("functions.get_weather:0", "get_weather"),
+            ("get_weather:12", "get_weather"),
+            ("functions.fs:read:3 ", "fs:read"),
+        ] {
+            let c = id_sep_json(&format!("{head}{SEP}{{\"c\": 1}}"), SEP).unwrap();
+            assert_eq!((c.name.as_str(), c.id.as_deref()), (name, Some(head.trim())));
+        }
+        for head in ["0", "call_3", "toolu_01AkmjoowNgNx2qNfJzc8z2F", "functions.invalid.0", "functions.f:x", ":0"] {
+            let err = id_sep_json(&format!("{head}{SEP}{{}}"), SEP).unwrap_err();
+            assert_eq!(err.kind, MalformedKind::InvalidId, "{head}");
+        }
     }
 
     #[test]
@@ -116,9 +144,15 @@ mod tests {
 
     #[test]
     fn mistral_layouts() {
-        assert_eq!(mistral("[{\"name\": \"a\", \"arguments\": {}}]").unwrap()[0].name, "a");
-        let c = &mistral("get[CALL_ID]abc123[ARGS]{\"x\": 1}").unwrap()[0];
+        let schemas = Schemas::default();
+        let cx = Context { schemas: &schemas, name_chars: "", cut: false };
+        let first = |text: &str| mistral(text, cx).remove(0);
+        assert_eq!(first("[{\"name\": \"a\", \"arguments\": {}}]").unwrap().name, "a");
+        let c = first("get[CALL_ID]abc123[ARGS]{\"x\": 1}").unwrap();
         assert_eq!((c.name.as_str(), c.id.as_deref()), ("get", Some("abc123")));
-        assert_eq!(mistral("get{\"x\": 1}").unwrap()[0].name, "get");
+        assert_eq!(first("get{\"x\": 1}").unwrap().name, "get");
+        assert_eq!(first("  junk [{\"name\": \"add\"}").unwrap().name, "junk [", "the name check comes after");
+        assert_eq!(first(" not json at all").unwrap_err().kind, MalformedKind::InvalidName);
+        assert_eq!(first("toolname_no_args").unwrap_err().kind, MalformedKind::Layout);
     }
 }

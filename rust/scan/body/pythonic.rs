@@ -1,285 +1,209 @@
-//! `[get_weather(city='SF', metric="c"), get_time()]`: Python call syntax with
-//! keyword arguments whose values are Python literals, read into JSON values.
+//! Python call syntax with keyword arguments whose values are Python (or JSON)
+//! literals: `[get_weather(city='SF'), get_time()]` (Llama 3.2/4), or one call
+//! per line (Olmo 3's `<function_calls>`). Each call is its own item.
 
 use super::super::call::Call;
 use super::super::malformed::{Malformed, MalformedKind};
-use serde_json::{Map, Number, Value};
+use super::literal::Cursor;
+use super::Item;
+use serde_json::Map;
+use std::ops::Range;
 
-/// The calls of a Python list of calls.
-pub(super) fn calls(text: &str) -> Result<Vec<Call>, Malformed> {
-    let mut p = Parser { s: text.as_bytes(), i: 0, text };
-    p.ws();
-    p.expect(b'[')?;
+/// The calls of a Python list of calls, or of calls one per line. A list whose
+/// calls all parse is read in one pass; otherwise each element is split out and
+/// read on its own, so a broken call keeps its siblings.
+pub(super) fn calls(text: &str, cut: bool) -> Vec<Item> {
+    let start = text.len() - text.trim_start().len();
+    let list = text[start..].starts_with('[');
+    if list {
+        if let Some(calls) = whole_list(text, start) {
+            return calls.into_iter().map(Ok).collect();
+        }
+    }
+    let split = split(text, if list { start + 1 } else { start }, list);
+    let mut items: Vec<Item> = split.elements.into_iter().map(|r| call(text, r)).collect();
+    match split.end {
+        Some(end) if !text[end..].trim().is_empty() => items.push(Err(Malformed::new(
+            MalformedKind::Layout,
+            end,
+            format!("unexpected text after the call list at byte {end}"),
+        ))),
+        // A list that never closed, after calls that all parsed: say so once.
+        None if list && !cut && items.last().is_none_or(Result::is_ok) => {
+            items.push(Err(Malformed::new(MalformedKind::Layout, text.len(), "the call list is not closed")));
+        }
+        _ => {}
+    }
+    items
+}
+
+/// The calls of the list at `start`, when it and every call in it parse and
+/// nothing follows it.
+fn whole_list(text: &str, start: usize) -> Option<Vec<Call>> {
+    let mut p = Cursor::new(text);
+    p.i = start + 1;
     let mut calls = Vec::new();
     loop {
         p.ws();
         if p.eat(b']') {
             break;
         }
-        calls.push(p.call()?);
+        calls.push(parse_call(&mut p, false).ok()?);
         p.ws();
         if !p.eat(b',') {
             p.ws();
-            p.expect(b']')?;
+            p.eat(b']').then_some(())?;
             break;
         }
     }
     p.ws();
-    if p.i != p.s.len() {
-        return Err(p.error(MalformedKind::Layout, format!("unexpected text after the call list at byte {}", p.i)));
-    }
-    Ok(calls)
+    p.at_end().then_some(calls)
 }
 
-struct Parser<'a> {
-    s: &'a [u8],
-    i: usize,
-    text: &'a str,
+/// Where the elements of a call list lie.
+struct Split {
+    elements: Vec<Range<usize>>,
+    /// One past the list's closing bracket, when it has one.
+    end: Option<usize>,
 }
 
-impl Parser<'_> {
-    fn error(&self, kind: MalformedKind, message: impl Into<String>) -> Malformed {
-        Malformed::new(kind, self.i.min(self.s.len()), message)
-    }
-
-    fn peek(&self) -> Option<u8> {
-        self.s.get(self.i).copied()
-    }
-
-    fn ws(&mut self) {
-        while self.peek().is_some_and(|b| b.is_ascii_whitespace()) {
-            self.i += 1;
+/// Splits the elements from `from`: at top-level commas (and newlines, for calls
+/// one per line), outside strings, until the list's `]`. A string that never
+/// ends runs to the end of the text, and so does its element.
+fn split(text: &str, from: usize, list: bool) -> Split {
+    let s = text.as_bytes();
+    let (mut depth, mut quote, mut escaped) = (0usize, 0u8, false);
+    let mut elements = Vec::new();
+    let mut begin = from;
+    let mut push = |r: Range<usize>| {
+        if !text[r.clone()].trim().is_empty() {
+            elements.push(r);
         }
-    }
-
-    fn eat(&mut self, b: u8) -> bool {
-        if self.peek() == Some(b) {
-            self.i += 1;
-            true
-        } else {
-            false
-        }
-    }
-
-    fn expect(&mut self, b: u8) -> Result<(), Malformed> {
-        if self.eat(b) {
-            Ok(())
-        } else {
-            Err(self
-                .error(MalformedKind::Layout, format!("expected {:?} at byte {} of the call list", b as char, self.i)))
-        }
-    }
-
-    fn ident(&mut self) -> Result<&str, Malformed> {
-        let start = self.i;
-        while self.peek().is_some_and(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.' || b >= 0x80) {
-            self.i += 1;
-        }
-        if start == self.i {
-            return Err(self.error(MalformedKind::Layout, format!("expected a name at byte {start} of the call list")));
-        }
-        Ok(&self.text[start..self.i])
-    }
-
-    fn call(&mut self) -> Result<Call, Malformed> {
-        let name = self.ident()?.to_owned();
-        self.ws();
-        self.expect(b'(')?;
-        let args_start = self.i;
-        let mut arguments = Map::new();
-        loop {
-            self.ws();
-            if self.eat(b')') {
-                break;
+    };
+    for (i, &b) in s.iter().enumerate().skip(from) {
+        if quote != 0 {
+            if escaped {
+                escaped = false;
+            } else if b == b'\\' {
+                escaped = true;
+            } else if b == quote {
+                quote = 0;
             }
-            let key = self.ident()?.to_owned();
-            self.ws();
-            self.expect(b'=').map_err(|_| {
-                self.error(
-                    MalformedKind::InvalidLiteral,
-                    format!("argument {key:?} of {name:?} is not a keyword argument"),
-                )
-            })?;
-            self.ws();
-            let value = self.value(0)?;
-            arguments.insert(key, value);
-            self.ws();
-            if !self.eat(b',') {
-                self.ws();
-                self.expect(b')')?;
-                break;
-            }
+            continue;
         }
-        let raw_arguments = self.text[args_start..self.i - 1].trim().to_owned();
-        Ok(Call { name, arguments, raw_arguments, id: None })
+        match b {
+            b'\'' | b'"' => quote = b,
+            b'(' | b'[' | b'{' => depth += 1,
+            b')' | b']' | b'}' if depth > 0 => depth -= 1,
+            b']' if list => {
+                push(begin..i);
+                return Split { elements, end: Some(i + 1) };
+            }
+            b',' if depth == 0 => {
+                push(begin..i);
+                begin = i + 1;
+            }
+            b'\n' if depth == 0 && !list => {
+                push(begin..i);
+                begin = i + 1;
+            }
+            _ => {}
+        }
     }
+    push(begin..s.len());
+    Split { elements, end: None }
+}
 
-    fn value(&mut self, depth: usize) -> Result<Value, Malformed> {
-        if depth > 64 {
-            return Err(self.error(MalformedKind::InvalidLiteral, "argument literals nest too deeply"));
-        }
-        self.ws();
-        match self.peek() {
-            Some(q @ (b'\'' | b'"')) => self.string(q).map(Value::String),
-            Some(b'[') => self.sequence(b'[', b']', depth),
-            Some(b'(') => self.sequence(b'(', b')', depth),
-            Some(b'{') => self.dict(depth),
-            Some(b) if b == b'-' || b == b'+' || b.is_ascii_digit() => self.number(),
-            _ => {
-                let start = self.i;
-                let word = self.ident()?;
-                match word {
-                    "True" | "true" => Ok(Value::Bool(true)),
-                    "False" | "false" => Ok(Value::Bool(false)),
-                    "None" | "null" => Ok(Value::Null),
-                    other => Err(Malformed::new(
-                        MalformedKind::InvalidLiteral,
-                        start,
-                        format!("{other:?} is not a Python literal"),
-                    )),
-                }
-            }
-        }
-    }
+/// One `name(key=value, …)` element at `at` in `text`.
+fn call(text: &str, at: Range<usize>) -> Item {
+    let base = at.start;
+    let element = &text[at];
+    let mut p = Cursor::new(element);
+    parse_call(&mut p, true).map_err(|m| m.shifted(base))
+}
 
-    fn sequence(&mut self, open: u8, close: u8, depth: usize) -> Result<Value, Malformed> {
-        self.expect(open)?;
-        let mut items = Vec::new();
-        loop {
-            self.ws();
-            if self.eat(close) {
-                return Ok(Value::Array(items));
-            }
-            items.push(self.value(depth + 1)?);
-            self.ws();
-            if !self.eat(b',') {
-                self.ws();
-                self.expect(close)?;
-                return Ok(Value::Array(items));
-            }
+/// One `name(key=value, …)` at the cursor; `alone` says nothing may follow it.
+fn parse_call(p: &mut Cursor<'_>, alone: bool) -> Result<Call, Malformed> {
+    p.ws();
+    let name = p.ident()?.to_owned();
+    p.ws();
+    p.expect(b'(', "a call")?;
+    let args_start = p.i;
+    let mut arguments = Map::new();
+    loop {
+        p.ws();
+        if p.eat(b')') {
+            break;
+        }
+        let key = p.ident()?.to_owned();
+        p.ws();
+        if !p.eat(b'=') {
+            return Err(p.error(
+                MalformedKind::InvalidLiteral,
+                format!("argument {key:?} of {name:?} is not a keyword argument"),
+            ));
+        }
+        let value = p.value(0)?;
+        if arguments.contains_key(&key) {
+            return Err(p.error(MalformedKind::DuplicateArgument, format!("{name:?} is given {key:?} twice")));
+        }
+        arguments.insert(key, value);
+        p.ws();
+        if !p.eat(b',') {
+            p.ws();
+            p.expect(b')', "a call")?;
+            break;
         }
     }
-
-    fn dict(&mut self, depth: usize) -> Result<Value, Malformed> {
-        self.expect(b'{')?;
-        let mut map = Map::new();
-        loop {
-            self.ws();
-            if self.eat(b'}') {
-                return Ok(Value::Object(map));
-            }
-            let key = match self.value(depth + 1)? {
-                Value::String(s) => s,
-                other => other.to_string(),
-            };
-            self.ws();
-            self.expect(b':')?;
-            map.insert(key, self.value(depth + 1)?);
-            self.ws();
-            if !self.eat(b',') {
-                self.ws();
-                self.expect(b'}')?;
-                return Ok(Value::Object(map));
-            }
-        }
+    let raw_arguments = p.text[args_start..p.i - 1].trim().to_owned();
+    p.ws();
+    if alone && !p.at_end() {
+        return Err(p.error(MalformedKind::Layout, format!("unexpected text after the call to {name:?}")));
     }
-
-    fn number(&mut self) -> Result<Value, Malformed> {
-        let start = self.i;
-        while self.peek().is_some_and(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'+' | b'.' | b'_')) {
-            self.i += 1;
-        }
-        let lit = self.text[start..self.i].replace('_', "");
-        if let Ok(i) = lit.parse::<i64>() {
-            return Ok(Value::Number(i.into()));
-        }
-        lit.parse::<f64>()
-            .ok()
-            .and_then(Number::from_f64)
-            .map(Value::Number)
-            .ok_or_else(|| Malformed::new(MalformedKind::InvalidLiteral, start, format!("{lit:?} is not a number")))
-    }
-
-    fn string(&mut self, quote: u8) -> Result<String, Malformed> {
-        self.i += 1;
-        let mut out = String::new();
-        let mut run = self.i;
-        while let Some(b) = self.peek() {
-            if b == quote {
-                out.push_str(&self.text[run..self.i]);
-                self.i += 1;
-                return Ok(out);
-            }
-            if b == b'\\' {
-                out.push_str(&self.text[run..self.i]);
-                self.i += 1;
-                let esc =
-                    self.peek().ok_or_else(|| self.error(MalformedKind::InvalidLiteral, "unterminated string"))?;
-                self.i += 1;
-                match esc {
-                    b'n' => out.push('\n'),
-                    b't' => out.push('\t'),
-                    b'r' => out.push('\r'),
-                    b'0' => out.push('\0'),
-                    b'\\' | b'\'' | b'"' => out.push(esc as char),
-                    b'U' | b'u' | b'x' => {
-                        let n = match esc {
-                            b'U' => 8,
-                            b'u' => 4,
-                            _ => 2,
-                        };
-                        let hex = self
-                            .text
-                            .get(self.i..self.i + n)
-                            .ok_or_else(|| self.error(MalformedKind::InvalidLiteral, "truncated escape"))?;
-                        let code = u32::from_str_radix(hex, 16).map_err(|_| {
-                            self.error(MalformedKind::InvalidLiteral, format!("bad escape \\{}{hex}", esc as char))
-                        })?;
-                        out.push(char::from_u32(code).unwrap_or('\u{fffd}'));
-                        self.i += n;
-                    }
-                    _ => {
-                        out.push('\\');
-                        out.push(esc as char);
-                    }
-                }
-                run = self.i;
-                continue;
-            }
-            self.i += 1;
-        }
-        Err(self.error(MalformedKind::InvalidLiteral, "unterminated string in the call list"))
-    }
+    Ok(Call { name, arguments, raw_arguments, id: None })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{json, Value};
+
+    fn kinds(items: &[Item]) -> Vec<String> {
+        items.iter().map(|i| i.as_ref().map_or_else(|m| format!("!{}", m.kind.name()), |c| c.name.clone())).collect()
+    }
 
     #[test]
     fn calls_and_literals() {
         let cs = calls(
             "[get_weather(city='SF', metric=\"c\"), get_time(), f(a=[1, 2.5, None], b={'k': True}, c=(1,), d=-3)]",
-        )
-        .unwrap();
-        assert_eq!(cs.len(), 3);
-        assert_eq!(cs[0].arguments["city"], "SF");
-        assert!(cs[1].arguments.is_empty());
+            false,
+        );
+        assert_eq!(kinds(&cs), ["get_weather", "get_time", "f"]);
+        let f = cs[2].as_ref().unwrap();
         assert_eq!(
-            Value::Object(cs[2].arguments.clone()),
+            Value::Object(f.arguments.clone()),
             json!({"a": [1, 2.5, null], "b": {"k": true}, "c": [1], "d": -3})
         );
+        assert!(calls("[]", false).is_empty());
     }
 
     #[test]
-    fn escapes_and_errors() {
-        assert_eq!(calls(r"[f(s='a\'b\n')]").unwrap()[0].arguments["s"], "a'b\n");
-        let positional = calls("[f(1)]").unwrap_err();
-        assert!(positional.message.contains("keyword") && positional.kind == MalformedKind::InvalidLiteral);
-        let name = calls("[f(a=x)]").unwrap_err();
-        assert_eq!((name.kind, name.offset), (MalformedKind::InvalidLiteral, 5));
-        assert!(calls("[f(a=1)").is_err());
-        assert!(calls("[f(a=1)] tail").is_err());
+    fn a_broken_call_keeps_its_siblings() {
+        assert_eq!(kinds(&calls("[calc(x=1e999), get(c='SF')]", false)), ["!non_finite", "get"]);
+        assert_eq!(kinds(&calls("[bad(x=b'z'), get()]", false)), ["!invalid_literal", "get"]);
+        assert_eq!(kinds(&calls("[f(1), g(a=1, a=2), h()]", false)), ["!invalid_literal", "!duplicate_argument", "h"]);
+        assert_eq!(kinds(&calls("[get(), f(a='x 'y', b='z')]", true)), ["get", "!invalid_literal"]);
+        assert_eq!(kinds(&calls("[foo(x=1])", false)), ["!invalid_literal"]);
+        assert_eq!(kinds(&calls("[f(a=1)] tail", false)), ["f", "!layout"]);
+        let bad = &calls("[ok(), f(a=x)]", false)[1];
+        assert_eq!(bad.as_ref().unwrap_err().offset, 11, "offsets are in the body");
+    }
+
+    #[test]
+    fn one_call_per_line() {
+        let cs = calls("get_weather(city='SF')\nregister(name='x', ok=true, role=null)", false);
+        assert_eq!(kinds(&cs), ["get_weather", "register"]);
+        assert_eq!(cs[1].as_ref().unwrap().arguments["role"], Value::Null);
+        assert_eq!(kinds(&calls("bad(x=b'z')\nget()", false)), ["!invalid_literal", "get"]);
     }
 }

@@ -1,118 +1,51 @@
-//! XML-style bodies: parameter values are raw text, typed by the tool's
-//! schema when one is given. A closing tag inside a value counts only when
-//! structure follows it.
+//! XML-style bodies: parameter values are raw text (they hold code), typed by
+//! the tool's schema when one is given. `values.rs` decides where each value
+//! ends; this file reads each layout's head, openers and values.
 
 use super::super::call::Call;
 use super::super::malformed::{Malformed, MalformedKind};
-use super::schema::Schemas;
+use super::schema::decode;
+use super::values::{params, Layout, Opener, Param};
+use super::{check_name, excerpt, Context, Item};
 use serde_json::{Map, Value};
-
-/// The end of a value starting at `from`: the first `close` followed (after
-/// whitespace) by one of `next` or the end, or else the next `open` (a missing
-/// closer), or else the end of the text.
-fn value_end(text: &str, from: usize, close: &str, next: &[&str], open: &str) -> (usize, usize) {
-    let missing = text[from..].find(open).map(|i| from + i);
-    let mut search = from;
-    while let Some(i) = text[search..].find(close) {
-        let at = search + i;
-        if missing.is_some_and(|m| m < at) {
-            break;
-        }
-        let follow = text[at + close.len()..].trim_start();
-        if follow.is_empty() || next.iter().any(|n| follow.starts_with(n)) {
-            return (at, at + close.len());
-        }
-        search = at + close.len();
-    }
-    missing.map_or((text.len(), text.len()), |m| (m, m))
-}
-
-fn strip_newlines(v: &str) -> &str {
-    let v = v.strip_prefix('\n').unwrap_or(v);
-    v.strip_suffix('\n').unwrap_or(v)
-}
-
-fn call(name: &str, arguments: Map<String, Value>) -> Call {
-    let raw_arguments = Value::Object(arguments.clone()).to_string();
-    Call { name: name.trim().to_owned(), arguments, raw_arguments, id: None }
-}
 
 fn layout(at: usize, message: impl Into<String>) -> Malformed {
     Malformed::new(MalformedKind::Layout, at, message)
 }
 
-/// `<function=NAME><parameter=K>V</parameter>…</function>` (Qwen3-Coder).
-pub(super) fn qwen(text: &str, schemas: &Schemas) -> Result<Call, Malformed> {
-    let start =
-        text.find("<function=").ok_or_else(|| layout(0, "no <function=NAME> in the block"))? + "<function=".len();
-    let name_end = text[start..].find('>').ok_or_else(|| layout(start, "the <function= tag is not closed"))? + start;
-    let name = text[start..name_end].trim();
-    let region_end = text.rfind("</function>").filter(|&e| e > name_end).unwrap_or(text.len());
-    let region = &text[..region_end];
-    let mut args = Map::new();
-    let mut pos = name_end + 1;
-    while let Some(i) = region[pos..].find("<parameter=") {
-        let key_start = pos + i + "<parameter=".len();
-        let key_end =
-            region[key_start..].find('>').ok_or_else(|| layout(key_start, "a <parameter= tag is not closed"))?
-                + key_start;
-        let key = region[key_start..key_end].trim();
-        let (value_end, next) =
-            value_end(region, key_end + 1, "</parameter>", &["<parameter=", "</function>"], "<parameter=");
-        let raw = strip_newlines(&region[key_end + 1..value_end]);
-        args.insert(key.to_owned(), schemas.typed(name, key, raw));
-        pos = next;
-    }
-    Ok(call(name, args))
+/// A key as it may appear in a tag: no tag or line break inside it.
+fn key_ok(key: &str) -> bool {
+    !key.is_empty() && !key.contains(['<', '>', '\n'])
 }
 
-/// `NAME<arg_key>K</arg_key><arg_value>V</arg_value>…`, with or without newlines (GLM-4.5/4.7).
-pub(super) fn glm(text: &str, schemas: &Schemas) -> Result<Call, Malformed> {
-    let first = text.find("<arg_key>").unwrap_or(text.len());
-    let name = text[..first].trim();
-    let mut args = Map::new();
-    let mut pos = first;
-    while let Some(i) = text[pos..].find("<arg_key>") {
-        let key_start = pos + i + "<arg_key>".len();
-        let key_end =
-            text[key_start..].find("</arg_key>").ok_or_else(|| layout(key_start, "an <arg_key> is not closed"))?
-                + key_start;
-        let key = text[key_start..key_end].trim();
-        let after = &text[key_end + "</arg_key>".len()..];
-        let value_rel =
-            after.find("<arg_value>").ok_or_else(|| layout(key_end, format!("argument {key:?} has no <arg_value>")))?;
-        let value_start = key_end + "</arg_key>".len() + value_rel + "<arg_value>".len();
-        let (value_end, next) = value_end(text, value_start, "</arg_value>", &["<arg_key>"], "<arg_key>");
-        args.insert(key.to_owned(), schemas.typed(name, key, &text[value_start..value_end]));
-        pos = next;
-    }
-    Ok(call(name, args))
+/// `<parameter=KEY>`.
+fn qwen_opener(rest: &str) -> Option<Opener<'_>> {
+    let body = rest.strip_prefix("<parameter=")?;
+    let end = body.find('>')?;
+    let key = body[..end].trim();
+    key_ok(key).then_some(Opener { key, attrs: "", len: "<parameter=".len() + end + 1 })
 }
 
-/// One `NAME">` head, then `<TAG name="K"…>V</TAG>` parameters; `value(tool, key, attrs, raw)` types each.
-fn named_params(
-    text: &str,
-    open: &str,
-    close: &str,
-    value: impl Fn(&str, &str, &str, &str) -> Value,
-) -> Result<Call, Malformed> {
-    let name_end = text.find("\">").ok_or_else(|| layout(0, "the invoke name is not closed with \">"))?;
-    let name = &text[..name_end];
-    let mut args = Map::new();
-    let mut pos = name_end + 2;
-    while let Some(i) = text[pos..].find(open) {
-        let attrs_start = pos + i + open.len();
-        let attrs_end =
-            text[attrs_start..].find('>').ok_or_else(|| layout(attrs_start, "a parameter tag is not closed"))?
-                + attrs_start;
-        let attrs = &text[attrs_start..attrs_end];
-        let key =
-            attr(attrs, "name").ok_or_else(|| layout(attrs_start, format!("a parameter of {name:?} has no name")))?;
-        let (value_end, next) = value_end(text, attrs_end + 1, close, &[open], open);
-        args.insert(key.to_owned(), value(name, key, attrs, &text[attrs_end + 1..value_end]));
-        pos = next;
+/// `<arg_key>KEY</arg_key>` then `<arg_value>`, with whitespace between.
+fn glm_opener(rest: &str) -> Option<Opener<'_>> {
+    let body = rest.strip_prefix("<arg_key>")?;
+    let end = body.find("</arg_key>")?;
+    let key = body[..end].trim();
+    let after = &body[end + "</arg_key>".len()..];
+    let value = after.trim_start().strip_prefix("<arg_value>")?;
+    key_ok(key).then_some(Opener { key, attrs: "", len: rest.len() - value.len() })
+}
+
+/// `<TAG name="KEY" …>` for `tag` = `<parameter` or `<｜DSML｜parameter`.
+fn named_opener<'a>(rest: &'a str, tag: &str) -> Option<Opener<'a>> {
+    let body = rest.strip_prefix(tag)?;
+    if !body.starts_with(char::is_whitespace) {
+        return None;
     }
-    Ok(call(name, args))
+    let end = body.find('>')?;
+    let attrs = &body[..end];
+    let key = attr(attrs, "name")?;
+    key_ok(key).then_some(Opener { key, attrs, len: tag.len() + end + 1 })
 }
 
 fn attr<'a>(attrs: &'a str, key: &str) -> Option<&'a str> {
@@ -122,79 +55,194 @@ fn attr<'a>(attrs: &'a str, key: &str) -> Option<&'a str> {
     Some(&attrs[start..end])
 }
 
-/// After `<｜DSML｜invoke name="`: `string="false"` values are JSON, `string="true"` raw (DeepSeek V3.2).
-pub(super) fn dsml(text: &str) -> Result<Call, Malformed> {
-    named_params(text, "<｜DSML｜parameter", "</｜DSML｜parameter>", |_, _, attrs, raw| {
-        if attr(attrs, "string") == Some("false") {
-            serde_json::from_str(raw.trim()).unwrap_or_else(|_| Value::String(raw.to_owned()))
+const QWEN: Layout =
+    Layout { open: "<parameter=", close: "</parameter>", end: Some("</function>"), opener: qwen_opener };
+const GLM: Layout = Layout { open: "<arg_key>", close: "</arg_value>", end: None, opener: glm_opener };
+fn minimax_opener(rest: &str) -> Option<Opener<'_>> {
+    named_opener(rest, "<parameter")
+}
+
+fn dsml_opener(rest: &str) -> Option<Opener<'_>> {
+    named_opener(rest, "<｜DSML｜parameter")
+}
+
+const MINIMAX: Layout = Layout { open: "<parameter", close: "</parameter>", end: None, opener: minimax_opener };
+const DSML: Layout =
+    Layout { open: "<｜DSML｜parameter", close: "</｜DSML｜parameter>", end: None, opener: dsml_opener };
+
+/// One newline after an opener and one before a closer are layout, not value.
+fn strip_newlines(v: &str) -> &str {
+    let v = v.strip_prefix('\n').unwrap_or(v);
+    v.strip_suffix('\n').unwrap_or(v)
+}
+
+/// The call `name` with the parameters its list starting at `from` holds, each
+/// value typed by `value(raw, param)`.
+fn call(
+    text: &str,
+    name: &str,
+    from: usize,
+    shape: &Layout,
+    cx: Context<'_>,
+    value: impl Fn(&str, &Param<'_>) -> Result<Value, Malformed>,
+) -> Item {
+    check_name(name, cx.name_chars)?;
+    let mut arguments = Map::new();
+    for p in params(text, from, shape, cx.schemas.tool(name), cx.cut)? {
+        let v = value(&text[p.value.clone()], &p).map_err(|m| m.shifted(p.value.start))?;
+        arguments.insert(p.key.to_owned(), v);
+    }
+    let raw_arguments = Value::Object(arguments.clone()).to_string();
+    Ok(Call { name: name.to_owned(), arguments, raw_arguments, id: None })
+}
+
+/// `<function=NAME><parameter=K>V</parameter>…</function>` (Qwen3-Coder).
+pub(super) fn qwen(text: &str, cx: Context<'_>) -> Item {
+    let head = text.trim_start();
+    let Some(rest) = head.strip_prefix("<function=") else {
+        let kind = if text.contains("<function=") { MalformedKind::Layout } else { MalformedKind::MissingName };
+        return Err(Malformed::new(kind, 0, format!("the block holds no <function=NAME>: {}", excerpt(text))));
+    };
+    let start = text.len() - rest.len();
+    let name_end = rest.find('>').ok_or_else(|| layout(start, "the <function= tag is not closed"))? + start;
+    let name = text[start..name_end].trim();
+    call(text, name, name_end + 1, &QWEN, cx, |raw, p| cx.schemas.typed(name, p.key, strip_newlines(raw), false))
+}
+
+/// `NAME<arg_key>K</arg_key><arg_value>V</arg_value>…`, with or without newlines (GLM-4.5/4.7).
+pub(super) fn glm(text: &str, cx: Context<'_>) -> Item {
+    let first = text.find("<arg_key>").unwrap_or(text.len());
+    let name = text[..first].trim();
+    if cx.cut && first == text.len() {
+        // Only a name, and the turn ended: the name itself may be cut.
+        return Err(layout(0, "the block ends before its arguments"));
+    }
+    call(text, name, first, &GLM, cx, |raw, p| cx.schemas.typed(name, p.key, raw, false))
+}
+
+/// The `NAME">` head after `<invoke name="`; returns the name and where the parameters start.
+fn invoke_head(text: &str) -> Result<(&str, usize), Malformed> {
+    let end = text.find("\">").ok_or_else(|| layout(0, "the invoke name is not closed with \">"))?;
+    Ok((&text[..end], end + 2))
+}
+
+/// After `<｜DSML｜invoke name="`: `string="true"` values are text (decoded only
+/// when the schema rules strings out), `string="false"` ones JSON (DeepSeek V3.2).
+pub(super) fn dsml(text: &str, cx: Context<'_>) -> Item {
+    let (name, from) = invoke_head(text)?;
+    call(text, name, from, &DSML, cx, |raw, p| {
+        if attr(p.attrs, "string") == Some("false") {
+            decode(raw)?.ok_or_else(|| {
+                Malformed::new(
+                    MalformedKind::InvalidJson,
+                    0,
+                    format!("parameter {:?} is marked string=\"false\" but is no JSON value: {}", p.key, excerpt(raw)),
+                )
+            })
         } else {
-            Value::String(raw.to_owned())
+            cx.schemas.typed(name, p.key, raw, true)
         }
     })
 }
 
 /// After `<invoke name="`: `<parameter name="K">V</parameter>` (MiniMax M2).
-pub(super) fn minimax(text: &str, schemas: &Schemas) -> Result<Call, Malformed> {
-    named_params(text, "<parameter", "</parameter>", |tool, key, _, raw| schemas.typed(tool, key, strip_newlines(raw)))
+pub(super) fn minimax(text: &str, cx: Context<'_>) -> Item {
+    let (name, from) = invoke_head(text)?;
+    call(text, name, from, &MINIMAX, cx, |raw, p| cx.schemas.typed(name, p.key, strip_newlines(raw), false))
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::Schemas;
     use super::*;
+    use serde_json::json;
 
     fn schemas() -> Schemas {
-        Schemas::from_json(&serde_json::json!({"f": {"properties": {"n": {"type": "integer"}}}}))
+        Schemas::from_json(&json!({
+            "f": {"properties": {"n": {"type": "integer"}, "s": {"type": "string"}}},
+            "write_file": {"properties": {"path": {"type": "string"}, "content": {"type": "string"}}},
+        }))
+    }
+
+    fn cx(s: &Schemas) -> Context<'_> {
+        Context { schemas: s, name_chars: "", cut: false }
     }
 
     #[test]
     fn qwen_values_typed_and_literal_closer_kept() {
+        let s = schemas();
         let body = "\n<function=f>\n<parameter=n>\n7\n</parameter>\n<parameter=s>\na </parameter> b\n</parameter>\n</function>\n";
-        let c = qwen(body, &schemas()).unwrap();
+        let c = qwen(body, cx(&s)).unwrap();
         assert_eq!(c.name, "f");
-        assert_eq!(c.arguments["n"], serde_json::json!(7));
+        assert_eq!(c.arguments["n"], json!(7));
         assert_eq!(c.arguments["s"], "a </parameter> b");
     }
 
     #[test]
-    fn qwen_missing_closer_ends_at_next_parameter() {
-        let c = qwen("<function=f><parameter=a>1<parameter=b>2</parameter></function>", &Schemas::default()).unwrap();
-        assert_eq!((c.arguments["a"].as_str(), c.arguments["b"].as_str()), (Some("1"), Some("2")));
+    fn qwen_nested_call_in_a_value_keeps_the_outer_arguments() {
+        let s = schemas();
+        let inner =
+            "<tool_call>\n<function=write_file>\n<parameter=path>\nnotes.txt\n</parameter>\n</function>\n</tool_call>";
+        let body = format!(
+            "\n<function=write_file>\n<parameter=path>\nfixture.py\n</parameter>\n<parameter=content>\ndoc = \"\"\"\n{inner}\n\"\"\"\n</parameter>\n</function>\n"
+        );
+        let c = qwen(&body, cx(&s)).unwrap();
+        assert_eq!(c.arguments["path"], "fixture.py");
+        assert_eq!(c.arguments["content"], format!("doc = \"\"\"\n{inner}\n\"\"\""));
+        assert_eq!(qwen(&body, cx(&Schemas::default())).unwrap_err().kind, MalformedKind::DuplicateArgument);
+    }
+
+    #[test]
+    fn qwen_bad_heads() {
+        let s = Schemas::default();
+        let kind = |body: &str| qwen(body, cx(&s)).unwrap_err().kind;
+        assert_eq!(kind("\n<function=bad_func_no_gt\n</function>\n"), MalformedKind::InvalidName);
+        assert_eq!(kind("\n<function={{ tc.name }}>\n</function>\n"), MalformedKind::InvalidName);
+        assert_eq!(kind("example"), MalformedKind::MissingName);
+        let cut = Context { cut: true, ..cx(&s) };
+        assert!(qwen("<function=f>\n<parameter=a>\n1", cut).is_err(), "a cut value is incomplete");
+        assert!(qwen("<function=f>\n<parameter=a>\n1\n</parameter>\n</function>\n", cut).is_ok());
     }
 
     #[test]
     fn glm_with_and_without_newlines() {
+        let s = schemas();
         let a = glm(
             "f\n<arg_key>n</arg_key>\n<arg_value>3</arg_value>\n<arg_key>s</arg_key>\n<arg_value>x</arg_value>\n",
-            &schemas(),
+            cx(&s),
         )
         .unwrap();
-        let b = glm(
-            "f<arg_key>n</arg_key><arg_value>3</arg_value><arg_key>s</arg_key><arg_value>x</arg_value>",
-            &schemas(),
-        )
-        .unwrap();
+        let b =
+            glm("f<arg_key>n</arg_key><arg_value>3</arg_value><arg_key>s</arg_key><arg_value>x</arg_value>", cx(&s))
+                .unwrap();
         assert_eq!(a, b);
-        assert_eq!(a.arguments["n"], serde_json::json!(3));
+        assert_eq!(a.arguments["n"], json!(3));
+        assert_eq!(glm("", cx(&s)).unwrap_err().kind, MalformedKind::MissingName);
+        let dup = "g<arg_key>a</arg_key><arg_value>1</arg_value><arg_key>a</arg_key><arg_value>2</arg_value>";
+        assert_eq!(glm(dup, cx(&s)).unwrap_err().kind, MalformedKind::DuplicateArgument);
     }
 
     #[test]
     fn dsml_string_attribute() {
-        let c = dsml("f\">\n<｜DSML｜parameter name=\"a\" string=\"true\">12</｜DSML｜parameter>\n<｜DSML｜parameter name=\"b\" string=\"false\">12</｜DSML｜parameter>\n")
+        let s = schemas();
+        let c = dsml("f\">\n<｜DSML｜parameter name=\"n\" string=\"true\">12</｜DSML｜parameter>\n<｜DSML｜parameter name=\"s\" string=\"false\">12</｜DSML｜parameter>\n", cx(&s))
             .unwrap();
-        assert_eq!(
-            (c.arguments["a"].clone(), c.arguments["b"].clone()),
-            (serde_json::json!("12"), serde_json::json!(12))
-        );
+        assert_eq!((c.arguments["n"].clone(), c.arguments["s"].clone()), (json!(12), json!(12)));
+        let prose = "g\">\n<｜DSML｜parameter name=\"p\" string=\"false\">Hello, world</｜DSML｜parameter>\n";
+        assert_eq!(dsml(prose, cx(&s)).unwrap_err().kind, MalformedKind::InvalidJson);
     }
 
     #[test]
     fn minimax_params() {
-        let c =
-            minimax("f\">\n<parameter name=\"n\">5</parameter>\n<parameter name=\"s\">hi</parameter>\n", &schemas())
-                .unwrap();
+        let s = schemas();
+        let c = minimax("f\">\n<parameter name=\"n\">5</parameter>\n<parameter name=\"s\">hi</parameter>\n", cx(&s))
+            .unwrap();
+        assert_eq!((c.arguments["n"].clone(), c.arguments["s"].clone()), (json!(5), json!("hi")));
+        let literal =
+            "write_file\"><parameter name=\"content\">Use <parameter name=\"mode\">fast</parameter> here</parameter>";
         assert_eq!(
-            (c.arguments["n"].clone(), c.arguments["s"].clone()),
-            (serde_json::json!(5), serde_json::json!("hi"))
+            minimax(literal, cx(&s)).unwrap().arguments["content"],
+            "Use <parameter name=\"mode\">fast</parameter> here"
         );
     }
 }

@@ -1,6 +1,7 @@
 use super::*;
 use crate::scan::formats::{builtin, NAMES};
 use crate::scan::samples::samples;
+use crate::scan::Call;
 use serde_json::json;
 
 fn scanner(name: &str, max: usize) -> Scanner {
@@ -21,10 +22,13 @@ fn run(s: &Scanner, pieces: &[&[u8]]) -> (Vec<Call>, Vec<String>) {
     let mut calls = Vec::new();
     let mut bad = Vec::new();
     for e in out {
-        match e {
-            ScanEvent::Ended { body: Ok(c), .. } => calls.extend(c),
-            ScanEvent::Ended { body: Err(m), .. } => bad.push(m.message),
-            ScanEvent::Opened { .. } | ScanEvent::Confirmed => {}
+        if let ScanEvent::Ended { body, .. } = e {
+            for item in body {
+                match item {
+                    Ok(c) => calls.push(c),
+                    Err(m) => bad.push(m.message),
+                }
+            }
         }
     }
     (calls, bad)
@@ -82,7 +86,7 @@ fn structural_formats_wait_for_confirmation() {
     let text = b"[a(q=1)] ";
     s.scan(&mut st, text, 0..8, TokenRole::Text, &mut out);
     assert!(
-        matches!(out.as_slice(), [ScanEvent::Opened { .. }, ScanEvent::Ended { end: 8, body: Ok(calls), confirmed: false }] if calls[0].name == "a"),
+        matches!(out.as_slice(), [ScanEvent::Opened { .. }, ScanEvent::Ended { end: 8, body, confirmed: false }] if body[0].as_ref().unwrap().name == "a"),
         "complete, not yet confirmed: {out:?}"
     );
     s.scan(&mut st, text, 8..9, TokenRole::Text, &mut out);
@@ -166,11 +170,182 @@ fn special_tokens_delimit_atomically() {
     assert_eq!(open, TokenRole::Delimiter(Role::CallOpen));
     feed(b"<tool_", TokenRole::Text);
     feed(b"<tool_call>", open);
-    feed(b"{\"name\": \"</tool_call>\"}", TokenRole::Text);
+    feed(b"{\"name\": \"f\", \"arguments\": {\"s\": \"</tool_call>\"}}", TokenRole::Text);
     feed(b"</tool_call>", close);
     assert_eq!(out.len(), 2, "{out:?}");
     assert_eq!(out[0], ScanEvent::Opened { delimiter_start: 6 });
     assert!(
-        matches!(&out[1], ScanEvent::Ended { body: Ok(calls), confirmed: true, .. } if calls[0].name == "</tool_call>")
+        matches!(&out[1], ScanEvent::Ended { body, confirmed: true, .. } if body[0].as_ref().unwrap().arguments["s"] == "</tool_call>")
     );
+}
+
+/// Scans `pieces` (each with its role) from `state`; returns every event.
+fn events(s: &Scanner, pieces: &[(&[u8], TokenRole)]) -> Vec<ScanEvent> {
+    let mut st = s.initial();
+    let mut text = Vec::new();
+    let mut out = Vec::new();
+    for (p, role) in pieces {
+        let start = text.len();
+        text.extend_from_slice(p);
+        s.scan(&mut st, &text, start..text.len(), *role, &mut out);
+    }
+    out.extend(s.finish(&st, &text));
+    out
+}
+
+fn names(calls: &[Call]) -> Vec<&str> {
+    calls.iter().map(|c| c.name.as_str()).collect()
+}
+
+#[test]
+fn calls_inside_reasoning_are_thoughts() {
+    let hermes =
+        "<think>maybe <tool_call>{\"name\": \"rm\"}</tool_call> no</think><tool_call>{\"name\": \"ls\"}</tool_call>";
+    assert_eq!(names(&whole("hermes", hermes).0), ["ls"]);
+    let mistral = "[THINK]maybe [TOOL_CALLS]rm{}[/THINK][TOOL_CALLS]ls{}";
+    assert_eq!(names(&whole("mistral", mistral).0), ["ls"]);
+    let xlam = "<think>[{\"name\": \"rm\"}]</think>[{\"name\": \"ls\"}]";
+    assert_eq!(names(&whole("xlam", xlam).0), ["ls"], "leaving reasoning arms anchored formats");
+    let harmony = "<|channel|>analysis<|message|>call to=functions.rm now?<|end|><|start|>assistant<|channel|>analysis to=functions.ls code<|message|>{}<|call|>";
+    assert_eq!(names(&whole("openai", harmony).0), ["ls"], "a recipient makes a call on any channel");
+    let granite = "<think><|tool_call|>[{\"name\": \"rm\"}]";
+    assert_eq!(names(&whole("granite", granite).0), ["rm"], "granite reasons in prose: no delimiters");
+}
+
+#[test]
+fn a_turn_can_start_in_reasoning_and_a_stray_closer_is_reported() {
+    let text = "thinking <tool_call>{\"name\": \"rm\"}</tool_call></think><tool_call>{\"name\": \"ls\"}</tool_call>";
+    let mut s = scanner("hermes", 1 << 20);
+    s.start_in_reasoning(true);
+    assert_eq!(names(&run(&s, &[text.as_bytes()]).0), ["ls"]);
+    let plain = scanner("hermes", 1 << 20);
+    let out = events(&plain, &[(text.as_bytes(), TokenRole::Text)]);
+    let unopened: Vec<_> = out.iter().filter(|e| matches!(e, ScanEvent::ReasoningUnopened { .. })).collect();
+    let at = text.find("</think>").unwrap();
+    assert_eq!(unopened, [&ScanEvent::ReasoningUnopened { delimiter: at..at + 8 }]);
+    let harmony = events(
+        &scanner("openai", 1 << 20),
+        &[(b"<|start|>assistant<|channel|>final<|message|>hi<|end|>", TokenRole::Text)],
+    );
+    assert!(harmony.is_empty(), "<|end|> ends every Harmony message: {harmony:?}");
+}
+
+#[test]
+fn a_kimi_section_token_ends_reasoning_but_its_spelling_does_not() {
+    let s = scanner("kimi_k2", 1 << 20);
+    let call =
+        b"<|tool_call_begin|>functions.f:0<|tool_call_argument_begin|>{}<|tool_call_end|><|tool_calls_section_end|>";
+    let open = s.role_of_special(b"<|tool_calls_section_begin|>");
+    let by_id = events(
+        &s,
+        &[(b"<think>let me", TokenRole::Text), (b"<|tool_calls_section_begin|>", open), (call, TokenRole::Text)],
+    );
+    assert!(by_id.iter().any(|e| matches!(e, ScanEvent::Ended { body, .. } if body[0].is_ok())), "{by_id:?}");
+    let by_text =
+        events(&s, &[(b"<think>let me<|tool_calls_section_begin|>", TokenRole::Text), (call, TokenRole::Text)]);
+    assert!(!by_text.iter().any(|e| matches!(e, ScanEvent::Ended { .. })), "{by_text:?}");
+    let hermes = scanner("hermes", 1 << 20);
+    let tool_call = hermes.role_of_special(b"<tool_call>");
+    let other = events(
+        &hermes,
+        &[
+            (b"<think>", TokenRole::Text),
+            (b"<tool_call>", tool_call),
+            (b"{\"name\": \"f\"}</tool_call>", TokenRole::Text),
+        ],
+    );
+    assert!(
+        !other.iter().any(|e| matches!(e, ScanEvent::Ended { .. })),
+        "only Kimi's models call from thinking: {other:?}"
+    );
+}
+
+#[test]
+fn a_raw_value_holding_a_whole_call_keeps_the_outer_call() {
+    let inner = "<tool_call>\n<function=g>\n<parameter=x>\n1\n</parameter>\n</function>\n</tool_call>";
+    let text =
+        format!("<tool_call>\n<function=f>\n<parameter=code>\n{inner}\nmore\n</parameter>\n</function>\n</tool_call>");
+    let schemas = Schemas::from_json(&json!({"f": {"properties": {"code": {"type": "string"}}}}));
+    let (calls, bad) = run(&Scanner::new(builtin("qwen3_coder").unwrap(), schemas, 1 << 20), &[text.as_bytes()]);
+    assert!(bad.is_empty(), "{bad:?}");
+    assert_eq!(calls[0].arguments["code"], format!("{inner}\nmore"));
+    // Without a schema the inner line-start opener counts (the rest stays well formed):
+    // the block still ends at the outer closer, and never takes the inner call's arguments.
+    let (calls, _) = whole("qwen3_coder", &text);
+    assert_eq!((calls.len(), calls[0].name.as_str()), (1, "f"));
+    let glm = "<tool_call>f<arg_key>s</arg_key><arg_value>a <tool_call>g<arg_key>x</arg_key><arg_value>1</arg_value></tool_call> b</arg_value></tool_call>";
+    assert_eq!(
+        whole("glm45", glm).0[0].arguments["s"],
+        "a <tool_call>g<arg_key>x</arg_key><arg_value>1</arg_value></tool_call> b"
+    );
+    let m2 = "<minimax:tool_call><invoke name=\"f\"><parameter name=\"s\">a </invoke> b</parameter></invoke></minimax:tool_call>";
+    assert_eq!(whole("minimax_m2", m2).0[0].arguments["s"], "a </invoke> b", "a lone closer inside a value is text");
+}
+
+#[test]
+fn a_special_closer_makes_its_spelling_by_id_text_in_raw_bodies() {
+    let mut s = scanner("qwen3_coder", 1 << 20);
+    s.bind_closer_by_id();
+    let close = s.role_of_special(b"</tool_call>");
+    let out = events(
+        &s,
+        &[
+            (b"<tool_call>\n<function=f>\n<parameter=s>\nx\n</parameter>\n</function>\n", TokenRole::IdText),
+            (b"</tool_call>", TokenRole::IdText),
+            (b"\n</parameter>\n</function>\n", TokenRole::IdText),
+            (b"</tool_call>", close),
+        ],
+    );
+    let ended: Vec<_> = out.iter().filter(|e| matches!(e, ScanEvent::Ended { .. })).collect();
+    assert_eq!(ended.len(), 1, "{out:?}");
+    let text_pieces = events(&s, &[(b"<tool_call>\n<function=f>\n</function>\n</tool_call>", TokenRole::Text)]);
+    assert!(text_pieces.iter().any(|e| matches!(e, ScanEvent::Ended { .. })), "pieces given as text still close");
+}
+
+#[test]
+fn new_layouts() {
+    assert_eq!(
+        names(&whole("phi4_mini_json", "Sure: functools[{\"name\": \"a\"}, {\"name\": \"b\"}] ok").0),
+        ["a", "b"]
+    );
+    assert!(whole("phi4_mini_json", "[{\"name\": \"a\"}]").0.is_empty(), "functools arms, the message start does not");
+    assert!(whole("phi4_mini_json", "use functools.partial([{\"name\": \"a\"}])").0.is_empty());
+    let olmo = "<function_calls>get(city='SF')\nput(k=1, ok=true)</function_calls>";
+    assert_eq!(names(&whole("pythonic", olmo).0), ["get", "put"]);
+    let intern = "<|action_start|> <|plugin|>\n{\"name\": \"a\", \"parameters\": {}}\n<|action_end|>";
+    assert_eq!(names(&whole("internlm", intern).0), ["a"]);
+}
+
+#[test]
+fn a_section_of_text_without_calls_is_malformed() {
+    let (calls, bad) = whole("deepseek_v31", "<｜tool▁calls▁begin｜>foo<｜tool▁sep｜>{}<｜tool▁calls▁end｜>");
+    assert!(calls.is_empty() && bad.len() == 1 && bad[0].contains("no call"), "{bad:?}");
+    assert_eq!(whole("deepseek_v31", "x<｜tool▁calls▁begin｜>get_weather").1.len(), 1, "cut before any call");
+    assert_eq!(whole("kimi_k2", "<|tool_calls_section_begin|> <|tool_calls_section_end|>"), (vec![], vec![]));
+}
+
+#[test]
+fn the_end_of_the_turn_confirms_a_complete_body() {
+    assert_eq!(names(&whole("hermes", "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"t\": true}}\n").0), ["f"]);
+    let (calls, bad) = whole("hermes", "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"t\": true}\n");
+    assert!(calls.is_empty() && bad[0].contains("never closed"), "{bad:?}");
+    let (calls, bad) = whole("xlam", "[{\"name\": \"a\"}, {\"name\": \"b\", \"argu");
+    assert_eq!((names(&calls), bad.len()), (vec!["a"], 1), "a cut list keeps its complete calls");
+    assert_eq!(
+        names(&whole("qwen3_coder", "<tool_call>\n<function=f>\n<parameter=a>\n1\n</parameter>\n</function>\n").0),
+        ["f"]
+    );
+    assert!(whole("qwen3_coder", "<tool_call>\n<function=f>\n<parameter=a>\n1\n").0.is_empty());
+}
+
+#[test]
+fn a_block_ended_early_by_a_closer_in_its_value_is_malformed_never_truncated() {
+    // A lone </function> then a lone </tool_call> in a value: by text the block ends there.
+    let text = "<tool_call>\n<function=f>\n<parameter=s>\nx </function> y </tool_call> z\n</parameter>\n</function>\n</tool_call>";
+    let (calls, bad) = whole("qwen3_coder", text);
+    assert!(calls.is_empty() && bad.len() == 1, "{calls:?} {bad:?}");
+    let m2 =
+        "<minimax:tool_call><invoke name=\"f\"><parameter name=\"s\">a </parameter> b </invoke> c</parameter></invoke>";
+    let (calls, bad) = whole("minimax_m2", m2);
+    assert!(calls.is_empty() && bad.len() == 1, "{calls:?} {bad:?}");
 }

@@ -23,6 +23,7 @@ fn seen(out: &[Outcome]) -> Vec<String> {
             Outcome::CallCommitted(c) => format!("committed {} {:?} {:?} {}", c.call.name, c.span, c.key, c.block),
             Outcome::CallRetracted(c) => format!("retracted {} {:?} {:?} {}", c.call.name, c.span, c.key, c.block),
             Outcome::BlockMalformed(m) => format!("malformed {:?} {:?} {:?}", m.error.kind, m.span, m.key),
+            Outcome::ReasoningUnopened(r) => format!("unopened {:?}", r.span),
         })
         .collect()
 }
@@ -37,7 +38,7 @@ fn track(open: &mut Vec<String>, out: &[Outcome]) {
                 let at = open.iter().position(|o| *o == k).expect("a final outcome of an announced call");
                 open.remove(at);
             }
-            Outcome::BlockMalformed(_) => {}
+            Outcome::BlockMalformed(_) | Outcome::ReasoningUnopened(_) => {}
         }
     }
 }

@@ -1,0 +1,341 @@
+//! Where the values of a raw-text XML call begin and end. Values hold code, so
+//! a tag spelled inside one is text unless structure says otherwise:
+//!
+//! - with a schema for the tool, only an opener of one of its parameters not
+//!   given yet opens a parameter;
+//! - without one, an opener that would end a value whose closer is missing
+//!   counts only at the start of a line;
+//! - a closer counts only if the rest of the call parses from it.
+//!
+//! The parse is a depth-first search over the candidate ends of each value,
+//! earliest first, remembering the states that failed; each state is tried at
+//! most once and a budget bounds the whole, so a body crafted to be ambiguous
+//! is malformed, never slow.
+
+use super::super::malformed::{Malformed, MalformedKind};
+use super::excerpt;
+use super::schema::Tool;
+use std::collections::HashSet;
+use std::ops::Range;
+
+/// Candidate ends tried per call before it is declared too ambiguous to read.
+const BUDGET: usize = 100_000;
+
+/// The tags of one raw-text XML layout.
+pub(super) struct Layout {
+    /// Starts a parameter opener (`<parameter=`, `<arg_key>`, …).
+    pub(super) open: &'static str,
+    /// Closes a value.
+    pub(super) close: &'static str,
+    /// Ends the parameter list, in layouts that have such a tag (`</function>`).
+    pub(super) end: Option<&'static str>,
+    /// Reads the opener at the start of its argument (which starts with `open`).
+    pub(super) opener: fn(&str) -> Option<Opener<'_>>,
+}
+
+/// A parameter opener: the parameter's key, the opener's attributes, its length.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Opener<'a> {
+    pub(super) key: &'a str,
+    pub(super) attrs: &'a str,
+    pub(super) len: usize,
+}
+
+/// One parameter of a call: where its opener starts, and its value.
+#[derive(Debug, Clone)]
+pub(super) struct Param<'a> {
+    pub(super) key: &'a str,
+    pub(super) attrs: &'a str,
+    pub(super) at: usize,
+    pub(super) value: Range<usize>,
+}
+
+#[derive(Debug)]
+struct Frame<'a> {
+    /// The top-level position this parameter was read from.
+    q: usize,
+    param: Param<'a>,
+    /// The schema's index of the parameter, in schema mode.
+    index: Option<u32>,
+    /// The schema parameters given through this one (see `Given`).
+    given: Given,
+    /// Candidate ends before this position were tried.
+    cursor: usize,
+}
+
+/// The set of schema parameters given so far, in O(1) per step: exact for a
+/// tool's first 128 parameters, a 64-bit hash beyond (a collision could only
+/// make the search skip a state, never crash or slow it).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+struct Given(u128, u64);
+
+impl Given {
+    fn with(self, index: u32) -> Self {
+        if index < 128 {
+            Self(self.0 | 1 << index, self.1)
+        } else {
+            // splitmix64 of the index: an order-free fingerprint of the set.
+            let mut z = u64::from(index).wrapping_add(0x9e37_79b9_7f4a_7c15);
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            Self(self.0, self.1 ^ (z ^ (z >> 31)))
+        }
+    }
+
+    fn has(self, index: u32, frames: &[Frame<'_>]) -> bool {
+        if index < 128 {
+            self.0 & 1 << index != 0
+        } else {
+            frames.iter().any(|f| f.index == Some(index))
+        }
+    }
+}
+
+/// How an accepted opener is known: as the schema's parameter `index`, or
+/// freely (no schema, or the first parameter of a list).
+#[derive(Debug, Clone, Copy)]
+struct Known(Option<u32>);
+
+enum Top<'a> {
+    Done,
+    Param(usize, Opener<'a>, Known),
+    Junk,
+}
+
+struct Search<'a> {
+    text: &'a str,
+    layout: &'a Layout,
+    tool: Option<&'a Tool>,
+    cut: bool,
+    opens: Vec<usize>,
+    closes: Vec<usize>,
+    ends: Vec<usize>,
+    failed: HashSet<(usize, Given)>,
+    /// The furthest place the search met text that is no structure, and why.
+    furthest: (usize, String),
+}
+
+/// The parameters of the call whose parameter list starts at `from` in `text`.
+/// `tool` is its schema, when known; `cut` means the turn ended inside the block.
+pub(super) fn params<'a>(
+    text: &'a str,
+    from: usize,
+    layout: &'a Layout,
+    tool: Option<&'a Tool>,
+    cut: bool,
+) -> Result<Vec<Param<'a>>, Malformed> {
+    let at = |pat: &str| text.match_indices(pat).map(|(i, _)| i).filter(|&i| i >= from).collect::<Vec<_>>();
+    let mut s = Search {
+        text,
+        layout,
+        tool,
+        cut,
+        opens: at(layout.open),
+        closes: at(layout.close),
+        ends: layout.end.map(at).unwrap_or_default(),
+        failed: HashSet::new(),
+        furthest: (from, String::new()),
+    };
+    let params = s.run(from)?;
+    if let Some(p) =
+        params.iter().enumerate().find_map(|(i, p)| params[..i].iter().any(|q| q.key == p.key).then_some(p))
+    {
+        return Err(Malformed::new(
+            MalformedKind::DuplicateArgument,
+            p.at,
+            format!("parameter {:?} is given twice (a value is never silently overwritten)", p.key),
+        ));
+    }
+    Ok(params)
+}
+
+fn given(frames: &[Frame<'_>]) -> Given {
+    frames.last().map_or(Given::default(), |f| f.given)
+}
+
+impl<'a> Search<'a> {
+    fn run(&mut self, from: usize) -> Result<Vec<Param<'a>>, Malformed> {
+        let mut frames: Vec<Frame<'a>> = Vec::new();
+        let mut q = from;
+        let mut spent = 0usize;
+        loop {
+            let state = (q, given(&frames));
+            if !self.failed.contains(&state) {
+                match self.top(q, &frames) {
+                    Top::Done => return Ok(frames.into_iter().map(|f| f.param).collect()),
+                    Top::Param(at, op, Known(index)) => {
+                        let start = at + op.len;
+                        let param = Param { key: op.key, attrs: op.attrs, at, value: start..start };
+                        let given = index.map_or(state.1, |i| state.1.with(i));
+                        frames.push(Frame { q, param, index, given, cursor: start });
+                    }
+                    Top::Junk => {
+                        self.failed.insert(state);
+                    }
+                }
+            }
+            // The next candidate end of the innermost value; a value out of
+            // candidates fails the state its parameter was read from.
+            loop {
+                spent += 1;
+                if spent > BUDGET {
+                    return Err(Malformed::new(
+                        MalformedKind::Layout,
+                        from,
+                        "the parameters are too ambiguous to read",
+                    ));
+                }
+                if frames.is_empty() {
+                    let (at, why) = std::mem::take(&mut self.furthest);
+                    return Err(Malformed::new(MalformedKind::Layout, at, why));
+                }
+                if let Some(next) = self.next_end(&mut frames) {
+                    q = next;
+                    break;
+                }
+                if let Some(f) = frames.pop() {
+                    self.failed.insert((f.q, given(&frames)));
+                }
+            }
+        }
+    }
+
+    fn junk(&mut self, at: usize, why: impl FnOnce() -> String) -> Top<'a> {
+        if at >= self.furthest.0 {
+            self.furthest = (at, why());
+        }
+        Top::Junk
+    }
+
+    /// What the call holds at top-level position `q`, between values.
+    fn top(&mut self, q: usize, frames: &[Frame<'a>]) -> Top<'a> {
+        let text = self.text;
+        let p = q + (text.len() - q - text[q..].trim_start().len());
+        if p == text.len() {
+            // A layout with an end tag needs it; a cut call needs a value (its name may be cut).
+            if self.layout.end.is_some() || (self.cut && frames.is_empty()) {
+                return self.junk(p, || "the call ends before it is complete".to_owned());
+            }
+            return Top::Done;
+        }
+        if let Some(end) = self.layout.end.filter(|e| text[p..].starts_with(e)) {
+            let rest = &text[p + end.len()..];
+            if rest.trim().is_empty() {
+                return Top::Done;
+            }
+            return self.junk(p + end.len(), || format!("unexpected text after {end}: {}", excerpt(rest)));
+        }
+        if let Some(op) = (self.layout.opener)(&text[p..]) {
+            match self.acceptable(&op, frames, p, false) {
+                Some(index) => return Top::Param(p, op, index),
+                None => return self.junk(p, || format!("{:?} is not a parameter the call can take here", op.key)),
+            }
+        }
+        self.junk(p, || format!("unexpected text at byte {p}: {}", excerpt(&text[p..])))
+    }
+
+    /// Whether the opener at `at` opens a parameter: with a schema, one of the
+    /// tool's not given yet (the first opener of the list always does: there is
+    /// no value before it to be text of); without, any, but one that ends a
+    /// value whose closer is missing (`implicit`) only at the start of a line.
+    fn acceptable(&self, op: &Opener<'_>, frames: &[Frame<'_>], at: usize, implicit: bool) -> Option<Known> {
+        if let Some(tool) = self.tool {
+            return match tool.param(op.key) {
+                Some(p) => (!given(frames).has(p.index, frames)).then_some(Known(Some(p.index))),
+                None => frames.is_empty().then_some(Known(None)),
+            };
+        }
+        let line_start = self.text[..at].trim_end_matches([' ', '\t']).ends_with('\n');
+        (!implicit || line_start).then_some(Known(None))
+    }
+
+    /// Sets the innermost value's end to its next candidate and returns the
+    /// top-level position after it; `None` when it has no candidate left.
+    fn next_end(&mut self, frames: &mut [Frame<'a>]) -> Option<usize> {
+        let text = self.text;
+        loop {
+            let cursor = frames.last()?.cursor;
+            let first = |v: &[usize]| v.get(v.partition_point(|&i| i < cursor)).copied();
+            let close = first(&self.closes);
+            let open = first(&self.opens);
+            let end = first(&self.ends);
+            // Every value ends at a tag: one that runs to the end of the body lost its
+            // closer (a closer spelled in the value ended the block early), so the call
+            // is not what the model wrote.
+            let at = [close, open, end].into_iter().flatten().min()?;
+            let frame_count = frames.len();
+            frames[frame_count - 1].cursor = at + 1;
+            let (value_end, next) = if close == Some(at) {
+                (at, at + self.layout.close.len())
+            } else if open == Some(at) {
+                // A parameter opener where the value's closer is missing.
+                let op = (self.layout.opener)(&text[at..]);
+                if op.is_none_or(|op| self.acceptable(&op, frames, at, true).is_none()) {
+                    continue;
+                }
+                (at, at)
+            } else {
+                (at, at)
+            };
+            let frame = &mut frames[frame_count - 1];
+            frame.param.value.end = value_end;
+            return Some(next);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::schema::Schemas;
+    use super::*;
+    use serde_json::json;
+
+    fn qwen_opener(rest: &str) -> Option<Opener<'_>> {
+        let body = rest.strip_prefix("<parameter=")?;
+        let end = body.find('>')?;
+        let key = body[..end].trim();
+        (!key.is_empty() && !key.contains(['<', '\n'])).then_some(Opener {
+            key,
+            attrs: "",
+            len: "<parameter=".len() + end + 1,
+        })
+    }
+
+    const QWEN: Layout =
+        Layout { open: "<parameter=", close: "</parameter>", end: Some("</function>"), opener: qwen_opener };
+
+    fn read(text: &str, schema: bool) -> Result<Vec<(String, String)>, MalformedKind> {
+        let schemas = Schemas::from_json(&json!({"f": {"properties": {"path": {}, "content": {}}}}));
+        let tool = schema.then(|| schemas.tool("f")).flatten();
+        params(text, 0, &QWEN, tool, false)
+            .map(|ps| ps.into_iter().map(|p| (p.key.to_owned(), text[p.value].to_owned())).collect())
+            .map_err(|m| m.kind)
+    }
+
+    #[test]
+    fn closers_count_only_when_the_rest_parses() {
+        let text = "<parameter=content>\na\n</parameter>\nb\n</parameter>\n</function>\n";
+        assert_eq!(read(text, false).unwrap(), [("content".into(), "\na\n</parameter>\nb\n".into())]);
+    }
+
+    #[test]
+    fn schema_openers_of_given_or_unknown_parameters_are_text() {
+        let text = "<parameter=path>\nx\n</parameter>\n<parameter=content>\n<parameter=path>\ny\n</parameter>\n<parameter=other>\nz\n</parameter>\n</function>";
+        let got = read(text, true).unwrap();
+        assert_eq!(got[1].1, "\n<parameter=path>\ny\n</parameter>\n<parameter=other>\nz\n");
+        assert_eq!(read(text, false).unwrap_err(), MalformedKind::DuplicateArgument, "without a schema: malformed");
+    }
+
+    #[test]
+    fn missing_closers_end_at_a_line_start_opener() {
+        let text = "<parameter=path>x\n<parameter=content>use <parameter=q> here\n</parameter>\n</function>";
+        let got = read(text, false).unwrap();
+        assert_eq!(got, [("path".into(), "x\n".into()), ("content".into(), "use <parameter=q> here\n".into())]);
+    }
+
+    #[test]
+    fn ambiguity_is_bounded() {
+        let text = "<parameter=a>".to_owned() + &"\n<parameter=b>\n</parameter>".repeat(3000) + "x";
+        assert!(read(&text, false).is_err());
+    }
+}

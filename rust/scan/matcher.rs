@@ -1,0 +1,131 @@
+//! The delimiters the scanner searches for in each of its modes, and what a
+//! match means there.
+
+use super::delimiter::{Cursor, Delimiters};
+use super::lexer::Syntax;
+use super::spec::{Body, FormatSpec};
+
+/// What a delimiter does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    SectionOpen,
+    SectionClose,
+    CallOpen,
+    CallClose,
+    /// Lets a call start at the next non-blank byte (whole-message formats).
+    Arm,
+    /// Opens a reasoning section: what follows is thinking, never a call.
+    ReasoningOpen,
+    ReasoningClose,
+}
+
+/// What a match means in its mode: a delimiter, or, in raw-text bodies, one of
+/// the format's value tags, which nest (see `nesting`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Hit {
+    Delimiter(Role),
+    Nest,
+    Unnest,
+}
+
+/// The delimiters searched for in one mode, with what each means.
+#[derive(Debug, Clone)]
+pub(super) struct Matcher {
+    delimiters: Delimiters,
+    hits: Vec<(Hit, usize)>,
+}
+
+impl Matcher {
+    /// The matcher of `groups`; a spelling listed twice keeps its first meaning.
+    fn new(groups: &[(&[String], Hit)]) -> Option<Self> {
+        let mut patterns: Vec<&str> = Vec::new();
+        let mut hits = Vec::new();
+        for (texts, hit) in groups {
+            for t in *texts {
+                if !t.is_empty() && !patterns.contains(&t.as_str()) {
+                    patterns.push(t);
+                    hits.push((*hit, t.len()));
+                }
+            }
+        }
+        (!patterns.is_empty()).then(|| Self { delimiters: Delimiters::new(&patterns), hits })
+    }
+
+    pub(super) fn start(&self) -> Cursor {
+        self.delimiters.start()
+    }
+
+    /// Whether stepping through `bytes` from `cursor` would change nothing.
+    #[inline]
+    pub(super) fn passes_over(&self, cursor: Cursor, bytes: &[u8]) -> bool {
+        self.delimiters.passes_over(cursor, bytes)
+    }
+
+    /// Advances by one byte; returns what ends here, and its length in bytes.
+    #[inline]
+    pub(super) fn step(&self, cursor: &mut Cursor, byte: u8) -> Option<(Hit, usize)> {
+        self.delimiters.step(cursor, byte).map(|p| self.hits[p])
+    }
+}
+
+/// The value tags of a raw-text body layout, which nest inside a block: a
+/// closer spelled in text ends the block only where they balance, so a value
+/// that holds a whole call (`<tool_call>…</tool_call>` in Qwen3-Coder code)
+/// keeps its text. Qwen3-Coder counts function tags, since its values may
+/// omit `</parameter>`.
+fn nesting(body: &Body) -> Option<[&'static str; 2]> {
+    match body {
+        Body::QwenXml => Some(["<function=", "</function>"]),
+        Body::GlmXml => Some(["<arg_value>", "</arg_value>"]),
+        Body::MinimaxXml => Some(["<parameter name=", "</parameter>"]),
+        Body::DsmlXml => Some(["<｜DSML｜parameter name=", "</｜DSML｜parameter>"]),
+        _ => None,
+    }
+}
+
+/// A format's matchers, one per scanner mode.
+#[derive(Debug, Clone)]
+pub(super) struct Matchers {
+    pub(super) outside: Option<Matcher>,
+    pub(super) section: Option<Matcher>,
+    pub(super) body: Option<Matcher>,
+    pub(super) reasoning: Option<Matcher>,
+}
+
+impl Matchers {
+    pub(super) fn new(spec: &FormatSpec) -> Self {
+        let none = Vec::new();
+        let arm = spec.anchor.as_ref().map_or(&none, |a| &a.arm);
+        let (think_open, think_close) = spec.reasoning.as_ref().map_or((&none, &none), |r| (&r.open, &r.close));
+        let d = Hit::Delimiter;
+        // Reasoning comes first: a closer that also arms (xlam's `</think>`) is a
+        // reasoning closer, which arms too.
+        let outside = if spec.section_open.is_empty() {
+            Matcher::new(&[
+                (think_open, d(Role::ReasoningOpen)),
+                (think_close, d(Role::ReasoningClose)),
+                (&spec.call_open, d(Role::CallOpen)),
+                (arm, d(Role::Arm)),
+            ])
+        } else {
+            Matcher::new(&[
+                (think_open, d(Role::ReasoningOpen)),
+                (think_close, d(Role::ReasoningClose)),
+                (&spec.section_open, d(Role::SectionOpen)),
+            ])
+        };
+        let section =
+            Matcher::new(&[(&spec.call_open, d(Role::CallOpen)), (&spec.section_close, d(Role::SectionClose))]);
+        let tags: Vec<[String; 1]> = nesting(&spec.body)
+            .filter(|_| spec.syntax == Syntax::Raw)
+            .map(|tags| tags.map(|t| [t.to_owned()]).to_vec())
+            .unwrap_or_default();
+        let mut body_groups = vec![(spec.call_close.as_slice(), d(Role::CallClose))];
+        if let [open, close] = tags.as_slice() {
+            body_groups.extend([(open.as_slice(), Hit::Nest), (close.as_slice(), Hit::Unnest)]);
+        }
+        let body = Matcher::new(&body_groups);
+        let reasoning = Matcher::new(&[(think_close, d(Role::ReasoningClose))]);
+        Self { outside, section, body, reasoning }
+    }
+}
