@@ -161,8 +161,9 @@ class ReasoningUnopened:
     before it may have been thoughts; pass ``in_reasoning=True`` for this
     template. Reported once its tokens are accepted. Immutable.
 
-    ``TokenStream`` lists these in ``notices()``, not in its step results;
-    ``parse`` returns them in order with the calls."""
+    ``TokenStream`` lists these in ``notices()`` and ``StreamBatch`` in
+    ``notices(seq)``, not in their step results; ``parse`` returns them in order
+    with the calls; an orchestrator's ``Report`` holds them in ``notices``."""
 
     kind: ClassVar[Literal["reasoning_unopened"]]
     __match_args__ = ("start", "end")
@@ -390,7 +391,7 @@ class StreamBatch:
     Args:
         format: as for ``TokenStream``.
         vocab: a shared ``Vocabulary`` (or a mapping / sequence, copied once for the batch).
-        special_tokens, schemas, max_block_bytes: as for ``TokenStream``.
+        special_tokens, schemas, max_block_bytes, reasoning: as for ``TokenStream``.
 
     Raises:
         As ``TokenStream``.
@@ -404,13 +405,24 @@ class StreamBatch:
         special_tokens: Mapping[int, str | bytes] | None = None,
         schemas: Mapping[str, Mapping[str, Any]] | None = None,
         max_block_bytes: int = 1048576,
+        reasoning: _Reasoning = ...,
     ) -> StreamBatch: ...
-    def add(self, seq: int | SupportsIndex, turn_key: str) -> None:
-        """Starts a turn for sequence ``seq`` (the engine's non-negative int id).
+    def add(self, seq: int | SupportsIndex, turn_key: str, *, in_reasoning: bool = False) -> None:
+        """Starts a turn for sequence ``seq`` (the engine's non-negative int id);
+        ``in_reasoning``: its prompt opened a reasoning section (as for ``TokenStream``).
 
         Raises:
             BatchError: ``seq`` is already in the batch.
-            InertValueError: a negative ``seq``. InertTypeError: ``turn_key`` is not a str.
+            InertValueError: a negative ``seq``; ``in_reasoning=True`` with reasoning off.
+            InertTypeError: ``turn_key`` is not a str, ``in_reasoning`` not a bool.
+        """
+    def notices(self, seq: int | SupportsIndex) -> list[ReasoningUnopened]:
+        """``seq``'s committed ``ReasoningUnopened`` outcomes, in stream order. The verify
+        that accepts a closer commits its notice, so read them before ``finish(seq)``,
+        which forgets them with the sequence.
+
+        Raises:
+            UnknownSequenceError: ``seq`` is not in the batch.
         """
     def draft(
         self, seqs: _Ids, tokens: Buffer | Sequence[Sequence[int]], lengths: _Ids | None = None

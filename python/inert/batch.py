@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from types import TracebackType
+from types import EllipsisType, TracebackType
 from typing import Any
 
 from . import _core
@@ -36,7 +36,7 @@ class BatchOrchestrator:
     engine loop; not shared between threads.
 
     Args:
-        effects, tools, policy, timeout, max_block_bytes, schemas: as for ``Orchestrator``.
+        effects, tools, policy, timeout, max_block_bytes, schemas, reasoning: as for ``Orchestrator``.
         format: the tool-call format of every sequence.
         vocab: the model's ``inert.Vocabulary`` (or a mapping or sequence, copied once).
         max_workers: calls running at once, across every sequence.
@@ -62,12 +62,13 @@ class BatchOrchestrator:
         timeout: float | None = None,
         limits: Mapping[str, int] | None = None,
         journal: Journal | str | os.PathLike[str] | None = None,
+        reasoning: tuple[str, str] | EllipsisType | None = ...,
     ) -> None:
         self._tooling = Tooling.build(effects, tools, policy=policy, timeout=timeout, limits=limits,
                                       max_workers=max_workers, threads_only=True)
         self._batch = _core.StreamBatch(
             format, vocab, schemas=schemas if schemas is not None else self._tooling.effects.schemas,
-            max_block_bytes=max_block_bytes)
+            max_block_bytes=max_block_bytes, reasoning=reasoning)
         self._owned: OwnedJournal | None = None
         if journal is None:
             journal = MemoryJournal()
@@ -83,8 +84,9 @@ class BatchOrchestrator:
     def __contains__(self, seq: object) -> bool:
         return seq in self._turns
 
-    def add(self, seq: int, turn_key: str) -> None:
-        """Starts the turn of sequence ``seq`` (the engine's non-negative int id).
+    def add(self, seq: int, turn_key: str, *, in_reasoning: bool = False) -> None:
+        """Starts the turn of sequence ``seq`` (the engine's non-negative int id);
+        ``in_reasoning``: its prompt opened a reasoning section (a thinking template).
 
         Raises:
             BatchError: ``seq`` is already in the batch.
@@ -93,7 +95,7 @@ class BatchOrchestrator:
         self._refuse_reentry()
         if not isinstance(turn_key, str):
             raise InertTypeError(f"turn_key must be a str, got {type(turn_key).__name__}")
-        self._batch.add(seq, turn_key)
+        self._batch.add(seq, turn_key, in_reasoning=in_reasoning)
         runtime = ThreadRuntime(self.journal, turn_key, ordered=self._tooling.policy != "eager_unsafe",
                                 engine=self._engine)
         self._turns[int(seq)] = TurnDriver(self._tooling, runtime)
@@ -135,13 +137,14 @@ class BatchOrchestrator:
             SpeculativeEffectViolation: anything diverged (``strict``).
         """
         self._refuse_reentry()
+        notices = self._batch.notices(seq)  # the verifies committed them; finish forgets them
         outcomes = self._batch.finish(seq)
         driver = self._turns.pop(int(seq))
         driver.apply(outcomes)
         runtime = driver.runtime
         assert isinstance(runtime, ThreadRuntime)
         runtime.drain()
-        return driver.report(strict)
+        return driver.report(strict, notices)
 
     def close(self) -> None:
         """Stops the shared workers (once idle) and closes a journal opened from a path."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
+from types import EllipsisType
 from typing import Any
 
 from . import _core
@@ -63,6 +64,8 @@ class Session:
         trace: str | os.PathLike[str] | None = None,
         threads_only: bool = False,
         two_phase: frozenset[str] | None = None,
+        reasoning: tuple[str, str] | EllipsisType | None = ...,
+        in_reasoning: bool = False,
     ) -> None:
         self.tooling = Tooling.build(effects, tools, policy=policy, timeout=timeout, limits=limits,
                                      max_workers=max_workers, threads_only=threads_only, two_phase=two_phase)
@@ -71,6 +74,7 @@ class Session:
         self.stream = _core.TokenStream(
             format, self.turn_key, vocab=vocab, special_tokens=special_tokens,
             schemas=schemas if schemas is not None else self.effects.schemas, max_block_bytes=max_block_bytes,
+            reasoning=reasoning, in_reasoning=in_reasoning,
         )
         self._owned: OwnedJournal | None = None  # opened here from a path or URI: closed at the end
         self.trace: TraceWriter | None = None
@@ -128,7 +132,7 @@ class Session:
 
     def report(self, strict: bool) -> Report:
         try:
-            return self.driver.report(strict)
+            return self.driver.report(strict, self.stream.notices())
         finally:
             self.close()
 
@@ -183,6 +187,12 @@ class Orchestrator:
             idempotency by commit key across restarts), or a ``postgresql://`` URI (a
             ``PostgresJournal`` a fleet shares). In memory by default.
         trace: path of a JSONL trace to append this turn's events to (see ``docs/trace.md``).
+        reasoning: the reasoning delimiters ``(open, close)``; ``...`` (the default) is the
+            format's own, ``None`` turns reasoning off. A call inside reasoning is a thought:
+            never dispatched.
+        in_reasoning: the prompt opened a reasoning section (a thinking chat template). A
+            closer that closed nothing is reported in ``Report.notices``: the calls before
+            it may have been thoughts.
 
     Raises:
         UnknownFormatError: ``format`` is not a known format.
@@ -211,11 +221,14 @@ class Orchestrator:
         limits: Mapping[str, int] | None = None,
         journal: Journal | str | os.PathLike[str] | None = None,
         trace: str | os.PathLike[str] | None = None,
+        reasoning: tuple[str, str] | EllipsisType | None = ...,
+        in_reasoning: bool = False,
     ) -> None:
         self._s = Session(
             effects, tools, runtime=ThreadRuntime, format=format, turn_key=turn_key, policy=policy, vocab=vocab,
             special_tokens=special_tokens, schemas=schemas, max_block_bytes=max_block_bytes,
             max_workers=max_workers, timeout=timeout, limits=limits, journal=journal, trace=trace, threads_only=True,
+            reasoning=reasoning, in_reasoning=in_reasoning,
         )
 
     @property
@@ -336,11 +349,14 @@ class AsyncOrchestrator:
         limits: Mapping[str, int] | None = None,
         journal: Journal | str | os.PathLike[str] | None = None,
         trace: str | os.PathLike[str] | None = None,
+        reasoning: tuple[str, str] | EllipsisType | None = ...,
+        in_reasoning: bool = False,
     ) -> None:
         self._s = Session(
             effects, tools, runtime=AsyncRuntime, format=format, turn_key=turn_key, policy=policy, vocab=vocab,
             special_tokens=special_tokens, schemas=schemas, max_block_bytes=max_block_bytes,
             max_workers=max_workers, timeout=timeout, limits=limits, journal=journal, trace=trace,
+            reasoning=reasoning, in_reasoning=in_reasoning,
         )
 
     @property

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._core import Malformed
+from ._core import Malformed, ReasoningUnopened
 from .effects import EffectClass, Footprint
 
 __all__ = ["AcceptedCall", "CallResult", "DiscardedCall", "DispatchRecord", "Report", "Violation"]
@@ -123,6 +123,10 @@ class Report:
     violations: list[Violation] = field(default_factory=list)
     dispatch_log: list[DispatchRecord] = field(default_factory=list)
     accepted: list[AcceptedCall] = field(default_factory=list)
+    notices: list[ReasoningUnopened] = field(default_factory=list)
+    """Accepted reasoning closers that closed nothing: the prompt opened the section, so
+    the calls before them may have been thoughts (and ran). Pass ``in_reasoning=True``
+    for this chat template."""
 
     @property
     def consistent(self) -> bool:

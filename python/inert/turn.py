@@ -9,10 +9,11 @@ from __future__ import annotations
 import math
 import uuid
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from . import _core
 from .audit import TraceWriter, reconcile
 from .effects import EffectLike, EffectTable
 from .errors import EffectTableError, InertTypeError, InertValueError, SpeculativeEffectViolation, closest_name
@@ -210,14 +211,16 @@ class TurnDriver:
                 runtime.confirm(node)
         return Step(tuple(outcomes), tuple(dispatched[k] for k in let_go))
 
-    def report(self, strict: bool) -> Report:
-        """Reconciles what ran with what was accepted (every call must be concluded).
+    def report(self, strict: bool, notices: Sequence[_core.ReasoningUnopened] = ()) -> Report:
+        """Reconciles what ran with what was accepted (every call must be concluded);
+        ``notices`` are the turn's reasoning closers that closed nothing.
 
         Raises:
             SpeculativeEffectViolation: anything diverged and ``strict``.
         """
         report = reconcile(self.runtime.records(), self.gate.accepted())
         report.malformed = list(self.gate.malformed)
+        report.notices = list(notices)
         if self.trace is not None:
             self.trace.emit("turn_end", violations=len(report.violations))
         if strict and report.violations:

@@ -104,12 +104,13 @@ impl Batch {
         Ok(&self.turns[slot])
     }
 
-    /// Starts a turn for `seq`, in a freed slot when there is one.
-    pub fn add(&mut self, seq: u64, turn_key: &str) -> Result<(), CoreError> {
+    /// Starts a turn for `seq`, in a freed slot when there is one; inside a
+    /// reasoning section when its prompt opened one (`in_reasoning`).
+    pub fn add(&mut self, seq: u64, turn_key: &str, in_reasoning: bool) -> Result<(), CoreError> {
         if self.slots.get(seq).is_some() {
             return Err(CoreError::DuplicateSequence { seq, why: "is already in the batch; finish() it first" });
         }
-        let turn = Turn::start(&self.binding, turn_key);
+        let turn = Turn::start_in_reasoning(&self.binding, turn_key, in_reasoning)?;
         let slot = self.slots.insert(seq);
         if slot == self.turns.len() {
             self.turns.push(turn);

@@ -74,7 +74,7 @@ fn a_batch_gives_each_sequence_what_a_lone_turn_gives() {
             // Add or finish some sequences.
             if lone.len() < 6 && rng.below(3) > 0 {
                 let key = format!("turn-{next_seq}");
-                batch.add(next_seq, &key).unwrap();
+                batch.add(next_seq, &key, false).unwrap();
                 let ids = ids_of(text.as_bytes(), &pieces, &mut rng);
                 lone.push((next_seq, Turn::start(&binding, &key), ids, 0));
                 next_seq += 7;
@@ -148,9 +148,9 @@ fn hermes_batch() -> Batch {
 #[test]
 fn caller_mistakes_in_any_row_change_nothing() {
     let mut b = hermes_batch();
-    b.add(1, "a").unwrap();
-    b.add(2, "b").unwrap();
-    assert!(matches!(b.add(1, "again"), Err(CoreError::DuplicateSequence { seq: 1, .. })));
+    b.add(1, "a", false).unwrap();
+    b.add(2, "b", false).unwrap();
+    assert!(matches!(b.add(1, "again", false), Err(CoreError::DuplicateSequence { seq: 1, .. })));
     let ok = DraftRows { seqs: &[1, 2], tokens: &[65, 66, 67, 68], width: 2, lengths: None };
     let bad: [(DraftRows<'_>, fn(&CoreError) -> bool); 6] = [
         (DraftRows { seqs: &[1, 3], ..ok }, |e| matches!(e, CoreError::UnknownSequence { seq: 3 })),
@@ -190,10 +190,10 @@ fn caller_mistakes_in_any_row_change_nothing() {
 fn finished_slots_are_reused() {
     let mut b = hermes_batch();
     for seq in 0..4 {
-        b.add(seq, "").unwrap();
+        b.add(seq, "", false).unwrap();
     }
     b.finish(1).unwrap();
-    b.add(10, "").unwrap();
+    b.add(10, "", false).unwrap();
     assert_eq!((b.len(), b.turns.len()), (4, 4));
     assert!(b.contains(10) && !b.contains(1));
 }

@@ -6,13 +6,16 @@
 use super::convert::token;
 use super::ints::{int, ints_1d, ints_2d};
 use super::outcome::CallCache;
-use super::token_stream::{config, node_indices, with_tokens, ByteLimit, TurnKey, DEFAULT_MAX_BLOCK_BYTES};
+use super::token_stream::{
+    config, node_indices, with_tokens, ByteLimit, Flag, ReasoningArg, TurnKey, DEFAULT_MAX_BLOCK_BYTES,
+};
 use super::vocabulary::vocab_arg;
 use crate::batch::{Batch, BatchOutcomes, DraftRows, VerifyRows};
 use crate::error::CoreError;
 use crate::turn::{Binding, Outcome};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
+use std::collections::HashMap;
 
 /// Many sequences' turns over one format and vocabulary. Mutable: one per
 /// engine loop (concurrent use from two threads raises RuntimeError).
@@ -21,6 +24,8 @@ use pyo3::types::{PyBytes, PyDict, PyList};
 pub(super) struct PyStreamBatch {
     batch: Batch,
     calls: CallCache,
+    /// Each sequence's committed `ReasoningUnopened` outcomes, kept while it is in the batch.
+    notices: HashMap<u64, Vec<Py<PyAny>>>,
 }
 
 /// A sequence id: a non-negative int (numpy integer scalars included).
@@ -57,7 +62,7 @@ impl PyStreamBatch {
         let mut outcomes = out.outcomes.into_iter();
         for (seq, range) in out.rows {
             let row: Vec<Outcome> = outcomes.by_ref().take(range.len()).collect();
-            let row = self.convert(py, row)?;
+            let row = self.convert(py, seq, row)?;
             if !row.is_empty() {
                 dict.set_item(seq, PyList::new(py, row)?)?;
             }
@@ -65,11 +70,16 @@ impl PyStreamBatch {
         Ok(dict)
     }
 
-    /// Outcomes as Python objects. A batch does not report reasoning closers
-    /// that closed nothing (`TokenStream.notices()` does): its results feed the
-    /// orchestrators, which take calls and malformed blocks.
-    fn convert<'py>(&mut self, py: Python<'py>, mut out: Vec<Outcome>) -> PyResult<Vec<Bound<'py, PyAny>>> {
-        out.retain(|o| !matches!(o, Outcome::ReasoningUnopened(_)));
+    /// `seq`'s outcomes as Python objects, its reasoning notices set aside (as
+    /// `TokenStream` does: they are read with `notices(seq)`).
+    fn convert<'py>(&mut self, py: Python<'py>, seq: u64, out: Vec<Outcome>) -> PyResult<Vec<Bound<'py, PyAny>>> {
+        let notice = |o: &Outcome| matches!(o, Outcome::ReasoningUnopened(_));
+        if !out.iter().any(notice) {
+            return self.calls.convert(py, out);
+        }
+        let (notices, out): (Vec<_>, Vec<_>) = out.into_iter().partition(notice);
+        let notices = self.calls.convert(py, notices)?.into_iter().map(Bound::unbind);
+        self.notices.entry(seq).or_default().extend(notices);
         self.calls.convert(py, out)
     }
 }
@@ -78,8 +88,8 @@ impl PyStreamBatch {
 impl PyStreamBatch {
     #[new]
     #[pyo3(
-        signature = (format = None, vocab = None, *, special_tokens = None, schemas = None, max_block_bytes = DEFAULT_MAX_BLOCK_BYTES),
-        text_signature = "(format=None, vocab=None, *, special_tokens=None, schemas=None, max_block_bytes=1048576)"
+        signature = (format = None, vocab = None, *, special_tokens = None, schemas = None, max_block_bytes = DEFAULT_MAX_BLOCK_BYTES, reasoning = ReasoningArg::FormatDefault),
+        text_signature = "(format=None, vocab=None, *, special_tokens=None, schemas=None, max_block_bytes=1048576, reasoning=...)"
     )]
     fn new(
         format: Option<&Bound<'_, PyAny>>,
@@ -87,16 +97,34 @@ impl PyStreamBatch {
         special_tokens: Option<&Bound<'_, PyAny>>,
         schemas: Option<&Bound<'_, PyAny>>,
         max_block_bytes: ByteLimit,
+        reasoning: ReasoningArg,
     ) -> PyResult<Self> {
-        let config = config(format, String::new(), schemas, max_block_bytes.0)?;
+        let config = config(format, String::new(), schemas, max_block_bytes.0, reasoning, Flag(false))?;
         let vocab = vocab_arg(vocab, special_tokens)?;
-        Ok(Self { batch: Batch::new(Binding::new(&config, vocab)), calls: CallCache::default() })
+        Ok(Self {
+            batch: Batch::new(Binding::new(&config, vocab)),
+            calls: CallCache::default(),
+            notices: HashMap::new(),
+        })
     }
 
-    /// Starts a turn for sequence `seq`.
+    /// Starts a turn for sequence `seq`, inside reasoning when its prompt opened it.
+    #[pyo3(signature = (seq, turn_key, *, in_reasoning = Flag(false)), text_signature = "(self, seq, turn_key, *, in_reasoning=False)")]
     #[allow(clippy::needless_pass_by_value)] // pyo3 hands extracted arguments over by value
-    fn add(&mut self, seq: &Bound<'_, PyAny>, turn_key: TurnKey) -> PyResult<()> {
-        Ok(self.batch.add(seq_id(seq)?, &turn_key.0)?)
+    fn add(&mut self, seq: &Bound<'_, PyAny>, turn_key: TurnKey, in_reasoning: Flag) -> PyResult<()> {
+        let seq = seq_id(seq)?;
+        self.batch.add(seq, &turn_key.0, in_reasoning.0)?;
+        self.notices.remove(&seq);
+        Ok(())
+    }
+
+    /// `seq`'s committed `ReasoningUnopened` outcomes, in stream order. Every one
+    /// is committed by the verify that accepts its closer, so read them before
+    /// `finish(seq)`, which forgets them with the sequence.
+    fn notices<'py>(&self, py: Python<'py>, seq: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, PyAny>>> {
+        let seq = seq_id(seq)?;
+        self.batch.turn(seq)?;
+        Ok(self.notices.get(&seq).map_or_else(Vec::new, |n| n.iter().map(|n| n.bind(py).clone()).collect()))
     }
 
     /// Drafts row `i` of `tokens` (its first `lengths[i]` ids) onto `seqs[i]`.
@@ -176,8 +204,11 @@ impl PyStreamBatch {
 
     /// Ends `seq`'s turn and frees its slot.
     fn finish<'py>(&mut self, py: Python<'py>, seq: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, PyAny>>> {
-        let out = self.batch.finish(seq_id(seq)?)?;
-        self.convert(py, out)
+        let seq = seq_id(seq)?;
+        let out = self.batch.finish(seq)?;
+        let out = self.convert(py, seq, out);
+        self.notices.remove(&seq);
+        out
     }
 
     /// Drafts a token tree onto `seq` (see `TokenStream.draft_tree`).
@@ -192,7 +223,7 @@ impl PyStreamBatch {
         let parents = ints_1d(parents, "parents")?;
         let batch = &mut self.batch;
         let out = with_tokens(tokens, |window| batch.draft_tree(seq, window, &parents))?;
-        self.convert(py, out)
+        self.convert(py, seq, out)
     }
 
     /// Verifies `seq`'s tree along `path` (see `TokenStream.verify_path`).
@@ -208,7 +239,7 @@ impl PyStreamBatch {
         let path = node_indices(&ints_1d(path, "path")?)?;
         let correction = correction.filter(|c| !c.is_none()).map(|c| token(0, c)).transpose()?;
         let out = self.batch.verify_path(seq, &path, correction)?;
-        self.convert(py, out)
+        self.convert(py, seq, out)
     }
 
     fn __len__(&self) -> usize {

@@ -59,7 +59,7 @@ impl<'a, 'py> FromPyObject<'a, 'py> for ReasoningArg {
 
 /// A `bool` argument, refused with inert's error (not pyo3's) when it is not one.
 #[derive(Debug, Clone, Copy)]
-pub(super) struct Flag(bool);
+pub(super) struct Flag(pub(super) bool);
 
 impl<'a, 'py> FromPyObject<'a, 'py> for Flag {
     type Error = PyErr;
@@ -116,19 +116,9 @@ impl<'a, 'py> FromPyObject<'a, 'py> for ByteLimit {
 pub(super) const DEFAULT_MAX_BLOCK_BYTES: ByteLimit = ByteLimit(1 << 20);
 
 /// A turn configuration from Python: a built-in format name or a custom
-/// format dict, and optional `{tool: json_schema}` schemas; reasoning as the
-/// format has it.
+/// format dict, optional `{tool: json_schema}` schemas, and the caller's
+/// reasoning sections.
 pub(super) fn config(
-    format: Option<&Bound<'_, PyAny>>,
-    turn_key: String,
-    schemas: Option<&Bound<'_, PyAny>>,
-    max_block_bytes: usize,
-) -> PyResult<TurnConfig> {
-    config_reasoning(format, turn_key, schemas, max_block_bytes, ReasoningArg::FormatDefault, Flag(false))
-}
-
-/// `config`, with the caller's reasoning sections.
-fn config_reasoning(
     format: Option<&Bound<'_, PyAny>>,
     turn_key: String,
     schemas: Option<&Bound<'_, PyAny>>,
@@ -258,7 +248,7 @@ impl PyTokenStream {
         reasoning: ReasoningArg,
         in_reasoning: Flag,
     ) -> PyResult<Self> {
-        let config = config_reasoning(format, turn_key.0, schemas, max_block_bytes.0, reasoning, in_reasoning)?;
+        let config = config(format, turn_key.0, schemas, max_block_bytes.0, reasoning, in_reasoning)?;
         let vocab = vocab_arg(vocab, special_tokens)?;
         Ok(Self { turn: Turn::with_vocab(&config, vocab), calls: CallCache::default(), notices: Vec::new() })
     }
@@ -410,7 +400,7 @@ pub(super) fn parse<'py>(
     reasoning: ReasoningArg,
     in_reasoning: Flag,
 ) -> PyResult<Vec<Bound<'py, PyAny>>> {
-    let config = config_reasoning(format, String::new(), schemas, max_block_bytes.0, reasoning, in_reasoning)?;
+    let config = config(format, String::new(), schemas, max_block_bytes.0, reasoning, in_reasoning)?;
     let bytes: &[u8] = if let Ok(s) = text.cast::<PyString>() {
         s.to_str().map_err(|_| CoreError::PieceNotUnicode { index: 0 })?.as_bytes()
     } else if let Ok(b) = text.cast::<PyBytes>() {

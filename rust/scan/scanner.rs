@@ -181,7 +181,15 @@ impl Scanner {
 
     #[must_use]
     pub fn initial(&self) -> ScanState {
-        let mode = if self.start_in_reasoning { Mode::Reasoning } else { Mode::Outside };
+        self.initial_in(self.start_in_reasoning)
+    }
+
+    /// The state before any byte, inside the reasoning section the prompt
+    /// opened when `in_reasoning` (a format without reasoning ignores it).
+    #[must_use]
+    pub fn initial_in(&self, in_reasoning: bool) -> ScanState {
+        let in_reasoning = in_reasoning && self.spec.reasoning.is_some();
+        let mode = if in_reasoning { Mode::Reasoning } else { Mode::Outside };
         ScanState {
             mode,
             cursor: self.cursor_for(mode),

@@ -26,7 +26,7 @@ pub use outcome::{CallRecord, MalformedRecord, Outcome, ReasoningRecord};
 
 use crate::error::CoreError;
 use crate::ledger::{Ledger, TokenState};
-use crate::scan::{FormatSpec, ScanEvent, Scanner, Schemas};
+use crate::scan::{FormatSpec, ScanEvent, ScanState, Scanner, Schemas};
 use crate::vocab::{Vocab, VocabBuilder};
 use binding::Resolved;
 use blocks::BlockTable;
@@ -120,7 +120,20 @@ impl Turn {
     /// nothing proportional to the vocabulary or the format.
     #[must_use]
     pub fn start(binding: &Binding, turn_key: &str) -> Self {
-        let base = Checkpoint { scan: binding.scanner.initial(), hash: CommitHasher::new(turn_key), ends: 0 };
+        Self::start_at(binding, turn_key, binding.scanner.initial())
+    }
+
+    /// `start`, inside the reasoning section the prompt opened when
+    /// `in_reasoning` (a chat template that opens `<think>` for this request).
+    pub fn start_in_reasoning(binding: &Binding, turn_key: &str, in_reasoning: bool) -> Result<Self, CoreError> {
+        if in_reasoning && binding.format().reasoning.is_none() {
+            return Err(CoreError::InReasoningWithoutReasoning);
+        }
+        Ok(Self::start_at(binding, turn_key, binding.scanner.initial_in(in_reasoning)))
+    }
+
+    fn start_at(binding: &Binding, turn_key: &str, scan: ScanState) -> Self {
+        let base = Checkpoint { scan, hash: CommitHasher::new(turn_key), ends: 0 };
         Self {
             binding: binding.clone(),
             ledger: Ledger::default(),
