@@ -55,9 +55,8 @@ def test_inerts_own_trace_rebuilds_both_streams(tmp_path: Path) -> None:
 def test_orchestrator_trace_records_discards(tmp_path: Path) -> None:
     trace = tmp_path / "t.jsonl"
     orch = inert.Orchestrator({"get": "read_only"}, {"get": lambda: "r"}, trace=trace, turn_key="tt")
-    orch.draft(['<tool_call>{"name": "get"}</tool_call>'])
-    import time
-    time.sleep(0.05)
+    step = orch.draft(['<tool_call>{"name": "get"}</tool_call>'])
+    assert len(step.dispatched) == 1  # started in the draft step, so its rejection is a discard
     orch.verify(0, "no")
     orch.finish()
     events = [e["event"] for _, e in read_trace(trace)]

@@ -18,7 +18,9 @@ def test_footprints_from_argument_names_and_callables() -> None:
     spec = ToolSpec("write", reads=lambda a: [a["src"]], writes=["dst"])
     assert spec.footprint({"src": "x", "dst": "y"}) == Footprint(frozenset({"x"}), frozenset({"y"}))
     assert ToolSpec("read_only", reads="k", writes="k").footprint({"k": 1}).writes == frozenset()
-    assert ToolSpec("write", reads="k").footprint({}).reads == frozenset()
+    missing = ToolSpec("write", reads="k", writes="k").footprint({})
+    assert missing == Footprint(None, None), "a key argument the model left out: unknown, never empty"
+    assert ToolSpec("write", reads=["k", "j"], writes="k").footprint({"k": 1}).reads is None
     broken = ToolSpec("write", reads=lambda a: a["missing"])
     assert broken.footprint({}).reads is None, "a footprint that cannot be computed is unknown"
 

@@ -11,7 +11,9 @@ from typing import Any
 import pytest
 
 import inert
-from tools import PeakConcurrency, block
+from tools import block, peak_overlap
+
+WATCHDOG = 30.0  # seconds a blocked wait may take before the test calls it a hang
 
 
 def turn(journal: Any, tools: dict[str, Any], effects: dict[str, Any], blocks: list[str], turn_key: str = "t1") -> inert.Report:
@@ -93,50 +95,68 @@ def test_recorded_errors_are_replayed(tmp_path: Path) -> None:
     assert "card declined" in str(report.results[0].error)
 
 
-def test_timeouts_are_recorded_and_in_doubt(tmp_path: Path) -> None:
+def test_timeouts_are_recorded_and_in_doubt(tmp_path: Path, release: threading.Event) -> None:
+    """The slow tool waits until the test ends: finish() returns at its deadline without
+    it, and the call it held back ran (its start recorded after the deadline's end)."""
     path = tmp_path / "j.sqlite"
-    release = threading.Event()
     order: list[str] = []
 
     def slow() -> None:
-        release.wait(5)
+        release.wait(WATCHDOG)
         order.append("slow returned")
 
-    def after() -> None:
-        order.append("after")
-
     effects = {"slow": inert.ToolSpec("write", timeout=0.05), "after": "write"}
-    t0 = time.perf_counter()
-    report = turn(path, {"slow": slow, "after": after}, effects, [block("slow"), block("after")])
-    assert time.perf_counter() - t0 < 2
-    release.set()
+    report = turn(path, {"slow": slow, "after": lambda: order.append("after")}, effects, [block("slow"), block("after")])
+    assert order == ["after"], "finish() returned while the timed-out tool still runs; the call after it ran"
     assert isinstance(report.results[0].error, inert.ToolTimeoutError)
-    assert report.dispatch_log[0].timed_out
-    assert order[0] == "after", "a timed-out call releases the calls waiting on it"
+    slow_run, after = report.dispatch_log
+    assert slow_run.timed_out and slow_run.finished is not None
+    assert after.started is not None and after.started >= slow_run.finished, "released by the deadline, not before"
     assert [e.tool for e in inert.recover(path).in_doubt] == ["slow"]
 
 
-def test_orchestrator_timeout_default() -> None:
-    orch = inert.Orchestrator({"w": "write"}, {"w": lambda: time.sleep(1)}, timeout=0.05)
+def test_orchestrator_timeout_default(release: threading.Event) -> None:
+    orch = inert.Orchestrator({"w": "write"}, {"w": lambda: release.wait(WATCHDOG)}, timeout=0.05)
     orch.draft([block("w")])
     orch.verify(1)
-    assert isinstance(orch.finish(strict=False).results[0].error, inert.ToolTimeoutError)
+    error = orch.finish(strict=False).results[0].error
+    assert not release.is_set() and isinstance(error, inert.ToolTimeoutError)
 
 
-def test_per_tool_concurrency_limit() -> None:
-    fetch = PeakConcurrency(0.02)
+def test_per_tool_concurrency_limit(release: threading.Event) -> None:
+    """The tools hold until the draft and the verify are done: a runtime that let more go at
+    once would record more starts before the first end (peak_overlap counts from the records)."""
     effects = {"fetch": inert.ToolSpec("read_only", reads="i", max_concurrency=2)}
-    orch = inert.Orchestrator(effects, {"fetch": fetch}, max_workers=8)
+    orch = inert.Orchestrator(effects, {"fetch": lambda i: release.wait(WATCHDOG)}, max_workers=8)
     orch.draft([block("fetch", i=i) for i in range(6)])
     orch.verify(6)
-    orch.finish()
-    assert fetch.peak == 2
-    fetch = PeakConcurrency(0.02)
-    orch = inert.Orchestrator({"fetch": inert.ToolSpec("read_only", reads="i")}, {"fetch": fetch}, limits={"fetch": 1})
+    release.set()
+    assert peak_overlap(orch.finish().dispatch_log) == 2
+    held = threading.Event()
+    orch = inert.Orchestrator({"fetch": inert.ToolSpec("read_only", reads="i")},
+                              {"fetch": lambda i: held.wait(WATCHDOG)}, limits={"fetch": 1})
     orch.draft([block("fetch", i=i) for i in range(3)])
     orch.verify(3)
-    orch.finish()
-    assert fetch.peak == 1
+    held.set()
+    assert peak_overlap(orch.finish().dispatch_log) == 1
+
+
+def test_the_same_tokens_under_two_turn_keys_are_two_calls(tmp_path: Path) -> None:
+    """Two conversations that say the same thing: their keys differ (the turn key seeds
+    them), so with one durable journal the second's write runs, it is no replay of the first's."""
+    text = block("pay", amount=5)
+    assert inert.commit_key("conversation-1", [text]) != inert.commit_key("conversation-2", [text])
+    path = tmp_path / "j.sqlite"
+    paid: list[int] = []
+    reports = [turn(path, {"pay": lambda amount: paid.append(amount)}, {"pay": "write"}, [text], turn_key=key)
+               for key in ("conversation-1", "conversation-2")]
+    assert paid == [5, 5], "the second conversation's write was skipped as a replay of the first's"
+    keys = [r.results[0].commit_key for r in reports]
+    assert keys == [inert.commit_key("conversation-1", [text]), inert.commit_key("conversation-2", [text])]
+    assert not any(r.replayed for report in reports for r in report.dispatch_log)
+    with inert.SqliteJournal(path) as journal:
+        entries = sorted((e.turn_key, e.commit_key) for e in journal.entries())
+    assert entries == sorted(zip(("conversation-1", "conversation-2"), keys, strict=True))
 
 
 def test_speculate_false_keeps_a_read_until_acceptance() -> None:

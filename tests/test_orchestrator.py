@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
-import time
 import warnings
 from typing import Any
 
@@ -11,19 +11,20 @@ import pytest
 
 import inert
 from inert import EffectClass, ToolSpec
-from tools import PeakConcurrency, block
+from tools import HeldJournal, block, peak_overlap
+
+WATCHDOG = 30.0  # seconds a blocked wait may take before the test calls it a hang
 
 
 class Recorder:
-    """Tools that log their calls (and can be slow)."""
+    """Tools that log their calls."""
 
     def __init__(self) -> None:
         self.calls: list[tuple[str, dict[str, Any]]] = []
         self.lock = threading.Lock()
 
-    def tool(self, name: str, delay: float = 0.0, result: Any = "ok") -> Any:
+    def tool(self, name: str, result: Any = "ok") -> Any:
         def run(**kwargs: Any) -> Any:
-            time.sleep(delay)
             with self.lock:
                 self.calls.append((name, kwargs))
             return result
@@ -113,42 +114,59 @@ def test_one_router_serves_every_tool() -> None:
     assert [r.result for r in report.results] == ["a done", "b done"]
 
 
-def test_eager_read_waits_for_an_earlier_conflicting_write() -> None:
-    """Ordered by an event, not a sleep: once the read of b has run, the read of a still
-    has not, because the write of a is unverified."""
-    order: list[str] = []
+def test_eager_read_waits_for_an_earlier_conflicting_write(release: threading.Event) -> None:
+    """The verdict comes from what the runtime recorded: the read of a starts (its start
+    is recorded when it is let go, on the thread that lets it go) after the write of a
+    finished, and the read of b, which conflicts with nothing, started in the draft step."""
     read_b = threading.Event()
     effects = {
         "write_x": ToolSpec("write", reads="key", writes="key"),
         "read_x": ToolSpec("read_only", reads="key"),
     }
 
-    def write_x(key: str) -> None:
-        order.append(f"write {key}")
-
-    def read_x(key: str) -> None:
-        order.append(f"read {key}")
+    def read_x(key: str) -> str:
         if key == "b":
             read_b.set()
+        return key
 
-    orch = inert.Orchestrator(effects, {"write_x": write_x, "read_x": read_x})
+    orch = inert.Orchestrator(effects, {"write_x": lambda key: release.wait(WATCHDOG), "read_x": read_x})
     step = orch.draft([block("write_x", key="a"), block("read_x", key="a"), block("read_x", key="b")])
     assert [r.arguments["key"] for r in step.dispatched] == ["a", "b"]  # both let go; "a" must still wait
-    assert read_b.wait(30)
-    assert order == ["read b"], "the read of a must not run while the write of a is unverified"
+    assert read_b.wait(WATCHDOG)
     orch.verify(3)
+    release.set()
     report = orch.finish()
-    assert order == ["read b", "write a", "read a"]
+    log = [(r.name, r.arguments["key"]) for r in report.dispatch_log]  # in the order the calls started
+    assert log == [("read_x", "b"), ("write_x", "a"), ("read_x", "a")]
+    read_b_run, write_a, read_a = report.dispatch_log
+    assert read_b_run.early and not write_a.early
+    assert write_a.finished is not None and read_a.started is not None and read_a.started >= write_a.finished
     assert report.violations == []
 
 
-def test_unknown_footprints_serialise_writes() -> None:
-    w = PeakConcurrency(0.01)
-    orch = inert.Orchestrator({"w": "write"}, {"w": w})
+def test_unknown_footprints_serialise_writes(release: threading.Event) -> None:
+    """Held in their tools until the test lets go: a runtime that let two go at once would
+    record both starts before either end (peak_overlap counts from the records)."""
+    orch = inert.Orchestrator({"w": "write"}, {"w": lambda i: release.wait(WATCHDOG)})
     orch.draft([block("w", i=i) for i in range(4)])
     orch.verify(4)
-    orch.finish()
-    assert w.peak == 1
+    release.set()
+    report = orch.finish()
+    assert [r.arguments["i"] for r in report.dispatch_log] == [0, 1, 2, 3], "in stream order"
+    assert peak_overlap(report.dispatch_log) == 1
+
+
+def test_a_write_missing_its_key_argument_serialises_with_every_call(release: threading.Event) -> None:
+    """Its footprint cannot be computed, so it is unknown: it overlaps everything, even
+    writes of other keys, instead of conflicting with nothing."""
+    orch = inert.Orchestrator({"w": ToolSpec("write", reads="key", writes="key")},
+                              {"w": lambda **_: release.wait(WATCHDOG)})
+    orch.draft([block("w", key="a"), block("w"), block("w", key="b")])
+    orch.verify(3)
+    release.set()
+    report = orch.finish()
+    assert [r.footprint.writes for r in report.dispatch_log] == [frozenset({"a"}), None, frozenset({"b"})]
+    assert peak_overlap(report.dispatch_log) == 1
 
 
 def test_disjoint_writes_run_concurrently() -> None:
@@ -261,3 +279,95 @@ def test_rejected_tokens_drafted_again_recur_their_key_without_a_violation() -> 
     assert report.results[0].result == "fresh"
     assert report.violations == []
     assert [d.name for d in report.discarded] == ["lookup"]
+
+
+def test_a_recurring_key_reports_the_accepted_run_not_the_discarded_one() -> None:
+    """A counter read: its first run, journaled before its block is rejected, returns 1;
+    the same tokens drafted again recur its key. The discarded run's 1 never counts: the
+    read runs again, and the report (and the journal) carry the accepted run's 2."""
+    lock = threading.Lock()
+    runs: list[int] = []
+
+    def counter() -> int:
+        with lock:
+            runs.append(len(runs) + 1)
+            return runs[-1]
+
+    journal = HeldJournal(inert.MemoryJournal())
+    orch = inert.Orchestrator({"counter": "read_only"}, {"counter": counter}, journal=journal, turn_key="t")
+    text = block("counter")
+    first = orch.draft([text])
+    assert journal.completed["counter"].wait(WATCHDOG), "the first run's outcome is journaled"
+    orch.verify(0)
+    again = orch.draft([text])
+    (key,) = [d.commit_key for d in again.dispatched]
+    assert [d.commit_key for d in first.dispatched] == [key], "the key recurs"
+    orch.verify(1)
+    report = orch.finish()
+    assert [r.result for r in report.results] == [2]
+    assert [(r.result, r.discarded, r.replayed) for r in report.dispatch_log] == [(1, True, False), (2, False, False)]
+    assert [d.finished for d in report.discarded] == [True]
+    entry = journal.lookup(key)
+    assert entry is not None and (entry.status, entry.result) == ("ok", 2)
+
+
+def test_two_runs_of_one_key_never_overlap(release: threading.Event) -> None:
+    """The rejected run is still in its tool when its key recurs: the accepted run waits for
+    it to end, so the discarded outcome is journaled first and never overwrites the live one."""
+    lock = threading.Lock()
+    runs: list[int] = []
+    first_in_tool = threading.Event()
+
+    def counter() -> int:
+        with lock:
+            runs.append(len(runs) + 1)
+            n = runs[-1]
+        if n == 1:
+            first_in_tool.set()
+            release.wait(WATCHDOG)
+        return n
+
+    journal = inert.MemoryJournal()
+    orch = inert.Orchestrator({"counter": "read_only"}, {"counter": counter}, journal=journal, turn_key="t")
+    text = block("counter")
+    orch.draft([text])
+    assert first_in_tool.wait(WATCHDOG)
+    orch.verify(0, text)  # rejected, and the same text arrives as the correction: the key recurs
+    release.set()
+    report = orch.finish()
+    first, second = report.dispatch_log
+    assert first.discarded and (first.result, second.result) == (1, 2)
+    assert first.finished is not None and second.started is not None and second.started >= first.finished
+    entry = journal.lookup(second.commit_key)
+    assert entry is not None and entry.result == 2, "the journal holds the accepted run's outcome"
+
+
+def test_a_recurring_key_reports_the_accepted_run_under_asyncio() -> None:
+    """As above on a loop, where the rejected run is cancelled in its tool and journaled as
+    an error: the accepted run runs again, it does not replay the cancelled run's error."""
+    runs: list[int] = []
+
+    async def main() -> inert.Report:
+        in_tool, never = asyncio.Event(), asyncio.Event()
+
+        async def counter() -> int:
+            runs.append(len(runs) + 1)
+            n = runs[-1]
+            if n == 1:
+                in_tool.set()
+                await never.wait()  # cancelled when its block is rejected
+            return n
+
+        orch = inert.AsyncOrchestrator({"counter": "read_only"}, {"counter": counter})
+        text = block("counter")
+        await orch.draft([text])
+        await asyncio.wait_for(in_tool.wait(), WATCHDOG)
+        await orch.verify(0)
+        await orch.draft([text])
+        await orch.verify(1)
+        return await asyncio.wait_for(orch.finish(), WATCHDOG)
+
+    report = asyncio.run(main())
+    assert [(r.result, r.error) for r in report.results] == [(2, None)]
+    first, second = report.dispatch_log
+    assert first.discarded and isinstance(first.error, inert.CancelledCallError) and second.result == 2

@@ -2,13 +2,19 @@
 a tool can: raise, raise BaseException, hang past their deadline, return what the
 journal cannot store, get cancelled mid-flight. Whatever happens, ``finish()``
 returns, every dispatched call settles exactly once, no write runs before its
-block is accepted or twice, and the journal agrees with the report."""
+block is accepted or twice, and the journal agrees with the report.
+
+That no effect goes before its block is accepted is also checked from records, not
+from a tool that happens to run at the wrong moment: each step's ``dispatched``
+against the tokens the test knows are accepted, and each effect's recorded start
+against the step that let it go."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import threading
+import time
 from collections import Counter
 from typing import Any
 
@@ -16,7 +22,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import inert
-from speculation import AcceptanceWatch, Decoder, tokenizations
+from speculation import AcceptanceWatch, Decoder, tokenizations, transcripts
 
 BEHAVIOURS = ["ok", "raise", "base", "hang", "unstorable", "own_timeout"]
 EFFECTS = ["read_only", "write", "idempotent"]
@@ -162,3 +168,98 @@ def test_asyncio_settles_every_call_whatever_the_tools_do(data: st.DataObject) -
         return await asyncio.wait_for(orch.finish(strict=False), 30)
 
     check(asyncio.run(main()), journal, watch)
+
+
+TURN = "turn-p"
+GATED = inert.EffectTable({"lookup": inert.ToolSpec("read_only", reads="k"),
+                           "save": inert.ToolSpec("write", reads="k", writes="k"), "put": "idempotent"})
+"""The transcripts' tools; ``nope`` is not in the table, so it is a write."""
+
+
+class Ledger:
+    """What the test knows without asking the gate: the tokens accepted so far (drafts
+    and verifies as the decoder made them) and, for each effect the gate let go, when
+    the step that let it go began. ``problems`` collects every effect let go early."""
+
+    def __init__(self) -> None:
+        self.pending: list[bytes] = []
+        self.accepted: list[bytes] = []
+        self.let_go: dict[str, float] = {}
+        self.problems: list[str] = []
+
+    def drafting(self, window: list[bytes]) -> float:
+        self.pending.extend(window)
+        return time.perf_counter()
+
+    def verifying(self, n: int, correction: bytes | None) -> float:
+        self.accepted += self.pending[:n] + ([correction] if correction is not None else [])
+        self.pending = []
+        return time.perf_counter()
+
+    def stepped(self, step: inert.Step, began: float) -> None:
+        for d in step.dispatched:
+            if d.effect is inert.EffectClass.READ_ONLY:
+                continue
+            end = d.span[1]
+            if end > len(self.accepted):
+                self.problems.append(f"{d.name} let go with token {end - 1} of its block not accepted")
+            elif d.commit_key not in {inert.commit_key(TURN, self.accepted[:end], i) for i in range(4)}:
+                self.problems.append(f"{d.name} let go under a key that is not its accepted tokens' key")
+            self.let_go.setdefault(d.commit_key, began)
+
+    def check(self, report: inert.Report) -> None:
+        """Every effect that ran was let go by a step after its block was accepted, and its
+        start (recorded by the runtime when it let the call go) is not before that step."""
+        assert self.problems == [], self.problems
+        for r in report.dispatch_log:
+            if not r.executed_effect:
+                continue
+            assert not r.early, f"{r.name} ran early"
+            assert r.commit_key in self.let_go, f"{r.name} ran, but no step let it go"
+            assert r.started is not None and r.started >= self.let_go[r.commit_key], \
+                f"{r.name} started before the step that let it go"
+
+
+@given(st.data())
+def test_effects_go_only_from_a_step_that_accepted_their_whole_block(data: st.DataObject) -> None:
+    pieces = data.draw(tokenizations(data.draw(transcripts())))
+    policy = data.draw(st.sampled_from(["read_eager", "defer"]))
+    ledger = Ledger()
+    orch = inert.Orchestrator(GATED, lambda name, arguments: name, turn_key=TURN, policy=policy)
+
+    def draft(window: list[bytes]) -> None:
+        began = ledger.drafting(window)
+        ledger.stepped(orch.draft(window), began)
+
+    def verify(n: int, correction: bytes | None) -> None:
+        began = ledger.verifying(n, correction)
+        ledger.stepped(orch.verify(n, correction), began)
+
+    Decoder(pieces, data.draw).run(draft, verify)
+    ledger.check(orch.finish(strict=False))
+
+
+@given(st.data())
+def test_effects_go_only_from_a_step_that_accepted_their_whole_block_under_asyncio(data: st.DataObject) -> None:
+    pieces = data.draw(tokenizations(data.draw(transcripts())))
+    policy = data.draw(st.sampled_from(["read_eager", "defer"]))
+    schedule: list[tuple[Any, ...]] = []
+    Decoder(pieces, data.draw).run(lambda w: schedule.append(("d", w)), lambda n, c: schedule.append(("v", n, c)))
+    ledger = Ledger()
+
+    async def tool(name: str, arguments: dict[str, Any]) -> str:
+        await asyncio.sleep(0)  # a turn of the loop: a rejected read may be cancelled here
+        return name
+
+    async def main() -> inert.Report:
+        orch = inert.AsyncOrchestrator(GATED, tool, turn_key=TURN, policy=policy)
+        for op in schedule:  # the decoder's schedule, replayed on the loop
+            if op[0] == "d":
+                began = ledger.drafting(op[1])
+                ledger.stepped(await orch.draft(op[1]), began)
+            else:
+                began = ledger.verifying(op[1], op[2])
+                ledger.stepped(await orch.verify(op[1], op[2]), began)
+        return await asyncio.wait_for(orch.finish(strict=False), 30)
+
+    ledger.check(asyncio.run(main()))

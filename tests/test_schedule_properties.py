@@ -44,18 +44,20 @@ def share_key(earlier: Footprint, later: Footprint) -> bool:
 
 
 @st.composite
-def calls(draw: st.DrawFn) -> list[tuple[Footprint, str]]:
+def calls(draw: st.DrawFn) -> list[tuple[Footprint, str, str]]:
     out = []
-    for _ in range(draw(st.integers(1, 12))):
+    for i in range(draw(st.integers(1, 12))):
         reads, writes = draw(keys), draw(keys)
         tool = draw(st.sampled_from(["t1", "t2"]))
-        out.append((Footprint(reads, writes), tool))
+        # Rejected tokens drafted again recur a commit key: sometimes reuse an earlier one.
+        key = f"k{draw(st.integers(0, i)) if draw(st.integers(0, 3)) == 0 else i}"
+        out.append((Footprint(reads, writes), tool, key))
     return out
 
 
-def dispatch(i: int, fp: Footprint, tool: str) -> Dispatch:
+def dispatch(i: int, fp: Footprint, tool: str, key: str) -> Dispatch:
     effect = EffectClass.READ_ONLY if fp.writes == frozenset() else EffectClass.WRITE
-    return Dispatch(f"k{i}", tool, {}, effect, fp, (i, i), None)
+    return Dispatch(key, tool, {}, effect, fp, (i, i), None)
 
 
 class Oracle:
@@ -65,6 +67,8 @@ class Oracle:
 
     def check_start(self, node: Node) -> None:
         for earlier in self.nodes[: node.seq]:
+            if earlier.dispatch.commit_key == node.dispatch.commit_key:
+                assert earlier.state is not State.RUNNING, f"two runs of {node.dispatch.commit_key} overlap"
             if earlier.seq in self.gone or not conflicts(earlier.dispatch.footprint, node.dispatch.footprint):
                 continue
             assert earlier.state is State.DONE, f"{node} started before the conflicting {earlier} finished"
@@ -83,6 +87,9 @@ class Oracle:
 
     def held(self, node: Node) -> bool:
         for earlier in self.nodes[: node.seq]:
+            if earlier.dispatch.commit_key == node.dispatch.commit_key and earlier.state is not State.DONE and (
+                    earlier.state is not State.CANCELLED or self.held(earlier)):
+                return True  # runs of one key never overlap
             if earlier.state is State.DONE or not conflicts(earlier.dispatch.footprint, node.dispatch.footprint):
                 continue
             if earlier.seq not in self.gone:
@@ -96,7 +103,7 @@ class Oracle:
 @settings(max_examples=max(300, settings().max_examples))  # cheap: a few ms an example
 @given(calls(), st.data(), st.dictionaries(st.sampled_from(["t1", "t2"]), st.integers(1, 2)))
 def test_a_call_starts_only_after_every_earlier_conflicting_call(
-    plan: list[tuple[Footprint, str]], data: st.DataObject, limits: dict[str, int]
+    plan: list[tuple[Footprint, str, str]], data: st.DataObject, limits: dict[str, int]
 ) -> None:
     sched = Scheduler(slots=Slots(limits))
     oracle = Oracle()
@@ -125,8 +132,8 @@ def test_a_call_starts_only_after_every_earlier_conflicting_call(
             break
         action, node = data.draw(st.sampled_from(actions))
         if action == "add":
-            i, (fp, tool) = pending.pop(0)
-            oracle.nodes.append(sched.add(dispatch(i, fp, tool)))
+            i, (fp, tool, key) = pending.pop(0)
+            oracle.nodes.append(sched.add(dispatch(i, fp, tool, key)))
         elif action == "permit":
             started(sched.permit(node, early=False))
         elif action == "cancel":

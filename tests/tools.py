@@ -1,12 +1,19 @@
-"""Small helpers the tests share: Hermes blocks, a tool that measures its own
-concurrency, and views of a step's outcomes."""
+"""Small helpers the tests share: Hermes blocks, how many calls overlapped by the
+runtime's own records, optional dependencies that CI requires, and views of a
+step's outcomes."""
 
 from __future__ import annotations
 
+import importlib
 import json
+import os
 import threading
 import time
+from collections import defaultdict
+from collections.abc import Iterable
 from typing import Any
+
+import pytest
 
 import inert
 
@@ -16,22 +23,68 @@ def block(name: str, **arguments: Any) -> str:
     return f'<tool_call>{json.dumps({"name": name, "arguments": arguments})}</tool_call>'
 
 
-class PeakConcurrency:
-    """A tool body that sleeps ``delay`` seconds and records how many copies ran at once."""
+def peak_overlap(records: Iterable[inert.DispatchRecord]) -> int:
+    """The most calls that were in their tools at once, from the start and finish times
+    the runtime recorded. Exact, not a measurement: a call that another call's end lets
+    go is started (under the runtime's lock) after that end is recorded, and calls let
+    go together are all started before any of them can record its end."""
+    edges = sorted(e for r in records if r.started is not None and r.finished is not None
+                   for e in ((r.started, 1), (r.finished, -1)))  # at a tie an end (-1) sorts first
+    peak = running = 0
+    for _, delta in edges:
+        running += delta
+        peak = max(peak, running)
+    return peak
 
-    def __init__(self, delay: float) -> None:
-        self.delay = delay
-        self.peak = 0
-        self._active = 0
+
+class HeldJournal:
+    """A real journal, watched: ``completed[tool]`` is set once an outcome of that tool is
+    journaled (``completed_at[tool]`` says when, on the runtimes' clock), and the outcomes
+    of the tool named ``hold`` wait, before they are written, until ``release`` is set."""
+
+    def __init__(self, inner: inert.Journal, hold: str | None = None, release: threading.Event | None = None,
+                 watchdog: float = 30.0) -> None:
+        self.inner, self.hold, self.watchdog = inner, hold, watchdog
+        self.release = release if release is not None else threading.Event()
+        self.completing = threading.Event()
+        """Set when an outcome of ``hold`` reached the journal (and waits there)."""
+        self.completed: defaultdict[str, threading.Event] = defaultdict(threading.Event)
+        self.completed_at: dict[str, float] = {}
         self._lock = threading.Lock()
 
-    def __call__(self, **_: Any) -> None:
+    def begin(self, record: inert.DispatchRecord, turn_key: str) -> inert.JournalEntry | None:
+        return self.inner.begin(record, turn_key)
+
+    def complete(self, record: inert.DispatchRecord, status: str) -> None:
+        if record.name == self.hold:
+            self.completing.set()
+            self.release.wait(self.watchdog)  # a hang guard: the test releases it
+        self.inner.complete(record, status)
         with self._lock:
-            self._active += 1
-            self.peak = max(self.peak, self._active)
-        time.sleep(self.delay)
-        with self._lock:
-            self._active -= 1
+            self.completed_at[record.name] = time.perf_counter()
+            self.completed[record.name].set()
+
+    def entries(self) -> list[inert.JournalEntry]:
+        return self.inner.entries()
+
+    def lookup(self, commit_key: str) -> inert.JournalEntry | None:
+        return self.inner.lookup(commit_key)
+
+
+def ci() -> bool:
+    """Whether this run is CI's (``CI`` set true, as CI services and ``.ci/run`` do)."""
+    return os.environ.get("CI", "").lower() in {"1", "true", "yes"}
+
+
+def require(module: str, why: str) -> Any:
+    """Imports an optional test dependency: skips the test without it, except under CI,
+    where the ``test`` extra installs it and its absence must fail, not pass by skipping."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as e:
+        if ci():
+            pytest.fail(f"{module} is required under CI ({why}; the test extra installs it): {e}", pytrace=False)
+        pytest.skip(f"{module} is not installed ({why}): pip install -e '.[test]'")
 
 
 def closed(outcomes: list[inert.Outcome]) -> list[inert.Call]:

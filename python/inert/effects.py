@@ -50,7 +50,9 @@ def _footprint_fn(spec: FootprintSpec, what: str) -> FootprintFn | None:
     names = (spec,) if isinstance(spec, str) else tuple(spec)
     if not all(isinstance(n, str) for n in names):
         raise EffectTableError(f"{what} must be a callable, an argument name or a list of argument names")
-    return lambda arguments: [arguments[n] for n in names if n in arguments]
+    # A named argument the model left out raises KeyError, which makes the footprint
+    # unknown: skipping it would give an empty footprint that conflicts with nothing.
+    return lambda arguments: [arguments[n] for n in names]
 
 
 @dataclass(frozen=True)
@@ -91,7 +93,9 @@ class ToolSpec:
         effect: the tool's effect class (or its string value).
         reads: the resources it reads, as ``callable(arguments) -> iterable of keys``,
             an argument name, or a list of argument names whose values are keys.
-            ``None`` means unknown: overlaps every other footprint.
+            ``None`` means unknown: overlaps every other footprint. So does a call
+            whose footprint cannot be computed (a named argument missing, a callable
+            that raises, a key that is not hashable).
         writes: the same for the resources it writes; ignored for read-only tools.
         speculate: whether the tool may run on draft tokens, before its block is
             accepted. Only read-only tools may; they do by default. Turn it off for

@@ -46,6 +46,9 @@ class Dispatch:
     timeout: float | None
     two_phase: bool = False
     """Its tool prepares, then commits (after acceptance) or aborts (after rejection)."""
+    recurs: bool = False
+    """Its key was dispatched before in this turn and retracted (rejected tokens drafted
+    again): whatever the journal holds under it is a discarded run's, which never counts."""
 
 
 @dataclass(frozen=True)
@@ -97,6 +100,7 @@ class Gate:
         self.timeout = timeout
         self.two_phase = two_phase
         self._permitted: set[str] = set()  # keys let go and not yet committed or retracted
+        self._retracted: set[str] = set()  # keys whose calls were retracted: they may recur
         self.committed: list[Call] = []
         """The accepted stream's calls, in stream order."""
         self.malformed: list[Malformed] = []
@@ -130,6 +134,7 @@ class Gate:
                 self._permitted.discard(key)
             elif isinstance(outcome, CallRetracted):
                 self._permitted.discard(outcome.call.commit_key)
+                self._retracted.add(outcome.call.commit_key)
                 commands.append(Retract(outcome.call.commit_key))
             elif isinstance(outcome, BlockMalformed):
                 self.malformed.append(outcome.malformed)
@@ -150,4 +155,5 @@ class Gate:
             span=call.span,
             timeout=spec.timeout if spec.timeout is not None else self.timeout,
             two_phase=call.name in self.two_phase,
+            recurs=call.commit_key in self._retracted,
         )

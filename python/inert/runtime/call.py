@@ -96,6 +96,11 @@ class CallRun:
         if prior is None:
             self.began = True
             return True
+        if self.dispatch.recurs and self.dispatch.effect is EffectClass.READ_ONLY:
+            # The entry is a discarded run's (its block was rejected): replaying it would deliver
+            # a result that never counts. The read runs again; its outcome replaces that one.
+            self.began = True
+            return True
         return self._replay(prior)
 
     def already_committed(self, journal: Journal) -> bool:

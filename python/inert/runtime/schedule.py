@@ -11,7 +11,8 @@ stays in its chain as a *ghost* until its own waits are over, so the chain
 holds). Unknown footprints are barriers by category: a call that reads
 everything waits until no earlier call that writes anything is unfinished,
 tracked as the least unfinished sequence number of each category, so a barrier
-costs a heap operation, not an edge to every earlier call.
+costs a heap operation, not an edge to every earlier call. Two runs of one
+commit key (rejected tokens drafted again) never overlap, whatever the footprint.
 
 The scheduler is plain data: its owner (a runtime) serialises calls to it and
 executes what it returns.
@@ -44,7 +45,8 @@ class State(enum.Enum):
 class Node:
     """One call in stream order, from the moment its block closes."""
 
-    __slots__ = ("abandoned", "blockers", "dispatch", "early", "ghost", "key_waiters", "owner", "seq", "state")
+    __slots__ = ("abandoned", "blockers", "dispatch", "early", "ghost", "key_waiters", "owner", "recurrences", "seq",
+                 "state")
 
     def __init__(self, dispatch: Dispatch, seq: int, owner: Any = None) -> None:
         self.dispatch = dispatch
@@ -55,6 +57,9 @@ class Node:
         self.blockers = 0
         """Earlier conflicting calls (and barriers) this call still waits for."""
         self.key_waiters: list[Node] = []
+        self.recurrences: list[Node] = []
+        """Later calls with its commit key (rejected tokens drafted again): they wait until it is
+        over, even abandoned, so the journal records its outcome before theirs begins."""
         self.ghost = False
         """Retracted before it ran: it never runs, but holds its chains until its own waits are over."""
         self.abandoned = False
@@ -176,6 +181,7 @@ class Scheduler:
         self._reads_all = _Barrier()  # reads unknown: every later writing call waits
         self._writers = _Barrier()  # writes anything: later read-alls wait
         self._touchers = _Barrier()  # touches anything: later write-alls wait
+        self._by_key: dict[str, Node] = {}  # commit key -> its latest call, while that call holds
         self.in_flight = 0
         """Permitted calls not yet done."""
 
@@ -183,6 +189,13 @@ class Scheduler:
         """Places a call that just closed after every call scheduled before it."""
         node = Node(dispatch, self._seq, owner)
         self._seq += 1
+        earlier = self._by_key.get(dispatch.commit_key)
+        if earlier is not None and (earlier.holds or earlier.state is State.RUNNING):
+            # Rejected tokens drafted again recur a key: its runs never overlap, so the earlier
+            # (discarded) run's outcome is journaled before the later run begins, never after.
+            node.blockers += 1
+            earlier.recurrences.append(node)
+        self._by_key[dispatch.commit_key] = node
         if self._ordered:
             self._link(node, dispatch.footprint)
         return node
@@ -290,6 +303,11 @@ class Scheduler:
         """``node`` no longer holds anyone: unblocks its waiters; returns the calls to start."""
         freed = node.key_waiters
         node.key_waiters = []
+        if node.state is not State.RUNNING:  # an abandoned run goes on: the next run of its key waits
+            freed += node.recurrences
+            node.recurrences = []
+            if self._by_key.get(node.dispatch.commit_key) is node:
+                del self._by_key[node.dispatch.commit_key]
         return self._unblock(freed + self._barrier_waiters())
 
     def _barrier_waiters(self) -> list[Node]:
