@@ -59,8 +59,9 @@ def test_a_template_that_opened_reasoning_is_told_with_in_reasoning() -> None:
     assert report.notices == []
 
 
-def test_a_closer_that_closed_nothing_is_a_notice() -> None:
-    report, saved = run(THOUGHT_THEN_CALL)  # the template opened <think>, nobody said so
+def test_a_closer_that_closed_nothing_is_a_notice_and_a_warning() -> None:
+    with pytest.warns(inert.ReasoningWarning, match="in_reasoning=True"):
+        report, saved = run(THOUGHT_THEN_CALL)  # the template opened <think>, nobody said so
     assert saved == ["thought", "real"], "without in_reasoning the thought is a call"
     [notice] = report.notices
     assert isinstance(notice, inert.ReasoningUnopened)
@@ -99,7 +100,9 @@ def test_batch_sequences_say_each_whether_their_prompt_opened_reasoning() -> Non
         ids = np.frombuffer(text, dtype=np.uint8).astype(np.int64)
         batch.draft([1, 2], np.stack([ids, ids]))
         batch.verify([1, 2], [len(ids), len(ids)])
-        one, two = batch.finish(1), batch.finish(2)
+        one = batch.finish(1)
+        with pytest.warns(inert.ReasoningWarning):
+            two = batch.finish(2)
     assert [r.arguments["k"] for r in one.results] == ["real"] and one.notices == []
     assert [r.arguments["k"] for r in two.results] == ["thought", "real"]
     assert [text[n.start:n.end] for n in two.notices] == [b"</think>"]

@@ -29,6 +29,7 @@ __all__ = [
     "MissingToolError",
     "PieceTypeError",
     "PolicyError",
+    "ReasoningWarning",
     "RecordedError",
     "ReentrancyError",
     "ReplayedError",
@@ -163,6 +164,12 @@ class UnstorableResultError(InertError, ValueError):
 
 class RecordedError(InertError, RuntimeError):
     """An error as a trace or another stack's dispatch log recorded it (its text)."""
+
+
+class ReasoningWarning(UserWarning):
+    """A reasoning closer arrived while the turn was not in reasoning: the chat template
+    opened the section in the prompt, so calls before it may have been thoughts, and ran.
+    Pass ``in_reasoning=True`` for this template. ``Report.notices`` lists the closers."""
 
 
 class SpeculativeEffectViolation(InertError, RuntimeError):

@@ -16,7 +16,14 @@ from typing import Any, Protocol
 from . import _core
 from .audit import TraceWriter, reconcile
 from .effects import EffectLike, EffectTable
-from .errors import EffectTableError, InertTypeError, InertValueError, SpeculativeEffectViolation, closest_name
+from .errors import (
+    EffectTableError,
+    InertTypeError,
+    InertValueError,
+    ReasoningWarning,
+    SpeculativeEffectViolation,
+    closest_name,
+)
 from .gate import Confirm, Dispatch, Gate, Retract, Schedule
 from .journal import Journal, MemoryJournal
 from .outcomes import Outcome
@@ -221,6 +228,13 @@ class TurnDriver:
         report = reconcile(self.runtime.records(), self.gate.accepted())
         report.malformed = list(self.gate.malformed)
         report.notices = list(notices)
+        if report.notices:
+            first = report.notices[0]
+            warnings.warn(ReasoningWarning(
+                f"{len(report.notices)} reasoning closer(s) arrived while the turn was not in reasoning (the "
+                f"first at tokens {first.start}-{first.end}): the chat template opened the section in the prompt, "
+                "so calls before it may have been thoughts, and ran; pass in_reasoning=True for this template"),
+                stacklevel=4)
         if self.trace is not None:
             self.trace.emit("turn_end", violations=len(report.violations))
         if strict and report.violations:
