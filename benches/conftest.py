@@ -23,7 +23,8 @@ def record(benchmark: Any, name: str, per: int = 1) -> None:
 
 def _journal_summary(tr: Any) -> None:
     if THROUGHPUT:
-        tr.section("inert: journal throughput (intents + outcomes per second; each worker a thread with its own journal)")
+        tr.section("inert: journal throughput "
+                   "(intents + outcomes per second; each worker a thread with its own journal)")
         for (kind, workers), rate in sorted(THROUGHPUT.items()):
             note = f"   ({JOURNAL_NOTES[kind]})" if kind in JOURNAL_NOTES else ""
             tr.write_line(f"{kind:<9} {workers} worker{'s' if workers > 1 else ' '}  {rate:9.0f} /s{note}")
@@ -49,7 +50,8 @@ def _runtime_summary(tr: Any) -> None:
                       f"ratio {many / few:5.2f} for 8x the calls (target <= 10)")
     if "tiny_blocks_s" in RUNTIME:
         tr.write_line(f"8000 tiny blocks ({RUNTIME['tiny_blocks_text_kb']:.0f} KB of text): "
-                      f"{RUNTIME['tiny_blocks_s']:.2f} s, peak {RUNTIME['tiny_blocks_peak_mb']:.1f} MB of Python memory "
+                      f"{RUNTIME['tiny_blocks_s']:.2f} s, "
+                      f"peak {RUNTIME['tiny_blocks_peak_mb']:.1f} MB of Python memory "
                       "(targets < 2 s, < 100 MB)")
 
 

@@ -71,8 +71,9 @@ def main(journal: str, world: str, seed: int) -> None:
     report = orch.finish(strict=False)
     if shared is not None:
         shared.close()
-    print(json.dumps({"elapsed": time.perf_counter() - t0, "results": [[r.name, r.arguments["item"], None if r.error is None else type(r.error).__name__]
-                                  for r in report.results]}))
+    results = [[r.name, r.arguments["item"], None if r.error is None else type(r.error).__name__]
+               for r in report.results]
+    print(json.dumps({"elapsed": time.perf_counter() - t0, "results": results}))
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ import os
 import random
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import inert
@@ -52,7 +53,7 @@ def main(journal_spec: str, world: str, worker: str) -> None:
         time.sleep(rng.random() * 0.02)
         with open(world + ".lock", "a") as lock:  # the service applies each key once
             fcntl.flock(lock, fcntl.LOCK_EX)
-            applied = os.path.exists(world) and idempotency_key in open(world, encoding="utf-8").read()
+            applied = os.path.exists(world) and idempotency_key in Path(world).read_text(encoding="utf-8")
             if not applied:
                 write_line(f"put {item} {worker} {idempotency_key}")
         return f"put {item} by {worker}"

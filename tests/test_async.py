@@ -10,7 +10,6 @@ import pytest
 import inert
 from tools import block
 
-
 WATCHDOG = 30.0  # seconds an await may take before the test calls it a hang
 
 

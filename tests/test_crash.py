@@ -61,7 +61,8 @@ class Store:
     def holds_intents(self, journal: Path | str) -> bool:
         if isinstance(journal, Path):
             return journal.exists()
-        return bool(inert.recover(journal).in_doubt + inert.recover(journal).completed + inert.recover(journal).in_flight)
+        found = inert.recover(journal)
+        return bool(found.in_doubt + found.completed + found.in_flight)
 
     def settle(self, journal: Path | str) -> None:
         """After the kill: the dead worker's leases lapse, its keys fall in doubt."""
@@ -121,7 +122,8 @@ def test_sigkill_at_random_points_then_recover_and_restart(kind: str, trials: in
             else:
                 assert n == 1, f"trial {trial}: {call} happened {n} times after restart"
         final = inert.recover(journal)
-        assert {entry_call(e) for e in final.in_doubt} == doubt_writes, "only the writes in doubt at the crash stay in doubt"
+        assert {entry_call(e) for e in final.in_doubt} == doubt_writes, \
+            "only the writes in doubt at the crash stay in doubt"
         results = json.loads(out.splitlines()[-1])["results"]
         assert [tuple(r[:2]) for r in results] == [("append" if i % 2 == 0 else "put", i) for i in range(ITEMS)]
         assert all(r[2] in (None, "InDoubtError") for r in results)

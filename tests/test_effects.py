@@ -10,7 +10,8 @@ from inert import EffectClass, EffectTable, Footprint, ToolSpec
 
 def test_classify_and_default() -> None:
     t = EffectTable({"a": "read_only", "b": EffectClass.IDEMPOTENT, "c": ToolSpec("write")})
-    assert [t.classify(n) for n in "abcz"] == [EffectClass.READ_ONLY, EffectClass.IDEMPOTENT, EffectClass.WRITE, EffectClass.WRITE]
+    assert [t.classify(n) for n in "abcz"] == [
+        EffectClass.READ_ONLY, EffectClass.IDEMPOTENT, EffectClass.WRITE, EffectClass.WRITE]
     assert "a" in t and "z" not in t
 
 
@@ -53,20 +54,24 @@ def test_from_mcp() -> None:
     ]
     assert EffectTable.from_mcp(tools).classify("search") is EffectClass.WRITE, "hints are untrusted by default"
     t = EffectTable.from_mcp(tools, trusted=True, overrides={"rm": "idempotent"})
-    assert [t.classify(n) for n in ("search", "put", "rm")] == [EffectClass.READ_ONLY, EffectClass.IDEMPOTENT, EffectClass.IDEMPOTENT]
+    assert [t.classify(n) for n in ("search", "put", "rm")] == [
+        EffectClass.READ_ONLY, EffectClass.IDEMPOTENT, EffectClass.IDEMPOTENT]
 
 
 def test_from_openai() -> None:
-    tools = [{"type": "function", "function": {"name": "get", "parameters": {}}}, {"type": "function", "function": {"name": "set"}}]
+    tools = [{"type": "function", "function": {"name": "get", "parameters": {}}},
+             {"type": "function", "function": {"name": "set"}}]
     t = EffectTable.from_openai(tools, {"get": "read_only"})
     assert (t.classify("get"), t.classify("set")) == (EffectClass.READ_ONLY, EffectClass.WRITE)
 
 
 def test_from_toml(tmp_path: Path) -> None:
     path = tmp_path / "effects.toml"
-    path.write_text('default = "idempotent"\n[tools]\nget = "read_only"\n[tools.rm]\neffect = "write"\nwrites = ["path"]\n')
+    path.write_text('default = "idempotent"\n[tools]\nget = "read_only"\n'
+                    '[tools.rm]\neffect = "write"\nwrites = ["path"]\n')
     t = EffectTable.from_toml(path)
-    assert (t.classify("get"), t.classify("rm"), t.classify("other")) == (EffectClass.READ_ONLY, EffectClass.WRITE, EffectClass.IDEMPOTENT)
+    assert (t.classify("get"), t.classify("rm"), t.classify("other")) == (
+        EffectClass.READ_ONLY, EffectClass.WRITE, EffectClass.IDEMPOTENT)
     assert t.spec("rm").footprint({"path": "/x"}).writes == frozenset({"/x"})
 
 

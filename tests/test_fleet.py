@@ -42,7 +42,7 @@ def test_workers_racing_on_the_same_keys_run_each_effect_once(kind: str, tmp_pat
     finally:
         for p in procs:
             p.kill()
-    for p, (out, err) in zip(procs, outs):
+    for p, (_out, err) in zip(procs, outs, strict=False):
         assert p.returncode == 0, err
     results = [json.loads(out) for out, _ in outs]
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +15,9 @@ from tools import block, peak_overlap
 WATCHDOG = 30.0  # seconds a blocked wait may take before the test calls it a hang
 
 
-def turn(journal: Any, tools: dict[str, Any], effects: dict[str, Any], blocks: list[str], turn_key: str = "t1") -> inert.Report:
+def turn(
+    journal: Any, tools: dict[str, Any], effects: dict[str, Any], blocks: list[str], turn_key: str = "t1"
+) -> inert.Report:
     orch = inert.Orchestrator(effects, tools, turn_key=turn_key, journal=journal)
     orch.draft(blocks)
     orch.verify(len(blocks))
@@ -45,9 +46,10 @@ def test_same_key_after_restart_returns_the_recorded_outcome(tmp_path: Path) -> 
 
 def test_same_key_other_arguments_is_a_conflict(tmp_path: Path) -> None:
     journal = inert.MemoryJournal()
-    record = inert.DispatchRecord("ck1-x", "f", {"a": 1}, inert.EffectClass.WRITE, inert.Footprint(None, None), (0, 1), False)
+    unknown = inert.Footprint(None, None)
+    record = inert.DispatchRecord("ck1-x", "f", {"a": 1}, inert.EffectClass.WRITE, unknown, (0, 1), False)
     assert journal.begin(record, "t") is None
-    other = inert.DispatchRecord("ck1-x", "f", {"a": 2}, inert.EffectClass.WRITE, inert.Footprint(None, None), (0, 1), False)
+    other = inert.DispatchRecord("ck1-x", "f", {"a": 2}, inert.EffectClass.WRITE, unknown, (0, 1), False)
     with pytest.raises(inert.IdempotencyConflictError, match="a key names one call"):
         journal.begin(other, "t")
 
@@ -56,7 +58,8 @@ def crash_before_outcome(path: Path, key_args: dict[str, Any], tool: str, effect
     """Leaves an intent without an outcome, as a crash mid-call would."""
     j = inert.SqliteJournal(path)
     key = inert.commit_key("t1", [block(tool, **key_args)])
-    record = inert.DispatchRecord(key, tool, key_args, inert.EffectClass(effect), inert.Footprint(None, None), (0, 1), False)
+    record = inert.DispatchRecord(
+        key, tool, key_args, inert.EffectClass(effect), inert.Footprint(None, None), (0, 1), False)
     assert j.begin(record, "t1") is None
     j.close()
     return key
@@ -78,7 +81,8 @@ def test_idempotent_in_doubt_runs_again_with_the_same_key(tmp_path: Path) -> Non
     path = tmp_path / "j.sqlite"
     key = crash_before_outcome(path, {"n": 1}, "put", "idempotent")
     keys: list[str] = []
-    report = turn(path, {"put": lambda n, idempotency_key: keys.append(idempotency_key)}, {"put": "idempotent"}, [block("put", n=1)])
+    report = turn(path, {"put": lambda n, idempotency_key: keys.append(idempotency_key)}, {"put": "idempotent"},
+                  [block("put", n=1)])
     assert keys == [key] and report.results[0].error is None
     assert inert.recover(path).in_doubt == []
 
@@ -106,7 +110,8 @@ def test_timeouts_are_recorded_and_in_doubt(tmp_path: Path, release: threading.E
         order.append("slow returned")
 
     effects = {"slow": inert.ToolSpec("write", timeout=0.05), "after": "write"}
-    report = turn(path, {"slow": slow, "after": lambda: order.append("after")}, effects, [block("slow"), block("after")])
+    report = turn(path, {"slow": slow, "after": lambda: order.append("after")}, effects,
+                  [block("slow"), block("after")])
     assert order == ["after"], "finish() returned while the timed-out tool still runs; the call after it ran"
     assert isinstance(report.results[0].error, inert.ToolTimeoutError)
     slow_run, after = report.dispatch_log
@@ -183,4 +188,5 @@ def test_journal_file_is_plain_sqlite(tmp_path: Path) -> None:
     path = tmp_path / "j.sqlite"
     turn(path, {"f": lambda: 1}, {"f": "write"}, [block("f")])
     with sqlite3.connect(path) as db:
-        assert db.execute("SELECT tool, status FROM intents JOIN outcomes USING (commit_key)").fetchall() == [("f", "ok")]
+        rows = db.execute("SELECT tool, status FROM intents JOIN outcomes USING (commit_key)").fetchall()
+        assert rows == [("f", "ok")]

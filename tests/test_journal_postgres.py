@@ -84,7 +84,8 @@ def turn(journal: Any, tools: dict[str, Any], effects: dict[str, Any], blocks: l
 # -- the schema: explicit, versioned, never forced on a database --
 
 def test_a_database_without_a_journal_is_refused_and_left_alone(postgres_admin: str, postgres_db: str) -> None:
-    with pytest.raises(inert.JournalError, match=r"holds no inert journal; create it once with `inert journal init DSN`"):
+    refused = r"holds no inert journal; create it once with `inert journal init DSN`"
+    with pytest.raises(inert.JournalError, match=refused):
         inert.PostgresJournal(postgres_db)
     with pytest.raises(inert.JournalError, match="inert journal init"):
         inert.Orchestrator({"f": "write"}, {"f": lambda: 1}, journal=postgres_db, turn_key="t")

@@ -138,7 +138,7 @@ def run_isolated(code: str, *, drop_root_override: bool = False) -> subprocess.C
         cmd = ["setpriv", f"--inh-caps={caps}", f"--bounding-set={caps}", "--", *cmd]
     tests = str(Path(__file__).parent)
     env = {**os.environ, "PYTHONPATH": tests + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=60, env=env)
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=60, env=env, check=False)
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX permissions")
@@ -199,9 +199,9 @@ def test_recover_changes_nothing_in_a_closed_journal(tmp_path: Path, capsys: pyt
     assert list(before) == ["j.sqlite"], "a cleanly closed journal has no -wal or -shm"
     rec = inert.recover(path)
     assert [e.commit_key for e in rec.in_doubt] == ["ck1-0", "ck1-1", "ck1-2"]
-    rc, out, err = cli(capsys, "recover", str(path))
+    rc, out, _ = cli(capsys, "recover", str(path))
     assert rc == 0 and "3 in doubt, 0 completed" in out
-    rc, out, err = cli(capsys, "recover", "--json", str(path))
+    rc, out, _err = cli(capsys, "recover", "--json", str(path))
     assert rc == 0 and '"in_flight": []' in out
     assert snapshot(path) == before, "recover wrote to the journal or created its -wal/-shm"
 
@@ -253,7 +253,7 @@ def test_recover_refuses_what_is_not_a_journal(tmp_path: Path, capsys: pytest.Ca
 
 
 def test_the_cli_recover_of_a_missing_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    rc, out, err = cli(capsys, "recover", str(tmp_path / "none.sqlite"))
+    rc, _out, err = cli(capsys, "recover", str(tmp_path / "none.sqlite"))
     assert rc == 2 and "no journal at" in err and "Traceback" not in err
 
 

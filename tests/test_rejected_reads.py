@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+
 import inert
 from tools import block
 

@@ -185,7 +185,7 @@ def test_a_timed_out_tool_does_not_keep_the_process_alive() -> None:
 def test_timeouts_do_not_take_the_other_calls_capacity(release: threading.Event) -> None:
     """With one worker, a tool stuck past its deadline must not block the calls after it."""
     orch = inert.Orchestrator({"hang": inert.ToolSpec("write", timeout=0.05, writes="k"), "ok": "read_only"},
-                              {"hang": lambda: release.wait(), "ok": lambda: "ran"}, max_workers=1)
+                              {"hang": release.wait, "ok": lambda: "ran"}, max_workers=1)
     report = run_turn(orch, block("hang"), block("ok"))
     assert isinstance(report.results[0].error, inert.ToolTimeoutError)
     assert report.results[1].result == "ran"

@@ -14,7 +14,6 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -23,8 +22,8 @@ from speculation import Decoder, tokenizations
 from tools import block
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
-from two_phase_files import WriteFile  # noqa: E402
-from two_phase_sqlite import Transfer, balances, create_bank  # noqa: E402
+from two_phase_files import WriteFile
+from two_phase_sqlite import Transfer, balances, create_bank
 
 
 class Ledger:
@@ -74,8 +73,8 @@ def test_prepare_on_the_draft_commit_on_acceptance() -> None:
     assert ledger.phases("prepare") == ["prepare"] and ledger.phases("commit") == ["commit"]
     assert ledger.phases("abort") == [] and ledger.problems == []
     (result,) = report.results
-    assert (result.result, result.early, result.commit_key) == ("committed", True,
-                                                                inert.commit_key("t", [block("pay", to="ana", amount=5)]))
+    key = inert.commit_key("t", [block("pay", to="ana", amount=5)])
+    assert (result.result, result.early, result.commit_key) == ("committed", True, key)
 
 
 def test_a_rejected_block_aborts_its_prepare() -> None:

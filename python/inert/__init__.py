@@ -23,19 +23,21 @@ from ._core import (
     commit_key,
     formats,
 )
+from .audit import reconcile
+from .batch import BatchOrchestrator
 from .effects import EffectClass, EffectTable, Footprint, ToolSpec
 from .errors import (
-    CancelledCallError,
     BatchError,
+    CancelledCallError,
     EffectTableError,
     FormatSpecError,
     IdempotencyConflictError,
     InDoubtError,
-    InFlightError,
-    JournalError,
     InertError,
     InertTypeError,
     InertValueError,
+    InFlightError,
+    JournalError,
     MissingToolError,
     PieceTypeError,
     PolicyError,
@@ -48,18 +50,16 @@ from .errors import (
     ToolTimeoutError,
     TreeError,
     UnknownFormatError,
-    UnstorableResultError,
     UnknownSequenceError,
+    UnstorableResultError,
     VerifyError,
     VocabularyError,
 )
-from .journal import Journal, JournalEntry, MemoryJournal, PostgresJournal, Recovery, SqliteJournal, recover
 from .gate import POLICIES, Dispatch
-from .batch import BatchOrchestrator
+from .journal import Journal, JournalEntry, MemoryJournal, PostgresJournal, Recovery, SqliteJournal, recover
 from .orchestrator import AsyncOrchestrator, Orchestrator, Step
 from .outcomes import Outcome
 from .parse import parse
-from .audit import reconcile
 from .report import AcceptedCall, CallResult, DiscardedCall, DispatchRecord, Report, Violation
 from .runtime import CurrentCall, LoopError, current_call
 
@@ -80,9 +80,8 @@ __all__ = [
     "CallCommitted",
     "CallResult",
     "CallRetracted",
-    "CurrentCall",
-    "current_call",
     "CancelledCallError",
+    "CurrentCall",
     "DiscardedCall",
     "Dispatch",
     "DispatchRecord",
@@ -107,10 +106,10 @@ __all__ = [
     "Orchestrator",
     "Outcome",
     "PieceTypeError",
-    "PostgresJournal",
     "PolicyError",
-    "ReasoningWarning",
+    "PostgresJournal",
     "ReasoningUnopened",
+    "ReasoningWarning",
     "Recovery",
     "ReentrancyError",
     "ReplayedError",
@@ -126,14 +125,15 @@ __all__ = [
     "ToolTimeoutError",
     "TreeError",
     "UnknownFormatError",
-    "UnstorableResultError",
     "UnknownSequenceError",
+    "UnstorableResultError",
     "VerifyError",
     "Violation",
     "Vocabulary",
     "VocabularyError",
     "__version__",
     "commit_key",
+    "current_call",
     "formats",
     "parse",
     "reconcile",

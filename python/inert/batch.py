@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from types import EllipsisType, TracebackType
-from typing import Any
+from typing import Any, Self
 
 from . import _core
 from .effects import EffectLike, EffectTable
@@ -152,7 +152,7 @@ class BatchOrchestrator:
         if self._owned is not None:
             self._owned.close()
 
-    def __enter__(self) -> BatchOrchestrator:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,

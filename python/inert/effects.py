@@ -11,14 +11,14 @@ import tomllib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from os import PathLike
-from typing import Any, Union
+from typing import Any
 
 from .errors import EffectTableError
 
 __all__ = ["EffectClass", "EffectTable", "Footprint", "FootprintFn", "ToolSpec"]
 
 
-class EffectClass(str, enum.Enum):
+class EffectClass(str, enum.Enum):  # noqa: UP042 - str() and format() of a member are part of the API
     """What running a tool does to the world."""
 
     READ_ONLY = "read_only"
@@ -40,7 +40,7 @@ class EffectClass(str, enum.Enum):
 FootprintFn = Callable[[Mapping[str, Any]], Iterable[Any]]
 """Maps a call's arguments to the resource keys it touches."""
 
-FootprintSpec = Union[FootprintFn, str, Iterable[str], None]
+FootprintSpec = FootprintFn | str | Iterable[str] | None
 
 
 def _footprint_fn(spec: FootprintSpec, what: str) -> FootprintFn | None:
@@ -126,7 +126,8 @@ class ToolSpec:
     ) -> None:
         effect = EffectClass.parse(effect)
         if speculate and effect is not EffectClass.READ_ONLY:
-            raise EffectTableError(f"speculate=True needs a read-only tool; a {effect.value} tool runs only after acceptance")
+            raise EffectTableError(
+                f"speculate=True needs a read-only tool; a {effect.value} tool runs only after acceptance")
         if timeout is not None and timeout <= 0:
             raise EffectTableError(f"timeout must be a positive number of seconds, got {timeout!r}")
         if max_concurrency is not None and max_concurrency < 1:
@@ -153,7 +154,7 @@ def _apply(fn: FootprintFn | None, arguments: Mapping[str, Any]) -> frozenset[An
         return None
 
 
-EffectLike = Union[EffectClass, str, ToolSpec]
+EffectLike = EffectClass | str | ToolSpec
 
 
 def _mcp_effect(annotations: Mapping[str, Any]) -> EffectLike:
@@ -198,7 +199,8 @@ class EffectTable:
                 self._specs[name] = ToolSpec(entry)
             else:
                 raise EffectTableError(
-                    f"effect table entry for {name!r} is {type(entry).__name__}; use an EffectClass, its value, or a ToolSpec"
+                    f"effect table entry for {name!r} is {type(entry).__name__}; "
+                    "use an EffectClass, its value, or a ToolSpec"
                 )
 
     def spec(self, name: str) -> ToolSpec:
@@ -221,7 +223,9 @@ class EffectTable:
         return f"EffectTable({{{entries}}}, default={self.default.effect.value!r})"
 
     @classmethod
-    def from_mcp(cls, tools: Iterable[Any], *, trusted: bool = False, overrides: Mapping[str, EffectLike] | None = None) -> EffectTable:
+    def from_mcp(
+        cls, tools: Iterable[Any], *, trusted: bool = False, overrides: Mapping[str, EffectLike] | None = None
+    ) -> EffectTable:
         """A table from MCP ``Tool`` objects or their dicts.
 
         MCP annotations are hints a server makes about itself. Untrusted (the default),

@@ -30,7 +30,7 @@ from .outcomes import Outcome
 from .report import DispatchRecord, Report
 from .runtime import Invocation, Node, ToolBox
 
-__all__ = ["Runtime", "RuntimeFactory", "Step", "Tools", "Tooling", "TurnDriver", "turn_key_for"]
+__all__ = ["Runtime", "RuntimeFactory", "Step", "Tooling", "Tools", "TurnDriver", "turn_key_for"]
 
 Tools = Mapping[str, Callable[..., Any]] | Callable[[str, dict[str, Any]], Any]
 

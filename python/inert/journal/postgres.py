@@ -39,7 +39,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 from ..canonical import canonical_arguments
 from ..effects import EffectClass
@@ -355,7 +355,8 @@ class PostgresJournal:
             try:
                 self._run("could not renew its leases", lambda c: c.execute(
                     "UPDATE inert_journal SET lease_until = clock_timestamp() + make_interval(secs => %s)"
-                    " WHERE claim = ANY(%s) AND status IS NULL", (self.lease_seconds, claims)))
+                    " WHERE claim = ANY(%s) AND status IS NULL",
+                    (self.lease_seconds, claims)))  # noqa: B023 - run at once, within this iteration
             except JournalError as e:
                 # The next beat tries again; if the database stays away for a whole
                 # lease, other workers rightly see these keys in doubt.
@@ -376,7 +377,7 @@ class PostgresJournal:
         for conn in idle:  # those in use close as they come back
             conn.close()
 
-    def __enter__(self) -> PostgresJournal:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *_: object) -> None:

@@ -148,9 +148,11 @@ def failure(dsn: str, doing: str, exc: BaseException) -> JournalError:
     pg = psycopg_module()
     text = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
     if isinstance(exc, pg.errors.QueryCanceled):
-        advice = "a statement or lock wait outran the journal's statement timeout: the database is overloaded or a lock is held"
+        advice = ("a statement or lock wait outran the journal's statement timeout: "
+                  "the database is overloaded or a lock is held")
     elif isinstance(exc, pg.errors.InsufficientPrivilege):
-        advice = "the role lacks a privilege on the journal's tables: grant it, or use the role that ran `inert journal init`"
+        advice = ("the role lacks a privilege on the journal's tables: "
+                  "grant it, or use the role that ran `inert journal init`")
     elif isinstance(exc, pg.errors.ReadOnlySqlTransaction):
         advice = "the server is read-only (a standby?): point the journal at the primary"
     elif isinstance(exc, (pg.OperationalError, pg.InterfaceError)):

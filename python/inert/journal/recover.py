@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import os
 
+from .phases import ABORT, COMMIT, PREPARE, split_phase
 from .postgres import read_postgres_journal
 from .postgres_connection import is_dsn
-from .phases import ABORT, COMMIT, PREPARE, split_phase
 from .protocol import Journal, JournalEntry, Recovery
 from .sqlite import read_sqlite_journal
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from typing import Union
 
 from .postgres import PostgresJournal
 from .postgres_connection import is_dsn, redact
@@ -12,7 +11,7 @@ from .sqlite import SQLITE_SCHEMA_VERSION, SqliteJournal
 
 __all__ = ["OwnedJournal", "init_journal", "open_journal"]
 
-OwnedJournal = Union[SqliteJournal, PostgresJournal]
+OwnedJournal = SqliteJournal | PostgresJournal
 """A journal opened from its name, which its opener closes."""
 
 
@@ -56,4 +55,5 @@ def init_journal(spec: str | os.PathLike[str]) -> str:
                 f"(schema version {version})")
     existed = os.path.exists(spec) and os.path.getsize(spec) > 0
     SqliteJournal(spec).close()
-    return f"{'checked' if existed else 'created'} the inert journal {os.fspath(spec)} (schema version {SQLITE_SCHEMA_VERSION})"
+    verb = "checked" if existed else "created"
+    return f"{verb} the inert journal {os.fspath(spec)} (schema version {SQLITE_SCHEMA_VERSION})"

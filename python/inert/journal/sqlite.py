@@ -9,6 +9,7 @@ Reading a file for recovery never writes to it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
@@ -16,7 +17,7 @@ import threading
 import time
 import urllib.parse
 import uuid
-from typing import Any
+from typing import Any, Self
 
 from ..canonical import canonical_arguments
 from ..errors import InertValueError, JournalError
@@ -214,17 +215,15 @@ class SqliteJournal:
         # back then fails too, and its "no transaction is active" must not replace
         # the real cause, which the caller is re-raising.
         if self._db.in_transaction:
-            try:
+            with contextlib.suppress(sqlite3.Error):
                 self._db.execute("ROLLBACK")
-            except sqlite3.Error:
-                pass
 
     def close(self) -> None:
         """Closes the file; the journal keeps everything it recorded."""
         with self._lock:
             self._db.close()
 
-    def __enter__(self) -> SqliteJournal:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *_: object) -> None:

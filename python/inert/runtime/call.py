@@ -157,7 +157,7 @@ def stored_outcome(run: CallRun, journal: Journal) -> None:
     a journal that cannot record the outcome leaves the call in doubt and says so."""
     if not run.began:
         return
-    if run.timed_out:
+    if run.timed_out:  # noqa: SIM108 - one comment per case reads better than a nested conditional
         # In doubt only if the tool was called; one that timed out before it started never ran.
         status = TIMEOUT if run.invoked else ERROR
     else:

@@ -12,15 +12,15 @@ import asyncio
 import inspect
 import time
 import uuid
-from functools import partial
 from collections.abc import Callable
+from functools import partial
 from typing import Any, TypeVar
 
 from ..audit.trace import TraceWriter
 from ..errors import CancelledCallError, InertError, MissingToolError, ToolTimeoutError
-from ..journal.phases import ABORT, COMMIT, PREPARE
 from ..gate import Dispatch
 from ..journal import Journal
+from ..journal.phases import ABORT, COMMIT, PREPARE
 from ..report import DispatchRecord
 from ..telemetry import tool_span
 from .call import CallRun, journal_phase, stored_outcome

@@ -11,17 +11,17 @@ from __future__ import annotations
 
 import inspect
 import threading
-import uuid
 import time
+import uuid
 from collections.abc import Callable
 from functools import partial
 from typing import Any
 
 from ..audit.trace import TraceWriter
 from ..errors import CancelledCallError, ToolTimeoutError
-from ..journal.phases import ABORT, COMMIT, PREPARE
 from ..gate import Dispatch
 from ..journal import Journal
+from ..journal.phases import ABORT, COMMIT, PREPARE
 from ..report import DispatchRecord
 from ..telemetry import tool_span
 from .call import CallRun, journal_phase, stored_outcome
