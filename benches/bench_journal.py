@@ -14,6 +14,7 @@ Run: pytest benches/bench_journal.py --benchmark-only
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import os
@@ -70,8 +71,7 @@ def journal_of(kind: str, tmp: Path, request: pytest.FixtureRequest) -> Any:
 def pair(journal: Any, key: str) -> None:
     r = inert.DispatchRecord(key, "put", {"i": 1}, inert.EffectClass.WRITE, inert.Footprint(None, None), (0, 1), False)
     journal.begin(r, "t")
-    r.result = 1
-    journal.complete(r, "ok")
+    journal.complete(dataclasses.replace(r, result=1), "ok")
 
 
 @pytest.mark.parametrize("kind", ["memory", "sqlite", "postgres"])
