@@ -375,7 +375,7 @@ fn no_block_is_left_open_at_the_end_of_the_turn() {
         let bytes = sample.as_bytes();
         for _ in 0..300 {
             let mut target = Vec::new();
-            for _ in 0..1 + rng.below(4) {
+            for _ in 0..=rng.below(4) {
                 let a = rng.below(bytes.len());
                 let b = a + rng.below(bytes.len() - a + 1);
                 target.extend_from_slice(&bytes[a..b]);
