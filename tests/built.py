@@ -172,20 +172,20 @@ def cut_point(fmt: str, item: Item, text: str, draw: Any) -> int:
         k, v = _params(item)[0]
         opening = param(fmt, k, "\x00").split("\x00")[0]
         at = text.index(opening) + len(opening)
-        return at + draw(st.integers(0, len(str(v))))
+        return at + int(draw(st.integers(0, len(str(v)))))
     if fmt == "pythonic":
         # Inside the parentheses, before the flaw: a cut call is unterminated, whatever came before.
         end = text.rindex(f"{item.detail}=1" if item.flaw == "duplicate_argument" else "n=") if item.flaw else len(text) - 1
-        return draw(st.integers(len(item.name) + 1, end))
+        return int(draw(st.integers(len(item.name) + 1, end)))
     if item.flaw == "non_finite":
-        return draw(st.integers(text.index("{") + 1, text.rindex(item.detail)))  # before the number is read
+        return int(draw(st.integers(text.index("{") + 1, text.rindex(item.detail))))  # before the number is read
     if fmt in JSON_OBJECTS:
         start = text.index("{")
-        return draw(st.integers(start + 1, start + len(_object(fmt, item)) - 1))  # inside the object
+        return int(draw(st.integers(start + 1, start + len(_object(fmt, item)) - 1)))  # inside the object
     args = _args_text(item)
     start = text.rindex(args)
     inside = (1, len(args) - 1) if len(args) > 1 else (0, 0)  # `7` cut is no arguments at all
-    return draw(st.integers(start + inside[0], start + inside[1]))
+    return int(draw(st.integers(start + inside[0], start + inside[1])))
 
 
 names = st.from_regex(r"[a-z][a-z_]{0,8}", fullmatch=True)
