@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 GATE, SCHEDULE = "python/inert/gate.py", "python/inert/runtime/schedule.py"
 TESTS = ["tests/test_schedule_properties.py", "tests/test_runtime.py", "tests/test_runtime_properties.py",
          "tests/test_orchestrator.py", "tests/test_properties.py", "tests/test_rejected_reads.py",
-         "tests/test_two_phase.py", "tests/test_outcome_order.py"]
+         "tests/test_two_phase.py", "tests/test_outcome_order.py", "tests/test_batch_orchestrator.py"]
 
 MUTANTS: list[tuple[str, str, str, str]] = [
     ("writes let go early under read_eager", GATE,
