@@ -136,7 +136,8 @@ def item_text(fmt: str, item: Item, i: int) -> str:
         case "kimi_k2":
             return f"<|tool_call_begin|>functions.{name}:{i}<|tool_call_argument_begin|>{args}<|tool_call_end|>"
         case "openai":
-            return f"<|start|>assistant<|channel|>commentary to=functions.{name} <|constrain|>json<|message|>{args}<|call|>"
+            head = f"<|start|>assistant<|channel|>commentary to=functions.{name} <|constrain|>json"
+            return f"{head}<|message|>{args}<|call|>"
         case "pythonic":
             return _py(item)
         case "deepseek_v32":
@@ -175,7 +176,8 @@ def cut_point(fmt: str, item: Item, text: str, draw: Any) -> int:
         return at + int(draw(st.integers(0, len(str(v)))))
     if fmt == "pythonic":
         # Inside the parentheses, before the flaw: a cut call is unterminated, whatever came before.
-        end = text.rindex(f"{item.detail}=1" if item.flaw == "duplicate_argument" else "n=") if item.flaw else len(text) - 1
+        flaw_at = f"{item.detail}=1" if item.flaw == "duplicate_argument" else "n="
+        end = text.rindex(flaw_at) if item.flaw else len(text) - 1
         return int(draw(st.integers(len(item.name) + 1, end)))
     if item.flaw == "non_finite":
         return int(draw(st.integers(text.index("{") + 1, text.rindex(item.detail))))  # before the number is read

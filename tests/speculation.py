@@ -98,7 +98,8 @@ class Decoder:
             k = self.draw(st.integers(1, 8))
             window = []
             for tok in self.target[pos:pos + k]:
-                window.append(self.draw(st.sampled_from(self.corruptions)) if self.draw(st.integers(0, 5)) == 0 else tok)
+                wrong = self.draw(st.integers(0, 5)) == 0
+                window.append(self.draw(st.sampled_from(self.corruptions)) if wrong else tok)
             draft(window)
             correct = 0
             while correct < len(window) and window[correct] == self.target[pos + correct]:
