@@ -5,6 +5,11 @@ tokens of stream. Run: pytest benches --benchmark-only
 Each step drafts 8 tokens, accepts 6, rejects 2 and appends a correction, so
 rollback is on the measured path. A measurement adds about 6k tokens to the
 stream, so "1k" spans 1k-7k and "64k" spans 64k-70k.
+
+The prose steps close no call. `orchestrator_calls` measures steps that do: the
+stream is blocks and prose (a call every 49 tokens: one step in seven closes one), under
+`read_eager`, so its reads are dispatched as their blocks close, and each step's
+correction is the target's next token, so every drafted call is the accepted one.
 """
 
 from __future__ import annotations
@@ -80,6 +85,28 @@ class RescanBaseline:
 LENGTHS = {"1k": 1_000, "64k": 64_000}
 
 
+CALL_TOKENS = tokens_of(BLOCK + PROSE[:24])
+
+
+def call_stepper(draft: Callable[..., object], verify: Callable[..., object]) -> Callable[[], None]:
+    """Step i drafts tokens[p:p+8] of prose and blocks, accepts 6 and corrects with the
+    7th (which the draft had), rejecting the 8th, drafted again next step: p advances by 7."""
+    src = cycle(CALL_TOKENS)
+    tokens = [next(src) for _ in range(7 * STEPS * (ROUNDS + 2) + 8)]
+    position = [0]
+
+    def run() -> None:
+        p = position[0]
+        for _ in range(STEPS):
+            window = tokens[p:p + K]
+            draft(window)
+            verify(6, window[6])
+            p += 7
+        position[0] = p
+
+    return run
+
+
 def make(impl: str) -> tuple[Callable[..., object], Callable[..., object]]:
     if impl == "core":
         s = inert.TokenStream("hermes", "bench")
@@ -87,15 +114,19 @@ def make(impl: str) -> tuple[Callable[..., object], Callable[..., object]]:
     if impl == "orchestrator":
         orch = inert.Orchestrator({"search": "read_only"}, {"search": lambda q: q}, policy="defer")
         return orch.draft, orch.verify
+    if impl == "orchestrator_calls":
+        orch = inert.Orchestrator({"search": "read_only"}, {"search": lambda q: q}, policy="read_eager")
+        return orch.draft, orch.verify
     base = RescanBaseline()
     return base.draft, base.verify
 
 
 @pytest.mark.parametrize("length", list(LENGTHS))
-@pytest.mark.parametrize("impl", ["core", "orchestrator", "baseline_rescan"])
+@pytest.mark.parametrize("impl", ["core", "orchestrator", "orchestrator_calls", "baseline_rescan"])
 def test_step(benchmark: object, impl: str, length: str) -> None:
     draft, verify = make(impl)
     prefill(draft, verify, LENGTHS[length])
     benchmark.group = f"draft+verify k={K}"  # type: ignore[attr-defined]
-    benchmark.pedantic(stepper(draft, verify), rounds=ROUNDS, iterations=1, warmup_rounds=2)  # type: ignore[attr-defined]
+    run = call_stepper(draft, verify) if impl == "orchestrator_calls" else stepper(draft, verify)
+    benchmark.pedantic(run, rounds=ROUNDS, iterations=1, warmup_rounds=2)  # type: ignore[attr-defined]
     record(benchmark, f"{impl}@{length}", per=STEPS)

@@ -71,6 +71,16 @@ def tokenizations(draw: Any, text: str) -> list[bytes]:
 CORRUPTIONS = [b"x", b"}", b'"', b"</tool_call>", b"<tool_call>", b"\xff", b" ", b"reprots"]
 
 
+def corruptions_for(fmt: str) -> list[bytes]:
+    """Wrong draft tokens for a format: the Hermes ones, and pieces of the format's own
+    layout (its opener, its closer, a whole call, a cut one), which open, close or break
+    blocks that the target does not have."""
+    from render import render
+
+    call = render(fmt, [("f", {"k": "v"})]).encode()
+    return [*CORRUPTIONS, call, call[:len(call) // 2], call[len(call) // 2:], call[:12], call[-12:], b"]", b")", b"\n"]
+
+
 @dataclass
 class Decoder:
     """Replays speculative decoding of ``target`` tokens: windows of random size,
@@ -79,6 +89,7 @@ class Decoder:
     target: list[bytes]
     draw: Callable[[Any], Any]
     accepted: list[bytes] = field(default_factory=list)
+    corruptions: list[bytes] = field(default_factory=lambda: list(CORRUPTIONS))
 
     def run(self, draft: Callable[[list[bytes]], Any], verify: Callable[[int, bytes | None], Any],
             before_verify: Callable[[list[bytes]], None] | None = None) -> None:
@@ -87,7 +98,8 @@ class Decoder:
             k = self.draw(st.integers(1, 8))
             window = []
             for tok in self.target[pos:pos + k]:
-                window.append(self.draw(st.sampled_from(CORRUPTIONS)) if self.draw(st.integers(0, 5)) == 0 else tok)
+                wrong = self.draw(st.integers(0, 5)) == 0
+                window.append(self.draw(st.sampled_from(self.corruptions)) if wrong else tok)
             draft(window)
             correct = 0
             while correct < len(window) and window[correct] == self.target[pos + correct]:

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import inert
 from render import XML_FORMATS, Calls, reasoning, render
-from speculation import AcceptanceWatch, Decoder, chunk
+from speculation import AcceptanceWatch, Decoder, chunk, corruptions_for
 from tools import committed, malformed
 
 FORMATS = inert.formats()
@@ -27,12 +27,17 @@ scalars = st.one_of(st.none(), st.booleans(), st.integers(-(2**63), 2**63 - 1), 
 values = st.recursive(
     scalars, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
     max_leaves=5)
-xml_text = st.text(st.characters(blacklist_characters="<>\r\n", blacklist_categories=["Cs"]), min_size=1, max_size=10)
+LOOK_ALIKES = ["</parameter", "</parameter >", "<parameter", "</arg_value", "<arg_key>", "</function", "</invoke",
+               "</tool_call", "<｜DSML｜parameter", "a < b", "x > y", "<>", "<b>bold</b>", "->", "</"]
+"""Text in raw XML values that looks like the format's tags without being one: values hold code."""
+xml_text = st.lists(
+    st.text(st.characters(blacklist_characters="\r\n", blacklist_categories=["Cs"]), min_size=1, max_size=6)
+    | st.sampled_from(LOOK_ALIKES), min_size=1, max_size=3).map("".join).filter(lambda v: v.strip() == v)
 
 
 def calls_for(fmt: str) -> st.SearchStrategy[Calls]:
     value = xml_text if fmt in XML_FORMATS else values
-    return st.lists(st.tuples(names, st.dictionaries(keys, value, max_size=3)), min_size=1, max_size=3)
+    return st.lists(st.tuples(names, st.dictionaries(keys, value, max_size=3)), max_size=3)  # sometimes none
 
 
 @st.composite
@@ -91,7 +96,7 @@ def test_rollback_equals_one_shot_and_writes_wait(fmt: str, data: st.DataObject)
     target = chunk(raw, data.draw(st.lists(st.integers(0, len(raw)), max_size=40))) or [raw]
     watch = AcceptanceWatch(fmt)
     orch = inert.Orchestrator({}, {n: watch.tool(n) for n, _ in calls}, format=fmt, turn_key="t")  # all writes
-    Decoder(target, data.draw).run(orch.draft, orch.verify, watch.accepting)
+    Decoder(target, data.draw, corruptions=corruptions_for(fmt)).run(orch.draft, orch.verify, watch.accepting)
     report = orch.finish()
     assert watch.problems == []
     assert orch.stream.accepted_text() == raw
@@ -99,10 +104,22 @@ def test_rollback_equals_one_shot_and_writes_wait(fmt: str, data: st.DataObject)
     assert sorted(watch.ran) == sorted(watch.key(r.name, r.arguments) for r in report.results)
 
 
+ATTEMPTS: dict[tuple[str, str], list[str]] = {
+    ("llama3_json", '{"a": 1}'): ["missing_name"],
+    ("pythonic", "[1, 2]"): ["invalid_literal", "invalid_literal"],
+    ("xlam", "[1, 2]"): ["invalid_json", "invalid_json"],
+}
+"""Text that is a block, and so malformed, in a whole-message format: an output that opens
+with a JSON object (llama3_json) or a list (pythonic, xlam) is that format's call syntax,
+so a list or an object that is no call is reported (per element), never taken for prose."""
+
+
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_text_without_calls_has_no_blocks(fmt: str) -> None:
     for text in ["", "Hello there.", "x < y and y > z", "[1, 2]", '{"a": 1}']:
-        assert [p for p in inert.parse(text, fmt) if isinstance(p, inert.Call)] == [], text
+        found = inert.parse(text, fmt)
+        assert [str(p.kind) for p in found if isinstance(p, inert.Malformed)] == ATTEMPTS.get((fmt, text), []), text
+        assert [p for p in found if not isinstance(p, inert.Malformed)] == [], text
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
@@ -133,5 +150,5 @@ def test_every_key_is_the_key_of_the_tokens_through_its_block(fmt: str, data: st
         live.extend([correction] if correction is not None else [])
         check(stream.verify(n, correction))
 
-    Decoder(target, data.draw).run(draft, verify)
+    Decoder(target, data.draw, corruptions=corruptions_for(fmt)).run(draft, verify)
     check(stream.finish())

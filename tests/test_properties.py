@@ -108,6 +108,12 @@ def test_arbitrary_bytes_never_raise_and_keep_the_outcome_grammar(
     outcomes += stream.finish()
     assert_outcome_grammar(outcomes)
     assert len(stream.accepted_text()) <= len(b"<tool_call>" + data)
+    if stream.accepted_text().startswith(b"<tool_call>"):
+        # The block opened by the accepted first tokens ends by the end of the turn: as a
+        # call, or malformed (unterminated when it never closed); never left open in silence.
+        firsts = [o.call if isinstance(o, inert.CallCommitted) else o.malformed for o in outcomes
+                  if isinstance(o, (inert.CallCommitted, inert.BlockMalformed))]
+        assert any(f.start == 0 for f in firsts), outcomes
 
 
 def assert_outcome_grammar(outcomes: list[inert.Outcome]) -> None:

@@ -114,6 +114,9 @@ def test_a_call_starts_only_after_every_earlier_conflicting_call(
             assert n.state is State.RUNNING
             oracle.check_start(n)
             running.append(n)
+            tool = n.dispatch.name
+            over = sum(r.dispatch.name == tool for r in running) > limits.get(tool, len(plan))
+            assert not over, f"{tool} runs over its limit"
 
     pending = list(enumerate(plan))
     while pending or any(n.state in (State.GATED, State.WAITING) for n in oracle.nodes) or running:

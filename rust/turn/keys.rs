@@ -106,6 +106,21 @@ mod tests {
     }
 
     #[test]
+    fn ids_are_part_of_the_key() {
+        let ids = |ids: &[u32]| {
+            let mut h = CommitHasher::new("t");
+            for &id in ids {
+                h.absorb(b"same piece", Some(id));
+            }
+            h.key(0)
+        };
+        assert_eq!(ids(&[7, 8]), ids(&[7, 8]));
+        assert_ne!(ids(&[7, 8]), ids(&[7, 9]), "a key is a function of the ids drafted, not of the pieces");
+        assert_ne!(ids(&[7]), ids(&[7, 8]));
+        assert_ne!(ids(&[7]), CommitHasher::new("t").key(0));
+    }
+
+    #[test]
     fn copy_resumes_where_it_left() {
         let mut h = CommitHasher::new("t");
         h.absorb_piece(b"x");

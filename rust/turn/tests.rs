@@ -218,13 +218,57 @@ fn two_blocks_ending_in_one_token_take_ordinals_in_stream_order() {
     assert_eq!(keys, [key_of("t", &[text.as_bytes()], 0), key_of("t", &[text.as_bytes()], 1)]);
 }
 
+/// The calls of `samples()` as they were written: `a` with one argument `q`, then `b` with none.
+fn sample_calls(calls: &[Call]) -> Vec<(String, Vec<String>)> {
+    calls.iter().map(|c| (c.name.clone(), c.arguments.keys().cloned().collect())).collect()
+}
+
+fn written(times: usize) -> Vec<(String, Vec<String>)> {
+    (0..times).flat_map(|_| [("a".to_owned(), vec!["q".to_owned()]), ("b".to_owned(), vec![])]).collect()
+}
+
+/// Each sample read in one shot and incrementally (a token per byte, each accepted
+/// as it comes, and all drafted at once then accepted): both give the calls as written.
 #[test]
-fn one_shot_parse_of_every_sample() {
+fn one_shot_parse_matches_incremental() {
     for (name, text) in samples() {
         let config = TurnConfig::builtin(name, "", 1 << 20).unwrap();
         let out = parse(text.as_bytes(), &config).unwrap();
         assert_eq!(labels(&out), ["committed a", "committed b"], "{name}");
+        let bytes: Vec<&[u8]> = text.as_bytes().chunks(1).collect();
+        let mut one_by_one = Turn::new(&config, [], []).unwrap();
+        let mut got = Vec::new();
+        for b in &bytes {
+            got.extend(draft(&mut one_by_one, &[b]));
+            got.extend(one_by_one.verify(1, None).unwrap());
+        }
+        got.extend(one_by_one.finish().unwrap());
+        let mut at_once = Turn::new(&config, [], []).unwrap();
+        let mut all = draft(&mut at_once, &bytes);
+        all.extend(at_once.verify(bytes.len(), None).unwrap());
+        all.extend(at_once.finish().unwrap());
+        for incremental in [&got, &all] {
+            assert_eq!(sample_calls(&committed_calls(incremental)), written(1), "{name}");
+            assert_eq!(committed_calls(incremental), committed_calls(&out), "{name}");
+        }
     }
+}
+
+/// A random output of `name` with the calls known from how it was built: prose and
+/// one or two copies of its sample (whole-message formats: one copy, then prose).
+fn random_output(rng: &mut Rng, name: &str, sample: &str) -> (Vec<u8>, usize) {
+    const PROSE: [&str; 5] = ["", " ok ", "\n", "x < y ", "é "];
+    let anchored = matches!(name, "llama3_json" | "pythonic" | "xlam");
+    let copies = if anchored { 1 } else { 1 + rng.below(2) };
+    let mut text = String::new();
+    for _ in 0..copies {
+        if !anchored {
+            text.push_str(PROSE[rng.below(PROSE.len())]);
+        }
+        text.push_str(sample);
+    }
+    text.push_str(["", " done", "\n"][rng.below(3)]);
+    (text.into_bytes(), copies)
 }
 
 /// A tiny deterministic generator for the schedule simulations below.
@@ -239,22 +283,23 @@ impl Rng {
     }
 }
 
-/// Random schedules over every format's sample: chunk it, draft windows with
-/// corruptions, accept a random correct prefix, sometimes correct. Checks, at
-/// every step: each key equals the key of the live pieces through its block's
-/// last token (with its ordinal); the closed calls are exactly the live ones
-/// (every call whose tokens were rejected was retracted); and at the end the
-/// committed calls equal a one-shot parse of the accepted text.
+/// Random schedules over random outputs of every format (prose and copies of its
+/// sample): chunk it, draft windows with corruptions, accept a random correct
+/// prefix, sometimes correct. Checks, at every step: each key equals the key of
+/// the live pieces through its block's last token (with its ordinal); the closed
+/// calls are exactly the live ones (every call whose tokens were rejected was
+/// retracted); and at the end the committed calls are the ones written (and
+/// what a one-shot parse of the accepted text finds).
 #[test]
 #[allow(clippy::too_many_lines, clippy::many_single_char_names)] // a schedule simulator: t, k, n, p, q as in the prose
-fn random_schedules_keep_keys_and_equal_one_shot_parse() {
+fn random_rollbacks_equal_one_shot_parse() {
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     for (name, text) in samples() {
         assert!(NAMES.contains(&name));
         let config = TurnConfig::builtin(name, "k", 1 << 20).unwrap();
-        let target = text.as_bytes();
-        let one_shot = committed_calls(&parse(target, &config).unwrap());
         for _ in 0..60 {
+            let (output, copies) = random_output(&mut rng, name, &text);
+            let target = output.as_slice();
             let mut t = Turn::new(&config, [], []).unwrap();
             let mut live: Vec<Vec<u8>> = Vec::new(); // what the turn's live stream holds
             let mut open: Vec<Arc<CallRecord>> = Vec::new(); // closed, not committed or retracted
@@ -339,7 +384,8 @@ fn random_schedules_keep_keys_and_equal_one_shot_parse() {
             check(t.finish().unwrap(), &live);
             assert!(open.is_empty(), "{name}: calls left neither committed nor retracted: {open:?}");
             assert_eq!(t.accepted_text(), target);
-            assert_eq!(committed, one_shot, "{name}");
+            assert_eq!(sample_calls(&committed), written(copies), "{name}: {:?}", String::from_utf8_lossy(target));
+            assert_eq!(committed, committed_calls(&parse(target, &config).unwrap()), "{name}");
         }
     }
 }

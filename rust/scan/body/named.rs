@@ -83,7 +83,11 @@ pub(super) fn mistral(text: &str, cx: Context<'_>) -> Vec<Item> {
     if trimmed.starts_with('[') {
         return object_calls(trimmed, cx.cut).into_iter().map(|i| i.map_err(|m| m.shifted(base))).collect();
     }
-    let Some(brace) = trimmed.find('{') else {
+    // `[ARGS]` says where the arguments start, whatever they are (an array is arguments
+    // that are not an object, not part of the name); with control tokens stripped, the
+    // first brace does.
+    let split = trimmed.split_once("[ARGS]").or_else(|| trimmed.find('{').map(|brace| trimmed.split_at(brace)));
+    let Some((head, args)) = split else {
         // No arguments yet: a cut name is unterminated, text that is no name is not a call.
         let head = trimmed.trim_end();
         let bad = check_name(head, cx.name_chars)
@@ -91,9 +95,7 @@ pub(super) fn mistral(text: &str, cx: Context<'_>) -> Vec<Item> {
             .unwrap_or_else(|| layout(text.len(), format!("no argument object after {}", excerpt(head))));
         return vec![Err(bad.shifted(base))];
     };
-    let (head, args) = trimmed.split_at(brace);
     let head = head.trim_end();
-    let head = head.strip_suffix("[ARGS]").unwrap_or(head);
     let (name, id) = match head.split_once("[CALL_ID]") {
         Some((name, id)) => (name, Some(id.trim().to_owned())),
         None => (head, None),
@@ -154,5 +156,7 @@ mod tests {
         assert_eq!(first("  junk [{\"name\": \"add\"}").unwrap().name, "junk [", "the name check comes after");
         assert_eq!(first(" not json at all").unwrap_err().kind, MalformedKind::InvalidName);
         assert_eq!(first("toolname_no_args").unwrap_err().kind, MalformedKind::Layout);
+        assert_eq!(first("get[ARGS][1, 2]").unwrap_err().kind, MalformedKind::ArgumentsNotObject, "not a name");
+        assert_eq!(first("get[ARGS]7").unwrap_err().kind, MalformedKind::ArgumentsNotObject);
     }
 }

@@ -349,3 +349,66 @@ fn a_block_ended_early_by_a_closer_in_its_value_is_malformed_never_truncated() {
     let (calls, bad) = whole("minimax_m2", m2);
     assert!(calls.is_empty() && bad.len() == 1, "{calls:?} {bad:?}");
 }
+
+/// A tiny deterministic generator for the grammar property below.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: usize) -> usize {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 % n.max(1) as u64) as usize
+    }
+}
+
+/// The event grammar over random text (slices of every format's sample glued together,
+/// UTF-8 cut anywhere) in random chunks: each `Opened` is followed by one `Ended` before
+/// the next; `Confirmed` only for a block awaiting it; and at the end of the turn no block
+/// is left open or unconfirmed: a block the turn cut ends there with at least one item (its
+/// call if the body was complete, else why it is malformed), never silently.
+#[test]
+fn no_block_is_left_open_at_the_end_of_the_turn() {
+    let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+    for (name, sample) in samples() {
+        let s = scanner(name, 256);
+        let bytes = sample.as_bytes();
+        for _ in 0..300 {
+            let mut target = Vec::new();
+            for _ in 0..=rng.below(4) {
+                let a = rng.below(bytes.len());
+                let b = a + rng.below(bytes.len() - a + 1);
+                target.extend_from_slice(&bytes[a..b]);
+            }
+            let (mut st, mut out, mut text) = (s.initial(), Vec::new(), Vec::new());
+            while text.len() < target.len() {
+                let start = text.len();
+                let end = (start + 1 + rng.below(8)).min(target.len());
+                text.extend_from_slice(&target[start..end]);
+                s.scan(&mut st, &text, start..end, TokenRole::Text, &mut out);
+            }
+            let during = out.len();
+            out.extend(s.finish(&st, &text));
+            let (mut open, mut awaiting) = (false, false);
+            for (i, e) in out.iter().enumerate() {
+                match e {
+                    ScanEvent::Opened { .. } => {
+                        assert!(!open, "{name}: opened inside an open block: {target:?} {out:?}");
+                        open = true;
+                    }
+                    ScanEvent::Ended { body, confirmed, .. } => {
+                        assert!(open, "{name}: ended a block never opened: {target:?} {out:?}");
+                        assert!(i < during || !body.is_empty(), "{name}: cut block with no item: {target:?}");
+                        (open, awaiting) = (false, !confirmed);
+                    }
+                    ScanEvent::Confirmed => {
+                        assert!(awaiting, "{name}: confirmed nothing: {target:?} {out:?}");
+                        awaiting = false;
+                    }
+                    _ => {}
+                }
+            }
+            assert!(!open && !awaiting, "{name}: a block left open at the end of the turn: {target:?} {out:?}");
+        }
+    }
+}

@@ -1,0 +1,71 @@
+"""Malformed and half-valid blocks in every format, judged against how they were
+built (``built.py``), never against ``inert.parse``: arguments that are a JSON
+array, one broken call among good ones in a list, invalid JSON, non-finite
+numbers, bad names, duplicate parameters, a call cut by the end of the turn."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import inert
+from built import FLAWS, LISTS, Output, outputs, seen
+from speculation import Decoder, chunk, corruptions_for
+
+FORMATS = inert.formats()
+
+
+def accepted(outcomes: list[inert.Outcome]) -> list[Any]:
+    """What the accepted stream holds, calls and malformed blocks, in stream order."""
+    return [o.call if isinstance(o, inert.CallCommitted) else o.malformed
+            for o in outcomes if isinstance(o, (inert.CallCommitted, inert.BlockMalformed))]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@given(data=st.data())
+def test_one_shot_parse_reads_what_was_built(fmt: str, data: st.DataObject) -> None:
+    out: Output = data.draw(outputs(fmt))
+    assert seen(inert.parse(out.text, fmt)) == out.expected
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@given(data=st.data())
+def test_a_stream_under_rollback_reads_what_was_built(fmt: str, data: st.DataObject) -> None:
+    """Drafts with wrong tokens of the format's own layout, partial acceptance and
+    corrections: the accepted stream's calls and malformed blocks are the built ones."""
+    out: Output = data.draw(outputs(fmt))
+    raw = out.text.encode()
+    target = chunk(raw, data.draw(st.lists(st.integers(0, len(raw)), max_size=30))) or [raw]
+    stream = inert.TokenStream(fmt, "t")
+    outcomes: list[inert.Outcome] = []
+    Decoder(target, data.draw, corruptions=corruptions_for(fmt)).run(
+        lambda w: outcomes.extend(stream.draft(w)), lambda n, c: outcomes.extend(stream.verify(n, c)))
+    outcomes.extend(stream.finish())
+    assert stream.accepted_text() == raw
+    assert seen(accepted(outcomes)) == out.expected
+
+
+def test_every_format_builds_broken_calls_and_lists_hold_several() -> None:
+    """The generators cover what the issue names, where each format can write it."""
+    assert set(FLAWS) == set(FORMATS)
+    json_arrays = [f for f in FORMATS if "arguments_not_object" in FLAWS[f]]
+    assert len(json_arrays) >= 12, json_arrays
+    assert all(FLAWS[f] for f in FORMATS)
+    assert set(FORMATS) >= LISTS
+
+
+@pytest.mark.parametrize("fmt", sorted(LISTS))
+def test_one_bad_call_in_a_list_keeps_the_others_with_their_indexes(fmt: str) -> None:
+    """The example the issue names: a list whose middle call is broken, built and checked by hand."""
+    from built import FRAMES, Item, item_text
+
+    flaw = "arguments_not_object" if "arguments_not_object" in FLAWS[fmt] else FLAWS[fmt][0]
+    detail = {"arguments_not_object": "[1, 2]", "non_finite": "1e999"}[flaw]
+    items = [Item("a", {"x": 1}), Item("b", {"y": 2}, flaw, detail), Item("c", {})]
+    opening, between, closing = FRAMES[fmt]
+    text = opening + between.join(item_text(fmt, it, i) for i, it in enumerate(items)) + closing
+    assert seen(inert.parse(text, fmt)) == [
+        ("call", 0, "a", '{"x": 1}'), ("malformed", 1, flaw), ("call", 2, "c", "{}")]
