@@ -58,6 +58,7 @@ from .batch import BatchOrchestrator
 from .orchestrator import AsyncOrchestrator, Orchestrator, Step
 from .outcomes import Outcome
 from .parse import parse
+from . import openai as openai  # inert.openai.chunk; imports the openai package only when called
 from .audit import reconcile
 from .report import AcceptedCall, CallResult, DiscardedCall, DispatchRecord, Report, Violation
 from .runtime import CurrentCall, LoopError, current_call

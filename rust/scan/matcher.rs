@@ -61,6 +61,11 @@ impl Matcher {
         self.delimiters.passes_over(cursor, bytes)
     }
 
+    /// How many of the last bytes read may still begin a delimiter.
+    pub(super) fn depth(&self, cursor: Cursor) -> usize {
+        self.delimiters.depth(cursor)
+    }
+
     /// Advances by one byte; returns what ends here, and its length in bytes.
     #[inline]
     pub(super) fn step(&self, cursor: &mut Cursor, byte: u8) -> Option<(Hit, usize)> {

@@ -11,12 +11,13 @@ mod matcher;
 mod scanner;
 pub mod spec;
 
+pub(crate) use body::check_name;
 pub use body::{Item, Schemas};
 pub use call::Call;
 pub use lexer::{StructStart, Syntax};
 pub use malformed::{Malformed, MalformedKind};
 pub use matcher::Role;
-pub use scanner::{ScanEvent, ScanState, Scanner, TokenRole};
+pub use scanner::{ScanEvent, ScanState, Scanner, TextClass, TokenRole};
 pub use spec::{Anchor, Body, FormatSpec, Reasoning};
 
 #[cfg(test)]
