@@ -484,6 +484,7 @@ impl Tracker {
                 if self.in_call && self.depth == self.call_depth && self.streaming {
                     self.streaming = false;
                     self.args_done = true;
+                    found = self.flush(); // the object's text goes out whole before the next call starts
                 }
                 if self.in_call && self.depth + 1 == self.call_depth {
                     self.in_call = false;
