@@ -69,11 +69,8 @@ pub(super) fn released<'py>(py: Python<'py>, r: Released) -> PyResult<Bound<'py,
         }
     }
     flush(&mut pending, &deltas)?;
-    let items: [Bound<'py, PyAny>; 3] = [
-        PyString::new(py, &r.content).into_any(),
-        PyString::new(py, &r.reasoning).into_any(),
-        deltas.into_any(),
-    ];
+    let items: [Bound<'py, PyAny>; 3] =
+        [PyString::new(py, &r.content).into_any(), PyString::new(py, &r.reasoning).into_any(), deltas.into_any()];
     PyTuple::new(py, items)
 }
 

@@ -116,7 +116,7 @@ impl Streamer {
                 continue;
             }
             let end = next.map_or(safe, |s| (s.at as usize).min(safe));
-            self.emit(&text[self.released..end], self.released);
+            self.emit(&text[self.released..end]);
             self.released = end;
         }
         self.settle(outcomes);
@@ -139,15 +139,15 @@ impl Streamer {
         self.class = s.class;
     }
 
-    fn emit(&mut self, bytes: &[u8], at: usize) {
+    fn emit(&mut self, bytes: &[u8]) {
         match self.class {
             TextClass::Content => self.content_tail.extend_from_slice(bytes),
             TextClass::Reasoning => self.reasoning_tail.extend_from_slice(bytes),
             TextClass::Hidden => {}
             TextClass::Body => {
                 if let Some(mut t) = self.tracker.take() {
-                    for (i, &b) in bytes.iter().enumerate() {
-                        if let Some(ev) = t.step(b, at + i) {
+                    for &b in bytes {
+                        if let Some(ev) = t.step(b) {
                             self.track(&t, ev);
                         }
                     }
@@ -206,7 +206,8 @@ impl Streamer {
             match o {
                 Outcome::CallCommitted(r) => {
                     blocks.push(r.body_at);
-                    let found = self.calls.iter().position(|c| !c.settled && c.block_at == r.body_at && c.item == r.index);
+                    let found =
+                        self.calls.iter().position(|c| !c.settled && c.block_at == r.body_at && c.item == r.index);
                     let Some(i) = found else {
                         let index = self.start(r.call.name.clone(), r.call.id.as_deref());
                         let whole = Value::Object(r.call.arguments.clone()).to_string();
@@ -226,7 +227,8 @@ impl Streamer {
                 }
                 Outcome::BlockMalformed(r) => {
                     blocks.push(r.body_at);
-                    let found = self.calls.iter_mut().find(|c| !c.settled && c.block_at == r.body_at && c.item == r.index);
+                    let found =
+                        self.calls.iter_mut().find(|c| !c.settled && c.block_at == r.body_at && c.item == r.index);
                     if let Some(c) = found {
                         c.settled = true;
                         let _ = r.tool_call_index.set(c.index);
@@ -339,6 +341,7 @@ enum Field {
 /// argument object as it comes (held until the name is known). Argument values
 /// that are no object (a string holding one) go out whole when the call commits.
 #[derive(Debug)]
+#[allow(clippy::struct_excessive_bools)] // a byte-at-a-time lexer's flags: independent, read clearest as flags
 struct Tracker {
     block_at: usize,
     /// The position of the current call object among the block's.
@@ -357,7 +360,6 @@ struct Tracker {
     reading_token: bool,
     /// The argument object being streamed: started, and its bytes not yet handed out.
     streaming: bool,
-    args_done: bool,
     args_seen: bool,
     fragment: Vec<u8>,
     /// All of the argument text read so far (handed out when the name comes later).
@@ -381,7 +383,6 @@ impl Tracker {
             token: Vec::new(),
             reading_token: false,
             streaming: false,
-            args_done: false,
             args_seen: false,
             fragment: Vec::new(),
             arguments: Vec::new(),
@@ -418,15 +419,14 @@ impl Tracker {
         self.call_depth = self.depth;
         self.expect = Expect::Key;
         self.streaming = false;
-        self.args_done = false;
         self.args_seen = false;
         self.fragment.clear();
         self.arguments.clear();
         self.named = false;
     }
 
-    /// One body byte at live offset `_at`.
-    fn step(&mut self, b: u8, _at: usize) -> Option<Found> {
+    /// One body byte.
+    fn step(&mut self, b: u8) -> Option<Found> {
         if self.streaming {
             self.arguments.push(b);
             if self.named {
@@ -483,7 +483,6 @@ impl Tracker {
                 self.depth = self.depth.saturating_sub(1);
                 if self.in_call && self.depth == self.call_depth && self.streaming {
                     self.streaming = false;
-                    self.args_done = true;
                     found = self.flush(); // the object's text goes out whole before the next call starts
                 }
                 if self.in_call && self.depth + 1 == self.call_depth {
@@ -551,8 +550,8 @@ mod tests {
     fn track(body: &str) -> (Vec<String>, Vec<(u32, String)>) {
         let mut t = Tracker::new(0);
         let (mut names, mut args) = (Vec::new(), Vec::new());
-        for (i, b) in body.bytes().enumerate() {
-            match t.step(b, i) {
+        for b in body.bytes() {
+            match t.step(b) {
                 Some(Found::Name(n)) => {
                     names.push(n);
                     args.push((t.object, t.pending_arguments()));
