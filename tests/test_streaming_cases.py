@@ -147,6 +147,18 @@ def test_finish_releases_the_held_tail() -> None:
     assert report.tail is not None and report.tail.content == "<tool"
 
 
+def test_harmony_framing_is_never_content() -> None:
+    text = ("<|channel|>analysis<|message|>Need weather.<|end|>"
+            "<|start|>assistant<|channel|>commentary to=functions.get <|constrain|>json<|message|>"
+            '{"city": "Paris"}<|call|>'
+            "<|start|>assistant<|channel|>final<|message|>It rains.<|return|>")
+    for pieces in ([text], [text[i:i + 3] for i in range(0, len(text), 3)]):
+        rs = steps("openai", pieces)
+        assert ("".join(r[1] for r in rs), "".join(content(rs))) == ("Need weather.", "It rains.")
+        args = "".join(d["function"]["arguments"] for r in rs for d in r[2])
+        assert json.loads(args) == {"city": "Paris"}
+
+
 def test_model_ids_are_kept_where_the_format_has_them() -> None:
     text = ("<|tool_calls_section_begin|><|tool_call_begin|>functions.get:0<|tool_call_argument_begin|>"
             '{"a": 1}<|tool_call_end|><|tool_calls_section_end|>')

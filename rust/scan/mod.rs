@@ -18,7 +18,7 @@ pub use lexer::{StructStart, Syntax};
 pub use malformed::{Malformed, MalformedKind};
 pub use matcher::Role;
 pub use scanner::{ScanEvent, ScanState, Scanner, TextClass, TokenRole};
-pub use spec::{Anchor, Body, FormatSpec, Reasoning};
+pub use spec::{Anchor, Body, FormatSpec, Framing, Reasoning};
 
 #[cfg(test)]
 pub(crate) mod samples;

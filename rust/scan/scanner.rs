@@ -76,6 +76,8 @@ pub struct ScanState {
     /// Live-text offset where the current armed run began: the blanks and
     /// separators skipped since belong to the call if one starts, else to the content.
     armed_from: u32,
+    /// Inside a message header (`Framing`): hidden from streamed content.
+    in_frame: bool,
 }
 
 impl ScanState {
@@ -268,6 +270,7 @@ impl Scanner {
             section_start: 0,
             section_calls: false,
             armed_from: 0,
+            in_frame: false,
         }
     }
 
@@ -420,6 +423,21 @@ impl Scanner {
                     self.shift(out, at.end, TextClass::Content);
                     self.arm(state, at.end);
                 }
+                (Mode::Outside, Role::FrameOpen) => {
+                    self.shift(out, at.start, TextClass::Hidden);
+                    state.in_frame = true;
+                    continue; // nothing changes for calls: keep scanning this run
+                }
+                (Mode::Outside, Role::FrameClose | Role::Control) => {
+                    if !state.in_frame {
+                        self.shift(out, at.start, TextClass::Hidden);
+                    }
+                    if role == Role::FrameClose || !state.in_frame {
+                        self.shift(out, at.end, TextClass::Content);
+                        state.in_frame = false;
+                    }
+                    continue;
+                }
                 (Mode::Outside, Role::ReasoningOpen) => self.think(state, at, out),
                 (Mode::Outside, Role::ReasoningClose) => self.unopened(state, at, out),
                 (Mode::Reasoning, Role::ReasoningClose) => self.stop_thinking(state, at, out),
@@ -538,6 +556,7 @@ impl Scanner {
 
     fn think(&self, state: &mut ScanState, delimiter: Range<usize>, out: &mut Vec<ScanEvent>) {
         state.armed = false;
+        state.in_frame = false;
         self.enter(state, Mode::Reasoning);
         self.shift(out, delimiter.start, TextClass::Hidden);
         self.shift(out, delimiter.end, TextClass::Reasoning);
@@ -558,6 +577,7 @@ impl Scanner {
     fn unopened(&self, state: &mut ScanState, delimiter: Range<usize>, out: &mut Vec<ScanEvent>) {
         state.armed = self.spec.anchor.is_some();
         state.armed_from = delimiter.end as u32;
+        state.in_frame = false;
         self.shift(out, delimiter.start, TextClass::Hidden);
         self.shift(out, delimiter.end, TextClass::Content);
         if self.spec.reasoning.as_ref().is_some_and(|r| r.report_unopened) {
@@ -583,6 +603,7 @@ impl Scanner {
         self.enter(state, Mode::Body);
         state.lexer = Lexer::default();
         state.armed = false;
+        state.in_frame = false;
         state.structural = structural;
         state.depth = 0;
         // Offsets fit: the stream refuses text past u32::MAX before scanning it.
