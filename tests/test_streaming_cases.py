@@ -212,3 +212,24 @@ def test_batches_stream_each_sequence() -> None:
     assert "".join(s.content for s in seen[2]) == ' bye{"name": "f", "arguments": {"a": 1}}'
     assert reports[2].tail is not None and reports[2].tail.content == ""
     assert [m.kind for m in reports[2].malformed] == ["unterminated"]
+
+
+def test_names_go_out_before_the_block_ends_in_every_format_but_pythonic() -> None:
+    """A call's first delta leaves once its head is accepted; JSON arguments follow as accepted."""
+    from render import render
+
+    json_args = {"hermes", "llama3_json", "mistral", "deepseek_v3", "deepseek_v31", "kimi_k2", "openai", "granite",
+                 "internlm", "jamba", "xlam", "phi4_mini_json", "minimax"}
+    for fmt in inert.formats():
+        text = render(fmt, [("get", {"city": "Paris"})]).encode()
+        cut = text.index(b"Paris") + 2  # the value has begun, the block has not ended
+        s = inert.TokenStream(fmt, "t", stream=True)
+        s.draft([text[:cut]])
+        s.verify(1)
+        deltas = s.take_released()[2]
+        if fmt == "pythonic":
+            assert deltas == [], fmt
+            continue
+        assert deltas and deltas[0]["function"]["name"] == "get", fmt
+        sent = "".join(d["function"]["arguments"] for d in deltas)
+        assert ('"Pa' in sent) == (fmt in json_args), (fmt, sent)

@@ -13,7 +13,7 @@
 
 use super::outcome::Outcome;
 use super::window::Shift;
-use crate::scan::{check_name, Body, TextClass};
+use crate::scan::{check_name, head_call, Body, TextClass};
 use serde_json::Value;
 
 /// One OpenAI-style tool-call delta.
@@ -66,9 +66,10 @@ pub(super) struct Streamer {
     /// Bytes of a UTF-8 character cut at the end of the last release.
     content_tail: Vec<u8>,
     reasoning_tail: Vec<u8>,
-    /// The JSON call objects of the open body, for layouts that stream arguments.
-    tracker: Option<Tracker>,
-    tracks: bool,
+    /// What reads the open body's calls as they are accepted (by layout).
+    tracker: Option<Track>,
+    kind: Kind,
+    body: Body,
     name_chars: String,
     calls: Vec<StreamCall>,
     ids: Vec<String>,
@@ -87,7 +88,8 @@ impl Streamer {
             content_tail: Vec::new(),
             reasoning_tail: Vec::new(),
             tracker: None,
-            tracks: matches!(body, Body::JsonObject | Body::JsonObjects),
+            kind: Kind::of(body),
+            body: body.clone(),
             name_chars: name_chars.to_owned(),
             calls: Vec::new(),
             ids: Vec::new(),
@@ -108,9 +110,14 @@ impl Streamer {
     /// then the deltas of this step's committed and malformed blocks. At the end
     /// of the turn (`last`), cut characters go out too.
     pub(super) fn release(&mut self, text: &[u8], shifts: &[Shift], safe: usize, outcomes: &[Outcome], last: bool) {
+        let mut settled = 0;
         while self.released < safe {
             let next = shifts.get(self.next_shift);
             if let Some(s) = next.filter(|s| s.at as usize <= self.released) {
+                if s.class == TextClass::Body {
+                    // Calls get their indices in stream order: blocks before this one first.
+                    self.settle_before(outcomes, &mut settled, s.at as usize);
+                }
                 self.apply(*s);
                 self.next_shift += 1;
                 continue;
@@ -119,7 +126,7 @@ impl Streamer {
             self.emit(&text[self.released..end]);
             self.released = end;
         }
-        self.settle(outcomes);
+        self.settle_before(outcomes, &mut settled, usize::MAX);
         flush(&mut self.content_tail, &mut self.out.content, last);
         flush(&mut self.reasoning_tail, &mut self.out.reasoning, last);
         if last {
@@ -131,9 +138,14 @@ impl Streamer {
     }
 
     fn apply(&mut self, s: Shift) {
-        if s.class == TextClass::Body && self.tracks {
-            self.tracker = Some(Tracker::new(s.at as usize));
-        } else if s.class != TextClass::Body {
+        if s.class == TextClass::Body {
+            let at = s.at as usize;
+            self.tracker = match self.kind {
+                Kind::None => None,
+                Kind::Objects => Some(Track::Objects(Tracker::new(at))),
+                Kind::Headed(how) => Some(Track::Headed(Headed::new(at, how))),
+            };
+        } else {
             self.tracker = None;
         }
         self.class = s.class;
@@ -144,33 +156,45 @@ impl Streamer {
             TextClass::Content => self.content_tail.extend_from_slice(bytes),
             TextClass::Reasoning => self.reasoning_tail.extend_from_slice(bytes),
             TextClass::Hidden => {}
-            TextClass::Body => {
-                if let Some(mut t) = self.tracker.take() {
+            TextClass::Body => match self.tracker.take() {
+                Some(Track::Objects(mut t)) => {
                     for &b in bytes {
                         if let Some(ev) = t.step(b) {
-                            self.track(&t, ev);
+                            self.track(t.block_at, t.object, ev, t.pending_arguments());
                         }
                     }
                     if let Some(ev) = t.flush() {
-                        self.track(&t, ev);
+                        self.track(t.block_at, t.object, ev, String::new());
                     }
-                    self.tracker = Some(t);
+                    self.tracker = Some(Track::Objects(t));
                 }
-            }
+                Some(Track::Headed(mut h)) => {
+                    for &b in bytes {
+                        if let Some(ev) = h.step(b, &self.body, &self.name_chars) {
+                            self.track(h.block_at, 0, ev, String::new());
+                        }
+                    }
+                    if let Some(ev) = h.flush() {
+                        self.track(h.block_at, 0, ev, String::new());
+                    }
+                    self.tracker = Some(Track::Headed(h));
+                }
+                None => {}
+            },
         }
     }
 
-    /// What the tracker found in the body of block `t.block_at`.
-    fn track(&mut self, t: &Tracker, ev: Found) {
-        let (block_at, item) = (t.block_at, t.object);
+    /// What a tracker found of call `item` of the block whose body starts at
+    /// `block_at`; `pending`: argument text read before its name.
+    fn track(&mut self, block_at: usize, item: u32, ev: Found, pending: String) {
         match ev {
-            Found::Name(name) => {
+            Found::Name(name, id) => {
                 if check_name(&name, &self.name_chars).is_err() {
                     return; // the call is malformed: nothing goes out for it
                 }
-                let index = self.start(name.clone(), None);
+                let index = self.start(name.clone(), id.as_deref());
                 self.calls.push(StreamCall { block_at, item, index, name, sent: String::new(), settled: false });
-                self.send(block_at, item, t.pending_arguments());
+                self.send(block_at, item, pending);
             }
             Found::Arguments(fragment) => self.send(block_at, item, fragment),
         }
@@ -197,7 +221,30 @@ impl Streamer {
         index
     }
 
-    /// The deltas of this step's final blocks: the rest of each streamed call's
+    /// Settles the final blocks among `outcomes[*from..]` whose body starts before
+    /// `limit`, one block at a time (a block's outcomes follow each other).
+    fn settle_before(&mut self, outcomes: &[Outcome], from: &mut usize, limit: usize) {
+        let body_at = |o: &Outcome| match o {
+            Outcome::CallCommitted(r) => Some(r.body_at),
+            Outcome::BlockMalformed(r) => Some(r.body_at),
+            _ => None,
+        };
+        while *from < outcomes.len() {
+            let Some(at) = body_at(&outcomes[*from]) else {
+                *from += 1;
+                continue;
+            };
+            if at >= limit {
+                break;
+            }
+            let rest = &outcomes[*from..];
+            let end = *from + rest.iter().position(|o| body_at(o).is_some_and(|a| a != at)).unwrap_or(rest.len());
+            self.settle(&outcomes[*from..end]);
+            *from = end;
+        }
+    }
+
+    /// The deltas of a final block (its outcomes): the rest of each streamed call's
     /// arguments, whole calls that did not stream, and marks for calls whose block
     /// turned out malformed after their deltas went out.
     fn settle(&mut self, outcomes: &[Outcome]) {
@@ -309,11 +356,172 @@ fn cut_char(bytes: &[u8]) -> usize {
     0
 }
 
-/// What the tracker found.
+/// What a tracker found: a call's name (and the model's id for it), or argument text.
 #[derive(Debug)]
 enum Found {
-    Name(String),
+    Name(String, Option<String>),
     Arguments(String),
+}
+
+/// How a layout's calls are read as they are accepted.
+#[derive(Debug, Clone, Copy)]
+enum Kind {
+    /// Sent whole when they commit (Python call syntax).
+    None,
+    /// JSON call objects: names and argument text as accepted (`Tracker`).
+    Objects,
+    /// A head naming the call, then (maybe) a JSON argument object (`Headed`).
+    Headed(Head),
+}
+
+/// Where a call's head ends, and what completes it into a body the parser reads.
+#[derive(Debug, Clone, Copy)]
+struct Head {
+    /// The arguments are one JSON object after the head, streamed as accepted;
+    /// otherwise (XML) the head ends at `at` and the arguments go out at commit.
+    json: bool,
+    at: u8,
+    /// Whether the byte `at` belongs to the head.
+    inclusive: bool,
+    /// Appended to the head (and `{}`) to make a whole body.
+    suffix: &'static str,
+}
+
+impl Kind {
+    fn of(body: &Body) -> Self {
+        let json = |suffix| Self::Headed(Head { json: true, at: b'{', inclusive: false, suffix });
+        let xml = |at, inclusive, suffix| Self::Headed(Head { json: false, at, inclusive, suffix });
+        match body {
+            Body::JsonObject | Body::JsonObjects => Self::Objects,
+            Body::NameSepJson { .. } | Body::IdSepJson { .. } | Body::Harmony | Body::Mistral => json(""),
+            Body::DeepSeekV3 => json("\n```"),
+            Body::QwenXml => xml(b'>', true, "\n</function>"),
+            Body::GlmXml => xml(b'<', false, ""),
+            Body::MinimaxXml | Body::DsmlXml => xml(b'>', true, ""),
+            Body::Pythonic => Self::None,
+        }
+    }
+}
+
+#[derive(Debug)]
+enum Track {
+    Objects(Tracker),
+    Headed(Headed),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Head,
+    Arguments,
+    Done,
+}
+
+/// Reads a block whose call is named by a head (`NAME<sep>{…}`, Kimi's id,
+/// Harmony's recipient, the XML layouts' `<function=NAME>`): the name goes out
+/// as soon as the head parses, by the block's own parser; a JSON argument
+/// object then streams as accepted.
+#[derive(Debug)]
+struct Headed {
+    block_at: usize,
+    how: Head,
+    phase: Phase,
+    head: Vec<u8>,
+    depth: u32,
+    in_string: bool,
+    escaped: bool,
+    fragment: Vec<u8>,
+}
+
+/// A head longer than this names no call the streamer waits for (sent at commit).
+const MAX_HEAD: usize = 512;
+
+impl Headed {
+    fn new(block_at: usize, how: Head) -> Self {
+        Self {
+            block_at,
+            how,
+            phase: Phase::Head,
+            head: Vec::new(),
+            depth: 0,
+            in_string: false,
+            escaped: false,
+            fragment: Vec::new(),
+        }
+    }
+
+    /// The call the head names, if the block's parser reads it so.
+    fn name(&self, body: &Body, name_chars: &str) -> Option<(String, Option<String>)> {
+        let head = std::str::from_utf8(&self.head).ok()?;
+        let args = if self.how.json { "{}" } else { "" };
+        head_call(body, &format!("{head}{args}{}", self.how.suffix), name_chars)
+    }
+
+    fn step(&mut self, b: u8, body: &Body, name_chars: &str) -> Option<Found> {
+        match self.phase {
+            Phase::Done => None,
+            Phase::Head => {
+                if b != self.how.at || self.how.inclusive {
+                    self.head.push(b);
+                }
+                if b != self.how.at {
+                    if self.head.len() > MAX_HEAD {
+                        self.phase = Phase::Done;
+                    }
+                    return None;
+                }
+                let found = self.name(body, name_chars);
+                if found.is_none() && !self.how.inclusive {
+                    self.head.push(b);
+                }
+                let (name, id) = found?;
+                if self.how.json {
+                    self.phase = Phase::Arguments;
+                    self.depth = 1;
+                    self.fragment.push(b);
+                } else {
+                    self.phase = Phase::Done;
+                }
+                Some(Found::Name(name, id))
+            }
+            Phase::Arguments => {
+                self.fragment.push(b);
+                if self.in_string {
+                    if self.escaped {
+                        self.escaped = false;
+                    } else if b == b'\\' {
+                        self.escaped = true;
+                    } else if b == b'"' {
+                        self.in_string = false;
+                    }
+                    return None;
+                }
+                match b {
+                    b'"' => self.in_string = true,
+                    b'{' | b'[' => self.depth += 1,
+                    b'}' | b']' => {
+                        self.depth = self.depth.saturating_sub(1);
+                        if self.depth == 0 {
+                            self.phase = Phase::Done;
+                            return self.flush();
+                        }
+                    }
+                    _ => {}
+                }
+                None
+            }
+        }
+    }
+
+    /// Hands out the argument bytes read since the last hand-out, whole characters only.
+    fn flush(&mut self) -> Option<Found> {
+        let whole = self.fragment.len() - cut_char(&self.fragment);
+        if whole == 0 {
+            return None;
+        }
+        let text = String::from_utf8_lossy(&self.fragment[..whole]).into_owned();
+        self.fragment.drain(..whole);
+        Some(Found::Arguments(text))
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -528,7 +736,7 @@ impl Tracker {
                     return None;
                 }
                 self.named = true;
-                text.map(Found::Name)
+                text.map(|name| Found::Name(name, None))
             }
             Expect::Colon | Expect::Next => None,
         }
@@ -552,7 +760,7 @@ mod tests {
         let (mut names, mut args) = (Vec::new(), Vec::new());
         for b in body.bytes() {
             match t.step(b) {
-                Some(Found::Name(n)) => {
+                Some(Found::Name(n, _)) => {
                     names.push(n);
                     args.push((t.object, t.pending_arguments()));
                     t.fragment.clear();
