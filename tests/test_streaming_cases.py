@@ -233,3 +233,30 @@ def test_names_go_out_before_the_block_ends_in_every_format_but_pythonic() -> No
         assert deltas and deltas[0]["function"]["name"] == "get", fmt
         sent = "".join(d["function"]["arguments"] for d in deltas)
         assert ('"Pa' in sent) == (fmt in json_args), (fmt, sent)
+
+
+def test_async_orchestrator_steps_stream() -> None:
+    import asyncio
+
+    async def run() -> tuple[str, list[dict[str, Any]], inert.Report]:
+        orch = inert.AsyncOrchestrator({"f": "read_only"}, {"f": lambda a: a}, format="hermes", turn_key="t",
+                                       stream=True)
+        text, deltas = "", []
+        for piece in ["Hi ", '<tool_call>{"name": "f", "arguments": {"a": 1}}</tool_call>', " bye"]:
+            await orch.draft([piece])
+            step = await orch.verify(1)
+            text += step.content
+            deltas += step.tool_call_deltas
+        return text, deltas, await orch.finish()
+
+    text, deltas, report = asyncio.run(run())
+    assert text == "Hi  bye" and json.loads("".join(d["function"]["arguments"] for d in deltas)) == {"a": 1}
+    assert [r.result for r in report.results] == [1]
+
+
+def test_orchestrator_trees_stream_the_accepted_path_only() -> None:
+    orch = inert.Orchestrator({}, {}, format="hermes", turn_key="t", stream=True)
+    step = orch.draft_tree(["Good ", "Bad ", "day"], [-1, -1, 0])
+    assert (step.content, step.tool_call_deltas) == ("", ())
+    assert orch.verify_path([0, 2]).content == "Good day"
+    assert orch.finish().tail == inert.Step(())

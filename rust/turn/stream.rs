@@ -779,6 +779,50 @@ mod tests {
         args.iter().filter(|(o, _)| *o == object).map(|(_, a)| a.as_str()).collect()
     }
 
+    use crate::turn::{TokenIn, Turn, TurnConfig};
+
+    fn streaming(format: &str) -> Turn {
+        let config = TurnConfig { stream: true, ..TurnConfig::builtin(format, "turn", 1 << 20).unwrap() };
+        Turn::new(&config, [], []).unwrap()
+    }
+
+    /// Drafts `window`, accepts `n` of it, returns what the step released.
+    fn step(t: &mut Turn, window: &[&str], n: usize) -> Released {
+        let toks: Vec<TokenIn<'_>> = window.iter().map(|p| TokenIn::Piece(p.as_bytes())).collect();
+        t.draft(&toks).unwrap();
+        assert!(!t.has_released(), "a draft releases nothing");
+        t.verify(n, None).unwrap();
+        t.take_released()
+    }
+
+    #[test]
+    fn rejected_tokens_release_nothing_and_their_shifts_go_with_them() {
+        let mut t = streaming("hermes");
+        assert_eq!(step(&mut t, &["Hi ", "<tool_call>", "{\"name\""], 1).content, "Hi ");
+        // The rejected opener's shifts are gone: what follows is content again.
+        assert_eq!(step(&mut t, &["<tool", "box"], 2).content, "<toolbox");
+        let r = step(&mut t, &["<tool_call>", "{\"name\": \"f\", \"arguments\": {\"a\": 1}}"], 2);
+        assert_eq!(r.content, "");
+        assert!(matches!(&r.deltas[0], ToolCallDelta::Start { index: 0, name, .. } if name == "f"));
+        assert_eq!(r.deltas[1], ToolCallDelta::Arguments { index: 0, fragment: "{\"a\": 1}".to_owned() });
+        assert_eq!(step(&mut t, &["</tool_call>", " ok"], 2).content, " ok");
+    }
+
+    #[test]
+    fn a_partial_delimiter_waits_and_finish_releases_it() {
+        let mut t = streaming("hermes");
+        assert_eq!(step(&mut t, &["a <tool_"], 1).content, "a ");
+        t.finish().unwrap();
+        assert_eq!(t.take_released().content, "<tool_");
+    }
+
+    #[test]
+    fn reasoning_goes_apart() {
+        let mut t = streaming("hermes");
+        let r = step(&mut t, &["<think>", "hmm", "</think>", "yes"], 4);
+        assert_eq!((r.reasoning.as_str(), r.content.as_str()), ("hmm", "yes"));
+    }
+
     #[test]
     fn names_and_argument_text_of_call_objects() {
         let (names, args) = track(r#"{"name": "f", "arguments": {"a": "}{\"", "b": [1, {"c": 2}]}}"#);
