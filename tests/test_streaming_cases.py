@@ -260,3 +260,12 @@ def test_orchestrator_trees_stream_the_accepted_path_only() -> None:
     assert (step.content, step.tool_call_deltas) == ("", ())
     assert orch.verify_path([0, 2]).content == "Good day"
     assert orch.finish().tail == inert.Step(())
+
+
+def test_a_block_past_max_block_bytes_is_marked_and_sends_nothing_after() -> None:
+    text = '<tool_call>{"name": "f", "arguments": {"a": "' + "x" * 60 + '"}}</tool_call> ok'
+    rs = steps("hermes", [text[i:i + 5] for i in range(0, len(text), 5)], max_block_bytes=40)
+    deltas = [d for r in rs for d in r[2]]
+    marks = [i for i, d in enumerate(deltas) if "inert" in d]
+    assert [deltas[i]["inert"] for i in marks] == [{"malformed": "too_large"}] and marks[0] == len(deltas) - 1
+    assert "".join(content(rs)) == " ok"

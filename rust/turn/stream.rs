@@ -15,6 +15,7 @@ use super::outcome::Outcome;
 use super::window::Shift;
 use crate::scan::{check_name, head_call, Body, TextClass};
 use serde_json::Value;
+use std::collections::HashSet;
 
 /// One OpenAI-style tool-call delta.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -72,7 +73,9 @@ pub(super) struct Streamer {
     body: Body,
     name_chars: String,
     calls: Vec<StreamCall>,
-    ids: Vec<String>,
+    /// Every id given out in the turn, and how many calls have one.
+    ids: HashSet<String>,
+    count: u32,
     id_prefix: String,
     out: Released,
 }
@@ -92,7 +95,8 @@ impl Streamer {
             body: body.clone(),
             name_chars: name_chars.to_owned(),
             calls: Vec::new(),
-            ids: Vec::new(),
+            ids: HashSet::new(),
+            count: 0,
             id_prefix: format!("call_{digest}_"),
             out: Released::default(),
         }
@@ -127,6 +131,8 @@ impl Streamer {
             self.released = end;
         }
         self.settle_before(outcomes, &mut settled, usize::MAX);
+        // Settled calls need nothing more: the open block's calls are all that stay.
+        self.calls.retain(|c| !c.settled);
         flush(&mut self.content_tail, &mut self.out.content, last);
         flush(&mut self.reasoning_tail, &mut self.out.reasoning, last);
         if last {
@@ -202,7 +208,9 @@ impl Streamer {
 
     /// Sends an argument fragment of call `item` of block `block_at`, if its name went out.
     fn send(&mut self, block_at: usize, item: u32, fragment: String) {
-        let Some(c) = self.calls.last_mut().filter(|c| c.block_at == block_at && c.item == item) else { return };
+        let Some(c) = self.calls.last_mut().filter(|c| !c.settled && c.block_at == block_at && c.item == item) else {
+            return;
+        };
         if !fragment.is_empty() {
             c.sent.push_str(&fragment);
             self.out.deltas.push(ToolCallDelta::Arguments { index: c.index, fragment });
@@ -211,12 +219,16 @@ impl Streamer {
 
     /// A new call: its index and id, and its first delta.
     fn start(&mut self, name: String, own_id: Option<&str>) -> u32 {
-        let index = self.ids.len() as u32;
-        let id = match own_id {
-            Some(id) if !id.is_empty() && !self.ids.iter().any(|used| used == id) => id.to_owned(),
+        let index = self.count;
+        self.count += 1;
+        let mut id = match own_id {
+            Some(id) if !id.is_empty() && !self.ids.contains(id) => id.to_owned(),
             _ => format!("{}{index}", self.id_prefix),
         };
-        self.ids.push(id.clone());
+        while self.ids.contains(&id) {
+            id.push('_'); // a model's own id took this one: never two calls with one id
+        }
+        self.ids.insert(id.clone());
         self.out.deltas.push(ToolCallDelta::Start { index, id, name });
         index
     }
