@@ -411,6 +411,7 @@ class StreamBatch:
         format: as for ``TokenStream``.
         vocab: a shared ``Vocabulary`` (or a mapping / sequence, copied once for the batch).
         special_tokens, schemas, max_block_bytes, reasoning: as for ``TokenStream``.
+        stream: streaming output for every sequence, read with ``take_released(seqs)``.
 
     Raises:
         As ``TokenStream``.
