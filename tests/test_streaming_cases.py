@@ -269,3 +269,15 @@ def test_a_block_past_max_block_bytes_is_marked_and_sends_nothing_after() -> Non
     marks = [i for i, d in enumerate(deltas) if "inert" in d]
     assert [deltas[i]["inert"] for i in marks] == [{"malformed": "too_large"}] and marks[0] == len(deltas) - 1
     assert "".join(content(rs)) == " ok"
+
+
+def test_mistral_call_arrays_stream_like_call_objects() -> None:
+    text = '[TOOL_CALLS][{"name": "get", "arguments": {"city": "Paris"}}, {"name": "put", "arguments": {}}]'
+    cut = text.index("Paris") + 2
+    rs = steps("mistral", [text[:cut], text[cut:]])
+    assert [d["function"].get("name") for d in rs[0][2]] == ["get", None]
+    assert rs[0][2][1]["function"]["arguments"] == '{"city": "Pa'
+    args = {}
+    for d in (d for r in rs for d in r[2]):
+        args[d["index"]] = args.get(d["index"], "") + d["function"]["arguments"]
+    assert [json.loads(a) for a in args.values()] == [{"city": "Paris"}, {}]

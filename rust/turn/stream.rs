@@ -175,7 +175,17 @@ impl Streamer {
                     self.tracker = Some(Track::Objects(t));
                 }
                 Some(Track::Headed(mut h)) => {
-                    for &b in bytes {
+                    for (i, &b) in bytes.iter().enumerate() {
+                        if h.phase == Phase::Head
+                            && b == b'['
+                            && self.body == Body::Mistral
+                            && h.head.iter().all(u8::is_ascii_whitespace)
+                        {
+                            // Mistral's older layout: an array of call objects.
+                            self.tracker = Some(Track::Objects(Tracker::new(h.block_at)));
+                            self.emit(&bytes[i..]);
+                            return;
+                        }
                         if let Some(ev) = h.step(b, &self.body, &self.name_chars) {
                             self.track(h.block_at, 0, ev, String::new());
                         }
