@@ -36,19 +36,6 @@ enum Mode {
     Reasoning,
 }
 
-/// What a byte of the output is to a reader of the message (streaming output).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TextClass {
-    /// Text of the message outside calls and reasoning.
-    Content,
-    /// Text inside a reasoning section.
-    Reasoning,
-    /// Delimiters, section markers, and what a section holds between its calls.
-    Hidden,
-    /// The body of a call block (its delimiters excluded).
-    Body,
-}
-
 /// The scanner's whole state after a token: a few words, saved per token.
 #[derive(Debug, Clone, Copy)]
 #[allow(clippy::struct_excessive_bools)] // saved per token and restored whole: plain flags read clearest
@@ -86,17 +73,6 @@ impl ScanState {
     #[must_use]
     pub fn in_reasoning(&self) -> bool {
         self.mode == Mode::Reasoning
-    }
-
-    /// The class of the text after this state, until the next shift.
-    #[must_use]
-    pub fn class(&self) -> TextClass {
-        match self.mode {
-            Mode::Outside => TextClass::Content,
-            Mode::Reasoning => TextClass::Reasoning,
-            Mode::Section => TextClass::Hidden,
-            Mode::Body | Mode::Overflow => TextClass::Body,
-        }
     }
 }
 
@@ -146,37 +122,6 @@ impl Scanner {
         Self { spec, m, schemas, max_block_bytes, start_in_reasoning: false, closer_by_id: false, shifts: false }
     }
 
-    /// Reports where the text changes class (`ScanEvent::Shift`), for streaming output.
-    pub fn record_shifts(&mut self) {
-        self.shifts = true;
-    }
-
-    #[must_use]
-    pub fn records_shifts(&self) -> bool {
-        self.shifts
-    }
-
-    #[inline]
-    fn shift(&self, out: &mut Vec<ScanEvent>, at: usize, class: TextClass) {
-        if self.shifts {
-            out.push(ScanEvent::Shift { at, class });
-        }
-    }
-
-    /// How many of the last bytes scanned to reach `state` (whose text is `len`
-    /// bytes long) may still change class: a partial delimiter, or blanks that a
-    /// call starting next would take. Text before them is final.
-    #[must_use]
-    pub fn undecided_tail(&self, state: &ScanState, len: usize) -> usize {
-        let partial = self.matcher(state.mode).map_or(0, |m| m.depth(state.cursor));
-        let armed = if state.armed && state.mode == Mode::Outside && self.spec.anchor.is_some() {
-            len.saturating_sub(state.armed_from as usize)
-        } else {
-            0
-        };
-        partial.max(armed).min(len)
-    }
-
     /// Starts turns inside a reasoning section (the prompt opened it). The
     /// format must have reasoning delimiters; the turn checks.
     pub fn start_in_reasoning(&mut self, yes: bool) {
@@ -191,40 +136,6 @@ impl Scanner {
     #[must_use]
     pub fn spec(&self) -> &FormatSpec {
         &self.spec
-    }
-
-    /// The role a special token's spelling gives it in this format.
-    #[must_use]
-    pub fn role_of_special(&self, text: &[u8]) -> TokenRole {
-        self.special_groups()
-            .iter()
-            .find(|(texts, _)| texts.iter().any(|t| t.as_bytes() == text))
-            .map_or(TokenRole::Text, |(_, role)| TokenRole::Delimiter(*role))
-    }
-
-    /// Every spelling `role_of_special` gives a role: a vocabulary binds only the
-    /// ids spelled so, which it looks up by text instead of scanning every entry.
-    pub fn special_spellings(&self) -> impl Iterator<Item = &[u8]> {
-        self.special_groups().into_iter().flat_map(|(texts, _)| texts.iter().map(String::as_bytes))
-    }
-
-    /// The delimiters a special token may spell, with the role each gives it.
-    /// Reasoning first: a spelling that is also an arm (xlam's `</think>`) closes
-    /// reasoning, which arms too.
-    fn special_groups(&self) -> [(&[String], Role); 7] {
-        let s = &self.spec;
-        let arm = s.anchor.as_ref().map(|a| a.arm.as_slice()).unwrap_or_default();
-        let (think_open, think_close) =
-            s.reasoning.as_ref().map_or((&[][..], &[][..]), |r| (r.open.as_slice(), r.close.as_slice()));
-        [
-            (think_open, Role::ReasoningOpen),
-            (think_close, Role::ReasoningClose),
-            (&s.section_open, Role::SectionOpen),
-            (&s.section_close, Role::SectionClose),
-            (&s.call_open, Role::CallOpen),
-            (&s.call_close, Role::CallClose),
-            (arm, Role::Arm),
-        ]
     }
 
     fn matcher(&self, mode: Mode) -> Option<&Matcher> {
@@ -700,6 +611,11 @@ fn section_without_calls(
     out.push(ScanEvent::Opened { delimiter_start: section, body_start: section });
     out.push(ScanEvent::Ended { end, body: vec![Err(Malformed::new(kind, 0, message))], confirmed: true });
 }
+
+mod specials;
+mod text_class;
+
+pub use text_class::TextClass;
 
 #[cfg(test)]
 mod tests;
