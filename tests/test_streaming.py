@@ -4,7 +4,9 @@ and any chunking, draft window, corruption and correction releases the same."""
 
 from __future__ import annotations
 
+import itertools
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,6 +32,12 @@ OPENERS = {
     "minimax": ["<tool_calls>"], "minimax_m2": ["<minimax:tool_call>", "<invoke"],
 }
 """Delimiter text that never belongs to content (a call's own text is checked apart)."""
+
+CLOSERS = ["</tool_call>", "<|tool_call_end|>", "<|tool_calls_section_end|>", "<｜tool▁call▁end｜>",
+           "<｜tool▁calls▁end｜>", "<|call|>", "<|action_end|>", "</tool_calls>", "<|/tool_call|>",
+           "</minimax:tool_call>", "</｜DSML｜function_calls>", "<|tool_call_begin|>", "<|tool_call_argument_begin|>",
+           "<｜tool▁sep｜>", "[ARGS]", "<|plugin|>"]
+"""More spellings that models send as special tokens."""
 
 @dataclass
 class Streamed:
@@ -210,3 +218,55 @@ def test_orchestrator_steps_carry_the_stream(fmt: str, data: st.DataObject) -> N
 
 def test_xml_and_json_formats_are_all_covered() -> None:
     assert XML_FORMATS <= set(FORMATS) and set(OPENERS) == set(FORMATS)
+
+
+def special_spellings(fmt: str) -> list[str]:
+    return sorted({*OPENERS[fmt], *CLOSERS, *(reasoning(fmt) or ())}, key=len, reverse=True)
+
+
+def delimiter_tokens(text: str, fmt: str, cuts: list[int]) -> list[str]:
+    """``text`` as tokens: every delimiter spelling of the format a token of its own
+    (a vocabulary entry that spells one exactly is its special token), the rest cut at ``cuts``."""
+    spellings = special_spellings(fmt)
+    pattern = "(" + "|".join(re.escape(s) for s in spellings) + ")"
+    tokens: list[str] = []
+    for part in re.split(pattern, text):
+        if part in spellings:
+            tokens.append(part)
+        elif part:
+            points = sorted({0, len(part), *(c % (len(part) + 1) for c in cuts)})
+            tokens += [part[a:b] for a, b in itertools.pairwise(points) if b > a]
+    return tokens
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@given(data=st.data())
+def test_special_token_delimiters_release_what_one_shot_ids_do(fmt: str, data: st.DataObject) -> None:
+    """Token ids with the delimiters as special tokens, in any windows, release exactly what
+    drafting the same ids at once does; and the prose and the calls, unless a special token
+    changes what the text meant (one spelled inside an argument, or a Kimi call token ending
+    a thought that holds calls)."""
+    text, calls, prose, thinking = data.draw(messages(fmt))
+    tokens = delimiter_tokens(text, fmt, data.draw(st.lists(st.integers(0, 64), max_size=8)))
+    pieces = sorted(set(tokens))
+    vocab = inert.Vocabulary(pieces)
+    ids = [pieces.index(t) for t in tokens]
+
+    def run(schedule: list[list[int]]) -> Streamed:
+        s = inert.TokenStream(fmt, "turn", vocab=vocab, stream=True)
+        got = Streamed()
+        for window in schedule:
+            s.draft(window)
+            s.verify(len(window))
+            got.take(s.take_released())
+        s.finish()
+        got.take(s.take_released())
+        return got
+
+    cuts = sorted(set(data.draw(st.lists(st.integers(1, max(1, len(ids) - 1)), max_size=10))))
+    schedule = [ids[a:b] for a, b in itertools.pairwise([0, *cuts, len(ids)]) if b > a]
+    got = run(schedule)
+    assert got == run([ids])
+    values = json.dumps(calls, ensure_ascii=False)
+    if not thinking and not any(json.dumps(sp, ensure_ascii=False)[1:-1] in values for sp in special_spellings(fmt)):
+        check_final(fmt, got, calls, prose, thinking)
