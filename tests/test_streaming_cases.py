@@ -281,3 +281,12 @@ def test_mistral_call_arrays_stream_like_call_objects() -> None:
     for d in (d for r in rs for d in r[2]):
         args[d["index"]] = args.get(d["index"], "") + d["function"]["arguments"]
     assert [json.loads(a) for a in args.values()] == [{"city": "Paris"}, {}]
+
+
+def test_stream_must_be_a_bool() -> None:
+    import pytest
+
+    with pytest.raises(inert.InertTypeError, match="stream"):
+        inert.TokenStream("hermes", stream=1)  # type: ignore[arg-type]
+    with pytest.raises(inert.InertTypeError, match="stream"):
+        inert.StreamBatch("hermes", stream="yes")  # type: ignore[arg-type]
