@@ -91,12 +91,28 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         if short and long:
             tr.write_line(f"{impl:<16} 64k / 1k = {long / short:6.2f}   (flat when ~1)")
     _serving(tr)
+    _streaming(tr)
     for n in ("1k", "64k"):
         core, orch, base = (MEDIANS.get(f"{i}@{n}") for i in ("core", "orchestrator", "baseline_rescan"))
         if core and orch:
             tr.write_line(f"@{n}: orchestrator / core = {orch / core:6.2f}")
         if core and base:
             tr.write_line(f"@{n}: plain-Python rescan / core = {base / core:8.2f}")
+
+
+def _streaming(tr: Any) -> None:
+    """Streaming output's cost per step (bench_streaming.py), from this run's medians."""
+    m = MEDIANS
+    off, on, on64 = (m.get(f"streaming:stream_{k}") for k in ("off@1k", "on@1k", "on@64k"))
+    if off and on:
+        tr.write_line(f"TokenStream k=8 step: {off * 1e6:6.3f} us, streaming {on * 1e6:6.3f} us   "
+                      f"streaming / plain = {on / off:5.2f}")
+    if on and on64:
+        tr.write_line(f"streaming step after 64k / after 1k accepted tokens = {on64 / on:5.2f}   (flat when ~1)")
+    o_off, o_on = m.get("streaming:orchestrator_off"), m.get("streaming:orchestrator_on")
+    if o_off and o_on:
+        tr.write_line(f"Orchestrator k=8 step: {o_off * 1e6:6.3f} us, streaming {o_on * 1e6:6.3f} us   "
+                      f"streaming / plain = {o_on / o_off:5.2f}")
 
 
 def _serving(tr: Any) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
 
+from . import openai as openai  # inert.openai.chunk; imports the openai package only when called
 from ._core import (
     BlockMalformed,
     Call,

@@ -113,6 +113,11 @@ class Malformed:
     @property
     def span(self) -> tuple[int, int]:
         """``(start, end)``."""
+    @property
+    def tool_call_index(self) -> int | None:
+        """Streaming output: the index of the tool call whose deltas had gone out before its
+        block turned out malformed (its last delta carries ``"inert": {"malformed": kind}``);
+        ``None`` when nothing of it was streamed."""
 
 @final
 class CallClosed:
@@ -206,6 +211,9 @@ class TokenStream:
             channel), none for granite. ``None`` turns reasoning off.
         in_reasoning: the prompt already opened a reasoning section (Qwen3 thinking, QwQ,
             DeepSeek-R1/V3.1/V3.2 thinking, Kimi K2-Thinking, MiniMax M1/M2, Olmo 3 Think templates).
+        stream: streaming output: each ``verify``, ``verify_path`` and ``finish`` releases the
+            accepted content, reasoning and tool-call deltas that can no longer change, read with
+            ``take_released()``. Off by default (it costs a little per step).
 
     Raises:
         UnknownFormatError: unknown ``format`` (the message suggests the closest name).
@@ -229,7 +237,18 @@ class TokenStream:
         max_block_bytes: int = 1048576,
         reasoning: _Reasoning = ...,
         in_reasoning: bool = False,
+        stream: bool = False,
     ) -> TokenStream: ...
+    def take_released(self) -> tuple[str, str, list[dict[str, Any]]]:
+        """What the steps released since the last call (``stream=True``): ``(content, reasoning,
+        tool_call_deltas)``, from accepted tokens only, so nothing is ever retracted. Content
+        and reasoning never hold part of a delimiter, half a UTF-8 character, or text a later
+        token could turn into a call; the deltas are shaped like OpenAI's ``ChoiceDeltaToolCall``
+        (see ``inert.Step.tool_call_deltas``). Drafts release nothing; ``finish()`` releases the rest.
+        Empty strings and list without ``stream=True``."""
+    @property
+    def has_released(self) -> bool:
+        """Whether a step released something not taken yet (a cheap check before ``take_released``)."""
     def draft(self, tokens: _Tokens) -> list[_Outcome]:
         """Appends a draft window; returns the outcomes it caused (``CallClosed`` only).
 
@@ -392,6 +411,7 @@ class StreamBatch:
         format: as for ``TokenStream``.
         vocab: a shared ``Vocabulary`` (or a mapping / sequence, copied once for the batch).
         special_tokens, schemas, max_block_bytes, reasoning: as for ``TokenStream``.
+        stream: streaming output for every sequence, read with ``take_released(seqs)``.
 
     Raises:
         As ``TokenStream``.
@@ -406,7 +426,16 @@ class StreamBatch:
         schemas: Mapping[str, Mapping[str, Any]] | None = None,
         max_block_bytes: int = 1048576,
         reasoning: _Reasoning = ...,
+        stream: bool = False,
     ) -> StreamBatch: ...
+    def take_released(self, seqs: _Ids) -> dict[int, tuple[str, str, list[dict[str, Any]]]]:
+        """``{seq: (content, reasoning, tool_call_deltas)}``: what each of ``seqs`` released since
+        the last call (as ``TokenStream.take_released``; a finished sequence's ``finish`` tail
+        included), for the sequences that released something. Empty without ``stream=True``.
+
+        Raises:
+            InertValueError, InertTypeError: ``seqs`` is not a 1-D sequence of non-negative ints.
+        """
     def add(self, seq: int | SupportsIndex, turn_key: str, *, in_reasoning: bool = False) -> None:
         """Starts a turn for sequence ``seq`` (the engine's non-negative int id);
         ``in_reasoning``: its prompt opened a reasoning section (as for ``TokenStream``).

@@ -36,7 +36,8 @@ class BatchOrchestrator:
     engine loop; not shared between threads.
 
     Args:
-        effects, tools, policy, timeout, max_block_bytes, schemas, reasoning: as for ``Orchestrator``.
+        effects, tools, policy, timeout, max_block_bytes, schemas, reasoning, stream: as for ``Orchestrator``
+            (with ``stream=True``, ``verify`` also returns the sequences that only released text).
         format: the tool-call format of every sequence.
         vocab: the model's ``inert.Vocabulary`` (or a mapping or sequence, copied once).
         max_workers: calls running at once, across every sequence.
@@ -63,12 +64,14 @@ class BatchOrchestrator:
         limits: Mapping[str, int] | None = None,
         journal: Journal | str | os.PathLike[str] | None = None,
         reasoning: tuple[str, str] | EllipsisType | None = ...,
+        stream: bool = False,
     ) -> None:
         self._tooling = Tooling.build(effects, tools, policy=policy, timeout=timeout, limits=limits,
                                       max_workers=max_workers, threads_only=True)
         self._batch = _core.StreamBatch(
             format, vocab, schemas=schemas if schemas is not None else self._tooling.effects.schemas,
-            max_block_bytes=max_block_bytes, reasoning=reasoning)
+            max_block_bytes=max_block_bytes, reasoning=reasoning, stream=stream)
+        self._streaming = stream
         self._owned: OwnedJournal | None = None
         if journal is None:
             journal = MemoryJournal()
@@ -116,7 +119,12 @@ class BatchOrchestrator:
             As ``StreamBatch.verify``; nothing changes when it raises.
         """
         self._refuse_reentry()
-        return self._apply(self._batch.verify(seqs, n_accepted, corrections))
+        outcomes = self._batch.verify(seqs, n_accepted, corrections)
+        if not self._streaming:
+            return self._apply(outcomes)
+        released = self._batch.take_released(seqs)
+        return {seq: self._turns[seq].apply(outcomes.get(seq, []), released.get(seq))
+                for seq in {**outcomes, **released}}
 
     def draft_tree(self, seq: int, tokens: Any, parents: Any) -> Step:
         """``Orchestrator.draft_tree`` on sequence ``seq``."""
@@ -126,7 +134,9 @@ class BatchOrchestrator:
     def verify_path(self, seq: int, path: Any, correction: Any = None) -> Step:
         """``Orchestrator.verify_path`` on sequence ``seq``."""
         self._refuse_reentry()
-        return self._turns[int(seq)].apply(self._batch.verify_path(seq, path, correction))
+        outcomes = self._batch.verify_path(seq, path, correction)
+        released = self._batch.take_released([seq]).get(int(seq)) if self._streaming else None
+        return self._turns[int(seq)].apply(outcomes, released)
 
     def finish(self, seq: int, *, strict: bool = True) -> Report:
         """Ends sequence ``seq``'s turn: waits for its calls (only its own) and reconciles
@@ -140,11 +150,12 @@ class BatchOrchestrator:
         notices = self._batch.notices(seq)  # the verifies committed them; finish forgets them
         outcomes = self._batch.finish(seq)
         driver = self._turns.pop(int(seq))
-        driver.apply(outcomes)
+        released = self._batch.take_released([seq]).get(int(seq)) if self._streaming else None
+        tail = driver.apply(outcomes, released or ("", "", []))
         runtime = driver.runtime
         assert isinstance(runtime, ThreadRuntime)
         runtime.drain()
-        return driver.report(strict, notices)
+        return driver.report(strict, notices, tail)
 
     def close(self) -> None:
         """Stops the shared workers (once idle) and closes a journal opened from a path."""

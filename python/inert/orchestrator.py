@@ -18,7 +18,7 @@ from .journal import Journal, MemoryJournal, OwnedJournal, open_journal
 from .outcomes import Outcome
 from .report import Report
 from .runtime import AsyncRuntime, ThreadRuntime, running_for
-from .turn import RuntimeFactory, Step, Tooling, Tools, TurnDriver, turn_key_for
+from .turn import Released, RuntimeFactory, Step, Tooling, Tools, TurnDriver, turn_key_for
 
 __all__ = ["POLICIES", "AsyncOrchestrator", "Orchestrator", "Session", "Step"]
 
@@ -66,6 +66,7 @@ class Session:
         two_phase: frozenset[str] | None = None,
         reasoning: tuple[str, str] | EllipsisType | None = ...,
         in_reasoning: bool = False,
+        stream: bool = False,
     ) -> None:
         self.tooling = Tooling.build(effects, tools, policy=policy, timeout=timeout, limits=limits,
                                      max_workers=max_workers, threads_only=threads_only, two_phase=two_phase)
@@ -74,8 +75,10 @@ class Session:
         self.stream = _core.TokenStream(
             format, self.turn_key, vocab=vocab, special_tokens=special_tokens,
             schemas=schemas if schemas is not None else self.effects.schemas, max_block_bytes=max_block_bytes,
-            reasoning=reasoning, in_reasoning=in_reasoning,
+            reasoning=reasoning, in_reasoning=in_reasoning, stream=stream,
         )
+        self.streaming = stream
+        self.tail: Step | None = None
         self._owned: OwnedJournal | None = None  # opened here from a path or URI: closed at the end
         self.trace: TraceWriter | None = None
         try:
@@ -113,7 +116,7 @@ class Session:
         outcomes = self.stream.verify(n_accepted, correction)
         if self.trace is not None:
             self.trace.verify(n_accepted, correction)
-        return self.apply(outcomes)
+        return self.apply(outcomes, self.released())
 
     def draft_tree(self, tokens: Any, parents: Any) -> Step:
         outcomes = self.stream.draft_tree(tokens, parents)
@@ -125,16 +128,29 @@ class Session:
         outcomes = self.stream.verify_path(path, correction)
         if self.trace is not None:
             self.trace.emit("verify_path", path=[int(p) for p in path], correction=_trace_token(correction))
-        return self.apply(outcomes)
+        return self.apply(outcomes, self.released())
 
-    def apply(self, outcomes: list[Outcome]) -> Step:
-        return self.driver.apply(outcomes)
+    def apply(self, outcomes: list[Outcome], released: Released | None = None) -> Step:
+        return self.driver.apply(outcomes, released)
+
+    def released(self) -> Released | None:
+        """What the last step released for streaming, if anything (one cheap check otherwise)."""
+        if self.streaming and self.stream.has_released:
+            return self.stream.take_released()
+        return None
+
+    def finish(self) -> Step:
+        """Ends the stream; the step is what ``finish`` did and released (``report.tail``)."""
+        outcomes = self.stream.finish()
+        self.tail = self.apply(outcomes, self.released() or ("", "", []))
+        return self.tail
 
     def report(self, strict: bool) -> Report:
         try:
-            return self.driver.report(strict, self.stream.notices())
+            report = self.driver.report(strict, self.stream.notices(), self.tail)
         finally:
             self.close()
+        return report
 
     def close(self) -> None:
         if self.trace is not None:
@@ -193,6 +209,9 @@ class Orchestrator:
         in_reasoning: the prompt opened a reasoning section (a thinking chat template). A
             closer that closed nothing is reported in ``Report.notices``: the calls before
             it may have been thoughts.
+        stream: release streaming output: each verify's ``Step`` carries ``content``,
+            ``reasoning`` and ``tool_call_deltas`` from accepted tokens only, and
+            ``report.tail`` what ``finish()`` released (see ``inert.openai.chunk``).
 
     Raises:
         UnknownFormatError: ``format`` is not a known format.
@@ -223,12 +242,13 @@ class Orchestrator:
         trace: str | os.PathLike[str] | None = None,
         reasoning: tuple[str, str] | EllipsisType | None = ...,
         in_reasoning: bool = False,
+        stream: bool = False,
     ) -> None:
         self._s = Session(
             effects, tools, runtime=ThreadRuntime, format=format, turn_key=turn_key, policy=policy, vocab=vocab,
             special_tokens=special_tokens, schemas=schemas, max_block_bytes=max_block_bytes,
             max_workers=max_workers, timeout=timeout, limits=limits, journal=journal, trace=trace, threads_only=True,
-            reasoning=reasoning, in_reasoning=in_reasoning,
+            reasoning=reasoning, in_reasoning=in_reasoning, stream=stream,
         )
 
     @property
@@ -314,7 +334,7 @@ class Orchestrator:
             StreamFinishedError: called twice.
         """
         self._s.refuse_reentry()
-        self._s.apply(self._s.stream.finish())
+        self._s.finish()
         runtime = self._s.runtime
         assert isinstance(runtime, ThreadRuntime)
         runtime.drain()
@@ -351,12 +371,13 @@ class AsyncOrchestrator:
         trace: str | os.PathLike[str] | None = None,
         reasoning: tuple[str, str] | EllipsisType | None = ...,
         in_reasoning: bool = False,
+        stream: bool = False,
     ) -> None:
         self._s = Session(
             effects, tools, runtime=AsyncRuntime, format=format, turn_key=turn_key, policy=policy, vocab=vocab,
             special_tokens=special_tokens, schemas=schemas, max_block_bytes=max_block_bytes,
             max_workers=max_workers, timeout=timeout, limits=limits, journal=journal, trace=trace,
-            reasoning=reasoning, in_reasoning=in_reasoning,
+            reasoning=reasoning, in_reasoning=in_reasoning, stream=stream,
         )
 
     @property
@@ -414,6 +435,6 @@ class AsyncOrchestrator:
     async def finish(self, *, strict: bool = True) -> Report:
         """As ``Orchestrator.finish``, awaiting the calls."""
         runtime = self._enter()
-        self._s.apply(self._s.stream.finish())
+        self._s.finish()
         await runtime.drain()
         return self._s.report(strict)

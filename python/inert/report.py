@@ -4,10 +4,13 @@ and the report that reconciles the two."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._core import Malformed, ReasoningUnopened
 from .effects import EffectClass, Footprint
+
+if TYPE_CHECKING:
+    from .turn import Step
 
 __all__ = ["AcceptedCall", "CallResult", "DiscardedCall", "DispatchRecord", "Report", "Violation"]
 
@@ -127,6 +130,9 @@ class Report:
     """Accepted reasoning closers that closed nothing: the prompt opened the section, so
     the calls before them may have been thoughts (and ran). Pass ``in_reasoning=True``
     for this chat template."""
+    tail: Step | None = None
+    """What ``finish()`` released (an orchestrator's report always has one): the content and
+    reasoning held back until the end, the last tool-call deltas. Empty unless streaming."""
 
     @property
     def consistent(self) -> bool:

@@ -35,14 +35,31 @@ __all__ = ["Runtime", "RuntimeFactory", "Step", "Tooling", "Tools", "TurnDriver"
 Tools = Mapping[str, Callable[..., Any]] | Callable[[str, dict[str, Any]], Any]
 
 
+Released = tuple[str, str, list[dict[str, Any]]]
+"""What a streaming step released: ``(content, reasoning, tool_call_deltas)``."""
+
+
 @dataclass(frozen=True)
 class Step:
-    """What one ``draft`` or ``verify`` call did."""
+    """What one ``draft`` or ``verify`` call did.
+
+    With ``stream=True`` a step also carries what it released for a client to see, from
+    accepted tokens only, so nothing shown is ever retracted (drafts release nothing)."""
 
     outcomes: tuple[Outcome, ...]
     """The core's outcomes, in order: calls closed, committed and retracted, malformed blocks."""
     dispatched: tuple[Dispatch, ...] = field(default=())
     """Calls the gate let go during this step (they may still wait for earlier conflicting calls)."""
+    content: str = ""
+    """Accepted text outside calls and reasoning released by this step: never part of a delimiter,
+    never half a UTF-8 character, never text that a later token could still turn into a call."""
+    reasoning: str = ""
+    """Accepted text inside reasoning sections released by this step."""
+    tool_call_deltas: tuple[dict[str, Any], ...] = field(default=())
+    """Dicts shaped like OpenAI's ``ChoiceDeltaToolCall``: a call's first delta has ``index``, ``id``,
+    ``type`` and ``function.name``; later ones append ``function.arguments`` fragments, which joined
+    parse to the call's final arguments. A call whose block turned out malformed after its deltas
+    went out gets a last delta with ``"inert": {"malformed": kind}`` (see the README)."""
 
 
 class Runtime(Protocol):
@@ -192,10 +209,13 @@ class TurnDriver:
         self.trace = trace
         self._nodes: dict[str, Node] = {}  # commit key -> its call, until committed or retracted
 
-    def apply(self, outcomes: list[Outcome]) -> Step:
-        """Turns one step's outcomes into commands and hands them to the runtime."""
+    def apply(self, outcomes: list[Outcome], released: Released | None = None) -> Step:
+        """Turns one step's outcomes into commands and hands them to the runtime;
+        ``released`` is what the step released for streaming (``None``: nothing)."""
         if not outcomes:
-            return _NOTHING  # most steps close nothing: no work, no allocation
+            if released is None:
+                return _NOTHING  # most steps close nothing: no work, no allocation
+            return Step((), (), released[0], released[1], tuple(released[2]))
         if self.trace is not None:
             for outcome in outcomes:
                 self.trace.outcome(outcome)
@@ -216,11 +236,14 @@ class TurnDriver:
                 node = self._nodes.pop(command.commit_key)
                 dispatched[command.commit_key] = node.dispatch
                 runtime.confirm(node)
-        return Step(tuple(outcomes), tuple(dispatched[k] for k in let_go))
+        let_out = tuple(dispatched[k] for k in let_go)
+        if released is None:
+            return Step(tuple(outcomes), let_out)
+        return Step(tuple(outcomes), let_out, released[0], released[1], tuple(released[2]))
 
-    def report(self, strict: bool, notices: Sequence[_core.ReasoningUnopened] = ()) -> Report:
+    def report(self, strict: bool, notices: Sequence[_core.ReasoningUnopened] = (), tail: Step | None = None) -> Report:
         """Reconciles what ran with what was accepted (every call must be concluded);
-        ``notices`` are the turn's reasoning closers that closed nothing.
+        ``notices`` are the turn's reasoning closers that closed nothing, ``tail`` what finish released.
 
         Raises:
             SpeculativeEffectViolation: anything diverged and ``strict``.
@@ -235,6 +258,7 @@ class TurnDriver:
                 f"first at tokens {first.start}-{first.end}): the chat template opened the section in the prompt, "
                 "so calls before it may have been thoughts, and ran; pass in_reasoning=True for this template"),
                 stacklevel=4)
+        report.tail = tail if tail is not None else _NOTHING
         if self.trace is not None:
             self.trace.emit("turn_end", violations=len(report.violations))
         if strict and report.violations:

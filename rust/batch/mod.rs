@@ -14,7 +14,7 @@
 mod slots;
 
 use crate::error::CoreError;
-use crate::turn::{Binding, Outcome, TokenIn, Turn};
+use crate::turn::{Binding, Outcome, Released, TokenIn, Turn};
 use slots::Slots;
 use std::ops::Range;
 
@@ -122,11 +122,22 @@ impl Batch {
 
     /// Ends `seq`'s turn (see `Turn::finish`) and frees its slot.
     pub fn finish(&mut self, seq: u64) -> Result<Vec<Outcome>, CoreError> {
+        Ok(self.finish_released(seq)?.0)
+    }
+
+    /// `finish`, with what it released (streaming output).
+    pub fn finish_released(&mut self, seq: u64) -> Result<(Vec<Outcome>, Released), CoreError> {
         let slot = self.slots.get(seq).ok_or(CoreError::UnknownSequence { seq })?;
         let out = self.turns[slot].finish().map_err(in_seq(seq))?;
+        let tail = self.turns[slot].take_released();
         self.slots.remove(seq);
         // The slot's turn stays until reused: its buffers are the next turn's to drop.
-        Ok(out)
+        Ok((out, tail))
+    }
+
+    /// What `seq`'s steps released since the last call; nothing for an unknown `seq`.
+    pub fn take_released(&mut self, seq: u64) -> Released {
+        self.slots.get(seq).map(|slot| self.turns[slot].take_released()).unwrap_or_default()
     }
 
     /// Drafts a token tree onto `seq` (see `Turn::draft_tree`).

@@ -6,13 +6,14 @@
 use super::convert::token;
 use super::ints::{int, ints_1d, ints_2d};
 use super::outcome::CallCache;
+use super::stream::{released, StreamFlag};
 use super::token_stream::{
     config, node_indices, with_tokens, ByteLimit, Flag, ReasoningArg, TurnKey, DEFAULT_MAX_BLOCK_BYTES,
 };
 use super::vocabulary::vocab_arg;
 use crate::batch::{Batch, BatchOutcomes, DraftRows, VerifyRows};
 use crate::error::CoreError;
-use crate::turn::{Binding, Outcome};
+use crate::turn::{Binding, Outcome, Released};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 use std::collections::HashMap;
@@ -26,6 +27,8 @@ pub(super) struct PyStreamBatch {
     calls: CallCache,
     /// Each sequence's committed `ReasoningUnopened` outcomes, kept while it is in the batch.
     notices: HashMap<u64, Vec<Py<PyAny>>>,
+    /// What `finish(seq)` released, until `take_released` takes it.
+    tails: HashMap<u64, Released>,
 }
 
 /// A sequence id: a non-negative int (numpy integer scalars included).
@@ -88,8 +91,8 @@ impl PyStreamBatch {
 impl PyStreamBatch {
     #[new]
     #[pyo3(
-        signature = (format = None, vocab = None, *, special_tokens = None, schemas = None, max_block_bytes = DEFAULT_MAX_BLOCK_BYTES, reasoning = ReasoningArg::FormatDefault),
-        text_signature = "(format=None, vocab=None, *, special_tokens=None, schemas=None, max_block_bytes=1048576, reasoning=...)"
+        signature = (format = None, vocab = None, *, special_tokens = None, schemas = None, max_block_bytes = DEFAULT_MAX_BLOCK_BYTES, reasoning = ReasoningArg::FormatDefault, stream = StreamFlag(false)),
+        text_signature = "(format=None, vocab=None, *, special_tokens=None, schemas=None, max_block_bytes=1048576, reasoning=..., stream=False)"
     )]
     fn new(
         format: Option<&Bound<'_, PyAny>>,
@@ -98,13 +101,15 @@ impl PyStreamBatch {
         schemas: Option<&Bound<'_, PyAny>>,
         max_block_bytes: ByteLimit,
         reasoning: ReasoningArg,
+        stream: StreamFlag,
     ) -> PyResult<Self> {
-        let config = config(format, String::new(), schemas, max_block_bytes.0, reasoning, Flag(false))?;
+        let config = config(format, String::new(), schemas, max_block_bytes.0, reasoning, Flag(false), stream.0)?;
         let vocab = vocab_arg(vocab, special_tokens)?;
         Ok(Self {
             batch: Batch::new(Binding::new(&config, vocab)),
             calls: CallCache::default(),
             notices: HashMap::new(),
+            tails: HashMap::new(),
         })
     }
 
@@ -115,6 +120,7 @@ impl PyStreamBatch {
         let seq = seq_id(seq)?;
         self.batch.add(seq, &turn_key.0, in_reasoning.0)?;
         self.notices.remove(&seq);
+        self.tails.remove(&seq);
         Ok(())
     }
 
@@ -205,10 +211,30 @@ impl PyStreamBatch {
     /// Ends `seq`'s turn and frees its slot.
     fn finish<'py>(&mut self, py: Python<'py>, seq: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, PyAny>>> {
         let seq = seq_id(seq)?;
-        let out = self.batch.finish(seq)?;
+        let (out, tail) = self.batch.finish_released(seq)?;
+        if !tail.is_empty() {
+            self.tails.insert(seq, tail);
+        }
         let out = self.convert(py, seq, out);
         self.notices.remove(&seq);
         out
+    }
+
+    /// `{seq: (content, reasoning, deltas)}`: what the steps released for each of
+    /// `seqs` since the last call (`finish(seq)`'s tail included), for the sequences
+    /// that released something. Empty unless the batch streams (`stream=True`).
+    fn take_released<'py>(&mut self, py: Python<'py>, seqs: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyDict>> {
+        let dict = PyDict::new(py);
+        for seq in seq_ids(seqs)? {
+            let r = match self.tails.remove(&seq) {
+                Some(tail) => tail,
+                None => self.batch.take_released(seq),
+            };
+            if !r.is_empty() {
+                dict.set_item(seq, released(py, r)?)?;
+            }
+        }
+        Ok(dict)
     }
 
     /// Drafts a token tree onto `seq` (see `TokenStream.draft_tree`).

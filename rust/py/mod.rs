@@ -6,6 +6,7 @@ mod convert;
 mod errors;
 mod ints;
 mod outcome;
+mod stream;
 mod token_stream;
 mod vocabulary;
 

@@ -88,6 +88,10 @@ pub(super) struct PyMalformed {
     start: usize,
     #[pyo3(get)]
     end: usize,
+    /// Streaming output: the index of the tool call whose deltas had gone out before
+    /// the block turned out malformed (its last delta marks it); `None` otherwise.
+    #[pyo3(get)]
+    tool_call_index: Option<u32>,
 }
 
 #[pymethods]
@@ -116,6 +120,7 @@ impl PyMalformed {
             commit_key: r.key.to_string(),
             start: r.span.start,
             end: r.span.end,
+            tool_call_index: r.tool_call_index.get().copied(),
         }
     }
 }

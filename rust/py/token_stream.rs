@@ -3,6 +3,7 @@
 use super::convert::{as_index, collect_tokens, count, py_to_json, repr, text, token, type_name, Index};
 use super::ints::{buffer_ints, ints_1d};
 use super::outcome::CallCache;
+use super::stream::{released, StreamFlag};
 use super::vocabulary::vocab_arg;
 use crate::error::CoreError;
 use crate::ledger::TokenState;
@@ -125,6 +126,7 @@ pub(super) fn config(
     max_block_bytes: usize,
     reasoning: ReasoningArg,
     in_reasoning: Flag,
+    stream: bool,
 ) -> PyResult<TurnConfig> {
     let format = match format.filter(|f| !f.is_none()) {
         Some(format) => format_spec(format)?,
@@ -135,7 +137,7 @@ pub(super) fn config(
         _ => Schemas::default(),
     };
     let format = with_reasoning(format, reasoning);
-    let config = TurnConfig { format, schemas, turn_key, max_block_bytes, in_reasoning: in_reasoning.0 };
+    let config = TurnConfig { format, schemas, turn_key, max_block_bytes, in_reasoning: in_reasoning.0, stream };
     config.check()?;
     Ok(config)
 }
@@ -234,8 +236,8 @@ impl PyTokenStream {
 impl PyTokenStream {
     #[new]
     #[pyo3(
-        signature = (format = None, turn_key = TurnKey(String::new()), *, vocab = None, special_tokens = None, schemas = None, max_block_bytes = DEFAULT_MAX_BLOCK_BYTES, reasoning = ReasoningArg::FormatDefault, in_reasoning = Flag(false)),
-        text_signature = "(format=None, turn_key='', *, vocab=None, special_tokens=None, schemas=None, max_block_bytes=1048576, reasoning=..., in_reasoning=False)"
+        signature = (format = None, turn_key = TurnKey(String::new()), *, vocab = None, special_tokens = None, schemas = None, max_block_bytes = DEFAULT_MAX_BLOCK_BYTES, reasoning = ReasoningArg::FormatDefault, in_reasoning = Flag(false), stream = StreamFlag(false)),
+        text_signature = "(format=None, turn_key='', *, vocab=None, special_tokens=None, schemas=None, max_block_bytes=1048576, reasoning=..., in_reasoning=False, stream=False)"
     )]
     #[allow(clippy::too_many_arguments)] // the keywords mirror the public API
     fn new(
@@ -247,8 +249,9 @@ impl PyTokenStream {
         max_block_bytes: ByteLimit,
         reasoning: ReasoningArg,
         in_reasoning: Flag,
+        stream: StreamFlag,
     ) -> PyResult<Self> {
-        let config = config(format, turn_key.0, schemas, max_block_bytes.0, reasoning, in_reasoning)?;
+        let config = config(format, turn_key.0, schemas, max_block_bytes.0, reasoning, in_reasoning, stream.0)?;
         let vocab = vocab_arg(vocab, special_tokens)?;
         Ok(Self { turn: Turn::with_vocab(&config, vocab), calls: CallCache::default(), notices: Vec::new() })
     }
@@ -256,6 +259,17 @@ impl PyTokenStream {
     fn draft<'py>(&mut self, py: Python<'py>, tokens: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, PyAny>>> {
         let out = with_tokens(tokens, |window| self.turn.draft(window))?;
         self.convert(py, out)
+    }
+
+    /// What the steps released since the last call: `(content, reasoning, deltas)`.
+    fn take_released<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        released(py, self.turn.take_released())
+    }
+
+    /// Whether a step released something not taken yet (cheaper than taking it).
+    #[getter]
+    fn has_released(&self) -> bool {
+        self.turn.has_released()
     }
 
     /// The `ReasoningUnopened` outcomes committed so far, in stream order.
@@ -400,7 +414,7 @@ pub(super) fn parse<'py>(
     reasoning: ReasoningArg,
     in_reasoning: Flag,
 ) -> PyResult<Vec<Bound<'py, PyAny>>> {
-    let config = config(format, String::new(), schemas, max_block_bytes.0, reasoning, in_reasoning)?;
+    let config = config(format, String::new(), schemas, max_block_bytes.0, reasoning, in_reasoning, false)?;
     let bytes: &[u8] = if let Ok(s) = text.cast::<PyString>() {
         s.to_str().map_err(|_| CoreError::PieceNotUnicode { index: 0 })?.as_bytes()
     } else if let Ok(b) = text.cast::<PyBytes>() {

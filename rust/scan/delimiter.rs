@@ -4,6 +4,7 @@
 use aho_corasick::automaton::{Automaton, StateID};
 use aho_corasick::dfa::DFA;
 use aho_corasick::{Anchored, MatchKind};
+use std::collections::HashMap;
 
 /// Where the matcher stands inside a possibly partial delimiter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -17,6 +18,9 @@ pub(super) struct Delimiters {
     /// The bytes on which the start state stays the start state (no delimiter
     /// begins with them): a run of them from rest changes nothing.
     rests: [bool; 256],
+    /// Each reachable state's depth: how many of the last bytes it has read may
+    /// still begin a delimiter (the length of the string the state stands for).
+    depths: HashMap<StateID, u8>,
 }
 
 impl Cursor {
@@ -46,7 +50,15 @@ impl Delimiters {
             let next = dfa.next_state(Anchored::No, start, b);
             *rest = next == start && !dfa.is_match(next);
         }
-        Self { dfa, start, rests }
+        let depths = depths(&dfa, start);
+        Self { dfa, start, rests, depths }
+    }
+
+    /// How many of the bytes stepped through last may still be the start of a
+    /// delimiter from `cursor`: text before them can never become one.
+    #[must_use]
+    pub(super) fn depth(&self, cursor: Cursor) -> usize {
+        self.depths.get(&cursor.0).map_or(0, |&d| usize::from(d))
     }
 
     /// Whether stepping through `bytes` from `cursor` leaves it where it is and
@@ -71,6 +83,33 @@ impl Delimiters {
             None
         }
     }
+}
+
+/// Breadth-first from the start: in an Aho-Corasick automaton a state's shortest
+/// path from the start spells the string it stands for, so its length is the depth.
+/// Delimiters are a handful of short strings: a few hundred states at most.
+fn depths(dfa: &DFA, start: StateID) -> HashMap<StateID, u8> {
+    let mut depths = HashMap::from([(start, 0u8)]);
+    let mut frontier = vec![start];
+    let mut depth = 0u8;
+    while !frontier.is_empty() {
+        depth = depth.saturating_add(1);
+        let mut next = Vec::new();
+        for s in frontier {
+            for b in 0..=255u8 {
+                let t = dfa.next_state(Anchored::No, s, b);
+                if dfa.is_dead(t) {
+                    continue;
+                }
+                depths.entry(t).or_insert_with(|| {
+                    next.push(t);
+                    depth
+                });
+            }
+        }
+        frontier = next;
+    }
+    depths
 }
 
 #[cfg(test)]
@@ -99,6 +138,18 @@ mod tests {
         let mut c = d.start();
         d.step(&mut c, b'<');
         assert!(!d.passes_over(c, b"x"), "mid-delimiter is not at rest");
+    }
+
+    #[test]
+    fn depth_is_the_partial_delimiter_read_last() {
+        let d = Delimiters::new(&["<tool_call>", "</tool_call>"]);
+        let mut c = d.start();
+        let mut seen = Vec::new();
+        for &b in b"a<tool<</to" {
+            d.step(&mut c, b);
+            seen.push(d.depth(c));
+        }
+        assert_eq!(seen, vec![0, 1, 2, 3, 4, 5, 1, 1, 2, 3, 4]);
     }
 
     #[test]

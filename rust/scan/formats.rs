@@ -2,7 +2,7 @@
 //! in `shared/FORMATS.md`.
 
 use super::lexer::{StructStart, Syntax};
-use super::spec::{Anchor, Body, FormatSpec, Reasoning};
+use super::spec::{Anchor, Body, FormatSpec, Framing, Reasoning};
 use crate::error::CoreError;
 
 /// Every built-in format name, in the order `inert.formats()` lists them.
@@ -46,6 +46,7 @@ fn delimited(name: &str, open: &[&str], close: &[&str], syntax: Syntax, body: Bo
         body,
         reasoning: Some(Reasoning::pair("<think>", "</think>")),
         name_chars: String::new(),
+        framing: None,
     }
 }
 
@@ -132,6 +133,13 @@ pub fn builtin(name: &str) -> Result<FormatSpec, CoreError> {
             reasoning: Some(Reasoning {
                 report_unopened: false,
                 ..Reasoning::pair("<|channel|>analysis<|message|>", "<|end|>")
+            }),
+            // Headers (`<|start|>assistant<|channel|>final<|message|>`) and control tokens
+            // frame every message: never content.
+            framing: Some(Framing {
+                open: strings(&["<|start|>", "<|channel|>"]),
+                close: strings(&["<|message|>"]),
+                hidden: strings(&["<|return|>", "<|constrain|>", "<|call|>", "<|end|>"]),
             }),
             ..delimited(name, &["to=functions."], &["<|call|>"], Syntax::Json, Body::Harmony)
         },

@@ -17,6 +17,11 @@ pub enum Role {
     /// Opens a reasoning section: what follows is thinking, never a call.
     ReasoningOpen,
     ReasoningClose,
+    /// Message framing (see `Framing`): a header's start and end, and control
+    /// tokens. They change no call; streaming output hides them.
+    FrameOpen,
+    FrameClose,
+    Control,
 }
 
 /// What a match means in its mode: a delimiter, or, in raw-text bodies, one of
@@ -61,6 +66,11 @@ impl Matcher {
         self.delimiters.passes_over(cursor, bytes)
     }
 
+    /// How many of the last bytes read may still begin a delimiter.
+    pub(super) fn depth(&self, cursor: Cursor) -> usize {
+        self.delimiters.depth(cursor)
+    }
+
     /// Advances by one byte; returns what ends here, and its length in bytes.
     #[inline]
     pub(super) fn step(&self, cursor: &mut Cursor, byte: u8) -> Option<(Hit, usize)> {
@@ -100,12 +110,17 @@ impl Matchers {
         let d = Hit::Delimiter;
         // Reasoning comes first: a closer that also arms (xlam's `</think>`) is a
         // reasoning closer, which arms too.
+        let (frame_open, frame_close, control) =
+            spec.framing.as_ref().map_or((&none, &none, &none), |f| (&f.open, &f.close, &f.hidden));
         let outside = if spec.section_open.is_empty() {
             Matcher::new(&[
                 (think_open, d(Role::ReasoningOpen)),
                 (think_close, d(Role::ReasoningClose)),
                 (&spec.call_open, d(Role::CallOpen)),
                 (arm, d(Role::Arm)),
+                (frame_open, d(Role::FrameOpen)),
+                (frame_close, d(Role::FrameClose)),
+                (control, d(Role::Control)),
             ])
         } else {
             Matcher::new(&[

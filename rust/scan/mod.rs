@@ -11,13 +11,14 @@ mod matcher;
 mod scanner;
 pub mod spec;
 
+pub(crate) use body::{check_name, head_call};
 pub use body::{Item, Schemas};
 pub use call::Call;
 pub use lexer::{StructStart, Syntax};
 pub use malformed::{Malformed, MalformedKind};
 pub use matcher::Role;
-pub use scanner::{ScanEvent, ScanState, Scanner, TokenRole};
-pub use spec::{Anchor, Body, FormatSpec, Reasoning};
+pub use scanner::{ScanEvent, ScanState, Scanner, TextClass, TokenRole};
+pub use spec::{Anchor, Body, FormatSpec, Framing, Reasoning};
 
 #[cfg(test)]
 pub(crate) mod samples;

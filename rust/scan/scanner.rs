@@ -60,6 +60,11 @@ pub struct ScanState {
     /// in it (a section of text and no call is malformed).
     section_start: u32,
     section_calls: bool,
+    /// Live-text offset where the current armed run began: the blanks and
+    /// separators skipped since belong to the call if one starts, else to the content.
+    armed_from: u32,
+    /// Inside a message header (`Framing`): hidden from streamed content.
+    in_frame: bool,
 }
 
 impl ScanState {
@@ -74,8 +79,8 @@ impl ScanState {
 /// What one token did. Every byte offset is in the live text.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ScanEvent {
-    /// A block opened; its open delimiter starts at `delimiter_start`.
-    Opened { delimiter_start: usize },
+    /// A block opened; its open delimiter starts at `delimiter_start`, its body at `body_start`.
+    Opened { delimiter_start: usize, body_start: usize },
     /// The open block ended with its byte `end - 1`, parsed into its items.
     /// `confirmed` is false for a structurally complete block, which counts
     /// only once the next token (or the end of the turn) confirms it.
@@ -89,6 +94,10 @@ pub enum ScanEvent {
     /// A reasoning closer at `delimiter` while the turn was not in reasoning:
     /// the prompt opened the section, and calls before it may have been thoughts.
     ReasoningUnopened { delimiter: Range<usize> },
+    /// From byte `at` on, the text is of `class` (only from a scanner that
+    /// records shifts). Shifts come in order; a later one at an earlier byte
+    /// overrides from where the text has got to.
+    Shift { at: usize, class: TextClass },
 }
 
 /// A format's immutable scanning machinery. One per stream; states are separate.
@@ -102,13 +111,15 @@ pub struct Scanner {
     /// The call closer is a special token of this turn's vocabulary: in a raw-text
     /// body, its spelling by ordinary tokens given by id is text (code in a value).
     closer_by_id: bool,
+    /// Whether to report `ScanEvent::Shift`s (streaming output asks for them).
+    shifts: bool,
 }
 
 impl Scanner {
     #[must_use]
     pub fn new(spec: FormatSpec, schemas: Schemas, max_block_bytes: usize) -> Self {
         let m = Matchers::new(&spec);
-        Self { spec, m, schemas, max_block_bytes, start_in_reasoning: false, closer_by_id: false }
+        Self { spec, m, schemas, max_block_bytes, start_in_reasoning: false, closer_by_id: false, shifts: false }
     }
 
     /// Starts turns inside a reasoning section (the prompt opened it). The
@@ -125,40 +136,6 @@ impl Scanner {
     #[must_use]
     pub fn spec(&self) -> &FormatSpec {
         &self.spec
-    }
-
-    /// The role a special token's spelling gives it in this format.
-    #[must_use]
-    pub fn role_of_special(&self, text: &[u8]) -> TokenRole {
-        self.special_groups()
-            .iter()
-            .find(|(texts, _)| texts.iter().any(|t| t.as_bytes() == text))
-            .map_or(TokenRole::Text, |(_, role)| TokenRole::Delimiter(*role))
-    }
-
-    /// Every spelling `role_of_special` gives a role: a vocabulary binds only the
-    /// ids spelled so, which it looks up by text instead of scanning every entry.
-    pub fn special_spellings(&self) -> impl Iterator<Item = &[u8]> {
-        self.special_groups().into_iter().flat_map(|(texts, _)| texts.iter().map(String::as_bytes))
-    }
-
-    /// The delimiters a special token may spell, with the role each gives it.
-    /// Reasoning first: a spelling that is also an arm (xlam's `</think>`) closes
-    /// reasoning, which arms too.
-    fn special_groups(&self) -> [(&[String], Role); 7] {
-        let s = &self.spec;
-        let arm = s.anchor.as_ref().map(|a| a.arm.as_slice()).unwrap_or_default();
-        let (think_open, think_close) =
-            s.reasoning.as_ref().map_or((&[][..], &[][..]), |r| (r.open.as_slice(), r.close.as_slice()));
-        [
-            (think_open, Role::ReasoningOpen),
-            (think_close, Role::ReasoningClose),
-            (&s.section_open, Role::SectionOpen),
-            (&s.section_close, Role::SectionClose),
-            (&s.call_open, Role::CallOpen),
-            (&s.call_close, Role::CallClose),
-            (arm, Role::Arm),
-        ]
     }
 
     fn matcher(&self, mode: Mode) -> Option<&Matcher> {
@@ -203,6 +180,8 @@ impl Scanner {
             body_start: 0,
             section_start: 0,
             section_calls: false,
+            armed_from: 0,
+            in_frame: false,
         }
     }
 
@@ -229,6 +208,13 @@ impl Scanner {
         }
         if let TokenRole::Delimiter(role) = role {
             if self.delimit(state, text, role, token.clone(), out) {
+                return;
+            }
+            if state.mode == Mode::Outside && matches!(role, Role::CallClose | Role::SectionClose) {
+                // A closer that closes nothing, sent as its special token: a control
+                // token, never content.
+                self.shift(out, token.start, TextClass::Hidden);
+                self.shift(out, token.end, TextClass::Content);
                 return;
             }
         }
@@ -279,7 +265,7 @@ impl Scanner {
         // from inside their thinking, it ends the section (by text it stays a thought).
         let call_ends_thinking = self.spec.reasoning.as_ref().is_some_and(|r| r.ended_by_call_token);
         match (state.mode, role) {
-            (Mode::Outside, Role::SectionOpen) if sectioned => self.enter_section(state, token),
+            (Mode::Outside, Role::SectionOpen) if sectioned => self.enter_section(state, token, out),
             (Mode::Outside, Role::CallOpen) if !sectioned => self.open_delimited(state, token, out),
             (Mode::Section, Role::CallOpen) => self.open_delimited(state, token, out),
             (Mode::Section, Role::SectionClose) => self.leave_section(state, text, token, out),
@@ -291,7 +277,7 @@ impl Scanner {
             (Mode::Reasoning, Role::ReasoningClose) => self.stop_thinking(state, token, out),
             (Mode::Reasoning, Role::SectionOpen) if sectioned && call_ends_thinking => {
                 self.stop_thinking(state, token.clone(), out);
-                self.enter_section(state, token);
+                self.enter_section(state, token, out);
             }
             (Mode::Reasoning, Role::CallOpen) if !sectioned && call_ends_thinking => {
                 self.stop_thinking(state, token.clone(), out);
@@ -310,6 +296,8 @@ impl Scanner {
                 return;
             }
             if anchor.starts.contains(&byte) {
+                // The blanks and separators skipped since arming go with the call.
+                self.shift(out, state.armed_from as usize, TextClass::Hidden);
                 self.open(state, i, i, true, out);
                 self.body_run(state, text, i, i + 1, by_id, out);
                 return;
@@ -338,10 +326,29 @@ impl Scanner {
             let Some((Hit::Delimiter(role), len)) = hit else { continue };
             let at = i - len..i;
             match (state.mode, role) {
-                (_, Role::SectionOpen) => self.enter_section(state, at),
+                (_, Role::SectionOpen) => self.enter_section(state, at, out),
                 (_, Role::SectionClose) => self.leave_section(state, text, at, out),
                 (_, Role::CallOpen) => self.open_delimited(state, at, out),
-                (_, Role::Arm) => state.armed = true,
+                (_, Role::Arm) => {
+                    self.shift(out, at.start, TextClass::Hidden);
+                    self.shift(out, at.end, TextClass::Content);
+                    self.arm(state, at.end);
+                }
+                (Mode::Outside, Role::FrameOpen) => {
+                    self.shift(out, at.start, TextClass::Hidden);
+                    state.in_frame = true;
+                    continue; // nothing changes for calls: keep scanning this run
+                }
+                (Mode::Outside, Role::FrameClose | Role::Control) => {
+                    if !state.in_frame {
+                        self.shift(out, at.start, TextClass::Hidden);
+                    }
+                    if role == Role::FrameClose || !state.in_frame {
+                        self.shift(out, at.end, TextClass::Content);
+                        state.in_frame = false;
+                    }
+                    continue;
+                }
                 (Mode::Outside, Role::ReasoningOpen) => self.think(state, at, out),
                 (Mode::Outside, Role::ReasoningClose) => self.unopened(state, at, out),
                 (Mode::Reasoning, Role::ReasoningClose) => self.stop_thinking(state, at, out),
@@ -406,7 +413,7 @@ impl Scanner {
     /// once the next token (or the end of the turn) confirms it.
     fn complete(&self, state: &mut ScanState, text: &[u8], end: usize, out: &mut Vec<ScanEvent>) {
         let overflowed = state.mode == Mode::Overflow;
-        self.leave_block(state);
+        self.leave_block(state, end, out);
         if !overflowed {
             if state.awaiting_confirmation {
                 // A second block completed in the same token: the first is confirmed.
@@ -426,7 +433,8 @@ impl Scanner {
         self.spec.syntax != Syntax::Raw || (state.depth == 0 && !(by_id && self.closer_by_id))
     }
 
-    fn enter_section(&self, state: &mut ScanState, delimiter: Range<usize>) {
+    fn enter_section(&self, state: &mut ScanState, delimiter: Range<usize>, out: &mut Vec<ScanEvent>) {
+        self.shift(out, delimiter.start, TextClass::Hidden);
         state.in_section = true;
         state.section_start = delimiter.start as u32;
         state.section_calls = false;
@@ -448,6 +456,7 @@ impl Scanner {
     fn leave_section(&self, state: &mut ScanState, text: &[u8], delimiter: Range<usize>, out: &mut Vec<ScanEvent>) {
         state.in_section = false;
         self.enter(state, Mode::Outside);
+        self.shift(out, delimiter.end, TextClass::Content);
         if !state.section_calls {
             let body = self.section_body(state, text)..delimiter.start;
             if !text[body.clone()].iter().all(u8::is_ascii_whitespace) {
@@ -458,13 +467,19 @@ impl Scanner {
 
     fn think(&self, state: &mut ScanState, delimiter: Range<usize>, out: &mut Vec<ScanEvent>) {
         state.armed = false;
+        state.in_frame = false;
         self.enter(state, Mode::Reasoning);
+        self.shift(out, delimiter.start, TextClass::Hidden);
+        self.shift(out, delimiter.end, TextClass::Reasoning);
         out.push(ScanEvent::ReasoningOpened { delimiter });
     }
 
     fn stop_thinking(&self, state: &mut ScanState, delimiter: Range<usize>, out: &mut Vec<ScanEvent>) {
         self.enter(state, Mode::Outside);
         state.armed = self.arms_at_start();
+        state.armed_from = delimiter.end as u32;
+        self.shift(out, delimiter.start, TextClass::Hidden);
+        self.shift(out, delimiter.end, TextClass::Content);
         out.push(ScanEvent::ReasoningClosed { delimiter });
     }
 
@@ -472,6 +487,10 @@ impl Scanner {
     /// so; the content starts after it, as after any reasoning.
     fn unopened(&self, state: &mut ScanState, delimiter: Range<usize>, out: &mut Vec<ScanEvent>) {
         state.armed = self.spec.anchor.is_some();
+        state.armed_from = delimiter.end as u32;
+        state.in_frame = false;
+        self.shift(out, delimiter.start, TextClass::Hidden);
+        self.shift(out, delimiter.end, TextClass::Content);
         if self.spec.reasoning.as_ref().is_some_and(|r| r.report_unopened) {
             out.push(ScanEvent::ReasoningUnopened { delimiter });
         }
@@ -479,6 +498,7 @@ impl Scanner {
 
     /// A block opened by its delimiter at `delimiter`.
     fn open_delimited(&self, state: &mut ScanState, delimiter: Range<usize>, out: &mut Vec<ScanEvent>) {
+        self.shift(out, delimiter.start, TextClass::Hidden);
         state.section_calls |= state.in_section;
         self.open(state, delimiter.start, delimiter.end, self.spec.structural(), out);
     }
@@ -494,25 +514,35 @@ impl Scanner {
         self.enter(state, Mode::Body);
         state.lexer = Lexer::default();
         state.armed = false;
+        state.in_frame = false;
         state.structural = structural;
         state.depth = 0;
         // Offsets fit: the stream refuses text past u32::MAX before scanning it.
         state.block_start = delimiter_start as u32;
         state.body_start = body_start as u32;
-        out.push(ScanEvent::Opened { delimiter_start });
+        self.shift(out, body_start, TextClass::Body);
+        out.push(ScanEvent::Opened { delimiter_start, body_start });
     }
 
     /// Back between blocks: in the section if the block was in one; anchored
     /// formats may start another call right away (`;`-separated sequences).
-    fn leave_block(&self, state: &mut ScanState) {
+    fn leave_block(&self, state: &mut ScanState, end: usize, out: &mut Vec<ScanEvent>) {
         let mode = if state.in_section { Mode::Section } else { Mode::Outside };
         self.enter(state, mode);
+        self.shift(out, end, state.class());
+        self.arm(state, end);
+    }
+
+    /// Calls may start at the next non-blank byte, from `at` (anchored formats).
+    fn arm(&self, state: &mut ScanState, at: usize) {
         state.armed = self.spec.anchor.is_some();
+        state.armed_from = at as u32;
     }
 
     fn close(&self, state: &mut ScanState, text: &[u8], body_end: usize, end: usize, out: &mut Vec<ScanEvent>) {
         let overflowed = state.mode == Mode::Overflow;
-        self.leave_block(state);
+        self.shift(out, body_end, TextClass::Hidden);
+        self.leave_block(state, end, out);
         if !overflowed {
             let body = self.parse(text, state.body_start as usize..body_end, false);
             out.push(ScanEvent::Ended { end, body, confirmed: true });
@@ -577,9 +607,15 @@ fn section_without_calls(
         (MalformedKind::NoCall, "the section holds text but no call (no call opener)")
     };
     let message = format!("{message}: {:?}", body.trim().chars().take(40).collect::<String>());
-    out.push(ScanEvent::Opened { delimiter_start: state.section_start as usize });
+    let section = state.section_start as usize;
+    out.push(ScanEvent::Opened { delimiter_start: section, body_start: section });
     out.push(ScanEvent::Ended { end, body: vec![Err(Malformed::new(kind, 0, message))], confirmed: true });
 }
+
+mod specials;
+mod text_class;
+
+pub use text_class::TextClass;
 
 #[cfg(test)]
 mod tests;

@@ -81,6 +81,18 @@ impl Reasoning {
     }
 }
 
+/// Message framing outside calls (gpt-oss Harmony): control text that is never
+/// content. Only streaming output reads it; calls are found the same either way.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Framing {
+    /// Open a message header (`<|start|>`): what follows is hidden up to a `close`
+    /// (`<|message|>`), or up to a call opener (a recipient in the header).
+    pub open: Vec<String>,
+    pub close: Vec<String>,
+    /// Control tokens hidden wherever they stand outside calls (`<|return|>`).
+    pub hidden: Vec<String>,
+}
+
 /// A tool-call format.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FormatSpec {
@@ -102,6 +114,8 @@ pub struct FormatSpec {
     pub reasoning: Option<Reasoning>,
     /// Characters a tool name may hold besides ASCII letters, digits, `_`, `-`, `.`, `:`.
     pub name_chars: String,
+    /// The format's message framing, hidden from streamed content (`None`: none).
+    pub framing: Option<Framing>,
 }
 
 impl FormatSpec {
@@ -245,6 +259,7 @@ impl FormatSpec {
             body,
             reasoning,
             name_chars: c.name_chars,
+            framing: None,
         };
         spec.check()?;
         Ok(spec)

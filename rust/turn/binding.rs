@@ -35,6 +35,9 @@ impl Binding {
     pub fn new(config: &TurnConfig, vocab: Arc<Vocab>) -> Self {
         let mut scanner = Scanner::new(config.format.clone(), config.schemas.clone(), config.max_block_bytes);
         scanner.start_in_reasoning(config.in_reasoning);
+        if config.stream {
+            scanner.record_shifts();
+        }
         let mut roles: Vec<(u32, TokenRole)> = Vec::new();
         for text in scanner.special_spellings() {
             let role = scanner.role_of_special(text);

@@ -50,6 +50,8 @@ struct Block {
     start: usize,
     /// The token that completed its open delimiter.
     opened_at: usize,
+    /// Live-text offset of its body.
+    body_at: usize,
     end: Option<End>,
 }
 
@@ -87,11 +89,11 @@ fn calls(items: &[Item]) -> impl Iterator<Item = &Arc<CallRecord>> {
 }
 
 impl BlockTable {
-    /// A block opened; its open delimiter spans tokens `start..=opened_at`.
-    pub(super) fn open(&mut self, start: usize, opened_at: usize) {
+    /// A block opened; its open delimiter spans tokens `start..=opened_at`, its body starts at byte `body_at`.
+    pub(super) fn open(&mut self, start: usize, opened_at: usize, body_at: usize) {
         let id = self.next_id;
         self.next_id += 1;
-        self.blocks.push(Block { id, start, opened_at, end: None });
+        self.blocks.push(Block { id, start, opened_at, body_at, end: None });
     }
 
     /// The open block ended in token `last` with `body`, its items in order
@@ -114,10 +116,18 @@ impl BlockTable {
         let items = (0u32..)
             .zip(body)
             .map(|(index, item)| {
-                let (block, span, key) = (block.id, span.clone(), next_key());
+                let (block, body_at, span, key) = (block.id, block.body_at, span.clone(), next_key());
                 match item {
-                    Ok(call) => Item::Call(Arc::new(CallRecord { block, index, span, key, call })),
-                    Err(error) => Item::Malformed(Arc::new(MalformedRecord { block, index, span, key, error })),
+                    Ok(call) => Item::Call(Arc::new(CallRecord { block, index, span, key, call, body_at })),
+                    Err(error) => Item::Malformed(Arc::new(MalformedRecord {
+                        block,
+                        index,
+                        span,
+                        key,
+                        error,
+                        body_at,
+                        tool_call_index: std::sync::OnceLock::new(),
+                    })),
                 }
             })
             .collect();
@@ -132,7 +142,7 @@ impl BlockTable {
     pub(super) fn reasoning_unopened(&mut self, start: usize, last: usize) {
         let record = Arc::new(ReasoningRecord { span: start..last + 1 });
         let end = End { last, confirmed_at: Some(last), announced: true, items: vec![Item::ReasoningUnopened(record)] };
-        self.blocks.push(Block { id: u64::MAX, start, opened_at: last, end: Some(end) });
+        self.blocks.push(Block { id: u64::MAX, start, opened_at: last, body_at: usize::MAX, end: Some(end) });
     }
 
     /// Token `at` confirms the block that ended unconfirmed.

@@ -17,12 +17,14 @@ mod binding;
 mod blocks;
 pub mod keys;
 mod outcome;
+mod stream;
 mod tree;
 mod window;
 
 pub use binding::Binding;
 pub use keys::{CommitHasher, CommitKey};
 pub use outcome::{CallRecord, MalformedRecord, Outcome, ReasoningRecord};
+pub use stream::{Released, ToolCallDelta};
 
 use crate::error::CoreError;
 use crate::ledger::{Ledger, TokenState};
@@ -31,6 +33,7 @@ use crate::vocab::{Vocab, VocabBuilder};
 use binding::Resolved;
 use blocks::BlockTable;
 use std::sync::Arc;
+use stream::Streamer;
 use tree::Tree;
 use window::{Checkpoint, Window};
 
@@ -53,6 +56,9 @@ pub struct TurnConfig {
     /// The prompt opened a reasoning section (Qwen3-Thinking, R1, MiniMax M2
     /// templates): the output starts inside it.
     pub in_reasoning: bool,
+    /// Streaming output: release content, reasoning and tool-call deltas from
+    /// accepted tokens (`Turn::take_released`).
+    pub stream: bool,
 }
 
 impl TurnConfig {
@@ -64,6 +70,7 @@ impl TurnConfig {
             turn_key: turn_key.to_owned(),
             max_block_bytes,
             in_reasoning: false,
+            stream: false,
         })
     }
 
@@ -87,6 +94,8 @@ pub struct Turn {
     scan_out: Vec<ScanEvent>,
     /// A drafted tree awaiting `verify_path`.
     tree: Option<Box<Tree>>,
+    /// Streaming output, when the binding asks for it.
+    stream: Option<Box<Streamer>>,
     finished: bool,
 }
 
@@ -134,6 +143,11 @@ impl Turn {
 
     fn start_at(binding: &Binding, turn_key: &str, scan: ScanState) -> Self {
         let base = Checkpoint { scan, hash: CommitHasher::new(turn_key), ends: 0 };
+        let scanner = &binding.scanner;
+        let stream = scanner.records_shifts().then(|| {
+            let spec = scanner.spec();
+            Box::new(Streamer::new(&spec.body, &spec.name_chars, turn_key, scan.class()))
+        });
         Self {
             binding: binding.clone(),
             ledger: Ledger::default(),
@@ -141,6 +155,7 @@ impl Turn {
             blocks: BlockTable::default(),
             scan_out: Vec::new(),
             tree: None,
+            stream,
             finished: false,
         }
     }
@@ -281,8 +296,35 @@ impl Turn {
 
     /// `verify` of what `check_verify` accepted.
     pub(crate) fn verify_checked(&mut self, n: usize, correction: Option<TokenIn<'_>>, out: &mut Vec<Outcome>) {
+        let from = out.len();
         self.decide(n, out);
         self.correct(correction, out);
+        self.release(&out[from..], false);
+    }
+
+    /// Streaming output: releases what the accepted text now settles (every live
+    /// token is accepted when this runs); `outcomes` are the step's.
+    fn release(&mut self, outcomes: &[Outcome], last: bool) {
+        let Some(stream) = self.stream.as_deref_mut() else { return };
+        let text = self.window.accepted_text();
+        let safe = if last {
+            text.len()
+        } else {
+            text.len() - self.binding.scanner.undecided_tail(&self.window.base().scan, text.len())
+        };
+        stream.release(text, self.window.shifts(), safe, outcomes, last);
+    }
+
+    /// What the steps released since the last call (streaming output; empty
+    /// unless the turn streams): accepted content and reasoning text, tool-call deltas.
+    pub fn take_released(&mut self) -> Released {
+        self.stream.as_deref_mut().map(Streamer::take).unwrap_or_default()
+    }
+
+    /// Whether a step released something not taken yet.
+    #[must_use]
+    pub fn has_released(&self) -> bool {
+        self.stream.as_deref().is_some_and(Streamer::has_output)
     }
 
     /// Appends the (checked) correction as accepted, then commits what is accepted whole.
@@ -311,6 +353,7 @@ impl Turn {
         } else {
             self.verify_into(0, None, out)?;
         }
+        let from = out.len();
         let (_, _, mut live) = self.split();
         let mut cp = live.window.base();
         let ended = live.scanner.finish(&cp.scan, live.window.text());
@@ -320,6 +363,7 @@ impl Turn {
             }
             self.commit(out);
         }
+        self.release(&out[from..], true);
         self.finished = true;
         Ok(())
     }
@@ -391,7 +435,10 @@ impl Live<'_> {
     /// after the token is `cp` (its hash is the key of every call ending there).
     fn record(&mut self, ev: ScanEvent, pos: usize, cp: &mut Checkpoint, out: &mut Vec<Outcome>) {
         match ev {
-            ScanEvent::Opened { delimiter_start } => self.blocks.open(self.window.token_at(delimiter_start), pos),
+            ScanEvent::Opened { delimiter_start, body_start } => {
+                self.blocks.open(self.window.token_at(delimiter_start), pos, body_start);
+            }
+            ScanEvent::Shift { at, class } => self.window.shift(pos, at, class),
             ScanEvent::Ended { body, confirmed, .. } => {
                 let next_key = || {
                     let key = cp.hash.key(cp.ends);

@@ -4,7 +4,7 @@
 use super::keys::CommitKey;
 use crate::scan::{Call, Malformed};
 use std::ops::Range;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// A call of a block: the parsed call, where its block sits on the live
 /// stream, and its commit key.
@@ -18,6 +18,8 @@ pub struct CallRecord {
     pub span: Range<usize>,
     pub key: CommitKey,
     pub call: Call,
+    /// Live-text offset of its block's body: identifies the block in the accepted stream.
+    pub body_at: usize,
 }
 
 /// A malformed block, or one malformed call of a block: never dispatched.
@@ -28,6 +30,10 @@ pub struct MalformedRecord {
     pub span: Range<usize>,
     pub key: CommitKey,
     pub error: Malformed,
+    pub body_at: usize,
+    /// Streaming output: the index of the tool call whose deltas had gone out
+    /// before the block turned out malformed (set once, when it is reported).
+    pub tool_call_index: OnceLock<u32>,
 }
 
 /// A reasoning closer that arrived while the turn was not in reasoning: the

@@ -18,7 +18,7 @@
 
 use super::blocks::BlockTable;
 use super::outcome::{CallRecord, Outcome};
-use super::window::Checkpoint;
+use super::window::{Checkpoint, Shift};
 use super::{TokenIn, Turn};
 use crate::error::CoreError;
 use std::sync::Arc;
@@ -38,6 +38,8 @@ pub(super) struct Tree {
     base: BlockTable,
     /// Every call announced on some branch, once each, in the order announced.
     announced: Vec<Arc<CallRecord>>,
+    /// Where each node's text changes class (streaming output), laid back with it.
+    shifts: Vec<Vec<Shift>>,
 }
 
 fn bad(reason: String) -> CoreError {
@@ -128,6 +130,8 @@ impl Turn {
         checkpoints.resize(n, self.window.base());
         tables.resize_with(n, BlockTable::default);
         let mut announced: Vec<Arc<CallRecord>> = Vec::new();
+        let mut shifts: Vec<Vec<Shift>> = Vec::new();
+        shifts.resize_with(n, Vec::new);
         let mut node_out = Vec::new();
         for (node, depth) in depth_first(&parents) {
             let (binding, _, mut live) = self.split();
@@ -140,7 +144,11 @@ impl Turn {
                 debug_assert!(false, "a checked token failed to resolve");
                 continue;
             };
+            let before = live.window.shifts().len();
             live.advance(r, first_ledger + node, &mut node_out);
+            if live.window.shifts().len() > before {
+                shifts[node] = live.window.shifts()[before..].to_vec();
+            }
             for o in node_out.drain(..) {
                 if let Outcome::CallClosed(c) = &o {
                     if announced.iter().any(|a| Arc::ptr_eq(a, c)) {
@@ -155,7 +163,7 @@ impl Turn {
         }
         self.window.retreat(0);
         self.blocks = base.clone();
-        self.tree = Some(Box::new(Tree { parents, first_ledger, checkpoints, tables, base, announced }));
+        self.tree = Some(Box::new(Tree { parents, first_ledger, checkpoints, tables, base, announced, shifts }));
         Ok(())
     }
 
@@ -210,8 +218,12 @@ impl Turn {
         let Some(mut tree) = self.tree.take() else { return Err(CoreError::NoTree) };
         for &node in path {
             let at = tree.first_ledger + node;
-            self.window.append(self.ledger.piece(at), at);
+            let (pos, _) = self.window.append(self.ledger.piece(at), at);
             self.window.save(tree.checkpoints[node]);
+            for s in &tree.shifts[node] {
+                debug_assert_eq!(s.pos as usize, pos, "a node's depth is its place on its path");
+                self.window.shift(pos, s.at as usize, s.class);
+            }
         }
         self.blocks = match path.last() {
             Some(&leaf) => std::mem::take(&mut tree.tables[leaf]),
@@ -224,7 +236,9 @@ impl Turn {
                 out.push(Outcome::CallRetracted(call.clone()));
             }
         }
+        let from = out.len();
         self.correct(correction, out);
+        self.release(&out[from..], false);
         Ok(())
     }
 }

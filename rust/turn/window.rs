@@ -7,7 +7,7 @@
 //! every token ever drafted (`Ledger`), and a *byte offset* indexes the live text.
 
 use super::keys::CommitHasher;
-use crate::scan::ScanState;
+use crate::scan::{ScanState, TextClass};
 use std::ops::Range;
 
 /// Everything that changes per token, saved after each undecided token.
@@ -17,6 +17,15 @@ pub(super) struct Checkpoint {
     pub(super) hash: CommitHasher,
     /// Calls (and malformed blocks) that ended in this token so far: the next one's key ordinal.
     pub(super) ends: u32,
+}
+
+/// From byte `at` of the live text on, the text is of `class`: reported by the
+/// token at live position `pos`, and gone with it when it is rejected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Shift {
+    pub(super) pos: u32,
+    pub(super) at: u32,
+    pub(super) class: TextClass,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -35,11 +44,13 @@ pub(super) struct Window {
     base: Checkpoint,
     /// The state after each undecided token; as long as the ledger's undecided window.
     undecided: Vec<Checkpoint>,
+    /// Where the text changes class (streaming output only), in stream order.
+    shifts: Vec<Shift>,
 }
 
 impl Window {
     pub(super) fn new(base: Checkpoint) -> Self {
-        Self { text: Vec::new(), tokens: Vec::new(), base, undecided: Vec::new() }
+        Self { text: Vec::new(), tokens: Vec::new(), base, undecided: Vec::new(), shifts: Vec::new() }
     }
 
     /// Live tokens: accepted, then undecided.
@@ -79,6 +90,23 @@ impl Window {
         (self.tokens.len() - 1, start..self.text.len())
     }
 
+    /// Records that from byte `at` on the text is of `class`, as the token at `pos` says.
+    pub(super) fn shift(&mut self, pos: usize, at: usize, class: TextClass) {
+        self.shifts.push(Shift { pos: pos as u32, at: at as u32, class });
+    }
+
+    /// The shifts of the live tokens, in stream order.
+    pub(super) fn shifts(&self) -> &[Shift] {
+        &self.shifts
+    }
+
+    /// Drops the shifts of the live tokens past the first `len`.
+    fn drop_shifts(&mut self, len: usize) {
+        while self.shifts.last().is_some_and(|s| s.pos as usize >= len) {
+            self.shifts.pop();
+        }
+    }
+
     /// Saves the state after the token just appended.
     pub(super) fn save(&mut self, checkpoint: Checkpoint) {
         self.undecided.push(checkpoint);
@@ -101,6 +129,7 @@ impl Window {
     /// tree's depth-first walk steps back to a node's parent this way.
     pub(super) fn retreat(&mut self, undecided: usize) {
         let len = self.accepted_len() + undecided;
+        self.drop_shifts(len);
         self.undecided.truncate(undecided);
         self.tokens.truncate(len);
         self.text.truncate(self.tokens.last().map_or(0, |t| t.text_end as usize));
@@ -115,6 +144,7 @@ impl Window {
             self.base = cp;
         }
         self.undecided.clear();
+        self.drop_shifts(len);
         self.tokens.truncate(len);
         self.text.truncate(self.tokens.last().map_or(0, |t| t.text_end as usize));
     }

@@ -167,7 +167,7 @@ class SimOrchestrator:
         self._s.verify(n, correction)
 
     def finish(self) -> Report:
-        self._s.apply(self._s.stream.finish())
+        self._s.finish()
         assert self._runtime is not None
         self._runtime.drain()
         return self._s.report(strict=False)

@@ -60,6 +60,18 @@ pub(crate) fn parse(body: &Body, text: &str, cx: Context<'_>) -> Vec<Item> {
     items
 }
 
+/// The name (and the model's own id) of the first call in `text`, a body that
+/// parses whole: how streaming output learns a call's name from the head of its
+/// block, completed with empty arguments, by the very parser that reads the block.
+pub(crate) fn head_call(body: &Body, text: &str, name_chars: &str) -> Option<(String, Option<String>)> {
+    let schemas = Schemas::default();
+    let cx = Context { schemas: &schemas, name_chars, cut: false };
+    match parse(body, text, cx).into_iter().next()? {
+        Ok(call) => Some((call.name, call.id)),
+        Err(_) => None,
+    }
+}
+
 /// A tool name is ASCII letters, digits, `_`, `-`, `.`, `:` and the format's
 /// `name_chars`; anything else (spaces, brackets, newlines, unrendered template
 /// text such as `{{ tc.name }}`) is not a name, so the call is malformed.

@@ -173,7 +173,7 @@ fn special_tokens_delimit_atomically() {
     feed(b"{\"name\": \"f\", \"arguments\": {\"s\": \"</tool_call>\"}}", TokenRole::Text);
     feed(b"</tool_call>", close);
     assert_eq!(out.len(), 2, "{out:?}");
-    assert_eq!(out[0], ScanEvent::Opened { delimiter_start: 6 });
+    assert_eq!(out[0], ScanEvent::Opened { delimiter_start: 6, body_start: 17 });
     assert!(
         matches!(&out[1], ScanEvent::Ended { body, confirmed: true, .. } if body[0].as_ref().unwrap().arguments["s"] == "</tool_call>")
     );

@@ -1,0 +1,74 @@
+"""Streaming output's cost per step, side by side in one run: one sequence's 8-token
+numpy draft + verify through TokenStream without streaming, with streaming (and
+take_released), and the same through the Orchestrator; streaming after 1k and 64k
+accepted tokens (flat when the work is per step, not per stream).
+Run: pytest benches/bench_streaming.py --benchmark-only
+
+Each step drafts 8 ids, accepts 6, rejects 2 and appends a correction, over prose
+with a hermes tool-call block every few steps (its arguments stream as accepted).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from bench_serving import STREAM_IDS, VOCAB, windows
+
+import inert
+from conftest import record
+
+STEPS = 20
+
+
+def primed(stream: bool, accepted: int) -> inert.TokenStream:
+    """A stream that has already accepted ``accepted`` tokens of the workload."""
+    s = inert.TokenStream("hermes", "turn", vocab=VOCAB, stream=stream)
+    ids = np.array((STREAM_IDS * (accepted // len(STREAM_IDS) + 1))[:accepted], dtype=np.int32)
+    for start in range(0, accepted, 1024):
+        s.draft(ids[start:start + 1024])
+        s.verify(len(ids[start:start + 1024]))
+        s.take_released()
+    return s
+
+
+@pytest.mark.parametrize(("mode", "accepted"), [("off", 1024), ("on", 1024), ("on", 65536)])
+def test_token_stream_step(benchmark: object, mode: str, accepted: int) -> None:
+    stream = primed(mode == "on", accepted)
+    steps = [row[0] for row in windows(1)]
+    correction = np.int32(STREAM_IDS[0])
+    six = np.int64(6)
+
+    if mode == "on":
+        def run() -> None:
+            for w in steps:
+                stream.draft(w)
+                stream.verify(six, correction)
+                if stream.has_released:
+                    stream.take_released()
+    else:
+        def run() -> None:
+            for w in steps:
+                stream.draft(w)
+                stream.verify(six, correction)
+
+    benchmark.group = "streaming: one sequence, numpy k=8"  # type: ignore[attr-defined]
+    benchmark.pedantic(run, rounds=50, iterations=1, warmup_rounds=2)  # type: ignore[attr-defined]
+    record(benchmark, f"streaming:stream_{mode}@{accepted // 1024}k", per=STEPS)
+
+
+@pytest.mark.parametrize("mode", ["off", "on"])
+def test_orchestrator_step(benchmark: object, mode: str) -> None:
+    orch = inert.Orchestrator({"search": "read_only"}, {"search": lambda q: q}, format="hermes", turn_key="t",
+                              vocab=VOCAB, stream=mode == "on")
+    steps = [row[0] for row in windows(1)]
+    correction = np.int32(STREAM_IDS[0])
+    six = np.int64(6)
+
+    def run() -> None:
+        for w in steps:
+            orch.draft(w)
+            orch.verify(six, correction)
+
+    benchmark.group = "streaming: Orchestrator, numpy k=8"  # type: ignore[attr-defined]
+    benchmark.pedantic(run, rounds=30, iterations=1, warmup_rounds=2)  # type: ignore[attr-defined]
+    record(benchmark, f"streaming:orchestrator_{mode}", per=STEPS)

@@ -1,0 +1,414 @@
+//! Streaming output: the text a client may be shown, released from accepted
+//! tokens only, so nothing shown is ever retracted.
+//!
+//! The scanner reports where the text changes class (`TextClass`: content,
+//! reasoning, hidden delimiters, block bodies); the window keeps those shifts
+//! per token and drops them with rejected tokens. After each verify the
+//! streamer walks the accepted text from where it stopped to the *safe* end:
+//! the accepted end less what may still change class (a partial delimiter, the
+//! blanks an anchored call may still claim). Content and reasoning bytes go out
+//! as text (never half a UTF-8 character); body bytes of JSON call objects feed
+//! a tracker that streams each call's name and argument text as it is accepted.
+//! Other layouts send a call whole when it commits. Cost: the bytes released.
+
+mod calls;
+
+use super::outcome::Outcome;
+use super::window::Shift;
+use crate::scan::{check_name, Body, TextClass};
+use calls::{cut_char, Found, Headed, Kind, Phase, Track, Tracker};
+use serde_json::Value;
+use std::collections::HashSet;
+
+/// One OpenAI-style tool-call delta.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ToolCallDelta {
+    /// A call's first delta: its index among the message's calls, id and name.
+    Start { index: u32, id: String, name: String },
+    /// The next fragment of a call's argument JSON.
+    Arguments { index: u32, fragment: String },
+    /// The call's block turned out malformed after deltas went out (`kind` says how).
+    Malformed { index: u32, kind: &'static str },
+}
+
+/// What steps released since the caller last took it.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Released {
+    pub content: String,
+    pub reasoning: String,
+    pub deltas: Vec<ToolCallDelta>,
+}
+
+impl Released {
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.content.is_empty() && self.reasoning.is_empty() && self.deltas.is_empty()
+    }
+}
+
+/// A call whose deltas are going out.
+#[derive(Debug)]
+struct StreamCall {
+    /// Its block's body offset and its position among the block's items.
+    block_at: usize,
+    item: u32,
+    index: u32,
+    name: String,
+    /// The argument text sent so far.
+    sent: String,
+    settled: bool,
+}
+
+/// The streaming state of one turn. Moves only forward: it reads accepted text.
+#[derive(Debug)]
+pub(super) struct Streamer {
+    /// Accepted bytes released so far, and the class of the text from there.
+    released: usize,
+    class: TextClass,
+    /// The first shift not applied yet.
+    next_shift: usize,
+    /// Bytes of a UTF-8 character cut at the end of the last release.
+    content_tail: Vec<u8>,
+    reasoning_tail: Vec<u8>,
+    /// What reads the open body's calls as they are accepted (by layout).
+    tracker: Option<Track>,
+    kind: Kind,
+    body: Body,
+    name_chars: String,
+    calls: Vec<StreamCall>,
+    /// Every id given out in the turn, and how many calls have one.
+    ids: HashSet<String>,
+    count: u32,
+    id_prefix: String,
+    out: Released,
+}
+
+impl Streamer {
+    pub(super) fn new(body: &Body, name_chars: &str, turn_key: &str, class: TextClass) -> Self {
+        let key = super::keys::CommitHasher::new(turn_key).key(u32::MAX).to_string();
+        let digest: String = key.chars().rev().take(16).collect();
+        Self {
+            released: 0,
+            class,
+            next_shift: 0,
+            content_tail: Vec::new(),
+            reasoning_tail: Vec::new(),
+            tracker: None,
+            kind: Kind::of(body),
+            body: body.clone(),
+            name_chars: name_chars.to_owned(),
+            calls: Vec::new(),
+            ids: HashSet::new(),
+            count: 0,
+            id_prefix: format!("call_{digest}_"),
+            out: Released::default(),
+        }
+    }
+
+    pub(super) fn take(&mut self) -> Released {
+        std::mem::take(&mut self.out)
+    }
+
+    pub(super) fn has_output(&self) -> bool {
+        !self.out.is_empty()
+    }
+
+    /// Releases the accepted `text` up to `safe` (every live token is accepted),
+    /// then the deltas of this step's committed and malformed blocks. At the end
+    /// of the turn (`last`), cut characters go out too.
+    pub(super) fn release(&mut self, text: &[u8], shifts: &[Shift], safe: usize, outcomes: &[Outcome], last: bool) {
+        let mut settled = 0;
+        while self.released < safe {
+            let next = shifts.get(self.next_shift);
+            if let Some(s) = next.filter(|s| s.at as usize <= self.released) {
+                if s.class == TextClass::Body {
+                    // Calls get their indices in stream order: blocks before this one first.
+                    self.settle_before(outcomes, &mut settled, s.at as usize);
+                }
+                self.apply(*s);
+                self.next_shift += 1;
+                continue;
+            }
+            let end = next.map_or(safe, |s| (s.at as usize).min(safe));
+            self.emit(&text[self.released..end]);
+            self.released = end;
+        }
+        self.settle_before(outcomes, &mut settled, usize::MAX);
+        // Settled calls need nothing more: the open block's calls are all that stay.
+        self.calls.retain(|c| !c.settled);
+        flush(&mut self.content_tail, &mut self.out.content, last);
+        flush(&mut self.reasoning_tail, &mut self.out.reasoning, last);
+        if last {
+            for c in self.calls.iter_mut().filter(|c| !c.settled) {
+                c.settled = true;
+                self.out.deltas.push(ToolCallDelta::Malformed { index: c.index, kind: "unterminated" });
+            }
+        }
+    }
+
+    fn apply(&mut self, s: Shift) {
+        if s.class == TextClass::Body {
+            let at = s.at as usize;
+            self.tracker = match self.kind {
+                Kind::None => None,
+                Kind::Objects => Some(Track::Objects(Tracker::new(at))),
+                Kind::Headed(how) => Some(Track::Headed(Headed::new(at, how))),
+            };
+        } else {
+            self.tracker = None;
+        }
+        self.class = s.class;
+    }
+
+    fn emit(&mut self, bytes: &[u8]) {
+        match self.class {
+            TextClass::Content => self.content_tail.extend_from_slice(bytes),
+            TextClass::Reasoning => self.reasoning_tail.extend_from_slice(bytes),
+            TextClass::Hidden => {}
+            TextClass::Body => match self.tracker.take() {
+                Some(Track::Objects(mut t)) => {
+                    for &b in bytes {
+                        if let Some(ev) = t.step(b) {
+                            self.track(t.block_at, t.object, ev, t.pending_arguments());
+                        }
+                    }
+                    if let Some(ev) = t.flush() {
+                        self.track(t.block_at, t.object, ev, String::new());
+                    }
+                    self.tracker = Some(Track::Objects(t));
+                }
+                Some(Track::Headed(mut h)) => {
+                    for (i, &b) in bytes.iter().enumerate() {
+                        if h.phase == Phase::Head
+                            && b == b'['
+                            && self.body == Body::Mistral
+                            && h.head.iter().all(u8::is_ascii_whitespace)
+                        {
+                            // Mistral's older layout: an array of call objects.
+                            self.tracker = Some(Track::Objects(Tracker::new(h.block_at)));
+                            self.emit(&bytes[i..]);
+                            return;
+                        }
+                        if let Some(ev) = h.step(b, &self.body, &self.name_chars) {
+                            self.track(h.block_at, 0, ev, String::new());
+                        }
+                    }
+                    if let Some(ev) = h.flush() {
+                        self.track(h.block_at, 0, ev, String::new());
+                    }
+                    self.tracker = Some(Track::Headed(h));
+                }
+                None => {}
+            },
+        }
+    }
+
+    /// What a tracker found of call `item` of the block whose body starts at
+    /// `block_at`; `pending`: argument text read before its name.
+    fn track(&mut self, block_at: usize, item: u32, ev: Found, pending: String) {
+        match ev {
+            Found::Name(name, id) => {
+                if check_name(&name, &self.name_chars).is_err() {
+                    return; // the call is malformed: nothing goes out for it
+                }
+                let index = self.start(name.clone(), id.as_deref());
+                self.calls.push(StreamCall { block_at, item, index, name, sent: String::new(), settled: false });
+                self.send(block_at, item, pending);
+            }
+            Found::Arguments(fragment) => self.send(block_at, item, fragment),
+        }
+    }
+
+    /// Sends an argument fragment of call `item` of block `block_at`, if its name went out.
+    fn send(&mut self, block_at: usize, item: u32, fragment: String) {
+        let Some(c) = self.calls.last_mut().filter(|c| !c.settled && c.block_at == block_at && c.item == item) else {
+            return;
+        };
+        if !fragment.is_empty() {
+            c.sent.push_str(&fragment);
+            self.out.deltas.push(ToolCallDelta::Arguments { index: c.index, fragment });
+        }
+    }
+
+    /// A new call: its index and id, and its first delta.
+    fn start(&mut self, name: String, own_id: Option<&str>) -> u32 {
+        let index = self.count;
+        self.count += 1;
+        let mut id = match own_id {
+            Some(id) if !id.is_empty() && !self.ids.contains(id) => id.to_owned(),
+            _ => format!("{}{index}", self.id_prefix),
+        };
+        while self.ids.contains(&id) {
+            id.push('_'); // a model's own id took this one: never two calls with one id
+        }
+        self.ids.insert(id.clone());
+        self.out.deltas.push(ToolCallDelta::Start { index, id, name });
+        index
+    }
+
+    /// Settles the final blocks among `outcomes[*from..]` whose body starts before
+    /// `limit`, one block at a time (a block's outcomes follow each other).
+    fn settle_before(&mut self, outcomes: &[Outcome], from: &mut usize, limit: usize) {
+        let body_at = |o: &Outcome| match o {
+            Outcome::CallCommitted(r) => Some(r.body_at),
+            Outcome::BlockMalformed(r) => Some(r.body_at),
+            _ => None,
+        };
+        while *from < outcomes.len() {
+            let Some(at) = body_at(&outcomes[*from]) else {
+                *from += 1;
+                continue;
+            };
+            if at >= limit {
+                break;
+            }
+            let rest = &outcomes[*from..];
+            let end = *from + rest.iter().position(|o| body_at(o).is_some_and(|a| a != at)).unwrap_or(rest.len());
+            self.settle(&outcomes[*from..end]);
+            *from = end;
+        }
+    }
+
+    /// The deltas of a final block (its outcomes): the rest of each streamed call's
+    /// arguments, whole calls that did not stream, and marks for calls whose block
+    /// turned out malformed after their deltas went out.
+    fn settle(&mut self, outcomes: &[Outcome]) {
+        let mut blocks: Vec<usize> = Vec::new();
+        for o in outcomes {
+            match o {
+                Outcome::CallCommitted(r) => {
+                    blocks.push(r.body_at);
+                    let found =
+                        self.calls.iter().position(|c| !c.settled && c.block_at == r.body_at && c.item == r.index);
+                    let Some(i) = found else {
+                        let index = self.start(r.call.name.clone(), r.call.id.as_deref());
+                        let whole = Value::Object(r.call.arguments.clone()).to_string();
+                        self.out.deltas.push(ToolCallDelta::Arguments { index, fragment: whole });
+                        continue;
+                    };
+                    let c = &mut self.calls[i];
+                    c.settled = true;
+                    match rest(&c.sent, &r.call.name, &c.name, &r.call.raw_arguments, &r.call.arguments) {
+                        Some(fragment) if !fragment.is_empty() => {
+                            c.sent.push_str(&fragment);
+                            self.out.deltas.push(ToolCallDelta::Arguments { index: c.index, fragment });
+                        }
+                        Some(_) => {}
+                        None => self.out.deltas.push(ToolCallDelta::Malformed { index: c.index, kind: "diverged" }),
+                    }
+                }
+                Outcome::BlockMalformed(r) => {
+                    blocks.push(r.body_at);
+                    let found =
+                        self.calls.iter_mut().find(|c| !c.settled && c.block_at == r.body_at && c.item == r.index);
+                    if let Some(c) = found {
+                        c.settled = true;
+                        let _ = r.tool_call_index.set(c.index);
+                        self.out.deltas.push(ToolCallDelta::Malformed { index: c.index, kind: r.error.kind.name() });
+                    }
+                }
+                _ => {}
+            }
+        }
+        // A block reported whole as one malformed item takes every call that streamed from it.
+        for c in self.calls.iter_mut().filter(|c| !c.settled && blocks.contains(&c.block_at)) {
+            c.settled = true;
+            let kind = outcomes
+                .iter()
+                .find_map(|o| match o {
+                    Outcome::BlockMalformed(r) if r.body_at == c.block_at => Some(r.error.kind.name()),
+                    _ => None,
+                })
+                .unwrap_or("malformed");
+            if let Some(Outcome::BlockMalformed(r)) =
+                outcomes.iter().find(|o| matches!(o, Outcome::BlockMalformed(r) if r.body_at == c.block_at))
+            {
+                let _ = r.tool_call_index.set(c.index);
+            }
+            self.out.deltas.push(ToolCallDelta::Malformed { index: c.index, kind });
+        }
+    }
+}
+
+/// The rest of a streamed call's arguments once it commits: what joined to `sent`
+/// is JSON text of exactly `arguments`; `None` when the streamed name or text
+/// cannot be completed to it (a tracker that misread the body: never expected).
+fn rest(
+    sent: &str,
+    name: &str,
+    sent_name: &str,
+    raw: &str,
+    arguments: &serde_json::Map<String, Value>,
+) -> Option<String> {
+    if name != sent_name {
+        return None;
+    }
+    let whole = Value::Object(arguments.clone());
+    if sent.is_empty() {
+        return Some(whole.to_string());
+    }
+    let tail = raw.strip_prefix(sent)?;
+    let parsed: Value = serde_json::from_str(raw).ok()?;
+    (parsed == whole).then(|| tail.to_owned())
+}
+
+/// Moves the complete UTF-8 characters of `tail` to `out`, keeping a cut one
+/// (unless `last`); bytes that are no UTF-8 go out as U+FFFD.
+fn flush(tail: &mut Vec<u8>, out: &mut String, last: bool) {
+    if tail.is_empty() {
+        return;
+    }
+    let keep = if last { 0 } else { cut_char(tail) };
+    let whole = tail.len() - keep;
+    out.push_str(&String::from_utf8_lossy(&tail[..whole]));
+    tail.drain(..whole);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use crate::turn::{TokenIn, Turn, TurnConfig};
+
+    fn streaming(format: &str) -> Turn {
+        let config = TurnConfig { stream: true, ..TurnConfig::builtin(format, "turn", 1 << 20).unwrap() };
+        Turn::new(&config, [], []).unwrap()
+    }
+
+    /// Drafts `window`, accepts `n` of it, returns what the step released.
+    fn step(t: &mut Turn, window: &[&str], n: usize) -> Released {
+        let toks: Vec<TokenIn<'_>> = window.iter().map(|p| TokenIn::Piece(p.as_bytes())).collect();
+        t.draft(&toks).unwrap();
+        assert!(!t.has_released(), "a draft releases nothing");
+        t.verify(n, None).unwrap();
+        t.take_released()
+    }
+
+    #[test]
+    fn rejected_tokens_release_nothing_and_their_shifts_go_with_them() {
+        let mut t = streaming("hermes");
+        assert_eq!(step(&mut t, &["Hi ", "<tool_call>", "{\"name\""], 1).content, "Hi ");
+        // The rejected opener's shifts are gone: what follows is content again.
+        assert_eq!(step(&mut t, &["<tool", "box"], 2).content, "<toolbox");
+        let r = step(&mut t, &["<tool_call>", "{\"name\": \"f\", \"arguments\": {\"a\": 1}}"], 2);
+        assert_eq!(r.content, "");
+        assert!(matches!(&r.deltas[0], ToolCallDelta::Start { index: 0, name, .. } if name == "f"));
+        assert_eq!(r.deltas[1], ToolCallDelta::Arguments { index: 0, fragment: "{\"a\": 1}".to_owned() });
+        assert_eq!(step(&mut t, &["</tool_call>", " ok"], 2).content, " ok");
+    }
+
+    #[test]
+    fn a_partial_delimiter_waits_and_finish_releases_it() {
+        let mut t = streaming("hermes");
+        assert_eq!(step(&mut t, &["a <tool_"], 1).content, "a ");
+        t.finish().unwrap();
+        assert_eq!(t.take_released().content, "<tool_");
+    }
+
+    #[test]
+    fn reasoning_goes_apart() {
+        let mut t = streaming("hermes");
+        let r = step(&mut t, &["<think>", "hmm", "</think>", "yes"], 4);
+        assert_eq!((r.reasoning.as_str(), r.content.as_str()), ("hmm", "yes"));
+    }
+}

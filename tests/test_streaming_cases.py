@@ -1,0 +1,292 @@
+"""Streaming output, case by case: delimiters split across tokens or bound to special
+token ids, UTF-8 characters cut by tokens, anchored formats, reasoning, calls that
+turn out malformed after their deltas went out, and what finish() releases."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+
+import inert
+
+Released = tuple[str, str, list[dict[str, Any]]]
+
+
+def steps(fmt: str, pieces: list[Any], **kw: Any) -> list[Released]:
+    """What each accepted piece releases, one verify per piece, then finish's."""
+    s = inert.TokenStream(fmt, "turn", stream=True, **kw)
+    out = []
+    for p in pieces:
+        s.draft([p])
+        s.verify(1)
+        out.append(s.take_released())
+    s.finish()
+    out.append(s.take_released())
+    return out
+
+
+def content(rs: list[Released]) -> list[str]:
+    return [r[0] for r in rs]
+
+
+def test_a_delimiter_split_across_tokens_never_goes_out_as_content() -> None:
+    rs = steps("hermes", ["Hi ", "<", "tool", "_call>", '{"name": "f", "arguments": {}}', "</tool_call>", " bye"])
+    assert content(rs) == ["Hi ", "", "", "", "", "", " bye", ""]
+    assert "".join(content(rs)) == "Hi  bye"
+
+
+def test_text_that_only_looked_like_a_delimiter_goes_out_once_it_cannot_be_one() -> None:
+    assert content(steps("hermes", ["a <", "tool", "box"])) == ["a ", "", "<toolbox", ""]
+    assert content(steps("hermes", ["x <tool"])) == ["x ", "<tool"], "held to the end, where finish releases it"
+
+
+def test_json_arguments_stream_before_the_block_closes() -> None:
+    rs = steps("hermes", ['<tool_call>{"name": "get", ', '"arguments": {"city": "Pa', 'ris"}}', "</tool_call>"])
+    first, second, third, closing, _ = (r[2] for r in rs)
+    assert first == [{"index": 0, "id": first[0]["id"], "type": "function",
+                      "function": {"name": "get", "arguments": ""}}]
+    assert first[0]["id"].startswith("call_")
+    assert second == [{"index": 0, "function": {"arguments": '{"city": "Pa'}}]
+    assert third == [{"index": 0, "function": {"arguments": 'ris"}'}}]
+    assert closing == []
+    assert json.loads(second[0]["function"]["arguments"] + third[0]["function"]["arguments"]) == {"city": "Paris"}
+
+
+def test_arguments_written_before_the_name_wait_for_it() -> None:
+    rs = steps("hermes", ['<tool_call>{"arguments": {"a": 1}', ', "name": "f"}</tool_call>'])
+    assert rs[0][2] == []
+    deltas = rs[1][2]
+    assert deltas[0]["function"]["name"] == "f"
+    assert deltas[1] == {"index": 0, "function": {"arguments": '{"a": 1}'}}
+
+
+def test_string_encoded_arguments_go_out_whole_at_commit() -> None:
+    rs = steps("hermes", ['<tool_call>{"name": "f", "arguments": "{\\"a\\": 1}"}', "</tool_call>"])
+    assert [d["function"] for d in rs[0][2]] == [{"name": "f", "arguments": ""}]
+    assert [json.loads(d["function"]["arguments"]) for d in rs[1][2]] == [{"a": 1}]
+
+
+def test_special_token_delimiters_are_never_content() -> None:
+    vocab = inert.Vocabulary({0: "Hi ", 1: '{"name": "f", "arguments": {}}', 2: " bye", 3: "</"},
+                             special_tokens={7: "<tool_call>", 8: "</tool_call>"})
+    rs = steps("hermes", [0, 7, 1, 8, 8, 2], vocab=vocab)
+    assert "".join(content(rs)) == "Hi  bye", "a stray closer sent as its special token is hidden too"
+    assert [d["function"]["name"] for r in rs for d in r[2] if "name" in d["function"]] == ["f"]
+
+
+def test_a_utf8_character_cut_by_tokens_goes_out_whole() -> None:
+    snow = "☃".encode()
+    rs = steps("hermes", [b"a" + snow[:1], snow[1:2], snow[2:] + b"b"])
+    assert content(rs) == ["a", "", "☃b", ""]
+
+
+def test_utf8_cut_inside_streamed_arguments_goes_out_whole() -> None:
+    e = "é".encode()
+    rs = steps("hermes", [b'<tool_call>{"name": "f", "arguments": {"a": "' + e[:1], e[1:] + b'"}}</tool_call>'])
+    fragments = [d["function"]["arguments"] for r in rs for d in r[2]]
+    assert "".join(fragments) == '{"a": "é"}' and all("\ufffd" not in f for f in fragments)
+
+
+def test_anchored_formats_hold_blanks_that_a_call_may_still_claim() -> None:
+    rs = steps("llama3_json", ["\n", " ", '{"name": "f", "parameters": {"x": 1}}'])
+    assert "".join(content(rs)) == ""
+    assert [d["function"]["name"] for d in rs[2][2] if "name" in d["function"]] == ["f"]
+    rs = steps("llama3_json", ["\n", " ", "Hello"])
+    assert content(rs) == ["", "", "\n Hello", ""]
+    rs = steps("pythonic", ["[get(a=1)]", " done"])
+    assert "".join(content(rs)) == " done"
+
+
+def test_reasoning_streams_apart_from_content() -> None:
+    rs = steps("hermes", ["<think>", "let me ", "see</th", "ink>", "Answer"])
+    assert "".join(r[1] for r in rs) == "let me see"
+    assert "".join(content(rs)) == "Answer"
+    rs = steps("hermes", ["thinking", "</think>", "Answer"], in_reasoning=True)
+    assert ("".join(r[1] for r in rs), "".join(content(rs))) == ("thinking", "Answer")
+
+
+def test_a_call_inside_reasoning_is_reasoning_text() -> None:
+    rs = steps("hermes", ['<think>maybe <tool_call>{"name": "f", "arguments": {}}</tool_call></think>ok'])
+    assert rs[0][1].startswith("maybe <tool_call>")
+    assert all(r[2] == [] for r in rs)
+
+
+def test_a_block_that_turns_out_malformed_after_its_deltas_is_marked() -> None:
+    orch = inert.Orchestrator({}, {"f": lambda **_: "ok"}, format="hermes", turn_key="t", stream=True)
+    orch.draft(['<tool_call>{"name": "f", "arguments": {"a": 1}}'])
+    step = orch.verify(1)
+    assert [d["function"] for d in step.tool_call_deltas] == [{"name": "f", "arguments": ""},
+                                                               {"arguments": '{"a": 1}'}]
+    orch.draft([" trailing junk</tool_call>"])
+    step = orch.verify(1)
+    assert list(step.tool_call_deltas) == [{"index": 0, "function": {"arguments": ""},
+                                            "inert": {"malformed": "invalid_json"}}]
+    report = orch.finish()
+    assert report.results == [] and [m.tool_call_index for m in report.malformed] == [0]
+
+
+def test_a_block_cut_by_the_end_of_the_turn_is_marked_in_the_tail() -> None:
+    orch = inert.Orchestrator({}, {"f": lambda **_: "ok"}, format="hermes", turn_key="t", stream=True)
+    orch.draft(['ok <tool_call>{"name": "f", "arguments": {"a": '])
+    step = orch.verify(1)
+    assert step.content == "ok " and step.tool_call_deltas[0]["function"]["name"] == "f"
+    report = orch.finish()
+    assert report.tail is not None
+    assert [d.get("inert") for d in report.tail.tool_call_deltas] == [{"malformed": "unterminated"}]
+    assert report.malformed[0].tool_call_index == 0
+
+
+def test_finish_releases_the_held_tail() -> None:
+    orch = inert.Orchestrator({}, {}, format="hermes", turn_key="t", stream=True)
+    step = orch.draft(["Done <tool"])
+    assert step.content == ""
+    assert orch.verify(1).content == "Done "
+    report = orch.finish()
+    assert report.tail is not None and report.tail.content == "<tool"
+
+
+def test_harmony_framing_is_never_content() -> None:
+    text = ("<|channel|>analysis<|message|>Need weather.<|end|>"
+            "<|start|>assistant<|channel|>commentary to=functions.get <|constrain|>json<|message|>"
+            '{"city": "Paris"}<|call|>'
+            "<|start|>assistant<|channel|>final<|message|>It rains.<|return|>")
+    for pieces in ([text], [text[i:i + 3] for i in range(0, len(text), 3)]):
+        rs = steps("openai", pieces)
+        assert ("".join(r[1] for r in rs), "".join(content(rs))) == ("Need weather.", "It rains.")
+        args = "".join(d["function"]["arguments"] for r in rs for d in r[2])
+        assert json.loads(args) == {"city": "Paris"}
+
+
+def test_model_ids_are_kept_where_the_format_has_them() -> None:
+    text = ("<|tool_calls_section_begin|><|tool_call_begin|>functions.get:0<|tool_call_argument_begin|>"
+            '{"a": 1}<|tool_call_end|><|tool_calls_section_end|>')
+    deltas = [d for r in steps("kimi_k2", [text]) for d in r[2]]
+    assert deltas[0]["id"] == "functions.get:0" and deltas[0]["function"]["name"] == "get"
+
+
+def test_xml_formats_render_json_arguments() -> None:
+    text = "<tool_call>\n<function=get>\n<parameter=city>\nParis\n</parameter>\n<parameter=days>\n3\n</parameter>\n"
+    rs = steps("qwen3_coder", [text, "</function>\n</tool_call>"],
+               schemas={"get": {"properties": {"city": {"type": "string"}, "days": {"type": "integer"}}}})
+    args = "".join(d["function"]["arguments"] for r in rs for d in r[2])
+    assert json.loads(args) == {"city": "Paris", "days": 3}
+
+
+def test_ids_are_unique_and_stable_per_turn_key() -> None:
+    text = '<tool_call>{"name": "f", "arguments": {}}</tool_call><tool_call>{"name": "g", "arguments": {}}</tool_call>'
+    ids = [d["id"] for r in steps("hermes", [text]) for d in r[2] if "id" in d]
+    assert len(set(ids)) == 2
+    assert ids == [d["id"] for r in steps("hermes", [text]) for d in r[2] if "id" in d]
+
+
+def test_without_stream_steps_release_nothing() -> None:
+    orch = inert.Orchestrator({}, {}, format="hermes", turn_key="t")
+    orch.draft(["Hello"])
+    assert orch.verify(1).content == ""
+    s = inert.TokenStream("hermes")
+    s.draft(["Hello"])
+    s.verify(1)
+    assert s.take_released() == ("", "", []) and not s.has_released
+
+
+def test_batches_stream_each_sequence() -> None:
+    vocab = inert.Vocabulary({0: "Hi ", 1: "<tool_call>", 2: '{"name": "f", "arguments": {"a": 1}}',
+                              3: "</tool_call>", 4: " bye"})
+    batch = inert.BatchOrchestrator({}, {"f": lambda **_: "ok"}, format="hermes", vocab=vocab, stream=True)
+    batch.add(1, "t1")
+    batch.add(2, "t2")
+    seen: dict[int, list[inert.Step]] = {1: [], 2: []}
+    for col in range(5):
+        ids = np.array([[col], [4 - col]])
+        batch.draft([1, 2], ids)
+        for seq, step in batch.verify([1, 2], [1, 1]).items():
+            seen[seq].append(step)
+    reports = {seq: batch.finish(seq) for seq in (1, 2)}
+    batch.close()
+    assert "".join(s.content for s in seen[1]) == "Hi  bye"
+    assert [d["function"]["arguments"] for s in seen[1] for d in s.tool_call_deltas] == ["", '{"a": 1}']
+    # Backwards: a stray closer (bound by id: the vocabulary spells it exactly) is hidden, the
+    # object is prose, and the block the last tokens open is cut by the end of the turn.
+    assert "".join(s.content for s in seen[2]) == ' bye{"name": "f", "arguments": {"a": 1}}'
+    assert reports[2].tail is not None and reports[2].tail.content == ""
+    assert [m.kind for m in reports[2].malformed] == ["unterminated"]
+
+
+def test_names_go_out_before_the_block_ends_in_every_format_but_pythonic() -> None:
+    """A call's first delta leaves once its head is accepted; JSON arguments follow as accepted."""
+    from render import render
+
+    json_args = {"hermes", "llama3_json", "mistral", "deepseek_v3", "deepseek_v31", "kimi_k2", "openai", "granite",
+                 "internlm", "jamba", "xlam", "phi4_mini_json", "minimax"}
+    for fmt in inert.formats():
+        text = render(fmt, [("get", {"city": "Paris"})]).encode()
+        cut = text.index(b"Paris") + 2  # the value has begun, the block has not ended
+        s = inert.TokenStream(fmt, "t", stream=True)
+        s.draft([text[:cut]])
+        s.verify(1)
+        deltas = s.take_released()[2]
+        if fmt == "pythonic":
+            assert deltas == [], fmt
+            continue
+        assert deltas and deltas[0]["function"]["name"] == "get", fmt
+        sent = "".join(d["function"]["arguments"] for d in deltas)
+        assert ('"Pa' in sent) == (fmt in json_args), (fmt, sent)
+
+
+def test_async_orchestrator_steps_stream() -> None:
+    import asyncio
+
+    async def run() -> tuple[str, list[dict[str, Any]], inert.Report]:
+        orch = inert.AsyncOrchestrator({"f": "read_only"}, {"f": lambda a: a}, format="hermes", turn_key="t",
+                                       stream=True)
+        text, deltas = "", []
+        for piece in ["Hi ", '<tool_call>{"name": "f", "arguments": {"a": 1}}</tool_call>', " bye"]:
+            await orch.draft([piece])
+            step = await orch.verify(1)
+            text += step.content
+            deltas += step.tool_call_deltas
+        return text, deltas, await orch.finish()
+
+    text, deltas, report = asyncio.run(run())
+    assert text == "Hi  bye" and json.loads("".join(d["function"]["arguments"] for d in deltas)) == {"a": 1}
+    assert [r.result for r in report.results] == [1]
+
+
+def test_orchestrator_trees_stream_the_accepted_path_only() -> None:
+    orch = inert.Orchestrator({}, {}, format="hermes", turn_key="t", stream=True)
+    step = orch.draft_tree(["Good ", "Bad ", "day"], [-1, -1, 0])
+    assert (step.content, step.tool_call_deltas) == ("", ())
+    assert orch.verify_path([0, 2]).content == "Good day"
+    assert orch.finish().tail == inert.Step(())
+
+
+def test_a_block_past_max_block_bytes_is_marked_and_sends_nothing_after() -> None:
+    text = '<tool_call>{"name": "f", "arguments": {"a": "' + "x" * 60 + '"}}</tool_call> ok'
+    rs = steps("hermes", [text[i:i + 5] for i in range(0, len(text), 5)], max_block_bytes=40)
+    deltas = [d for r in rs for d in r[2]]
+    marks = [i for i, d in enumerate(deltas) if "inert" in d]
+    assert [deltas[i]["inert"] for i in marks] == [{"malformed": "too_large"}] and marks[0] == len(deltas) - 1
+    assert "".join(content(rs)) == " ok"
+
+
+def test_mistral_call_arrays_stream_like_call_objects() -> None:
+    text = '[TOOL_CALLS][{"name": "get", "arguments": {"city": "Paris"}}, {"name": "put", "arguments": {}}]'
+    cut = text.index("Paris") + 2
+    rs = steps("mistral", [text[:cut], text[cut:]])
+    assert [d["function"].get("name") for d in rs[0][2]] == ["get", None]
+    assert rs[0][2][1]["function"]["arguments"] == '{"city": "Pa'
+    args = {}
+    for d in (d for r in rs for d in r[2]):
+        args[d["index"]] = args.get(d["index"], "") + d["function"]["arguments"]
+    assert [json.loads(a) for a in args.values()] == [{"city": "Paris"}, {}]
+
+
+def test_stream_must_be_a_bool() -> None:
+    import pytest
+
+    with pytest.raises(inert.InertTypeError, match="stream"):
+        inert.TokenStream("hermes", stream=1)  # type: ignore[arg-type]
+    with pytest.raises(inert.InertTypeError, match="stream"):
+        inert.StreamBatch("hermes", stream="yes")  # type: ignore[arg-type]
