@@ -8,12 +8,16 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import inert
 from built import FLAWS, LISTS, Output, outputs, seen
 from speculation import Decoder, chunk, corruptions_for
+
+# Every property runs once per format (19 of them): a third of the profile's examples each keeps
+# the suite's time in budget and still gives each property ~19x that many turns per run.
+PER_FORMAT = settings(max_examples=max(40, settings().max_examples // 3))
 
 FORMATS = inert.formats()
 
@@ -25,6 +29,7 @@ def accepted(outcomes: list[inert.Outcome]) -> list[Any]:
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
+@PER_FORMAT
 @given(data=st.data())
 def test_one_shot_parse_reads_what_was_built(fmt: str, data: st.DataObject) -> None:
     out: Output = data.draw(outputs(fmt))
@@ -32,6 +37,7 @@ def test_one_shot_parse_reads_what_was_built(fmt: str, data: st.DataObject) -> N
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
+@PER_FORMAT
 @given(data=st.data())
 def test_a_stream_under_rollback_reads_what_was_built(fmt: str, data: st.DataObject) -> None:
     """Drafts with wrong tokens of the format's own layout, partial acceptance and

@@ -6,13 +6,17 @@ token, the block closed by the first rejected token included."""
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import inert
 from built import outputs
 from render import render
 from speculation import Decoder, chunk, corruptions_for
+
+# Every property runs once per format (19 of them): a third of the profile's examples each keeps
+# the suite's time in budget and still gives each property ~19x that many turns per run.
+PER_FORMAT = settings(max_examples=max(40, settings().max_examples // 3))
 
 FORMATS = inert.formats()
 TURN = "turn-r"
@@ -52,6 +56,7 @@ class LiveCalls:
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
+@PER_FORMAT
 @given(data=st.data())
 def test_after_every_step_live_calls_are_keyed_by_live_tokens_and_rejected_blocks_retracted(
         fmt: str, data: st.DataObject) -> None:

@@ -11,13 +11,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from hypothesis import assume, given
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from test_formats import calls_for
 
 import inert
 from render import ANCHORED, XML_FORMATS, Calls, reasoning, render
 from speculation import Decoder, chunk
+
+# Every property runs once per format (19 of them): a third of the profile's examples each keeps
+# the suite's time in budget and still gives each property ~19x that many turns per run.
+PER_FORMAT = settings(max_examples=max(40, settings().max_examples // 3))
 
 FORMATS = inert.formats()
 
@@ -125,6 +129,7 @@ def check_final(fmt: str, got: Streamed, calls: Calls, prose: str, thinking: str
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
+@PER_FORMAT
 @given(data=st.data())
 def test_one_shot_releases_the_prose_the_reasoning_and_the_calls(fmt: str, data: st.DataObject) -> None:
     text, calls, prose, thinking = data.draw(messages(fmt))
@@ -133,6 +138,7 @@ def test_one_shot_releases_the_prose_the_reasoning_and_the_calls(fmt: str, data:
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
+@PER_FORMAT
 @given(data=st.data())
 def test_speculation_releases_only_accepted_text(fmt: str, data: st.DataObject) -> None:
     """Random chunking, windows, corrupted drafts and corrections: after every step what
@@ -166,6 +172,7 @@ def test_speculation_releases_only_accepted_text(fmt: str, data: st.DataObject) 
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
+@PER_FORMAT
 @given(data=st.data())
 def test_trees_release_what_their_accepted_path_does(fmt: str, data: st.DataObject) -> None:
     """A tree whose accepted path is P releases exactly what drafting P alone does."""
@@ -194,6 +201,7 @@ def test_trees_release_what_their_accepted_path_does(fmt: str, data: st.DataObje
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
+@PER_FORMAT
 @given(data=st.data())
 def test_orchestrator_steps_carry_the_stream(fmt: str, data: st.DataObject) -> None:
     text, calls, prose, thinking = data.draw(messages(fmt))
@@ -242,6 +250,7 @@ def delimiter_tokens(text: str, fmt: str, cuts: list[int]) -> list[str]:
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
+@PER_FORMAT
 @given(data=st.data())
 def test_special_token_delimiters_release_what_one_shot_ids_do(fmt: str, data: st.DataObject) -> None:
     """Token ids with the delimiters as special tokens, in any windows, release exactly what
