@@ -13,6 +13,14 @@ pub(super) fn type_name(obj: &Bound<'_, PyAny>) -> String {
     obj.get_type().name().map_or_else(|_| "an unknown type".to_owned(), |n| n.to_string())
 }
 
+/// A `bool` argument named `what`, refused with inert's error (not pyo3's) when it is not one.
+pub(super) fn flag(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<bool> {
+    match obj.cast::<PyBool>() {
+        Ok(b) => Ok(b.is_true()),
+        Err(_) => Err(CoreError::WrongType { what: what.to_owned(), expected: "a bool", got: type_name(obj) }.into()),
+    }
+}
+
 /// The Python objects of a token window, held so their buffers can be borrowed.
 pub(super) fn collect_tokens<'py>(tokens: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, PyAny>>> {
     if tokens.is_instance_of::<PyString>() || tokens.is_instance_of::<PyBytes>() {

@@ -1,10 +1,9 @@
 //! Streaming output for Python: what a step released, as `(content, reasoning,
 //! tool_call_deltas)` with the deltas shaped like OpenAI's `ChoiceDeltaToolCall`.
 
-use crate::error::CoreError;
 use crate::turn::{Released, ToolCallDelta};
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyDict, PyList, PyString, PyTuple};
+use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 
 /// The `stream=` flag, refused with inert's error (not pyo3's) when it is not a bool.
 #[derive(Debug, Clone, Copy)]
@@ -14,15 +13,7 @@ impl<'a, 'py> FromPyObject<'a, 'py> for StreamFlag {
     type Error = PyErr;
 
     fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
-        match obj.cast::<PyBool>() {
-            Ok(b) => Ok(Self(b.is_true())),
-            Err(_) => Err(CoreError::WrongType {
-                what: "stream".to_owned(),
-                expected: "a bool",
-                got: super::convert::type_name(&obj),
-            }
-            .into()),
-        }
+        Ok(Self(super::convert::flag(&obj, "stream")?))
     }
 }
 

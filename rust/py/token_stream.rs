@@ -1,6 +1,6 @@
 //! `TokenStream` and the module functions, over `crate::turn`.
 
-use super::convert::{as_index, collect_tokens, count, py_to_json, repr, text, token, type_name, Index};
+use super::convert::{as_index, collect_tokens, count, flag, py_to_json, repr, text, token, type_name, Index};
 use super::ints::{buffer_ints, ints_1d};
 use super::outcome::CallCache;
 use super::stream::{released, StreamFlag};
@@ -10,7 +10,7 @@ use crate::ledger::TokenState;
 use crate::scan::{formats as builtin_formats, FormatSpec, Reasoning, Schemas};
 use crate::turn::{CommitHasher, Outcome, TokenIn, Turn, TurnConfig};
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyBytes, PyDict, PyEllipsis, PyList, PyString, PyTuple};
+use pyo3::types::{PyBytes, PyDict, PyEllipsis, PyList, PyString, PyTuple};
 
 /// One turn of one sequence. Mutable: one per stream, not shared between threads.
 #[pyclass(name = "TokenStream", module = "inert._core")]
@@ -66,13 +66,7 @@ impl<'a, 'py> FromPyObject<'a, 'py> for Flag {
     type Error = PyErr;
 
     fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
-        match obj.cast::<PyBool>() {
-            Ok(b) => Ok(Self(b.is_true())),
-            Err(_) => {
-                Err(CoreError::WrongType { what: "in_reasoning".to_owned(), expected: "a bool", got: type_name(&obj) }
-                    .into())
-            }
-        }
+        Ok(Self(flag(&obj, "in_reasoning")?))
     }
 }
 

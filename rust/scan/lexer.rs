@@ -23,6 +23,45 @@ pub enum StructStart {
     LeadingBracketOrBrace,
 }
 
+/// Where a byte of JSON text lies relative to its `"` strings (with `\` escapes):
+/// the one string tracker every reader of JSON bodies steps through.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct JsonStrings {
+    inside: bool,
+    escaped: bool,
+}
+
+/// What one byte was to [`JsonStrings`]. Quotes belong to their string.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InString {
+    Outside,
+    Opens,
+    Inside,
+    Closes,
+}
+
+impl JsonStrings {
+    #[inline]
+    pub fn step(&mut self, b: u8) -> InString {
+        if self.inside {
+            if self.escaped {
+                self.escaped = false;
+            } else if b == b'\\' {
+                self.escaped = true;
+            } else if b == b'"' {
+                self.inside = false;
+                return InString::Closes;
+            }
+            return InString::Inside;
+        }
+        if b == b'"' {
+            self.inside = true;
+            return InString::Opens;
+        }
+        InString::Outside
+    }
+}
+
 /// The lexer state after a byte.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(super) struct Lexer {

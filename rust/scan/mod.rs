@@ -14,7 +14,7 @@ pub mod spec;
 pub(crate) use body::{check_name, head_call};
 pub use body::{Item, Schemas};
 pub use call::Call;
-pub use lexer::{StructStart, Syntax};
+pub use lexer::{InString, JsonStrings, StructStart, Syntax};
 pub use malformed::{Malformed, MalformedKind};
 pub use matcher::Role;
 pub use scanner::{ScanEvent, ScanState, Scanner, TextClass, TokenRole};

@@ -67,15 +67,6 @@ pub struct ScanState {
     in_frame: bool,
 }
 
-impl ScanState {
-    /// Whether the text after this state is reasoning: the hook that tells
-    /// reasoning bytes from content bytes per token.
-    #[must_use]
-    pub fn in_reasoning(&self) -> bool {
-        self.mode == Mode::Reasoning
-    }
-}
-
 /// What one token did. Every byte offset is in the live text.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ScanEvent {
@@ -87,10 +78,6 @@ pub enum ScanEvent {
     Ended { end: usize, body: Vec<Item>, confirmed: bool },
     /// The block that ended unconfirmed is confirmed by this token.
     Confirmed,
-    /// A reasoning section opened at `delimiter`.
-    ReasoningOpened { delimiter: Range<usize> },
-    /// The reasoning section closed at `delimiter` (or at the call token that ended it).
-    ReasoningClosed { delimiter: Range<usize> },
     /// A reasoning closer at `delimiter` while the turn was not in reasoning:
     /// the prompt opened the section, and calls before it may have been thoughts.
     ReasoningUnopened { delimiter: Range<usize> },
@@ -471,7 +458,6 @@ impl Scanner {
         self.enter(state, Mode::Reasoning);
         self.shift(out, delimiter.start, TextClass::Hidden);
         self.shift(out, delimiter.end, TextClass::Reasoning);
-        out.push(ScanEvent::ReasoningOpened { delimiter });
     }
 
     fn stop_thinking(&self, state: &mut ScanState, delimiter: Range<usize>, out: &mut Vec<ScanEvent>) {
@@ -480,7 +466,6 @@ impl Scanner {
         state.armed_from = delimiter.end as u32;
         self.shift(out, delimiter.start, TextClass::Hidden);
         self.shift(out, delimiter.end, TextClass::Content);
-        out.push(ScanEvent::ReasoningClosed { delimiter });
     }
 
     /// A reasoning closer while not in reasoning: reported where the format says

@@ -451,9 +451,6 @@ impl Live<'_> {
             ScanEvent::ReasoningUnopened { delimiter } => {
                 self.blocks.reasoning_unopened(self.window.token_at(delimiter.start), pos);
             }
-            // Where reasoning starts and stops (byte ranges of its delimiters) is the hook for
-            // streaming reasoning text apart from content; calls need nothing from it.
-            ScanEvent::ReasoningOpened { .. } | ScanEvent::ReasoningClosed { .. } => {}
         }
     }
 }

@@ -313,18 +313,14 @@ impl Streamer {
         // A block reported whole as one malformed item takes every call that streamed from it.
         for c in self.calls.iter_mut().filter(|c| !c.settled && blocks.contains(&c.block_at)) {
             c.settled = true;
-            let kind = outcomes
-                .iter()
-                .find_map(|o| match o {
-                    Outcome::BlockMalformed(r) if r.body_at == c.block_at => Some(r.error.kind.name()),
-                    _ => None,
-                })
-                .unwrap_or("malformed");
-            if let Some(Outcome::BlockMalformed(r)) =
-                outcomes.iter().find(|o| matches!(o, Outcome::BlockMalformed(r) if r.body_at == c.block_at))
-            {
+            let malformed = outcomes.iter().find_map(|o| match o {
+                Outcome::BlockMalformed(r) if r.body_at == c.block_at => Some(r),
+                _ => None,
+            });
+            if let Some(r) = malformed {
                 let _ = r.tool_call_index.set(c.index);
             }
+            let kind = malformed.map_or("malformed", |r| r.error.kind.name());
             self.out.deltas.push(ToolCallDelta::Malformed { index: c.index, kind });
         }
     }

@@ -3,6 +3,7 @@
 //! item, so one broken object keeps its siblings.
 
 use super::super::call::Call;
+use super::super::lexer::{InString, JsonStrings};
 use super::super::malformed::{json_error_offset, Malformed, MalformedKind};
 use super::{excerpt, Item};
 use serde::Deserialize;
@@ -148,29 +149,17 @@ fn leading_objects(text: &str, from: usize) -> (Vec<Item>, usize) {
 /// The lexing state of a JSON scan: inside a string, and bracket depth.
 #[derive(Default)]
 struct Lex {
-    quote: bool,
-    escaped: bool,
+    strings: JsonStrings,
     depth: usize,
 }
 
 impl Lex {
     /// Steps over `b`; returns whether it lies outside every string.
     fn step(&mut self, b: u8) -> bool {
-        if self.quote {
-            if self.escaped {
-                self.escaped = false;
-            } else if b == b'\\' {
-                self.escaped = true;
-            } else if b == b'"' {
-                self.quote = false;
-            }
+        if self.strings.step(b) != InString::Outside {
             return false;
         }
         match b {
-            b'"' => {
-                self.quote = true;
-                return false;
-            }
             b'[' | b'{' => self.depth += 1,
             b']' | b'}' => self.depth = self.depth.saturating_sub(1),
             _ => {}

@@ -2,7 +2,7 @@
 //! call objects (`Tracker`), and a head that names the call before its
 //! arguments (`Headed`). They see only accepted body bytes, in order.
 
-use crate::scan::{head_call, Body};
+use crate::scan::{head_call, Body, InString, JsonStrings};
 
 /// How many bytes at the end of `bytes` begin a UTF-8 character they do not finish.
 pub(super) fn cut_char(bytes: &[u8]) -> usize {
@@ -92,8 +92,7 @@ pub(super) struct Headed {
     pub(super) phase: Phase,
     pub(super) head: Vec<u8>,
     depth: u32,
-    in_string: bool,
-    escaped: bool,
+    strings: JsonStrings,
     fragment: Vec<u8>,
 }
 
@@ -108,8 +107,7 @@ impl Headed {
             phase: Phase::Head,
             head: Vec::new(),
             depth: 0,
-            in_string: false,
-            escaped: false,
+            strings: JsonStrings::default(),
             fragment: Vec::new(),
         }
     }
@@ -150,18 +148,10 @@ impl Headed {
             }
             Phase::Arguments => {
                 self.fragment.push(b);
-                if self.in_string {
-                    if self.escaped {
-                        self.escaped = false;
-                    } else if b == b'\\' {
-                        self.escaped = true;
-                    } else if b == b'"' {
-                        self.in_string = false;
-                    }
+                if self.strings.step(b) != InString::Outside {
                     return None;
                 }
                 match b {
-                    b'"' => self.in_string = true,
                     b'{' | b'[' => self.depth += 1,
                     b'}' | b']' => {
                         self.depth = self.depth.saturating_sub(1);
@@ -220,8 +210,7 @@ pub(super) struct Tracker {
     /// The position of the current call object among the block's.
     pub(super) object: u32,
     depth: u32,
-    in_string: bool,
-    escaped: bool,
+    strings: JsonStrings,
     /// Depth inside the current call object (0: not in one).
     call_depth: u32,
     in_call: bool,
@@ -246,8 +235,7 @@ impl Tracker {
             block_at,
             object: 0,
             depth: 0,
-            in_string: false,
-            escaped: false,
+            strings: JsonStrings::default(),
             call_depth: 0,
             in_call: false,
             seen_call: false,
@@ -307,32 +295,32 @@ impl Tracker {
             }
         }
         let mut found = None;
-        if self.in_string {
-            if self.reading_token {
-                self.token.push(b);
-            }
-            if self.escaped {
-                self.escaped = false;
-            } else if b == b'\\' {
-                self.escaped = true;
-            } else if b == b'"' {
-                self.in_string = false;
-                if self.reading_token {
-                    self.reading_token = false;
-                    found = self.token_done();
-                }
-            }
-            return found;
-        }
-        match b {
-            b'"' => {
-                self.in_string = true;
+        match self.strings.step(b) {
+            InString::Outside => {}
+            InString::Opens => {
                 if self.in_call && self.depth == self.call_depth && matches!(self.expect, Expect::Key | Expect::Value) {
                     self.reading_token = true;
                     self.token.clear();
                     self.token.push(b);
                 }
+                return None;
             }
+            InString::Inside => {
+                if self.reading_token {
+                    self.token.push(b);
+                }
+                return None;
+            }
+            InString::Closes => {
+                if self.reading_token {
+                    self.token.push(b);
+                    self.reading_token = false;
+                    return self.token_done();
+                }
+                return None;
+            }
+        }
+        match b {
             b'{' | b'[' => {
                 if !self.in_call && b == b'{' {
                     self.depth += 1;
