@@ -10,7 +10,9 @@ correction, over prose with a tool-call block every few steps.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from itertools import cycle
+from typing import Any
 
 import numpy as np
 import pytest
@@ -44,6 +46,22 @@ def windows(rows: int, offset: int = 0) -> list[np.ndarray]:
     return [np.array([[next(src) for _ in range(K)] for _ in range(rows)], dtype=np.int32) for _ in range(STEPS)]
 
 
+def numpy_steps(target: Any, steps: list[np.ndarray], correction: int, *, take: bool = False) -> Callable[[], None]:
+    """One benchmark round: each window drafted onto ``target`` (a TokenStream or an
+    Orchestrator), 6 accepted and ``correction`` appended, all numpy scalars; with
+    ``take``, what a streaming step released is taken, as a server would."""
+    six, fix = np.int64(6), np.int32(correction)
+
+    def run() -> None:
+        for w in steps:
+            target.draft(w)
+            target.verify(six, fix)
+            if take and target.has_released:
+                target.take_released()
+
+    return run
+
+
 @pytest.mark.parametrize("vocab", ["none", "shared_150k"])
 def test_attach(benchmark: object, vocab: str) -> None:
     """What starting a turn costs: with no vocabulary, and with a shared 150k one."""
@@ -55,15 +73,7 @@ def test_attach(benchmark: object, vocab: str) -> None:
 
 def test_stream_numpy_step(benchmark: object) -> None:
     stream = inert.TokenStream("hermes", "turn", vocab=VOCAB)
-    steps = [row[0] for row in windows(1)]
-    correction = np.int32(STREAM_IDS[0])
-    six = np.int64(6)
-
-    def run() -> None:
-        for w in steps:
-            stream.draft(w)
-            stream.verify(six, correction)
-
+    run = numpy_steps(stream, [row[0] for row in windows(1)], STREAM_IDS[0])
     benchmark.group = "one sequence, numpy k=8"  # type: ignore[attr-defined]
     benchmark.pedantic(run, rounds=50, iterations=1, warmup_rounds=2)  # type: ignore[attr-defined]
     record(benchmark, "stream:numpy_step", per=STEPS)
@@ -117,14 +127,7 @@ def test_orchestrator_numpy_step(benchmark: object) -> None:
     orch = inert.Orchestrator({"search": "read_only"}, {"search": lambda q: q}, vocab=VOCAB, turn_key="bench")
     src = cycle(PROSE_IDS)
     steps = [np.array([next(src) for _ in range(K)], dtype=np.int32) for _ in range(STEPS)]
-    correction = np.int32(PROSE_IDS[0])
-    six = np.int64(6)
-
-    def run() -> None:
-        for w in steps:
-            orch.draft(w)
-            orch.verify(six, correction)
-
+    run = numpy_steps(orch, steps, PROSE_IDS[0])
     benchmark.group = "one sequence, numpy k=8"  # type: ignore[attr-defined]
     benchmark.pedantic(run, rounds=50, iterations=1, warmup_rounds=2)  # type: ignore[attr-defined]
     record(benchmark, "orchestrator:numpy_step", per=STEPS)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from bench_serving import STREAM_IDS, VOCAB, windows
+from bench_serving import STREAM_IDS, VOCAB, numpy_steps, windows
 
 import inert
 from conftest import record
@@ -34,23 +34,7 @@ def primed(stream: bool, accepted: int) -> inert.TokenStream:
 @pytest.mark.parametrize(("mode", "accepted"), [("off", 1024), ("on", 1024), ("on", 65536)])
 def test_token_stream_step(benchmark: object, mode: str, accepted: int) -> None:
     stream = primed(mode == "on", accepted)
-    steps = [row[0] for row in windows(1)]
-    correction = np.int32(STREAM_IDS[0])
-    six = np.int64(6)
-
-    if mode == "on":
-        def run() -> None:
-            for w in steps:
-                stream.draft(w)
-                stream.verify(six, correction)
-                if stream.has_released:
-                    stream.take_released()
-    else:
-        def run() -> None:
-            for w in steps:
-                stream.draft(w)
-                stream.verify(six, correction)
-
+    run = numpy_steps(stream, [row[0] for row in windows(1)], STREAM_IDS[0], take=mode == "on")
     benchmark.group = "streaming: one sequence, numpy k=8"  # type: ignore[attr-defined]
     benchmark.pedantic(run, rounds=50, iterations=1, warmup_rounds=2)  # type: ignore[attr-defined]
     record(benchmark, f"streaming:stream_{mode}@{accepted // 1024}k", per=STEPS)
@@ -60,15 +44,7 @@ def test_token_stream_step(benchmark: object, mode: str, accepted: int) -> None:
 def test_orchestrator_step(benchmark: object, mode: str) -> None:
     orch = inert.Orchestrator({"search": "read_only"}, {"search": lambda q: q}, format="hermes", turn_key="t",
                               vocab=VOCAB, stream=mode == "on")
-    steps = [row[0] for row in windows(1)]
-    correction = np.int32(STREAM_IDS[0])
-    six = np.int64(6)
-
-    def run() -> None:
-        for w in steps:
-            orch.draft(w)
-            orch.verify(six, correction)
-
+    run = numpy_steps(orch, [row[0] for row in windows(1)], STREAM_IDS[0])
     benchmark.group = "streaming: Orchestrator, numpy k=8"  # type: ignore[attr-defined]
     benchmark.pedantic(run, rounds=30, iterations=1, warmup_rounds=2)  # type: ignore[attr-defined]
     record(benchmark, f"streaming:orchestrator_{mode}", per=STEPS)

@@ -15,7 +15,7 @@ from .errors import InertTypeError, ReentrancyError
 from .journal import Journal, MemoryJournal, OwnedJournal, open_journal
 from .report import Report
 from .runtime import ThreadEngine, ThreadRuntime, running_for
-from .turn import Step, Tooling, Tools, TurnDriver
+from .turn import Released, Step, Tooling, Tools, TurnDriver
 
 __all__ = ["BatchOrchestrator"]
 
@@ -135,8 +135,7 @@ class BatchOrchestrator:
         """``Orchestrator.verify_path`` on sequence ``seq``."""
         self._refuse_reentry()
         outcomes = self._batch.verify_path(seq, path, correction)
-        released = self._batch.take_released([seq]).get(int(seq)) if self._streaming else None
-        return self._turns[int(seq)].apply(outcomes, released)
+        return self._turns[int(seq)].apply(outcomes, self._released_of(seq))
 
     def finish(self, seq: int, *, strict: bool = True) -> Report:
         """Ends sequence ``seq``'s turn: waits for its calls (only its own) and reconciles
@@ -150,8 +149,7 @@ class BatchOrchestrator:
         notices = self._batch.notices(seq)  # the verifies committed them; finish forgets them
         outcomes = self._batch.finish(seq)
         driver = self._turns.pop(int(seq))
-        released = self._batch.take_released([seq]).get(int(seq)) if self._streaming else None
-        tail = driver.apply(outcomes, released or ("", "", []))
+        tail = driver.apply(outcomes, self._released_of(seq) or ("", "", []))
         runtime = driver.runtime
         assert isinstance(runtime, ThreadRuntime)
         runtime.drain()
@@ -169,6 +167,10 @@ class BatchOrchestrator:
     def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
                  traceback: TracebackType | None) -> None:
         self.close()
+
+    def _released_of(self, seq: int) -> Released | None:
+        """What ``seq``'s last step released for streaming (``None`` without streaming)."""
+        return self._batch.take_released([seq]).get(int(seq)) if self._streaming else None
 
     def _apply(self, outcomes: dict[int, list[Any]]) -> dict[int, Step]:
         return {seq: self._turns[seq].apply(out) for seq, out in outcomes.items()}
