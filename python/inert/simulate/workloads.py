@@ -98,6 +98,23 @@ def call(tool: str, **arguments: Any) -> str:
     return f'<tool_call>\n{json.dumps({"name": tool, "arguments": arguments})}\n</tool_call>\n'
 
 
+def _coding(name: str, plan: str, write_file: SimTool) -> Agent:
+    """A coding agent that reads three files, then writes two with ``write_file``
+    (done at once, or staged and checked first): the same script, its plan said in ``plan``."""
+    return Agent(
+        name,
+        "Let me look at the module first.\n"
+        + call("read_file", path="src/app.py") + call("read_file", path="src/util.py")
+        + call("read_file", path="tests/test_app.py")
+        + plan
+        + call("write_file", path="src/util.py", content="def parse(x):\n    return int(x)\n")
+        + call("write_file", path="tests/test_util.py", content="def test_parse():\n    assert parse('1') == 1\n")
+        + "Done: parse() now returns an int.",
+        {"read_file": SimTool("read_file", "read", Latency(0.02, 0.10), key="path"), "write_file": write_file},
+        rows={"src/app.py": "app", "src/util.py": "util", "tests/test_app.py": "tests"},
+    )
+
+
 MODELS = {
     "8b-h100": ModelProfile("8b-h100", alpha=0.8, k=5, verify_s=0.005, draft_s=0.0004),
     "70b": ModelProfile("70b", alpha=0.75, k=5, verify_s=0.015, draft_s=0.0006),
@@ -112,31 +129,12 @@ AGENTS = {
         + "Once these come back I will summarise what they agree on.",
         {"search": SimTool("search", "read", Latency(0.30, 1.5), key="query")},
     ),
-    "coding": Agent(
-        "coding",
-        "Let me look at the module first.\n"
-        + call("read_file", path="src/app.py") + call("read_file", path="src/util.py")
-        + call("read_file", path="tests/test_app.py")
-        + "Now the fix, and a test for it.\n"
-        + call("write_file", path="src/util.py", content="def parse(x):\n    return int(x)\n")
-        + call("write_file", path="tests/test_util.py", content="def test_parse():\n    assert parse('1') == 1\n")
-        + "Done: parse() now returns an int.",
-        {"read_file": SimTool("read_file", "read", Latency(0.02, 0.10), key="path"),
-         "write_file": SimTool("write_file", "write", Latency(0.03, 0.15), key="path")},
-        rows={"src/app.py": "app", "src/util.py": "util", "tests/test_app.py": "tests"},
-    ),
-    "coding-staged": Agent(
+    "coding": _coding("coding", "Now the fix, and a test for it.\n",
+                      SimTool("write_file", "write", Latency(0.03, 0.15), key="path")),
+    "coding-staged": _coding(
         "coding-staged",
-        "Let me look at the module first.\n"
-        + call("read_file", path="src/app.py") + call("read_file", path="src/util.py")
-        + call("read_file", path="tests/test_app.py")
-        + "Now the fix, and a test for it; each file is staged and checked, then renamed into place.\n"
-        + call("write_file", path="src/util.py", content="def parse(x):\n    return int(x)\n")
-        + call("write_file", path="tests/test_util.py", content="def test_parse():\n    assert parse('1') == 1\n")
-        + "Done: parse() now returns an int.",
-        {"read_file": SimTool("read_file", "read", Latency(0.02, 0.10), key="path"),
-         "write_file": SimTool("write_file", "write", Latency(0.002, 0.01), key="path", prepare=Latency(0.12, 0.40))},
-        rows={"src/app.py": "app", "src/util.py": "util", "tests/test_app.py": "tests"},
+        "Now the fix, and a test for it; each file is staged and checked, then renamed into place.\n",
+        SimTool("write_file", "write", Latency(0.002, 0.01), key="path", prepare=Latency(0.12, 0.40)),
     ),
     "payments": Agent(
         "payments",
