@@ -1,7 +1,10 @@
 """Streaming output's cost per step, side by side in one run: one sequence's 8-token
 numpy draft + verify through TokenStream without streaming, with streaming (and
 take_released), and the same through the Orchestrator; streaming after 1k and 64k
-accepted tokens (flat when the work is per step, not per stream).
+accepted tokens (flat when the work is per step, not per stream); a qwen3_coder call
+whose one value (16 KB and 256 KB of code, or of text that spells the format's tags
+over and over) streams as it is accepted, per byte (flat when linear), beside the same
+turn without streaming.
 Run: pytest benches/bench_streaming.py --benchmark-only
 
 Each step drafts 8 ids, accepts 6, rejects 2 and appends a correction, over prose
@@ -9,6 +12,9 @@ with a hermes tool-call block every few steps (its arguments stream as accepted)
 """
 
 from __future__ import annotations
+
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -48,3 +54,31 @@ def test_orchestrator_step(benchmark: object, mode: str) -> None:
     benchmark.group = "streaming: Orchestrator, numpy k=8"  # type: ignore[attr-defined]
     benchmark.pedantic(run, rounds=30, iterations=1, warmup_rounds=2)  # type: ignore[attr-defined]
     record(benchmark, f"streaming:orchestrator_{mode}", per=STEPS)
+
+
+sys.path.insert(0, str(Path(__file__).parent.parent / "tests"))
+from render import xml_call  # noqa: E402
+
+VALUES = {"code": "    total += item.price * item.count  # a < b\n", "tags": "</parameter>x<parameter=k"}
+
+
+@pytest.mark.parametrize(("kind", "kb", "mode"), [("code", 16, "on"), ("code", 256, "on"), ("code", 256, "off"),
+                                                  ("tags", 16, "on"), ("tags", 256, "on")])
+def test_xml_value(benchmark: object, kind: str, kb: int, mode: str) -> None:
+    unit = VALUES[kind]
+    text = xml_call("qwen3_coder", "write_file", [("path", "a.py"), ("content", unit * (kb * 1024 // len(unit)))])
+    raw = text.encode()
+    pieces = [raw[i:i + 16] for i in range(0, len(raw), 16)]
+
+    def run() -> None:
+        s = inert.TokenStream("qwen3_coder", "t", stream=mode == "on", max_block_bytes=1 << 24)
+        for p in pieces:
+            s.draft([p])
+            s.verify(1)
+            if s.has_released:
+                s.take_released()
+        s.finish()
+
+    benchmark.group = "streaming: a qwen3_coder value, 16-byte tokens"  # type: ignore[attr-defined]
+    benchmark.pedantic(run, rounds=5, iterations=1, warmup_rounds=1)  # type: ignore[attr-defined]
+    record(benchmark, f"streaming:xml_{kind}_{mode}@{kb}k", per=len(raw))

@@ -113,6 +113,14 @@ def _streaming(tr: Any) -> None:
     if o_off and o_on:
         tr.write_line(f"Orchestrator k=8 step: {o_off * 1e6:6.3f} us, streaming {o_on * 1e6:6.3f} us   "
                       f"streaming / plain = {o_on / o_off:5.2f}")
+    for kind in ("code", "tags"):
+        short, long = m.get(f"streaming:xml_{kind}_on@16k"), m.get(f"streaming:xml_{kind}_on@256k")
+        if short and long:
+            tr.write_line(f"qwen3_coder value of {kind}: {short * 1e9:6.1f} ns/byte at 16 KB, {long * 1e9:6.1f} at 256 KB"
+                          f"   256k/16k = {long / short:5.2f}   (linear when ~1)")
+    x_off, x_on = m.get("streaming:xml_code_off@256k"), m.get("streaming:xml_code_on@256k")
+    if x_off and x_on:
+        tr.write_line(f"qwen3_coder 256 KB value streamed / not streamed = {x_on / x_off:5.2f}")
 
 
 def _serving(tr: Any) -> None:

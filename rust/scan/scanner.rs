@@ -125,6 +125,12 @@ impl Scanner {
         &self.spec
     }
 
+    /// The tools' schemas the body parsers type XML values by.
+    #[must_use]
+    pub fn schemas(&self) -> &Schemas {
+        &self.schemas
+    }
+
     fn matcher(&self, mode: Mode) -> Option<&Matcher> {
         match mode {
             Mode::Outside => self.m.outside.as_ref(),

@@ -312,7 +312,7 @@ impl Turn {
         } else {
             text.len() - self.binding.scanner.undecided_tail(&self.window.base().scan, text.len())
         };
-        stream.release(text, self.window.shifts(), safe, outcomes, last);
+        stream.release(text, self.window.shifts(), safe, outcomes, last, self.binding.scanner.schemas());
     }
 
     /// What the steps released since the last call (streaming output; empty

@@ -7,15 +7,16 @@
 //! streamer walks the accepted text from where it stopped to the *safe* end:
 //! the accepted end less what may still change class (a partial delimiter, the
 //! blanks an anchored call may still claim). Content and reasoning bytes go out
-//! as text (never half a UTF-8 character); body bytes of JSON call objects feed
-//! a tracker that streams each call's name and argument text as it is accepted.
-//! Other layouts send a call whole when it commits. Cost: the bytes released.
+//! as text (never half a UTF-8 character); body bytes feed a tracker that
+//! streams each call's name and argument text as it is accepted: the JSON text
+//! of JSON layouts, the JSON that XML parameters render to. Python call syntax
+//! goes out whole when it commits. Cost: the bytes released.
 
 mod calls;
 
 use super::outcome::Outcome;
 use super::window::Shift;
-use crate::scan::{check_name, Body, TextClass};
+use crate::scan::{check_name, Body, Schemas, TextClass};
 use calls::{cut_char, Found, Headed, Kind, Phase, Track, Tracker};
 use serde_json::Value;
 use std::collections::HashSet;
@@ -116,7 +117,15 @@ impl Streamer {
     /// Releases the accepted `text` up to `safe` (every live token is accepted),
     /// then the deltas of this step's committed and malformed blocks. At the end
     /// of the turn (`last`), cut characters go out too.
-    pub(super) fn release(&mut self, text: &[u8], shifts: &[Shift], safe: usize, outcomes: &[Outcome], last: bool) {
+    pub(super) fn release(
+        &mut self,
+        text: &[u8],
+        shifts: &[Shift],
+        safe: usize,
+        outcomes: &[Outcome],
+        last: bool,
+        schemas: &Schemas,
+    ) {
         let mut settled = 0;
         while self.released < safe {
             let next = shifts.get(self.next_shift);
@@ -130,7 +139,7 @@ impl Streamer {
                 continue;
             }
             let end = next.map_or(safe, |s| (s.at as usize).min(safe));
-            self.emit(&text[self.released..end]);
+            self.emit(&text[self.released..end], schemas);
             self.released = end;
         }
         self.settle_before(outcomes, &mut settled, usize::MAX);
@@ -160,7 +169,7 @@ impl Streamer {
         self.class = s.class;
     }
 
-    fn emit(&mut self, bytes: &[u8]) {
+    fn emit(&mut self, bytes: &[u8], schemas: &Schemas) {
         match self.class {
             TextClass::Content => self.content_tail.extend_from_slice(bytes),
             TextClass::Reasoning => self.reasoning_tail.extend_from_slice(bytes),
@@ -178,7 +187,14 @@ impl Streamer {
                     self.tracker = Some(Track::Objects(t));
                 }
                 Some(Track::Headed(mut h)) => {
-                    for (i, &b) in bytes.iter().enumerate() {
+                    let mut i = 0;
+                    while let Some(&b) = bytes.get(i) {
+                        if h.phase == Phase::Parameters {
+                            if let Some(ev) = h.parameters(&bytes[i..], schemas) {
+                                self.track(h.block_at, 0, ev, String::new());
+                            }
+                            break;
+                        }
                         if h.phase == Phase::Head
                             && b == b'['
                             && self.body == Body::Mistral
@@ -186,12 +202,16 @@ impl Streamer {
                         {
                             // Mistral's older layout: an array of call objects.
                             self.tracker = Some(Track::Objects(Tracker::new(h.block_at)));
-                            self.emit(&bytes[i..]);
+                            self.emit(&bytes[i..], schemas);
                             return;
                         }
                         if let Some(ev) = h.step(b, &self.body, &self.name_chars) {
                             self.track(h.block_at, 0, ev, String::new());
+                            if h.phase == Phase::Parameters && h.head_end_is_argument() {
+                                continue; // the byte that ended the head opens the parameters
+                            }
                         }
+                        i += 1;
                     }
                     if let Some(ev) = h.flush() {
                         self.track(h.block_at, 0, ev, String::new());

@@ -9,8 +9,11 @@ mod pythonic;
 mod schema;
 mod values;
 mod xml;
+mod xml_stream;
 
 pub use schema::Schemas;
+pub(crate) use xml::Flavor;
+pub(crate) use xml_stream::XmlArguments;
 
 use super::call::Call;
 use super::malformed::{Malformed, MalformedKind};

@@ -150,6 +150,15 @@ impl Schemas {
             None => Ok(Value::String(raw.to_owned())),
         }
     }
+
+    /// Whether `typed(tool, param, raw, marked_string)` is `raw` as a string
+    /// whatever `raw` holds: streaming output sends such a value as it is read.
+    pub(crate) fn always_text(&self, tool: &str, param: &str, marked_string: bool) -> bool {
+        let Some(types) = self.tools.get(tool).and_then(|t| t.param(param)).map(|p| p.types) else {
+            return true;
+        };
+        (types.has(Types::STRING) || (marked_string && types.has(Types::ANY))) && !types.has(Types::NULL)
+    }
 }
 
 /// `raw` as a JSON value, else as a Python literal; `None` when it is neither.

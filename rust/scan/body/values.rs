@@ -22,6 +22,7 @@ use std::ops::Range;
 const BUDGET: usize = 100_000;
 
 /// The tags of one raw-text XML layout.
+#[derive(Debug)]
 pub(super) struct Layout {
     /// Starts a parameter opener (`<parameter=`, `<arg_key>`, …).
     pub(super) open: &'static str,
@@ -31,6 +32,8 @@ pub(super) struct Layout {
     pub(super) end: Option<&'static str>,
     /// Reads the opener at the start of its argument (which starts with `open`).
     pub(super) opener: fn(&str) -> Option<Opener<'_>>,
+    /// Once this follows `open`, the opener is complete or is none.
+    pub(super) opener_end: &'static str,
 }
 
 /// A parameter opener: the parameter's key, the opener's attributes, its length.
@@ -91,10 +94,36 @@ impl Given {
     }
 }
 
+/// Whether an opener of `key` opens a parameter: with a schema, one of the
+/// tool's not given yet (the `first` opener of the list always does: there is
+/// no value before it to be text of); without, any, but one that ends a value
+/// whose closer is missing (`implicit`) only at the start of a line.
+pub(super) fn opens(
+    tool: Option<&Tool>,
+    key: &str,
+    first: bool,
+    given: impl FnOnce(u32) -> bool,
+    line_start: impl FnOnce() -> bool,
+    implicit: bool,
+) -> Option<Known> {
+    if let Some(tool) = tool {
+        return match tool.param(key) {
+            Some(p) => (!given(p.index)).then_some(Known(Some(p.index))),
+            None => first.then_some(Known(None)),
+        };
+    }
+    (!implicit || line_start()).then_some(Known(None))
+}
+
+/// Whether byte `at` of `text` starts a line, blanks aside.
+pub(super) fn line_start(text: &[u8], at: usize) -> bool {
+    text[..at].iter().rev().find(|&&b| b != b' ' && b != b'\t') == Some(&b'\n')
+}
+
 /// How an accepted opener is known: as the schema's parameter `index`, or
 /// freely (no schema, or the first parameter of a list).
 #[derive(Debug, Clone, Copy)]
-struct Known(Option<u32>);
+pub(super) struct Known(Option<u32>);
 
 enum Top<'a> {
     Done,
@@ -234,19 +263,11 @@ impl<'a> Search<'a> {
         self.junk(p, || format!("unexpected text at byte {p}: {}", excerpt(&text[p..])))
     }
 
-    /// Whether the opener at `at` opens a parameter: with a schema, one of the
-    /// tool's not given yet (the first opener of the list always does: there is
-    /// no value before it to be text of); without, any, but one that ends a
-    /// value whose closer is missing (`implicit`) only at the start of a line.
+    /// Whether the opener at `at` opens a parameter (see `opens`).
     fn acceptable(&self, op: &Opener<'_>, frames: &[Frame<'_>], at: usize, implicit: bool) -> Option<Known> {
-        if let Some(tool) = self.tool {
-            return match tool.param(op.key) {
-                Some(p) => (!given(frames).has(p.index, frames)).then_some(Known(Some(p.index))),
-                None => frames.is_empty().then_some(Known(None)),
-            };
-        }
-        let line_start = self.text[..at].trim_end_matches([' ', '\t']).ends_with('\n');
-        (!implicit || line_start).then_some(Known(None))
+        let given = given(frames);
+        let line_start = || line_start(self.text.as_bytes(), at);
+        opens(self.tool, op.key, frames.is_empty(), |i| given.has(i, frames), line_start, implicit)
     }
 
     /// Sets the innermost value's end to its next candidate and returns the
@@ -301,8 +322,13 @@ mod tests {
         })
     }
 
-    const QWEN: Layout =
-        Layout { open: "<parameter=", close: "</parameter>", end: Some("</function>"), opener: qwen_opener };
+    const QWEN: Layout = Layout {
+        open: "<parameter=",
+        close: "</parameter>",
+        end: Some("</function>"),
+        opener: qwen_opener,
+        opener_end: ">",
+    };
 
     fn read(text: &str, schema: bool) -> Result<Vec<(String, String)>, MalformedKind> {
         let schemas = Schemas::from_json(&json!({"f": {"properties": {"path": {}, "content": {}}}}));

@@ -4,8 +4,9 @@
 
 use super::super::call::Call;
 use super::super::malformed::{Malformed, MalformedKind};
-use super::schema::decode;
-use super::values::{params, Layout, Opener, Param};
+use super::super::spec::Body;
+use super::schema::{decode, Schemas};
+use super::values::{params, Layout, Opener};
 use super::{check_name, excerpt, Context, Item};
 use serde_json::{Map, Value};
 
@@ -18,10 +19,17 @@ fn key_ok(key: &str) -> bool {
     !key.is_empty() && !key.contains(['<', '>', '\n'])
 }
 
+/// Where a tag that started before `body` ends: its `>`, unless a `<` comes
+/// first (no key holds one). Looking no further keeps each candidate opener
+/// O(its length), however many a hostile value holds.
+fn tag_end(body: &str) -> Option<usize> {
+    body.find(['>', '<']).filter(|&i| body.as_bytes()[i] == b'>')
+}
+
 /// `<parameter=KEY>`.
 fn qwen_opener(rest: &str) -> Option<Opener<'_>> {
     let body = rest.strip_prefix("<parameter=")?;
-    let end = body.find('>')?;
+    let end = tag_end(body)?;
     let key = body[..end].trim();
     key_ok(key).then_some(Opener { key, attrs: "", len: "<parameter=".len() + end + 1 })
 }
@@ -29,7 +37,7 @@ fn qwen_opener(rest: &str) -> Option<Opener<'_>> {
 /// `<arg_key>KEY</arg_key>` then `<arg_value>`, with whitespace between.
 fn glm_opener(rest: &str) -> Option<Opener<'_>> {
     let body = rest.strip_prefix("<arg_key>")?;
-    let end = body.find("</arg_key>")?;
+    let end = body.find('<').filter(|&i| body[i..].starts_with("</arg_key>"))?;
     let key = body[..end].trim();
     let after = &body[end + "</arg_key>".len()..];
     let value = after.trim_start().strip_prefix("<arg_value>")?;
@@ -42,7 +50,7 @@ fn named_opener<'a>(rest: &'a str, tag: &str) -> Option<Opener<'a>> {
     if !body.starts_with(char::is_whitespace) {
         return None;
     }
-    let end = body.find('>')?;
+    let end = tag_end(body)?;
     let attrs = &body[..end];
     let key = attr(attrs, "name")?;
     key_ok(key).then_some(Opener { key, attrs, len: tag.len() + end + 1 })
@@ -55,9 +63,15 @@ fn attr<'a>(attrs: &'a str, key: &str) -> Option<&'a str> {
     Some(&attrs[start..end])
 }
 
-const QWEN: Layout =
-    Layout { open: "<parameter=", close: "</parameter>", end: Some("</function>"), opener: qwen_opener };
-const GLM: Layout = Layout { open: "<arg_key>", close: "</arg_value>", end: None, opener: glm_opener };
+const QWEN: Layout = Layout {
+    open: "<parameter=",
+    close: "</parameter>",
+    end: Some("</function>"),
+    opener: qwen_opener,
+    opener_end: ">",
+};
+const GLM: Layout =
+    Layout { open: "<arg_key>", close: "</arg_value>", end: None, opener: glm_opener, opener_end: "<arg_value>" };
 fn minimax_opener(rest: &str) -> Option<Opener<'_>> {
     named_opener(rest, "<parameter")
 }
@@ -66,30 +80,96 @@ fn dsml_opener(rest: &str) -> Option<Opener<'_>> {
     named_opener(rest, "<｜DSML｜parameter")
 }
 
-const MINIMAX: Layout = Layout { open: "<parameter", close: "</parameter>", end: None, opener: minimax_opener };
-const DSML: Layout =
-    Layout { open: "<｜DSML｜parameter", close: "</｜DSML｜parameter>", end: None, opener: dsml_opener };
+const MINIMAX: Layout =
+    Layout { open: "<parameter", close: "</parameter>", end: None, opener: minimax_opener, opener_end: ">" };
+const DSML: Layout = Layout {
+    open: "<｜DSML｜parameter",
+    close: "</｜DSML｜parameter>",
+    end: None,
+    opener: dsml_opener,
+    opener_end: ">",
+};
 
-/// One newline after an opener and one before a closer are layout, not value.
-fn strip_newlines(v: &str) -> &str {
-    let v = v.strip_prefix('\n').unwrap_or(v);
-    v.strip_suffix('\n').unwrap_or(v)
+/// How a raw-text XML layout writes its values: its tags, and how a value's
+/// raw text becomes the argument (shared by the parser and streaming output).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Flavor {
+    pub(super) layout: &'static Layout,
+    /// One newline after an opener and one before a closer are layout, not
+    /// value (Qwen3-Coder, MiniMax M2).
+    pub(super) strip: bool,
+    /// Values are marked `string="true"|"false"` (DeepSeek V3.2).
+    marked: bool,
 }
 
-/// The call `name` with the parameters its list starting at `from` holds, each
-/// value typed by `value(raw, param)`.
-fn call(
-    text: &str,
-    name: &str,
-    from: usize,
-    shape: &Layout,
-    cx: Context<'_>,
-    value: impl Fn(&str, &Param<'_>) -> Result<Value, Malformed>,
-) -> Item {
+const QWEN_FLAVOR: Flavor = Flavor { layout: &QWEN, strip: true, marked: false };
+const GLM_FLAVOR: Flavor = Flavor { layout: &GLM, strip: false, marked: false };
+const MINIMAX_FLAVOR: Flavor = Flavor { layout: &MINIMAX, strip: true, marked: false };
+const DSML_FLAVOR: Flavor = Flavor { layout: &DSML, strip: false, marked: true };
+
+impl Flavor {
+    /// The flavor of a raw-text XML body layout; `None` for the others.
+    pub(crate) fn of(body: &Body) -> Option<Self> {
+        match body {
+            Body::QwenXml => Some(QWEN_FLAVOR),
+            Body::GlmXml => Some(GLM_FLAVOR),
+            Body::MinimaxXml => Some(MINIMAX_FLAVOR),
+            Body::DsmlXml => Some(DSML_FLAVOR),
+            _ => None,
+        }
+    }
+
+    fn string_false(self, attrs: &str) -> bool {
+        self.marked && attr(attrs, "string") == Some("false")
+    }
+
+    /// The part of a value's raw text that is the value's text.
+    pub(super) fn text(self, raw: &str) -> &str {
+        if !self.strip {
+            return raw;
+        }
+        let v = raw.strip_prefix('\n').unwrap_or(raw);
+        v.strip_suffix('\n').unwrap_or(v)
+    }
+
+    /// Tool `name`'s parameter `key` (opener attributes `attrs`) written as `raw`.
+    /// `string="true"` values are text (decoded only when the schema rules
+    /// strings out), `string="false"` ones JSON.
+    pub(super) fn value(
+        self,
+        schemas: &Schemas,
+        name: &str,
+        key: &str,
+        attrs: &str,
+        raw: &str,
+    ) -> Result<Value, Malformed> {
+        let raw = self.text(raw);
+        if !self.string_false(attrs) {
+            return schemas.typed(name, key, raw, self.marked);
+        }
+        decode(raw)?.ok_or_else(|| {
+            Malformed::new(
+                MalformedKind::InvalidJson,
+                0,
+                format!("parameter {key:?} is marked string=\"false\" but is no JSON value: {}", excerpt(raw)),
+            )
+        })
+    }
+
+    /// Whether the value is its text whatever the text holds, so it can go out
+    /// as a JSON string while it is read.
+    pub(super) fn always_text(self, schemas: &Schemas, name: &str, key: &str, attrs: &str) -> bool {
+        !self.string_false(attrs) && schemas.always_text(name, key, self.marked)
+    }
+}
+
+/// The call `name` with the parameters its list starting at `from` holds.
+fn call(text: &str, name: &str, from: usize, flavor: Flavor, cx: Context<'_>) -> Item {
     check_name(name, cx.name_chars)?;
     let mut arguments = Map::new();
-    for p in params(text, from, shape, cx.schemas.tool(name), cx.cut)? {
-        let v = value(&text[p.value.clone()], &p).map_err(|m| m.shifted(p.value.start))?;
+    for p in params(text, from, flavor.layout, cx.schemas.tool(name), cx.cut)? {
+        let raw = &text[p.value.clone()];
+        let v = flavor.value(cx.schemas, name, p.key, p.attrs, raw).map_err(|m| m.shifted(p.value.start))?;
         arguments.insert(p.key.to_owned(), v);
     }
     let raw_arguments = Value::Object(arguments.clone()).to_string();
@@ -106,7 +186,7 @@ pub(super) fn qwen(text: &str, cx: Context<'_>) -> Item {
     let start = text.len() - rest.len();
     let name_end = rest.find('>').ok_or_else(|| layout(start, "the <function= tag is not closed"))? + start;
     let name = text[start..name_end].trim();
-    call(text, name, name_end + 1, &QWEN, cx, |raw, p| cx.schemas.typed(name, p.key, strip_newlines(raw), false))
+    call(text, name, name_end + 1, QWEN_FLAVOR, cx)
 }
 
 /// `NAME<arg_key>K</arg_key><arg_value>V</arg_value>…`, with or without newlines (GLM-4.5/4.7).
@@ -117,7 +197,7 @@ pub(super) fn glm(text: &str, cx: Context<'_>) -> Item {
         // Only a name, and the turn ended: the name itself may be cut.
         return Err(layout(0, "the block ends before its arguments"));
     }
-    call(text, name, first, &GLM, cx, |raw, p| cx.schemas.typed(name, p.key, raw, false))
+    call(text, name, first, GLM_FLAVOR, cx)
 }
 
 /// The `NAME">` head after `<invoke name="`; returns the name and where the parameters start.
@@ -126,29 +206,16 @@ fn invoke_head(text: &str) -> Result<(&str, usize), Malformed> {
     Ok((&text[..end], end + 2))
 }
 
-/// After `<｜DSML｜invoke name="`: `string="true"` values are text (decoded only
-/// when the schema rules strings out), `string="false"` ones JSON (DeepSeek V3.2).
+/// After `<｜DSML｜invoke name="` (DeepSeek V3.2).
 pub(super) fn dsml(text: &str, cx: Context<'_>) -> Item {
     let (name, from) = invoke_head(text)?;
-    call(text, name, from, &DSML, cx, |raw, p| {
-        if attr(p.attrs, "string") == Some("false") {
-            decode(raw)?.ok_or_else(|| {
-                Malformed::new(
-                    MalformedKind::InvalidJson,
-                    0,
-                    format!("parameter {:?} is marked string=\"false\" but is no JSON value: {}", p.key, excerpt(raw)),
-                )
-            })
-        } else {
-            cx.schemas.typed(name, p.key, raw, true)
-        }
-    })
+    call(text, name, from, DSML_FLAVOR, cx)
 }
 
 /// After `<invoke name="`: `<parameter name="K">V</parameter>` (MiniMax M2).
 pub(super) fn minimax(text: &str, cx: Context<'_>) -> Item {
     let (name, from) = invoke_head(text)?;
-    call(text, name, from, &MINIMAX, cx, |raw, p| cx.schemas.typed(name, p.key, strip_newlines(raw), false))
+    call(text, name, from, MINIMAX_FLAVOR, cx)
 }
 
 #[cfg(test)]
@@ -166,6 +233,18 @@ mod tests {
 
     fn cx(s: &Schemas) -> Context<'_> {
         Context { schemas: s, name_chars: "", cut: false }
+    }
+
+    #[test]
+    fn an_opener_ends_at_its_own_tag() {
+        assert!(qwen_opener("<parameter=a<parameter=b>").is_none(), "no key holds a <");
+        assert_eq!(qwen_opener("<parameter= b \n>x").unwrap().key, "b");
+        assert!(glm_opener("<arg_key>a<arg_key>b</arg_key><arg_value>").is_none());
+        assert_eq!(
+            glm_opener("<arg_key>k</arg_key> <arg_value>v").unwrap().len,
+            "<arg_key>k</arg_key> <arg_value>".len()
+        );
+        assert!(minimax_opener("<parameter name=\"a\" <x>").is_none());
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! call objects (`Tracker`), and a head that names the call before its
 //! arguments (`Headed`). They see only accepted body bytes, in order.
 
-use crate::scan::{head_call, Body, InString, JsonStrings};
+use crate::scan::{head_call, Body, Flavor, InString, JsonStrings, Schemas, XmlArguments};
 
 /// How many bytes at the end of `bytes` begin a UTF-8 character they do not finish.
 pub(super) fn cut_char(bytes: &[u8]) -> usize {
@@ -35,7 +35,7 @@ pub(super) enum Kind {
     None,
     /// JSON call objects: names and argument text as accepted (`Tracker`).
     Objects,
-    /// A head naming the call, then (maybe) a JSON argument object (`Headed`).
+    /// A head naming the call, then its arguments (`Headed`).
     Headed(Head),
 }
 
@@ -43,7 +43,8 @@ pub(super) enum Kind {
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Head {
     /// The arguments are one JSON object after the head, streamed as accepted;
-    /// otherwise (XML) the head ends at `at` and the arguments go out at commit.
+    /// otherwise (XML) the head ends at `at` and the parameters after it are
+    /// rendered as JSON as they are read (`XmlArguments`).
     json: bool,
     at: u8,
     /// Whether the byte `at` belongs to the head.
@@ -77,14 +78,17 @@ pub(super) enum Track {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Phase {
     Head,
+    /// A JSON argument object.
     Arguments,
+    /// XML parameters.
+    Parameters,
     Done,
 }
 
 /// Reads a block whose call is named by a head (`NAME<sep>{…}`, Kimi's id,
 /// Harmony's recipient, the XML layouts' `<function=NAME>`): the name goes out
 /// as soon as the head parses, by the block's own parser; a JSON argument
-/// object then streams as accepted.
+/// object then streams as accepted, XML parameters as JSON they render to.
 #[derive(Debug)]
 pub(super) struct Headed {
     pub(super) block_at: usize,
@@ -94,6 +98,7 @@ pub(super) struct Headed {
     depth: u32,
     strings: JsonStrings,
     fragment: Vec<u8>,
+    parameters: Option<XmlArguments>,
 }
 
 /// A head longer than this names no call the streamer waits for (sent at commit).
@@ -109,7 +114,20 @@ impl Headed {
             depth: 0,
             strings: JsonStrings::default(),
             fragment: Vec::new(),
+            parameters: None,
         }
+    }
+
+    /// Whether the byte that ends the head is the first of the arguments (GLM's `<arg_key>`).
+    pub(super) fn head_end_is_argument(&self) -> bool {
+        !self.how.inclusive
+    }
+
+    /// Reads accepted bytes of the XML parameters; the JSON text they settle.
+    pub(super) fn parameters(&mut self, bytes: &[u8], schemas: &Schemas) -> Option<Found> {
+        let mut out = String::new();
+        self.parameters.as_mut()?.feed(bytes, schemas, &mut out);
+        (!out.is_empty()).then_some(Found::Arguments(out))
     }
 
     /// The call the head names, if the block's parser reads it so.
@@ -121,7 +139,7 @@ impl Headed {
 
     pub(super) fn step(&mut self, b: u8, body: &Body, name_chars: &str) -> Option<Found> {
         match self.phase {
-            Phase::Done => None,
+            Phase::Done | Phase::Parameters => None,
             Phase::Head => {
                 if b != self.how.at || self.how.inclusive {
                     self.head.push(b);
@@ -141,6 +159,9 @@ impl Headed {
                     self.phase = Phase::Arguments;
                     self.depth = 1;
                     self.fragment.push(b);
+                } else if let Some(flavor) = Flavor::of(body) {
+                    self.phase = Phase::Parameters;
+                    self.parameters = Some(XmlArguments::new(flavor, name.clone()));
                 } else {
                     self.phase = Phase::Done;
                 }
