@@ -281,3 +281,33 @@ def test_special_token_delimiters_release_what_one_shot_ids_do(fmt: str, data: s
     values = json.dumps(calls, ensure_ascii=False)
     if not thinking and not any(json.dumps(sp, ensure_ascii=False)[1:-1] in values for sp in special_spellings(fmt)):
         check_final(fmt, got, calls, prose, thinking)
+
+
+@settings(max_examples=max(60, settings().max_examples))
+@given(data=st.data())
+def test_string_encoded_arguments_stream_as_the_object_they_hold(data: st.DataObject) -> None:
+    """``"arguments": "{…}"`` (Granite 4 and others) under any chunking, windows, corruption
+    and correction: what goes out is the decoded object text, joined exactly the arguments."""
+    from speculation import arguments
+
+    args = data.draw(arguments)
+    pad = data.draw(st.sampled_from(["", " ", "\n ", "\t\r\n"]))
+    inner = pad + json.dumps(args, ensure_ascii=data.draw(st.booleans())) + pad
+    body = json.dumps({"name": "f", "arguments": inner}, ensure_ascii=data.draw(st.booleans()))
+    raw = f"Hi <tool_call>{body}</tool_call> ok".encode()
+    final, _ = one_shot(raw, "hermes")
+    assert not final.marks and json.loads(final.arguments[0]) == args
+    s = inert.TokenStream("hermes", "turn", stream=True)
+    got = Streamed()
+
+    def verify(n: int, correction: bytes | None) -> None:
+        s.verify(n, correction)
+        got.take(s.take_released())
+        got.within(final)
+        got.within(one_shot(s.accepted_text(), "hermes")[0])
+
+    target = chunk(raw, data.draw(st.lists(st.integers(0, len(raw)), max_size=40))) or [raw]
+    Decoder(target, data.draw).run(s.draft, verify)
+    s.finish()
+    got.take(s.take_released())
+    assert got == final

@@ -13,6 +13,7 @@
 //! goes out whole when it commits. Cost: the bytes released.
 
 mod calls;
+mod unescape;
 
 use super::outcome::Outcome;
 use super::window::Shift;

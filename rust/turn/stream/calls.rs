@@ -2,6 +2,7 @@
 //! call objects (`Tracker`), and a head that names the call before its
 //! arguments (`Headed`). They see only accepted body bytes, in order.
 
+use super::unescape::Unescape;
 use crate::scan::{head_call, Body, Flavor, InString, JsonStrings, Schemas, XmlArguments};
 
 /// How many bytes at the end of `bytes` begin a UTF-8 character they do not finish.
@@ -222,8 +223,8 @@ pub(super) enum Field {
 /// Reads the JSON call objects of one block body, byte by byte, as they are
 /// accepted: `{"name": …, "arguments"|"parameters": {…}}`, alone, in an array
 /// or one after another. It finds each call's name, and the text of its
-/// argument object as it comes (held until the name is known). Argument values
-/// that are no object (a string holding one) go out whole when the call commits.
+/// argument object as it comes (held until the name is known); arguments
+/// written as a string that holds the object stream as the text it holds.
 #[derive(Debug)]
 #[allow(clippy::struct_excessive_bools)] // a byte-at-a-time lexer's flags: independent, read clearest as flags
 pub(super) struct Tracker {
@@ -243,6 +244,8 @@ pub(super) struct Tracker {
     reading_token: bool,
     /// The argument object being streamed: started, and its bytes not yet handed out.
     streaming: bool,
+    /// Arguments written as a JSON string, decoded as they come.
+    string_arguments: Option<Unescape>,
     args_seen: bool,
     fragment: Vec<u8>,
     /// All of the argument text read so far (handed out when the name comes later).
@@ -265,6 +268,7 @@ impl Tracker {
             token: Vec::new(),
             reading_token: false,
             streaming: false,
+            string_arguments: None,
             args_seen: false,
             fragment: Vec::new(),
             arguments: Vec::new(),
@@ -301,6 +305,7 @@ impl Tracker {
         self.call_depth = self.depth;
         self.expect = Expect::Key;
         self.streaming = false;
+        self.string_arguments = None;
         self.args_seen = false;
         self.fragment.clear();
         self.arguments.clear();
@@ -323,6 +328,10 @@ impl Tracker {
                     self.reading_token = true;
                     self.token.clear();
                     self.token.push(b);
+                    if self.expect == Expect::Value && self.field == Field::Arguments && !self.args_seen {
+                        self.args_seen = true;
+                        self.string_arguments = Some(Unescape::new());
+                    }
                 }
                 return None;
             }
@@ -330,15 +339,25 @@ impl Tracker {
                 if self.reading_token {
                     self.token.push(b);
                 }
+                if let Some(u) = &mut self.string_arguments {
+                    let from = self.arguments.len();
+                    u.step(b, &mut self.arguments);
+                    if self.named {
+                        self.fragment.extend_from_slice(&self.arguments[from..]);
+                    }
+                }
                 return None;
             }
             InString::Closes => {
+                if self.string_arguments.take().is_some() {
+                    found = self.flush(); // the held blanks were the end: dropped
+                }
                 if self.reading_token {
                     self.token.push(b);
                     self.reading_token = false;
-                    return self.token_done();
+                    return self.token_done().or(found);
                 }
-                return None;
+                return found;
             }
         }
         match b {
@@ -404,7 +423,7 @@ impl Tracker {
             Expect::Value => {
                 self.expect = Expect::Next;
                 if self.field == Field::Arguments {
-                    self.args_seen = true; // a string holding the object: sent whole at commit
+                    self.args_seen = true;
                 }
                 if self.field != Field::Name || self.named {
                     return None;
@@ -466,6 +485,6 @@ mod tests {
         assert_eq!((joined(&args, 0).as_str(), joined(&args, 1).as_str()), ("{}", r#"{"y": "é"}"#));
         let (names, args) = track(r#"{"name": "s", "arguments": "{\"a\": 1}"}"#);
         assert_eq!(names, ["s"]);
-        assert_eq!(joined(&args, 0), "", "string-encoded arguments go out at commit");
+        assert_eq!(joined(&args, 0), r#"{"a": 1}"#, "string-encoded arguments go out as the text they hold");
     }
 }
