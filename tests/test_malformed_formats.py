@@ -75,3 +75,18 @@ def test_one_bad_call_in_a_list_keeps_the_others_with_their_indexes(fmt: str) ->
     text = opening + between.join(item_text(fmt, it, i) for i, it in enumerate(items)) + closing
     assert seen(inert.parse(text, fmt)) == [
         ("call", 0, "a", '{"x": 1}'), ("malformed", 1, flaw), ("call", 2, "c", "{}")]
+
+
+@pytest.mark.parametrize("by_id", [False, True])
+def test_a_mistral_call_whose_arguments_are_no_object_ends_at_the_next_call(by_id: bool) -> None:
+    """``[TOOL_CALLS]f[ARGS][1, 2]`` never completes a bracket: the next ``[TOOL_CALLS]``
+    ends it (malformed) and opens the next call, spelled as text or sent as its token."""
+    pieces = {0: "[TOOL_CALLS]", 1: "f[ARGS][1, 2]", 2: " ", 3: 'g[ARGS]{"a": 1}'}
+    vocab = inert.Vocabulary(pieces, special_tokens={0: "[TOOL_CALLS]"} if by_id else {})
+    s = inert.TokenStream("mistral", "t", vocab=vocab, stream=True)
+    outcomes = [*s.draft([0, 1, 2, 0, 3]), *s.verify(5), *s.finish()]
+    committed = [o.call.name for o in outcomes if isinstance(o, inert.CallCommitted)]
+    malformed = [o.malformed.kind for o in outcomes if isinstance(o, inert.BlockMalformed)]
+    assert (committed, malformed) == (["g"], ["arguments_not_object"])
+    deltas = s.take_released()[2]
+    assert [d["function"].get("name") for d in deltas if "id" in d] == ["g"]

@@ -136,6 +136,10 @@ impl Matchers {
             .map(|tags| tags.map(|t| [t.to_owned()]).to_vec())
             .unwrap_or_default();
         let mut body_groups = vec![(spec.call_close.as_slice(), d(Role::CallClose))];
+        if spec.structural() {
+            // A block that ends on its bracket also ends where the next call opens.
+            body_groups.push((spec.call_open.as_slice(), d(Role::CallOpen)));
+        }
         if let [open, close] = tags.as_slice() {
             body_groups.extend([(open.as_slice(), Hit::Nest), (close.as_slice(), Hit::Unnest)]);
         }

@@ -265,6 +265,9 @@ impl Scanner {
             (Mode::Body | Mode::Overflow, Role::CallClose) if !state.structural => {
                 self.close(state, text, token.start, token.end, out);
             }
+            (Mode::Body | Mode::Overflow, Role::CallOpen) if state.structural && !sectioned => {
+                self.interrupt(state, text, token, out);
+            }
             (Mode::Outside, Role::ReasoningOpen) => self.think(state, token, out),
             (Mode::Outside, Role::ReasoningClose) => self.unopened(state, token, out),
             (Mode::Reasoning, Role::ReasoningClose) => self.stop_thinking(state, token, out),
@@ -365,28 +368,33 @@ impl Scanner {
         out: &mut Vec<ScanEvent>,
     ) -> usize {
         let (syntax, start) = (self.spec.syntax, self.spec.struct_start);
-        let closer = self.m.body.as_ref().filter(|_| !state.structural);
+        let matcher = self.m.body.as_ref();
         // The first byte past the limit makes the block too large.
         let limit = (state.block_start as usize).saturating_add(self.max_block_bytes);
         while i < end {
             let byte = text[i];
             let step = state.lexer.step(syntax, start, byte);
             i += 1;
-            if let Some(m) = closer {
+            if let Some(m) = matcher {
                 if !step.outside {
                     state.cursor = m.start();
                 } else if let Some((hit, len)) = m.step(&mut state.cursor, byte) {
                     match hit {
                         Hit::Nest => state.depth = state.depth.saturating_add(1),
                         Hit::Unnest => state.depth = state.depth.saturating_sub(1),
-                        Hit::Delimiter(Role::CallClose) if self.closes_here(state, by_id) => {
+                        Hit::Delimiter(Role::CallClose) if !state.structural && self.closes_here(state, by_id) => {
                             self.close(state, text, i - len, i, out);
+                            return i;
+                        }
+                        Hit::Delimiter(Role::CallOpen) if state.structural => {
+                            self.interrupt(state, text, i - len..i, out);
                             return i;
                         }
                         Hit::Delimiter(_) => {}
                     }
                 }
-            } else if step.completed {
+            }
+            if state.structural && step.completed {
                 self.complete(state, text, i, out);
                 return i;
             }
@@ -416,6 +424,15 @@ impl Scanner {
             let body = self.parse(text, state.body_start as usize..end, false);
             out.push(ScanEvent::Ended { end, body, confirmed: false });
         }
+    }
+
+    /// A call opener outside strings in a block that ends on its bracket: the
+    /// model began the next call before this one completed (Mistral's
+    /// `[TOOL_CALLS]` after arguments that are no object), so the block ends
+    /// where the opener starts, read as written, and the opener opens the next.
+    fn interrupt(&self, state: &mut ScanState, text: &[u8], opener: Range<usize>, out: &mut Vec<ScanEvent>) {
+        self.close(state, text, opener.start, opener.start, out);
+        self.open_delimited(state, opener, out);
     }
 
     /// Whether a closer spelled in text ends the block. In a raw-text body the

@@ -412,3 +412,19 @@ fn no_block_is_left_open_at_the_end_of_the_turn() {
         }
     }
 }
+
+#[test]
+fn a_bracket_ended_block_ends_where_the_next_call_opens() {
+    // Mistral arguments that are no object never complete a bracket: the next
+    // `[TOOL_CALLS]` ends the block (it was swallowed whole before).
+    let text = "[TOOL_CALLS]f[ARGS][1, 2] [TOOL_CALLS]g[ARGS]{\"a\": 1}";
+    let s = scanner("mistral", 1 << 20);
+    let bytes = text.as_bytes();
+    for cut in 0..=bytes.len() {
+        let (calls, bad) = run(&s, &[&bytes[..cut], &bytes[cut..]]);
+        assert_eq!(calls.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(), ["g"], "cut at {cut}");
+        assert_eq!(bad.len(), 1, "cut at {cut}: {bad:?}");
+    }
+    let (calls, bad) = whole("mistral", "[TOOL_CALLS]f[ARGS]{\"a\": \"[TOOL_CALLS]\"}");
+    assert_eq!((calls.len(), bad.len()), (1, 0), "an opener spelled in a string is text");
+}
