@@ -116,8 +116,8 @@ def _streaming(tr: Any) -> None:
     for kind in ("code", "tags"):
         short, long = m.get(f"streaming:xml_{kind}_on@16k"), m.get(f"streaming:xml_{kind}_on@256k")
         if short and long:
-            tr.write_line(f"qwen3_coder value of {kind}: {short * 1e9:6.1f} ns/byte at 16 KB, {long * 1e9:6.1f} at 256 KB"
-                          f"   256k/16k = {long / short:5.2f}   (linear when ~1)")
+            tr.write_line(f"qwen3_coder value of {kind}: {short * 1e9:6.1f} ns/byte at 16 KB, "
+                          f"{long * 1e9:6.1f} at 256 KB   256k/16k = {long / short:5.2f}   (linear when ~1)")
     x_off, x_on = m.get("streaming:xml_code_off@256k"), m.get("streaming:xml_code_on@256k")
     if x_off and x_on:
         tr.write_line(f"qwen3_coder 256 KB value streamed / not streamed = {x_on / x_off:5.2f}")

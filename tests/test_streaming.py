@@ -216,7 +216,7 @@ def test_orchestrator_steps_carry_the_stream(fmt: str, data: st.DataObject) -> N
 
     def draft(window: list[bytes]) -> None:
         step = orch.draft(window)
-        assert (step.content, step.reasoning, step.tool_call_deltas) == ("", "", ())
+        assert (step.content, step.reasoning, step.tool_call_deltas) == ("", "", [])
 
     Decoder(target, data.draw).run(draft, lambda n, c: take(orch.verify(n, c)))
     report = orch.finish()

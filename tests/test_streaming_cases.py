@@ -70,7 +70,7 @@ def test_string_encoded_arguments_stream_as_the_text_they_hold() -> None:
                           ' \\"b\\": \\"z\\ud83d', '\\ude00\\"} "}', "</tool_call>"])
     fragments = [[d["function"]["arguments"] for d in r[2]] for r in rs]
     assert fragments == [["", '{"a":'], [' "x'], ['é y",'], [' \n "b": "z'], ['😀"}'], [], []]
-    assert json.loads("".join(sum(fragments, []))) == {"a": "xé y", "b": "z😀"}
+    assert json.loads("".join(f for r in fragments for f in r)) == {"a": "xé y", "b": "z😀"}
 
 
 def test_string_encoded_arguments_that_are_no_json_string_mark_the_call() -> None:
@@ -268,7 +268,7 @@ def test_async_orchestrator_steps_stream() -> None:
 def test_orchestrator_trees_stream_the_accepted_path_only() -> None:
     orch = inert.Orchestrator({}, {}, format="hermes", turn_key="t", stream=True)
     step = orch.draft_tree(["Good ", "Bad ", "day"], [-1, -1, 0])
-    assert (step.content, step.tool_call_deltas) == ("", ())
+    assert (step.content, step.tool_call_deltas) == ("", [])
     assert orch.verify_path([0, 2]).content == "Good day"
     assert orch.finish().tail == inert.Step(())
 

@@ -55,11 +55,16 @@ class Step:
     never half a UTF-8 character, never text that a later token could still turn into a call."""
     reasoning: str = ""
     """Accepted text inside reasoning sections released by this step."""
-    tool_call_deltas: tuple[dict[str, Any], ...] = field(default=())
-    """Dicts shaped like OpenAI's ``ChoiceDeltaToolCall``: a call's first delta has ``index``, ``id``,
-    ``type`` and ``function.name``; later ones append ``function.arguments`` fragments, which joined
-    parse to the call's final arguments. A call whose block turned out malformed after its deltas
-    went out gets a last delta with ``"inert": {"malformed": kind}`` (see the README)."""
+    _tool_call_deltas: tuple[dict[str, Any], ...] = field(default=(), repr=False)
+
+    @property
+    def tool_call_deltas(self) -> list[dict[str, Any]]:
+        """Dicts shaped like OpenAI's ``ChoiceDeltaToolCall``: a call's first delta has ``index``,
+        ``id``, ``type`` and ``function.name``; later ones append ``function.arguments`` fragments,
+        which joined parse to the call's final arguments. A call whose block turned out malformed
+        after its deltas went out gets a last delta with ``"inert": {"malformed": kind}`` (see the
+        README). A new list on each read: the step itself never changes."""
+        return list(self._tool_call_deltas)
 
 
 class Runtime(Protocol):
