@@ -226,23 +226,28 @@ def test_batches_stream_each_sequence() -> None:
     assert [m.kind for m in reports[2].malformed] == ["unterminated"]
 
 
-def test_names_and_arguments_go_out_before_the_block_ends_in_every_format_but_pythonic() -> None:
+def test_names_and_arguments_go_out_before_the_block_ends_in_every_format() -> None:
     """A call's first delta leaves once its head is accepted; its arguments follow as
-    accepted: JSON text as written, XML parameters as the JSON they render to."""
+    accepted: JSON text as written, XML parameters as the JSON they render to, and
+    Python keyword arguments each once its value ends."""
     from render import render
 
     for fmt in inert.formats():
-        text = render(fmt, [("get", {"city": "Paris"})]).encode()
+        text = render(fmt, [("get", {"city": "Paris", "n": 2})]).encode()
         cut = text.index(b"Paris") + 2  # the value has begun, the block has not ended
         s = inert.TokenStream(fmt, "t", stream=True)
         s.draft([text[:cut]])
         s.verify(1)
         deltas = s.take_released()[2]
-        if fmt == "pythonic":
-            assert deltas == [], fmt
-            continue
         assert deltas and deltas[0]["function"]["name"] == "get", fmt
         sent = "".join(d["function"]["arguments"] for d in deltas)
+        if fmt == "pythonic":
+            assert sent == "", fmt
+            s.draft([text[cut:text.index(b"n=")]])
+            s.verify(1)
+            sent = "".join(d["function"]["arguments"] for d in s.take_released()[2])
+            assert sent == '{"city":"Paris"', sent
+            continue
         assert '"Pa' in sent, (fmt, sent)
 
 

@@ -17,7 +17,7 @@ mod unescape;
 
 use super::outcome::Outcome;
 use super::window::Shift;
-use crate::scan::{check_name, Body, Schemas, TextClass};
+use crate::scan::{check_name, Body, PythonCalls, PythonFound, Schemas, TextClass};
 use calls::{cut_char, Found, Headed, Kind, Phase, Track, Tracker};
 use serde_json::Value;
 use std::collections::HashSet;
@@ -160,7 +160,7 @@ impl Streamer {
         if s.class == TextClass::Body {
             let at = s.at as usize;
             self.tracker = match self.kind {
-                Kind::None => None,
+                Kind::Python => Some(Track::Python { block_at: at, calls: PythonCalls::new() }),
                 Kind::Objects => Some(Track::Objects(Tracker::new(at))),
                 Kind::Headed(how) => Some(Track::Headed(Headed::new(at, how))),
             };
@@ -218,6 +218,21 @@ impl Streamer {
                         self.track(h.block_at, 0, ev, String::new());
                     }
                     self.tracker = Some(Track::Headed(h));
+                }
+                Some(Track::Python { block_at, mut calls }) => {
+                    let mut found = Vec::new();
+                    calls.feed(bytes, &mut found);
+                    for f in found {
+                        match f {
+                            PythonFound::Name { item, name } => {
+                                self.track(block_at, item, Found::Name(name, None), String::new());
+                            }
+                            PythonFound::Arguments { item, fragment } => {
+                                self.track(block_at, item, Found::Arguments(fragment), String::new());
+                            }
+                        }
+                    }
+                    self.tracker = Some(Track::Python { block_at, calls });
                 }
                 None => {}
             },
@@ -348,8 +363,10 @@ impl Streamer {
 }
 
 /// The rest of a streamed call's arguments once it commits: what joined to `sent`
-/// is JSON text of exactly `arguments`; `None` when the streamed name or text
-/// cannot be completed to it (a tracker that misread the body: never expected).
+/// is JSON text of exactly `arguments`: the model's own JSON text where it wrote
+/// JSON, else the compact rendering the XML and Python readers stream. `None`
+/// when the streamed name or text cannot be completed to it (a reader that
+/// misread the body: never expected).
 fn rest(
     sent: &str,
     name: &str,
@@ -364,9 +381,12 @@ fn rest(
     if sent.is_empty() {
         return Some(whole.to_string());
     }
-    let tail = raw.strip_prefix(sent)?;
-    let parsed: Value = serde_json::from_str(raw).ok()?;
-    (parsed == whole).then(|| tail.to_owned())
+    if let Some(tail) = raw.strip_prefix(sent) {
+        if serde_json::from_str::<Value>(raw).is_ok_and(|parsed| parsed == whole) {
+            return Some(tail.to_owned());
+        }
+    }
+    whole.to_string().strip_prefix(sent).map(str::to_owned)
 }
 
 /// Moves the complete UTF-8 characters of `tail` to `out`, keeping a cut one

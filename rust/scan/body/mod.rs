@@ -6,12 +6,14 @@ mod json;
 mod literal;
 mod named;
 mod pythonic;
+mod pythonic_stream;
 mod schema;
 mod values;
 mod xml;
 mod xml_stream;
 
 pub use schema::Schemas;
+pub(crate) use pythonic_stream::{PythonCalls, PythonFound};
 pub(crate) use xml::Flavor;
 pub(crate) use xml_stream::XmlArguments;
 

@@ -6,7 +6,7 @@ use super::super::call::Call;
 use super::super::malformed::{Malformed, MalformedKind};
 use super::literal::Cursor;
 use super::Item;
-use serde_json::Map;
+use serde_json::{Map, Value};
 use std::ops::Range;
 
 /// The calls of a Python list of calls, or of calls one per line. A list whose
@@ -135,15 +135,7 @@ fn parse_call(p: &mut Cursor<'_>, alone: bool) -> Result<Call, Malformed> {
         if p.eat(b')') {
             break;
         }
-        let key = p.ident()?.to_owned();
-        p.ws();
-        if !p.eat(b'=') {
-            return Err(p.error(
-                MalformedKind::InvalidLiteral,
-                format!("argument {key:?} of {name:?} is not a keyword argument"),
-            ));
-        }
-        let value = p.value(0)?;
+        let (key, value) = keyword(p, &name)?;
         if arguments.contains_key(&key) {
             return Err(p.error(MalformedKind::DuplicateArgument, format!("{name:?} is given {key:?} twice")));
         }
@@ -163,10 +155,41 @@ fn parse_call(p: &mut Cursor<'_>, alone: bool) -> Result<Call, Malformed> {
     Ok(Call { name, arguments, raw_arguments, id: None })
 }
 
+/// `key=value` at the cursor, in a call to `name`.
+fn keyword(p: &mut Cursor<'_>, name: &str) -> Result<(String, Value), Malformed> {
+    let key = p.ident()?.to_owned();
+    p.ws();
+    if !p.eat(b'=') {
+        return Err(p.error(
+            MalformedKind::InvalidLiteral,
+            format!("argument {key:?} of {name:?} is not a keyword argument"),
+        ));
+    }
+    Ok((key, p.value(0)?))
+}
+
+/// The tool a call's head (the text before its `(`) names, as `parse_call` reads it.
+pub(super) fn head_name(head: &str) -> Option<&str> {
+    let mut p = Cursor::new(head);
+    p.ws();
+    let name = p.ident().ok()?;
+    p.ws();
+    p.at_end().then_some(name)
+}
+
+/// One whole `key=value` argument (between the commas of a call), as `parse_call` reads it.
+pub(super) fn keyword_argument(text: &str) -> Option<(String, Value)> {
+    let mut p = Cursor::new(text);
+    p.ws();
+    let kv = keyword(&mut p, "").ok()?;
+    p.ws();
+    p.at_end().then_some(kv)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::{json, Value};
+    use serde_json::json;
 
     fn kinds(items: &[Item]) -> Vec<String> {
         items.iter().map(|i| i.as_ref().map_or_else(|m| format!("!{}", m.kind.name()), |c| c.name.clone())).collect()

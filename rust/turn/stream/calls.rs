@@ -1,9 +1,10 @@
 //! Readers of call bodies as they are accepted, one per layout family: JSON
-//! call objects (`Tracker`), and a head that names the call before its
-//! arguments (`Headed`). They see only accepted body bytes, in order.
+//! call objects (`Tracker`), a head that names the call before its arguments
+//! (`Headed`), and Python call syntax (`PythonCalls`, in `scan`). They see
+//! only accepted body bytes, in order.
 
 use super::unescape::Unescape;
-use crate::scan::{head_call, Body, Flavor, InString, JsonStrings, Schemas, XmlArguments};
+use crate::scan::{head_call, Body, Flavor, InString, JsonStrings, PythonCalls, Schemas, XmlArguments};
 
 /// How many bytes at the end of `bytes` begin a UTF-8 character they do not finish.
 pub(super) fn cut_char(bytes: &[u8]) -> usize {
@@ -32,8 +33,8 @@ pub(super) enum Found {
 /// How a layout's calls are read as they are accepted.
 #[derive(Debug, Clone, Copy)]
 pub(super) enum Kind {
-    /// Sent whole when they commit (Python call syntax).
-    None,
+    /// Python call syntax (`PythonCalls`).
+    Python,
     /// JSON call objects: names and argument text as accepted (`Tracker`).
     Objects,
     /// A head naming the call, then its arguments (`Headed`).
@@ -65,7 +66,7 @@ impl Kind {
             Body::QwenXml => xml(b'>', true, "\n</function>"),
             Body::GlmXml => xml(b'<', false, ""),
             Body::MinimaxXml | Body::DsmlXml => xml(b'>', true, ""),
-            Body::Pythonic => Self::None,
+            Body::Pythonic => Self::Python,
         }
     }
 }
@@ -74,6 +75,8 @@ impl Kind {
 pub(super) enum Track {
     Objects(Tracker),
     Headed(Headed),
+    /// Python call syntax, of the block whose body starts at `block_at`.
+    Python { block_at: usize, calls: PythonCalls },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
