@@ -24,11 +24,17 @@ fn mask_for(word_index: usize, range: &Range<usize>) -> u64 {
 
 impl BitSet {
     /// Appends one cleared bit.
+    #[cfg(test)]
     pub(super) fn push_clear(&mut self) {
-        if self.len % 64 == 0 {
-            self.words.push(0);
+        self.grow(self.len + 1);
+    }
+
+    /// Extends to `len` bits, the new ones cleared; a shorter `len` changes nothing.
+    pub(super) fn grow(&mut self, len: usize) {
+        if len > self.len {
+            self.words.resize(len.div_ceil(64), 0);
+            self.len = len;
         }
-        self.len += 1;
     }
 
     #[must_use]
@@ -59,6 +65,12 @@ impl BitSet {
     /// If `range` reaches past `len()`: ranges come from the ledger, never from callers.
     pub(super) fn set_range(&mut self, range: Range<usize>) {
         assert!(range.end <= self.len, "bit range {range:?} past length {}", self.len);
+        if range.start < range.end && range.start / 64 == (range.end - 1) / 64 {
+            // The usual verify: a handful of bits in one word.
+            let w = range.start / 64;
+            self.words[w] |= mask_for(w, &range);
+            return;
+        }
         for w in Self::words_of(&range) {
             self.words[w] |= mask_for(w, &range);
         }
