@@ -82,6 +82,23 @@ pub(super) struct Step {
 }
 
 impl Lexer {
+    /// Inside a string and not after a backslash: until its quote or a
+    /// backslash, `step` changes nothing (see `string_run`).
+    #[inline]
+    pub(super) fn in_plain_string(self) -> bool {
+        self.quote != 0 && !self.escaped
+    }
+
+    /// How many leading bytes of `bytes` lie inside the string the lexer is in
+    /// (`in_plain_string`) and change nothing: `step` on each would leave the
+    /// lexer as it is and report it inside (neither outside nor completing).
+    #[inline]
+    pub(super) fn string_run(self, bytes: &[u8]) -> usize {
+        debug_assert!(self.in_plain_string());
+        let quote = self.quote;
+        bytes.iter().position(|&b| b == quote || b == b'\\').unwrap_or(bytes.len())
+    }
+
     #[inline]
     pub(super) fn step(&mut self, syntax: Syntax, start: StructStart, byte: u8) -> Step {
         let mut step = Step { outside: false, completed: false };

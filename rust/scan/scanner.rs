@@ -363,6 +363,19 @@ impl Scanner {
         // The first byte past the limit makes the block too large.
         let limit = (state.block_start as usize).saturating_add(self.max_block_bytes);
         while i < end {
+            // Inside a string nothing but its quote or a backslash changes anything:
+            // skip to the next one in one pass (short of the byte limit, checked per byte).
+            if state.lexer.in_plain_string() {
+                let unchecked = if state.mode == Mode::Body { end.min(limit) } else { end };
+                let run = state.lexer.string_run(text.get(i..unchecked).unwrap_or_default());
+                if run > 0 {
+                    i += run;
+                    if let Some(m) = closer {
+                        state.cursor = m.start();
+                    }
+                    continue;
+                }
+            }
             let byte = text[i];
             let step = state.lexer.step(syntax, start, byte);
             i += 1;
