@@ -30,9 +30,13 @@ impl BitSet {
     }
 
     /// Extends to `len` bits, the new ones cleared; a shorter `len` changes nothing.
+    #[inline]
     pub(super) fn grow(&mut self, len: usize) {
         if len > self.len {
-            self.words.resize(len.div_ceil(64), 0);
+            // A verify adds a word at most every few steps: push rather than resize.
+            while self.words.len() < len.div_ceil(64) {
+                self.words.push(0);
+            }
             self.len = len;
         }
     }
@@ -63,12 +67,13 @@ impl BitSet {
     ///
     /// ## Panics
     /// If `range` reaches past `len()`: ranges come from the ledger, never from callers.
+    #[inline]
     pub(super) fn set_range(&mut self, range: Range<usize>) {
         assert!(range.end <= self.len, "bit range {range:?} past length {}", self.len);
         if range.start < range.end && range.start / 64 == (range.end - 1) / 64 {
-            // The usual verify: a handful of bits in one word.
-            let w = range.start / 64;
-            self.words[w] |= mask_for(w, &range);
+            // The usual verify: a handful of bits (1 to 64) in one word.
+            let n = range.end - range.start;
+            self.words[range.start / 64] |= (u64::MAX >> (64 - n)) << (range.start % 64);
             return;
         }
         for w in Self::words_of(&range) {
