@@ -99,6 +99,24 @@ impl Lexer {
         bytes.iter().position(|&b| b == quote || b == b'\\').unwrap_or(bytes.len())
     }
 
+    /// Whether `step` on `byte` outside strings changes nothing but `seen_text`
+    /// and reports it outside, not completing: no quote, no bracket.
+    pub(super) fn quiet(syntax: Syntax, byte: u8) -> bool {
+        match syntax {
+            Syntax::Raw => true,
+            Syntax::Json => !matches!(byte, b'"' | b'[' | b']' | b'{' | b'}'),
+            Syntax::Python => !matches!(byte, b'"' | b'\'' | b'[' | b']' | b'{' | b'}' | b'(' | b')'),
+        }
+    }
+
+    /// `step` over `bytes`, outside strings and every one `quiet`.
+    #[inline]
+    pub(super) fn pass_quiet(&mut self, syntax: Syntax, bytes: &[u8]) {
+        if syntax != Syntax::Raw && !self.seen_text && !bytes.iter().all(u8::is_ascii_whitespace) {
+            self.seen_text = true;
+        }
+    }
+
     #[inline]
     pub(super) fn step(&mut self, syntax: Syntax, start: StructStart, byte: u8) -> Step {
         let mut step = Step { outside: false, completed: false };
