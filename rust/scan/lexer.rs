@@ -99,6 +99,12 @@ impl Lexer {
         bytes.iter().position(|&b| b == quote || b == b'\\').unwrap_or(bytes.len())
     }
 
+    /// Outside every string (an escaped byte is inside one).
+    #[inline]
+    pub(super) fn outside_strings(self) -> bool {
+        self.quote == 0
+    }
+
     /// Whether `step` on `byte` outside strings changes nothing but `seen_text`
     /// and reports it outside, not completing: no quote, no bracket.
     pub(super) fn quiet(syntax: Syntax, byte: u8) -> bool {

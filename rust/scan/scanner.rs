@@ -385,7 +385,7 @@ impl Scanner {
                     }
                     continue;
                 }
-            } else if closer.is_none_or(|m| state.cursor == m.start()) {
+            } else if state.lexer.outside_strings() && closer.is_none_or(|m| state.cursor == m.start()) {
                 // Outside strings, prose and names (no quote, bracket or byte that
                 // may begin the closer) change nothing but the lexer's `seen_text`.
                 let quiet = &self.quiet[usize::from(closer.is_some())];
