@@ -233,7 +233,8 @@ impl Batch {
         let mut out = BatchOutcomes::default();
         for (i, &slot) in slots.iter().enumerate() {
             let start = out.outcomes.len();
-            let c = correction(i).unwrap_or_default();
+            // Checked above: -1 or a non-negative id.
+            let c = v.corrections.and_then(|c| u64::try_from(c[i]).ok()).map(TokenIn::Id);
             self.turns[slot].verify_checked(v.n_accepted[i], c, &mut out.outcomes);
             out.close_row(v.seqs[i], start);
         }

@@ -24,11 +24,21 @@ fn mask_for(word_index: usize, range: &Range<usize>) -> u64 {
 
 impl BitSet {
     /// Appends one cleared bit.
+    #[cfg(test)]
     pub(super) fn push_clear(&mut self) {
-        if self.len % 64 == 0 {
-            self.words.push(0);
+        self.grow(self.len + 1);
+    }
+
+    /// Extends to `len` bits, the new ones cleared; a shorter `len` changes nothing.
+    #[inline]
+    pub(super) fn grow(&mut self, len: usize) {
+        if len > self.len {
+            // A verify adds a word at most every few steps: push rather than resize.
+            while self.words.len() < len.div_ceil(64) {
+                self.words.push(0);
+            }
+            self.len = len;
         }
-        self.len += 1;
     }
 
     #[must_use]
@@ -57,8 +67,15 @@ impl BitSet {
     ///
     /// ## Panics
     /// If `range` reaches past `len()`: ranges come from the ledger, never from callers.
+    #[inline]
     pub(super) fn set_range(&mut self, range: Range<usize>) {
         assert!(range.end <= self.len, "bit range {range:?} past length {}", self.len);
+        if range.start < range.end && range.start / 64 == (range.end - 1) / 64 {
+            // The usual verify: a handful of bits (1 to 64) in one word.
+            let n = range.end - range.start;
+            self.words[range.start / 64] |= (u64::MAX >> (64 - n)) << (range.start % 64);
+            return;
+        }
         for w in Self::words_of(&range) {
             self.words[w] |= mask_for(w, &range);
         }

@@ -25,6 +25,8 @@ struct TokenRecord {
 
 /// Per-token pieces and states. The undecided tokens are always a suffix
 /// (the undecided window), so a decision is two range updates on the bitsets.
+/// The bitsets cover the decided tokens only: a decision grows them, so
+/// drafting a token touches neither.
 #[derive(Debug, Default)]
 pub struct Ledger {
     bytes: Vec<u8>,
@@ -64,8 +66,6 @@ impl Ledger {
         let start = self.bytes.len() as u32;
         self.bytes.extend_from_slice(piece);
         self.tokens.push(TokenRecord { start, len: piece.len() as u32 });
-        self.accepted.push_clear();
-        self.rejected.push_clear();
         self.tokens.len() - 1
     }
 
@@ -85,6 +85,7 @@ impl Ledger {
     pub(crate) fn decide(&mut self, n: usize) {
         let split = self.undecided_start + n;
         assert!(split <= self.len(), "decide({n}) with {} undecided", self.undecided());
+        self.cover_window();
         self.accepted.set_range(self.undecided_start..split);
         self.rejected.set_range(split..self.len());
         self.undecided_start = self.len();
@@ -97,6 +98,7 @@ impl Ledger {
     /// If a position is not undecided: the turn passes its checked path.
     pub(crate) fn decide_only(&mut self, accepted: impl Iterator<Item = usize>) {
         let window = self.undecided_start..self.len();
+        self.cover_window();
         self.rejected.set_range(window.clone());
         for i in accepted {
             assert!(window.contains(&i), "decide_only: {i} is not undecided");
@@ -106,6 +108,13 @@ impl Ledger {
         self.undecided_start = self.len();
     }
 
+    /// Grows the bitsets over the undecided window, about to be decided.
+    fn cover_window(&mut self) {
+        self.accepted.grow(self.len());
+        self.rejected.grow(self.len());
+    }
+
+    /// Past the bitsets' end a token is undecided: neither bit is set.
     #[must_use]
     pub fn state(&self, i: usize) -> TokenState {
         if self.accepted.get(i) {

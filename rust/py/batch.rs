@@ -41,17 +41,13 @@ fn seq_id(obj: &Bound<'_, PyAny>) -> Result<u64, CoreError> {
     })
 }
 
+/// Checked first, then converted in a plain loop: no per-element error path.
 fn seq_ids(obj: &Bound<'_, PyAny>) -> Result<Vec<u64>, CoreError> {
-    ints_1d(obj, "seqs")?
-        .into_iter()
-        .map(|v| {
-            u64::try_from(v).map_err(|_| CoreError::OutOfRange {
-                what: "seqs",
-                value: v.to_string(),
-                expected: "non-negative ints",
-            })
-        })
-        .collect()
+    let values = ints_1d(obj, "seqs")?;
+    if let Some(&v) = values.iter().find(|&&v| v < 0) {
+        return Err(CoreError::OutOfRange { what: "seqs", value: v.to_string(), expected: "non-negative ints" });
+    }
+    Ok(values.into_iter().map(i64::unsigned_abs).collect())
 }
 
 fn shape(reason: String) -> CoreError {
@@ -190,16 +186,13 @@ impl PyStreamBatch {
         if counts.len() != seqs.len() {
             return Err(shape(format!("{} counts in n_accepted for {} sequences", counts.len(), seqs.len())).into());
         }
-        let counts = seqs
-            .iter()
-            .zip(&counts)
-            .map(|(&seq, &n)| {
-                usize::try_from(n).map_err(|_| CoreError::InSequence {
-                    seq,
-                    error: Box::new(CoreError::NegativeCount { requested: n.to_string() }),
-                })
-            })
-            .collect::<Result<Vec<_>, _>>()?;
+        if let Some(i) = counts.iter().position(|&n| n < 0) {
+            let error = Box::new(CoreError::NegativeCount { requested: counts[i].to_string() });
+            return Err(CoreError::InSequence { seq: seqs[i], error }.into());
+        }
+        // A count past usize (32-bit targets only) is more than any sequence holds: refused as such.
+        let counts: Vec<usize> =
+            counts.into_iter().map(|n| usize::try_from(n.unsigned_abs()).unwrap_or(usize::MAX)).collect();
         let corrections = corrections.filter(|c| !c.is_none()).map(|c| ints_1d(c, "corrections")).transpose()?;
         let batch = &mut self.batch;
         let out = py.detach(|| {

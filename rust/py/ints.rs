@@ -35,13 +35,13 @@ pub(super) fn buffer_ints(obj: &Bound<'_, PyAny>, what: &'static str) -> Result<
         return Ok(Some(Ints { values: Vec::new(), shape }));
     }
     let values = match element {
-        ElementType::SignedInteger { bytes: 1 } => read::<i8>(py, &buf, |v| Some(i64::from(v))),
-        ElementType::SignedInteger { bytes: 2 } => read::<i16>(py, &buf, |v| Some(i64::from(v))),
-        ElementType::SignedInteger { bytes: 4 } => read::<i32>(py, &buf, |v| Some(i64::from(v))),
-        ElementType::SignedInteger { bytes: 8 } => read::<i64>(py, &buf, Some),
-        ElementType::UnsignedInteger { bytes: 1 } => read::<u8>(py, &buf, |v| Some(i64::from(v))),
-        ElementType::UnsignedInteger { bytes: 2 } => read::<u16>(py, &buf, |v| Some(i64::from(v))),
-        ElementType::UnsignedInteger { bytes: 4 } => read::<u32>(py, &buf, |v| Some(i64::from(v))),
+        ElementType::SignedInteger { bytes: 1 } => read::<i8>(py, &buf),
+        ElementType::SignedInteger { bytes: 2 } => read::<i16>(py, &buf),
+        ElementType::SignedInteger { bytes: 4 } => read::<i32>(py, &buf),
+        ElementType::SignedInteger { bytes: 8 } => read::<i64>(py, &buf),
+        ElementType::UnsignedInteger { bytes: 1 } => read::<u8>(py, &buf),
+        ElementType::UnsignedInteger { bytes: 2 } => read::<u16>(py, &buf),
+        ElementType::UnsignedInteger { bytes: 4 } => read::<u32>(py, &buf),
         ElementType::UnsignedInteger { bytes: 8 } => {
             let typed: &PyBuffer<u64> = buf.as_typed().map_err(|_| wrong())?;
             let raw = typed.to_vec(py).map_err(|_| wrong())?;
@@ -52,14 +52,11 @@ pub(super) fn buffer_ints(obj: &Bound<'_, PyAny>, what: &'static str) -> Result<
     Ok(Some(Ints { values: values.ok_or_else(wrong)?, shape }))
 }
 
-/// A typed buffer's elements, converted; `None` if it is not of type `T`.
-fn read<T: Element + Copy>(
-    py: Python<'_>,
-    buf: &PyUntypedBuffer,
-    convert: impl Fn(T) -> Option<i64>,
-) -> Option<Vec<i64>> {
+/// A typed buffer's elements, widened; `None` if it is not of type `T`. Every
+/// type read here widens without loss, so the loop is a plain (vectorized) map.
+fn read<T: Element + Copy + Into<i64>>(py: Python<'_>, buf: &PyUntypedBuffer) -> Option<Vec<i64>> {
     let typed: &PyBuffer<T> = buf.as_typed().ok()?;
-    typed.to_vec(py).ok()?.into_iter().map(convert).collect()
+    Some(typed.to_vec(py).ok()?.into_iter().map(Into::into).collect())
 }
 
 /// One integer: an `int` or anything with `__index__` (numpy's integer scalars), never a bool.

@@ -68,6 +68,11 @@ impl Delimiters {
         cursor.0 == self.start && bytes.iter().all(|&b| self.rests[usize::from(b)])
     }
 
+    /// The bytes on which the start state stays the start state and matches nothing.
+    pub(super) fn rests(&self) -> &[bool; 256] {
+        &self.rests
+    }
+
     #[must_use]
     pub(super) fn start(&self) -> Cursor {
         Cursor(self.start)

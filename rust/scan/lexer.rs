@@ -82,6 +82,47 @@ pub(super) struct Step {
 }
 
 impl Lexer {
+    /// Inside a string and not after a backslash: until its quote or a
+    /// backslash, `step` changes nothing (see `string_run`).
+    #[inline]
+    pub(super) fn in_plain_string(self) -> bool {
+        self.quote != 0 && !self.escaped
+    }
+
+    /// How many leading bytes of `bytes` lie inside the string the lexer is in
+    /// (`in_plain_string`) and change nothing: `step` on each would leave the
+    /// lexer as it is and report it inside (neither outside nor completing).
+    #[inline]
+    pub(super) fn string_run(self, bytes: &[u8]) -> usize {
+        debug_assert!(self.in_plain_string());
+        let quote = self.quote;
+        bytes.iter().position(|&b| b == quote || b == b'\\').unwrap_or(bytes.len())
+    }
+
+    /// Outside every string (an escaped byte is inside one).
+    #[inline]
+    pub(super) fn outside_strings(self) -> bool {
+        self.quote == 0
+    }
+
+    /// Whether `step` on `byte` outside strings changes nothing but `seen_text`
+    /// and reports it outside, not completing: no quote, no bracket.
+    pub(super) fn quiet(syntax: Syntax, byte: u8) -> bool {
+        match syntax {
+            Syntax::Raw => true,
+            Syntax::Json => !matches!(byte, b'"' | b'[' | b']' | b'{' | b'}'),
+            Syntax::Python => !matches!(byte, b'"' | b'\'' | b'[' | b']' | b'{' | b'}' | b'(' | b')'),
+        }
+    }
+
+    /// `step` over `bytes`, outside strings and every one `quiet`.
+    #[inline]
+    pub(super) fn pass_quiet(&mut self, syntax: Syntax, bytes: &[u8]) {
+        if syntax != Syntax::Raw && !self.seen_text && !bytes.iter().all(u8::is_ascii_whitespace) {
+            self.seen_text = true;
+        }
+    }
+
     #[inline]
     pub(super) fn step(&mut self, syntax: Syntax, start: StructStart, byte: u8) -> Step {
         let mut step = Step { outside: false, completed: false };

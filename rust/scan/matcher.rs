@@ -56,6 +56,11 @@ impl Matcher {
         (!patterns.is_empty()).then(|| Self { delimiters: Delimiters::new(&patterns), hits })
     }
 
+    /// The bytes that, from the start, change nothing (see `Delimiters::rests`).
+    pub(super) fn rests(&self) -> &[bool; 256] {
+        self.delimiters.rests()
+    }
+
     pub(super) fn start(&self) -> Cursor {
         self.delimiters.start()
     }

@@ -100,13 +100,23 @@ pub struct Scanner {
     closer_by_id: bool,
     /// Whether to report `ScanEvent::Shift`s (streaming output asks for them).
     shifts: bool,
+    /// The body bytes that change nothing outside strings but the lexer's
+    /// `seen_text`: `[0]` when the block ends on its bracket (no closer is
+    /// matched), `[1]` while the closer's matcher rests at its start.
+    quiet: [[bool; 256]; 2],
 }
 
 impl Scanner {
     #[must_use]
     pub fn new(spec: FormatSpec, schemas: Schemas, max_block_bytes: usize) -> Self {
         let m = Matchers::new(&spec);
-        Self { spec, m, schemas, max_block_bytes, start_in_reasoning: false, closer_by_id: false, shifts: false }
+        let mut quiet = [[false; 256]; 2];
+        for b in 0..=255u8 {
+            let lexer = Lexer::quiet(spec.syntax, b);
+            quiet[0][usize::from(b)] = lexer;
+            quiet[1][usize::from(b)] = lexer && m.body.as_ref().is_none_or(|c| c.rests()[usize::from(b)]);
+        }
+        Self { spec, m, schemas, max_block_bytes, start_in_reasoning: false, closer_by_id: false, shifts: false, quiet }
     }
 
     /// Starts turns inside a reasoning section (the prompt opened it). The
@@ -372,6 +382,30 @@ impl Scanner {
         // The first byte past the limit makes the block too large.
         let limit = (state.block_start as usize).saturating_add(self.max_block_bytes);
         while i < end {
+            // Inside a string nothing but its quote or a backslash changes anything:
+            // skip to the next one in one pass (short of the byte limit, checked per byte).
+            let unchecked = if state.mode == Mode::Body { end.min(limit) } else { end };
+            if state.lexer.in_plain_string() {
+                let run = state.lexer.string_run(text.get(i..unchecked).unwrap_or_default());
+                if run > 0 {
+                    i += run;
+                    if let Some(m) = closer {
+                        state.cursor = m.start();
+                    }
+                    continue;
+                }
+            } else if state.lexer.outside_strings() && closer.is_none_or(|m| state.cursor == m.start()) {
+                // Outside strings, prose and names (no quote, bracket or byte that
+                // may begin the closer) change nothing but the lexer's `seen_text`.
+                let quiet = &self.quiet[usize::from(closer.is_some())];
+                let bytes = text.get(i..unchecked).unwrap_or_default();
+                let run = bytes.iter().position(|&b| !quiet[usize::from(b)]).unwrap_or(bytes.len());
+                if run > 0 {
+                    state.lexer.pass_quiet(syntax, &bytes[..run]);
+                    i += run;
+                    continue;
+                }
+            }
             let byte = text[i];
             let step = state.lexer.step(syntax, start, byte);
             i += 1;

@@ -218,6 +218,23 @@ fn two_blocks_ending_in_one_token_take_ordinals_in_stream_order() {
     assert_eq!(keys, [key_of("t", &[text.as_bytes()], 0), key_of("t", &[text.as_bytes()], 1)]);
 }
 
+/// An escape inside a body's string keeps the string open until its real
+/// quote, whatever bytes the scanner skips in runs, in one piece or byte by byte.
+#[test]
+fn escapes_in_a_bodys_strings_close_where_they_should() {
+    for text in [
+        "<tool_call>\n{\"name\": \"a\", \"arguments\": {\"a\": {\"\\u001f\": null}}}\n</tool_call>",
+        "<tool_call>{\"name\": \"a\", \"arguments\": {\"q\": \"x \\\" y\\\\\"}}</tool_call>",
+    ] {
+        let whole = parse(text.as_bytes(), &hermes("t")).unwrap();
+        assert!(matches!(whole.as_slice(), [Outcome::CallCommitted(_)]), "{text}: {whole:?}");
+        let mut t = turn();
+        let mut out = draft(&mut t, &pieces(text, 1));
+        out.extend(t.verify(t.undecided_len(), None).unwrap());
+        assert_eq!(out.iter().filter(|o| matches!(o, Outcome::CallCommitted(_))).count(), 1, "{text}");
+    }
+}
+
 /// The calls of `samples()` as they were written: `a` with one argument `q`, then `b` with none.
 fn sample_calls(calls: &[Call]) -> Vec<(String, Vec<String>)> {
     calls.iter().map(|c| (c.name.clone(), c.arguments.keys().cloned().collect())).collect()

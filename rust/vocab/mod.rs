@@ -115,7 +115,8 @@ impl Vocab {
     #[inline]
     pub fn piece(&self, id: u64) -> Result<&[u8], CoreError> {
         match self.spans.get(usize::try_from(id).unwrap_or(usize::MAX)) {
-            Some(&span) if span != ABSENT => Ok(&self.bytes[range(span)]),
+            // No piece starts at u32::MAX (the arena stays below it): one compare for ABSENT.
+            Some(&span) if span.start != ABSENT.start => Ok(&self.bytes[range(span)]),
             _ if id > u64::from(MAX_TOKEN_ID) => Err(CoreError::TokenIdTooLarge { id, max: u64::from(MAX_TOKEN_ID) }),
             _ => Err(CoreError::UnknownTokenId { id, has_vocab: !self.is_empty() }),
         }
