@@ -378,6 +378,7 @@ impl Scanner {
         out: &mut Vec<ScanEvent>,
     ) -> usize {
         let (syntax, start) = (self.spec.syntax, self.spec.struct_start);
+        // Closers (and, in blocks that end on their bracket, call openers).
         let matcher = self.m.body.as_ref();
         // The first byte past the limit makes the block too large.
         let limit = (state.block_start as usize).saturating_add(self.max_block_bytes);
@@ -389,15 +390,15 @@ impl Scanner {
                 let run = state.lexer.string_run(text.get(i..unchecked).unwrap_or_default());
                 if run > 0 {
                     i += run;
-                    if let Some(m) = closer {
+                    if let Some(m) = matcher {
                         state.cursor = m.start();
                     }
                     continue;
                 }
-            } else if state.lexer.outside_strings() && closer.is_none_or(|m| state.cursor == m.start()) {
+            } else if state.lexer.outside_strings() && matcher.is_none_or(|m| state.cursor == m.start()) {
                 // Outside strings, prose and names (no quote, bracket or byte that
                 // may begin the closer) change nothing but the lexer's `seen_text`.
-                let quiet = &self.quiet[usize::from(closer.is_some())];
+                let quiet = &self.quiet[usize::from(matcher.is_some())];
                 let bytes = text.get(i..unchecked).unwrap_or_default();
                 let run = bytes.iter().position(|&b| !quiet[usize::from(b)]).unwrap_or(bytes.len());
                 if run > 0 {

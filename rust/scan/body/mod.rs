@@ -12,8 +12,8 @@ mod values;
 mod xml;
 mod xml_stream;
 
-pub use schema::Schemas;
 pub(crate) use pythonic_stream::{PythonCalls, PythonFound};
+pub use schema::Schemas;
 pub(crate) use xml::Flavor;
 pub(crate) use xml_stream::XmlArguments;
 

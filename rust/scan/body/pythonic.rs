@@ -160,10 +160,9 @@ fn keyword(p: &mut Cursor<'_>, name: &str) -> Result<(String, Value), Malformed>
     let key = p.ident()?.to_owned();
     p.ws();
     if !p.eat(b'=') {
-        return Err(p.error(
-            MalformedKind::InvalidLiteral,
-            format!("argument {key:?} of {name:?} is not a keyword argument"),
-        ));
+        return Err(
+            p.error(MalformedKind::InvalidLiteral, format!("argument {key:?} of {name:?} is not a keyword argument"))
+        );
     }
     Ok((key, p.value(0)?))
 }

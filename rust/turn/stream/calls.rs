@@ -76,7 +76,10 @@ pub(super) enum Track {
     Objects(Tracker),
     Headed(Headed),
     /// Python call syntax, of the block whose body starts at `block_at`.
-    Python { block_at: usize, calls: PythonCalls },
+    Python {
+        block_at: usize,
+        calls: PythonCalls,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
