@@ -4,7 +4,10 @@ numpy draft + verify through TokenStream; StreamBatch steps at 64 and 512
 sequences against a Python loop over TokenStreams. Run: pytest benches --benchmark-only
 
 Each step drafts 8 ids per sequence, accepts 6, rejects 2 and appends a
-correction, over prose with a tool-call block every few steps.
+correction, over prose with a tool-call block every few steps. The batch steps
+follow a speculative engine (the accepted text is the model's output, the rejected
+drafts are wrong tokens), and once more with garbled accepted text, the worst case
+for the scanner.
 """
 
 from __future__ import annotations
@@ -79,8 +82,55 @@ def test_stream_numpy_step(benchmark: object) -> None:
     record(benchmark, "stream:numpy_step", per=STEPS)
 
 
+BATCH_ROUNDS = 15
+LOOP_ROUNDS = 5
+
+
+def speculative(rows: int, steps: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """``steps`` (rows, K) int32 draft windows and each row's correction, as a speculative
+    engine makes them: row r's model writes the stream from its own offset; each window is
+    the next 6 tokens it writes and 2 wrong ones, the correction its 7th. So the accepted
+    text is the model's output (its blocks close), and every step rolls 2 tokens back."""
+    period = len(STREAM_IDS)
+    out = []
+    for step in range(steps):
+        tokens = np.empty((rows, K), dtype=np.int32)
+        corrections = np.empty(rows, dtype=np.int64)
+        for r in range(rows):
+            at = r * 37 + step * 7
+            true = [STREAM_IDS[(at + i) % period] for i in range(7)]
+            wrong = [STREAM_IDS[(at + 100 + i) % period] for i in range(2)]
+            tokens[r] = true[:6] + wrong
+            corrections[r] = true[6]
+        out.append((tokens, corrections))
+    return out
+
+
 @pytest.mark.parametrize("n", [64, 512])
 def test_batch_step(benchmark: object, n: int) -> None:
+    batch = inert.StreamBatch("hermes", VOCAB)
+    for seq in range(n):
+        batch.add(seq, f"turn-{seq}")
+    seqs = np.arange(n, dtype=np.int64)
+    steps = iter(speculative(n, STEPS * (BATCH_ROUNDS + 1)))
+    accepted = np.full(n, 6, dtype=np.int64)
+
+    def run() -> None:
+        for _ in range(STEPS):
+            tokens, corrections = next(steps)
+            batch.draft(seqs, tokens)
+            batch.verify(seqs, accepted, corrections)
+
+    benchmark.group = "batch step, k=8"  # type: ignore[attr-defined]
+    benchmark.pedantic(run, rounds=BATCH_ROUNDS, iterations=1, warmup_rounds=1)  # type: ignore[attr-defined]
+    record(benchmark, f"batch:{n}", per=STEPS)
+
+
+def test_batch_step_garbled(benchmark: object) -> None:
+    """The same 512 sequences where every step accepts 6 tokens of a rolling window and a
+    fixed correction: the accepted text is garbled, so most sequences sit in a block that
+    never closes and every byte is scanned as block body (the worst case, not serving)."""
+    n = 512
     batch = inert.StreamBatch("hermes", VOCAB)
     for seq in range(n):
         batch.add(seq, f"turn-{seq}")
@@ -95,26 +145,26 @@ def test_batch_step(benchmark: object, n: int) -> None:
             batch.verify(seqs, accepted, corrections)
 
     benchmark.group = "batch step, k=8"  # type: ignore[attr-defined]
-    benchmark.pedantic(run, rounds=15, iterations=1, warmup_rounds=1)  # type: ignore[attr-defined]
-    record(benchmark, f"batch:{n}", per=STEPS)
+    benchmark.pedantic(run, rounds=BATCH_ROUNDS, iterations=1, warmup_rounds=1)  # type: ignore[attr-defined]
+    record(benchmark, f"batch_garbled:{n}", per=STEPS)
 
 
 @pytest.mark.parametrize("n", [512])
 def test_python_loop_step(benchmark: object, n: int) -> None:
-    """The baseline: a Python loop over n TokenStreams, lists of ids."""
+    """The baseline: a Python loop over n TokenStreams, lists of ids, the same steps."""
     streams = [inert.TokenStream("hermes", f"turn-{seq}", vocab=VOCAB) for seq in range(n)]
-    steps = [t.tolist() for t in windows(n)]
-    correction = STREAM_IDS[0]
+    steps = iter([(t.tolist(), c.tolist()) for t, c in speculative(n, STEPS * (LOOP_ROUNDS + 1))])
 
     def run() -> None:
-        for tokens in steps:
+        for _ in range(STEPS):
+            tokens, corrections = next(steps)
             for stream, row in zip(streams, tokens, strict=True):
                 stream.draft(row)
-            for stream in streams:
+            for stream, correction in zip(streams, corrections, strict=True):
                 stream.verify(6, correction)
 
     benchmark.group = "batch step, k=8"  # type: ignore[attr-defined]
-    benchmark.pedantic(run, rounds=5, iterations=1, warmup_rounds=1)  # type: ignore[attr-defined]
+    benchmark.pedantic(run, rounds=LOOP_ROUNDS, iterations=1, warmup_rounds=1)  # type: ignore[attr-defined]
     record(benchmark, f"loop:{n}", per=STEPS)
 
 

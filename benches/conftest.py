@@ -138,6 +138,10 @@ def _serving(tr: Any) -> None:
             target = "   (target <= 100 us, <= 0.2 us)" if n == 512 else ""
             tr.write_line(f"StreamBatch {n:>3} x 8: {step * 1e6:8.1f} us per step, "
                           f"{step / n * 1e6:6.3f} us per sequence-step{target}")
+    if "batch_garbled:512" in m:
+        step = m["batch_garbled:512"]
+        tr.write_line(f"StreamBatch 512 x 8, garbled text (all block body): {step * 1e6:8.1f} us per step, "
+                      f"{step / 512 * 1e6:6.3f} us per sequence-step")
     if {"batch:64", "batch:512"} <= m.keys():
         flat = (m["batch:512"] / 512) / (m["batch:64"] / 64)
         tr.write_line(f"StreamBatch per sequence-step, 512 / 64  = {flat:6.2f}   (flat when ~1)")

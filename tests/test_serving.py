@@ -338,6 +338,22 @@ def test_batch_mistakes_raise_and_change_nothing() -> None:
     assert 1 in batch and 7 not in batch
 
 
+def test_take_released_of_a_sequence_not_in_the_batch_says_so() -> None:
+    """Asking for what a sequence never added (or finished, its tail taken) released is a
+    caller mistake, as drafting onto it is: not an empty answer."""
+    batch = inert.StreamBatch("hermes", VOCAB, stream=True)
+    batch.add(1, "t")
+    batch.draft([1], [[PIECES.index("ok")]])
+    batch.verify([1], [1])
+    with pytest.raises(inert.UnknownSequenceError, match="sequence 7"):
+        batch.take_released([1, 7])
+    assert set(batch.take_released([1])) == {1}, "a refused call takes nothing"
+    batch.finish(1)
+    batch.take_released([1])  # the tail, if any
+    with pytest.raises(inert.UnknownSequenceError):
+        batch.take_released([1])
+
+
 # -- token trees ---------------------------------------------------------------------------
 
 tree_st = st.lists(st.tuples(st.floats(0, 1), st.integers(0, N - 1)), max_size=10)

@@ -218,7 +218,14 @@ impl PyStreamBatch {
     /// that released something. Empty unless the batch streams (`stream=True`).
     fn take_released<'py>(&mut self, py: Python<'py>, seqs: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyDict>> {
         let dict = PyDict::new(py);
-        for seq in seq_ids(seqs)? {
+        let seqs = seq_ids(seqs)?;
+        // A sequence never added, or finished and its tail taken, is a mistake: refused before anything is taken.
+        for &seq in &seqs {
+            if !self.tails.contains_key(&seq) {
+                self.batch.turn(seq)?;
+            }
+        }
+        for seq in seqs {
             let r = match self.tails.remove(&seq) {
                 Some(tail) => tail,
                 None => self.batch.take_released(seq),
