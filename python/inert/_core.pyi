@@ -432,9 +432,12 @@ class StreamBatch:
         """``{seq: (content, reasoning, tool_call_deltas)}``: what each of ``seqs`` released since
         the last call (as ``TokenStream.take_released``; a finished sequence's ``finish`` tail
         included), for the sequences that released something. Empty without ``stream=True``.
+        A finished sequence's tail is taken once; after that the sequence is gone.
 
         Raises:
             InertValueError, InertTypeError: ``seqs`` is not a 1-D sequence of non-negative ints.
+            UnknownSequenceError: a sequence is not in the batch (never added, or finished and its
+                tail taken); nothing is taken then.
         """
     def add(self, seq: int | SupportsIndex, turn_key: str, *, in_reasoning: bool = False) -> None:
         """Starts a turn for sequence ``seq`` (the engine's non-negative int id);
