@@ -89,6 +89,28 @@ def test_a_rejected_block_aborts_its_prepare() -> None:
     assert [d.name for d in report.discarded] == ["pay"]
 
 
+def test_a_read_only_two_phase_tool_keeps_its_protocol() -> None:
+    """Declared read_only, a two-phase tool is still prepared, then committed only once its
+    block is accepted (its commit is its own business: inert never guesses it is harmless),
+    and aborted when the block is rejected."""
+    for accepted in (True, False):
+        ledger = Ledger()
+        orch = inert.Orchestrator({"peek": "read_only"}, {"peek": ledger}, turn_key="t")
+        step = orch.draft([block("peek", q="x")])
+        assert [d.name for d in step.dispatched] == ["peek"]
+        assert ledger.prepared.wait(30)
+        assert ledger.phases("commit") == [], "no commit on a draft"
+        ledger.accepting[json.dumps({"q": "x"}, sort_keys=True)] += 1
+        if accepted:
+            orch.verify(1)
+        else:
+            orch.verify(0, "no")
+        report = orch.finish()
+        assert [e for e, _ in ledger.events] == (["prepare", "commit"] if accepted else ["prepare", "abort"])
+        assert ledger.problems == [] and report.violations == []
+        assert [r.result for r in report.results] == (["committed"] if accepted else [])
+
+
 def test_defer_prepares_only_after_acceptance() -> None:
     ledger = Ledger()
     orch = inert.Orchestrator({"pay": "write"}, {"pay": ledger}, turn_key="t", policy="defer")
