@@ -84,7 +84,7 @@ def check(got: Streamed, calls: list[inert.Call]) -> None:
 @given(data=st.data())
 def test_xml_arguments_stream_only_what_the_parser_reads(fmt: str, data: st.DataObject) -> None:
     text, with_schemas = data.draw(outputs(fmt))
-    kw = {"schemas": SCHEMAS} if with_schemas else {}
+    kw: dict[str, Any] = {"schemas": SCHEMAS} if with_schemas else {}
     raw = text.encode()
     final, outcomes = one_shot(raw, fmt, **kw)
     check(final, committed(outcomes))
