@@ -176,67 +176,68 @@ impl Streamer {
             TextClass::Reasoning => self.reasoning_tail.extend_from_slice(bytes),
             TextClass::Hidden => {}
             TextClass::Body => match self.tracker.take() {
-                Some(Track::Objects(mut t)) => {
-                    for &b in bytes {
-                        if let Some(ev) = t.step(b) {
-                            self.track(t.block_at, t.object, ev, t.pending_arguments());
-                        }
-                    }
-                    if let Some(ev) = t.flush() {
-                        self.track(t.block_at, t.object, ev, String::new());
-                    }
-                    self.tracker = Some(Track::Objects(t));
-                }
-                Some(Track::Headed(mut h)) => {
-                    let mut i = 0;
-                    while let Some(&b) = bytes.get(i) {
-                        if h.phase == Phase::Parameters {
-                            if let Some(ev) = h.parameters(&bytes[i..], schemas) {
-                                self.track(h.block_at, 0, ev, String::new());
-                            }
-                            break;
-                        }
-                        if h.phase == Phase::Head
-                            && b == b'['
-                            && self.body == Body::Mistral
-                            && h.head.iter().all(u8::is_ascii_whitespace)
-                        {
-                            // Mistral's older layout: an array of call objects.
-                            self.tracker = Some(Track::Objects(Tracker::new(h.block_at)));
-                            self.emit(&bytes[i..], schemas);
-                            return;
-                        }
-                        if let Some(ev) = h.step(b, &self.body, &self.name_chars) {
-                            self.track(h.block_at, 0, ev, String::new());
-                            if h.phase == Phase::Parameters && h.head_end_is_argument() {
-                                continue; // the byte that ended the head opens the parameters
-                            }
-                        }
-                        i += 1;
-                    }
-                    if let Some(ev) = h.flush() {
-                        self.track(h.block_at, 0, ev, String::new());
-                    }
-                    self.tracker = Some(Track::Headed(h));
-                }
+                Some(Track::Objects(t)) => self.objects(t, bytes),
+                Some(Track::Headed(h)) => self.headed(h, bytes, schemas),
                 Some(Track::Python { block_at, mut calls }) => {
                     let mut found = Vec::new();
                     calls.feed(bytes, &mut found);
                     for f in found {
-                        match f {
-                            PythonFound::Name { item, name } => {
-                                self.track(block_at, item, Found::Name(name, None), String::new());
-                            }
-                            PythonFound::Arguments { item, fragment } => {
-                                self.track(block_at, item, Found::Arguments(fragment), String::new());
-                            }
-                        }
+                        let (item, ev) = match f {
+                            PythonFound::Name { item, name } => (item, Found::Name(name, None)),
+                            PythonFound::Arguments { item, fragment } => (item, Found::Arguments(fragment)),
+                        };
+                        self.track(block_at, item, ev, String::new());
                     }
                     self.tracker = Some(Track::Python { block_at, calls });
                 }
                 None => {}
             },
         }
+    }
+
+    /// Body bytes of JSON call objects.
+    fn objects(&mut self, mut t: Tracker, bytes: &[u8]) {
+        for &b in bytes {
+            if let Some(ev) = t.step(b) {
+                self.track(t.block_at, t.object, ev, t.pending_arguments());
+            }
+        }
+        if let Some(ev) = t.flush() {
+            self.track(t.block_at, t.object, ev, String::new());
+        }
+        self.tracker = Some(Track::Objects(t));
+    }
+
+    /// Body bytes of a call named by a head.
+    fn headed(&mut self, mut h: Headed, bytes: &[u8], schemas: &Schemas) {
+        let mut i = 0;
+        while let Some(&b) = bytes.get(i) {
+            if h.phase == Phase::Parameters {
+                if let Some(ev) = h.parameters(&bytes[i..], schemas) {
+                    self.track(h.block_at, 0, ev, String::new());
+                }
+                break;
+            }
+            if h.phase == Phase::Head
+                && b == b'['
+                && self.body == Body::Mistral
+                && h.head.iter().all(u8::is_ascii_whitespace)
+            {
+                // Mistral's older layout: an array of call objects.
+                return self.objects(Tracker::new(h.block_at), &bytes[i..]);
+            }
+            if let Some(ev) = h.step(b, &self.body, &self.name_chars) {
+                self.track(h.block_at, 0, ev, String::new());
+                if h.phase == Phase::Parameters && h.head_end_is_argument() {
+                    continue; // the byte that ended the head opens the parameters
+                }
+            }
+            i += 1;
+        }
+        if let Some(ev) = h.flush() {
+            self.track(h.block_at, 0, ev, String::new());
+        }
+        self.tracker = Some(Track::Headed(h));
     }
 
     /// What a tracker found of call `item` of the block whose body starts at

@@ -106,18 +106,13 @@ impl XmlArguments {
         utf8(&self.text[at..self.text.len().min(at + MAX_PENDING)])
     }
 
-    /// Whether `rest` could still become `tag` with more bytes: a part of it,
-    /// or the layout's opener not finished yet.
-    fn unfinished(&self, rest: &str, tag: &str) -> bool {
-        let layout = self.layout();
-        tag.starts_with(rest)
-            || (tag == layout.open && rest.strip_prefix(tag).is_some_and(|r| !r.contains(layout.opener_end)))
-    }
-
-    /// Whether `rest` could still become an opener or the end tag.
+    /// Whether more bytes could still make `rest` an opener or the end tag: it
+    /// is a part of one, or an opener whose end has not come yet.
     fn may_open_or_end(&self, rest: &str) -> bool {
         let layout = self.layout();
-        self.unfinished(rest, layout.open) || layout.end.is_some_and(|end| self.unfinished(rest, end))
+        let opener = layout.open.starts_with(rest)
+            || rest.strip_prefix(layout.open).is_some_and(|r| !r.contains(layout.opener_end));
+        opener || layout.end.is_some_and(|end| end.starts_with(rest))
     }
 
     /// Waiting on what is undecided at `at`: more bytes will tell, unless the
@@ -224,7 +219,7 @@ impl XmlArguments {
         if let Some(op) = (layout.opener)(rest) {
             return if self.opens(op.key, at, true, schemas) { Tag::Ends { next: at } } else { Tag::Text };
         }
-        if self.unfinished(rest, layout.close) || self.may_open_or_end(rest) {
+        if layout.close.starts_with(rest) || self.may_open_or_end(rest) {
             self.wait(at, bad)
         } else {
             Tag::Text
