@@ -73,6 +73,10 @@ fn utf8(bytes: &[u8]) -> (&str, bool) {
 
 /// `s` as the inside of a JSON string, escaped exactly as `serde_json` does.
 fn push_escaped(out: &mut String, s: &str) {
+    if !s.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\') {
+        out.push_str(s); // nothing to escape: most text
+        return;
+    }
     let quoted = Value::String(s.to_owned()).to_string();
     out.push_str(&quoted[1..quoted.len() - 1]);
 }
