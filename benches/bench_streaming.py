@@ -4,7 +4,7 @@ take_released), and the same through the Orchestrator; streaming after 1k and 64
 accepted tokens (flat when the work is per step, not per stream); a qwen3_coder call
 whose one value (16 KB and 256 KB of code, or of text that spells the format's tags
 over and over) streams as it is accepted, per byte (flat when linear), beside the same
-turn without streaming.
+turn without streaming; one pythonic block of 2k and 32k calls, per byte.
 Run: pytest benches/bench_streaming.py --benchmark-only
 
 Each step drafts 8 ids, accepts 6, rejects 2 and appends a correction, over prose
@@ -82,3 +82,25 @@ def test_xml_value(benchmark: object, kind: str, kb: int, mode: str) -> None:
     benchmark.group = "streaming: a qwen3_coder value, 16-byte tokens"  # type: ignore[attr-defined]
     benchmark.pedantic(run, rounds=5, iterations=1, warmup_rounds=1)  # type: ignore[attr-defined]
     record(benchmark, f"streaming:xml_{kind}_{mode}@{kb}k", per=len(raw))
+
+
+@pytest.mark.parametrize("calls", [2_000, 32_000])
+def test_many_calls_in_one_block(benchmark: object, calls: int) -> None:
+    """One pythonic list of many calls, 4-byte tokens, 8 per step, streamed: per byte (flat
+    when each call costs the same however many came before it in the open block)."""
+    raw = ("[" + ", ".join(f"f(a={i})" for i in range(calls)) + "]").encode()
+    pieces = [raw[i:i + 4] for i in range(0, len(raw), 4)]
+
+    def run() -> None:
+        s = inert.TokenStream("pythonic", "t", stream=True, max_block_bytes=1 << 24)
+        for i in range(0, len(pieces), 8):
+            window = pieces[i:i + 8]
+            s.draft(window)
+            s.verify(len(window))
+            if s.has_released:
+                s.take_released()
+        s.finish()
+
+    benchmark.group = "streaming: many calls in one block"  # type: ignore[attr-defined]
+    benchmark.pedantic(run, rounds=3, iterations=1, warmup_rounds=1)  # type: ignore[attr-defined]
+    record(benchmark, f"streaming:calls@{calls}", per=len(raw))

@@ -118,6 +118,10 @@ def _streaming(tr: Any) -> None:
         if short and long:
             tr.write_line(f"qwen3_coder value of {kind}: {short * 1e9:6.1f} ns/byte at 16 KB, "
                           f"{long * 1e9:6.1f} at 256 KB   256k/16k = {long / short:5.2f}   (linear when ~1)")
+    few, many = m.get("streaming:calls@2000"), m.get("streaming:calls@32000")
+    if few and many:
+        tr.write_line(f"one pythonic block of calls, per byte: 32k calls / 2k calls = {many / few:5.2f}"
+                      "   (linear when ~1)")
     x_off, x_on = m.get("streaming:xml_code_off@256k"), m.get("streaming:xml_code_on@256k")
     if x_off and x_on:
         tr.write_line(f"qwen3_coder 256 KB value streamed / not streamed = {x_on / x_off:5.2f}")

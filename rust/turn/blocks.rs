@@ -107,8 +107,10 @@ impl BlockTable {
         mut next_key: impl FnMut() -> CommitKey,
         out: &mut Vec<Outcome>,
     ) {
-        // The scanner ends blocks in the order it opened them, one at a time.
-        let Some(block) = self.blocks.iter_mut().find(|b| b.end.is_none()) else {
+        // The scanner ends blocks in the order it opened them, one at a time: the
+        // open one is the last (searched from the back, so many blocks in one
+        // window cost linear time).
+        let Some(block) = self.blocks.iter_mut().rev().find(|b| b.end.is_none()) else {
             debug_assert!(false, "a block ended that never opened");
             return;
         };
@@ -147,7 +149,8 @@ impl BlockTable {
 
     /// Token `at` confirms the block that ended unconfirmed.
     pub(super) fn confirm(&mut self, at: usize, out: &mut Vec<Outcome>) {
-        let waiting = self.blocks.iter_mut().find(|b| b.end.as_ref().is_some_and(|e| e.confirmed_at.is_none()));
+        // At most one block awaits confirmation: the last that ended.
+        let waiting = self.blocks.iter_mut().rev().find(|b| b.end.as_ref().is_some_and(|e| e.confirmed_at.is_none()));
         let Some(block) = waiting else {
             debug_assert!(false, "a confirmation with no block awaiting one");
             return;

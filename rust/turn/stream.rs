@@ -78,6 +78,8 @@ pub(super) struct Streamer {
     body: Body,
     name_chars: String,
     calls: Vec<StreamCall>,
+    /// A call settled since `calls` was last cleaned of settled ones.
+    settled_some: bool,
     /// Every id given out in the turn, and how many calls have one.
     ids: HashSet<String>,
     count: u32,
@@ -100,6 +102,7 @@ impl Streamer {
             body: body.clone(),
             name_chars: name_chars.to_owned(),
             calls: Vec::new(),
+            settled_some: false,
             ids: HashSet::new(),
             count: 0,
             id_prefix: format!("call_{digest}_"),
@@ -144,8 +147,12 @@ impl Streamer {
             self.released = end;
         }
         self.settle_before(outcomes, &mut settled, usize::MAX);
-        // Settled calls need nothing more: the open block's calls are all that stay.
-        self.calls.retain(|c| !c.settled);
+        // Settled calls need nothing more: the calls of blocks still open or waiting
+        // for confirmation are all that stay. Walked only when a block settled, so
+        // an open block's many calls are not walked on every step.
+        if std::mem::take(&mut self.settled_some) {
+            self.calls.retain(|c| !c.settled);
+        }
         flush(&mut self.content_tail, &mut self.out.content, last);
         flush(&mut self.reasoning_tail, &mut self.out.reasoning, last);
         if last {
@@ -286,11 +293,6 @@ impl Streamer {
     /// Settles the final blocks among `outcomes[*from..]` whose body starts before
     /// `limit`, one block at a time (a block's outcomes follow each other).
     fn settle_before(&mut self, outcomes: &[Outcome], from: &mut usize, limit: usize) {
-        let body_at = |o: &Outcome| match o {
-            Outcome::CallCommitted(r) => Some(r.body_at),
-            Outcome::BlockMalformed(r) => Some(r.body_at),
-            _ => None,
-        };
         while *from < outcomes.len() {
             let Some(at) = body_at(&outcomes[*from]) else {
                 *from += 1;
@@ -310,14 +312,20 @@ impl Streamer {
     /// arguments, whole calls that did not stream, and marks for calls whose block
     /// turned out malformed after their deltas went out.
     fn settle(&mut self, outcomes: &[Outcome]) {
-        let mut blocks: Vec<usize> = Vec::new();
+        let Some(block_at) = outcomes.iter().find_map(body_at) else { return };
+        // Calls went out in stream order, so they are sorted by (block, item): the
+        // block's are found by bisection however many calls the turn holds.
+        let first = self.calls.partition_point(|c| c.block_at < block_at);
+        let end = self.calls.partition_point(|c| c.block_at <= block_at);
+        self.settled_some |= first < end;
+        let find = |calls: &[StreamCall], item: u32| {
+            let i = first + calls[first..end].binary_search_by_key(&item, |c| c.item).ok()?;
+            (!calls[i].settled).then_some(i)
+        };
         for o in outcomes {
             match o {
                 Outcome::CallCommitted(r) => {
-                    blocks.push(r.body_at);
-                    let found =
-                        self.calls.iter().position(|c| !c.settled && c.block_at == r.body_at && c.item == r.index);
-                    let Some(i) = found else {
+                    let Some(i) = find(&self.calls, r.index) else {
                         let index = self.start(r.call.name.clone(), r.call.id.as_deref());
                         let whole = Value::Object(r.call.arguments.clone()).to_string();
                         self.out.deltas.push(ToolCallDelta::Arguments { index, fragment: whole });
@@ -335,10 +343,8 @@ impl Streamer {
                     }
                 }
                 Outcome::BlockMalformed(r) => {
-                    blocks.push(r.body_at);
-                    let found =
-                        self.calls.iter_mut().find(|c| !c.settled && c.block_at == r.body_at && c.item == r.index);
-                    if let Some(c) = found {
+                    if let Some(i) = find(&self.calls, r.index) {
+                        let c = &mut self.calls[i];
                         c.settled = true;
                         let _ = r.tool_call_index.set(c.index);
                         self.out.deltas.push(ToolCallDelta::Malformed { index: c.index, kind: r.error.kind.name() });
@@ -348,18 +354,27 @@ impl Streamer {
             }
         }
         // A block reported whole as one malformed item takes every call that streamed from it.
-        for c in self.calls.iter_mut().filter(|c| !c.settled && blocks.contains(&c.block_at)) {
+        let malformed = outcomes.iter().find_map(|o| match o {
+            Outcome::BlockMalformed(r) => Some(r),
+            _ => None,
+        });
+        for c in self.calls[first..end].iter_mut().filter(|c| !c.settled) {
             c.settled = true;
-            let malformed = outcomes.iter().find_map(|o| match o {
-                Outcome::BlockMalformed(r) if r.body_at == c.block_at => Some(r),
-                _ => None,
-            });
             if let Some(r) = malformed {
                 let _ = r.tool_call_index.set(c.index);
             }
             let kind = malformed.map_or("malformed", |r| r.error.kind.name());
             self.out.deltas.push(ToolCallDelta::Malformed { index: c.index, kind });
         }
+    }
+}
+
+/// Where the body of the block an outcome settles starts; `None` for outcomes of no block.
+fn body_at(o: &Outcome) -> Option<usize> {
+    match o {
+        Outcome::CallCommitted(r) => Some(r.body_at),
+        Outcome::BlockMalformed(r) => Some(r.body_at),
+        _ => None,
     }
 }
 

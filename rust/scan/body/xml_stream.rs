@@ -233,14 +233,19 @@ impl XmlArguments {
     /// Ends the open value at `end`: the rest of a text value and its closing
     /// quote, or a typed value whole.
     fn close(&mut self, end: usize, schemas: &Schemas, out: &mut String) {
-        let State::Value { key, attrs, start, text, sent } = std::mem::replace(&mut self.state, State::Top) else {
-            return;
-        };
+        let State::Value { start, .. } = self.state else { return };
         let (raw, bad) = utf8(&self.text[start..end]);
         if bad || raw.len() != end - start {
+            // Bytes that are no UTF-8: what comes before them goes out as it does
+            // when they arrive one at a time, then nothing more (the call is malformed).
+            self.pos = end;
+            self.send_text(out);
             self.state = State::Stopped;
             return;
         }
+        let State::Value { key, attrs, text, sent, .. } = std::mem::replace(&mut self.state, State::Top) else {
+            return;
+        };
         if text {
             let value = self.flavor.text(raw);
             let value_at = start + usize::from(self.flavor.strip && raw.starts_with('\n'));
