@@ -308,27 +308,9 @@ impl<'a> Search<'a> {
 #[cfg(test)]
 mod tests {
     use super::super::schema::Schemas;
+    use super::super::xml::QWEN;
     use super::*;
     use serde_json::json;
-
-    fn qwen_opener(rest: &str) -> Option<Opener<'_>> {
-        let body = rest.strip_prefix("<parameter=")?;
-        let end = body.find('>')?;
-        let key = body[..end].trim();
-        (!key.is_empty() && !key.contains(['<', '\n'])).then_some(Opener {
-            key,
-            attrs: "",
-            len: "<parameter=".len() + end + 1,
-        })
-    }
-
-    const QWEN: Layout = Layout {
-        open: "<parameter=",
-        close: "</parameter>",
-        end: Some("</function>"),
-        opener: qwen_opener,
-        opener_end: ">",
-    };
 
     fn read(text: &str, schema: bool) -> Result<Vec<(String, String)>, MalformedKind> {
         let schemas = Schemas::from_json(&json!({"f": {"properties": {"path": {}, "content": {}}}}));

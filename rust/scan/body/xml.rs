@@ -63,7 +63,7 @@ fn attr<'a>(attrs: &'a str, key: &str) -> Option<&'a str> {
     Some(&attrs[start..end])
 }
 
-const QWEN: Layout = Layout {
+pub(super) const QWEN: Layout = Layout {
     open: "<parameter=",
     close: "</parameter>",
     end: Some("</function>"),

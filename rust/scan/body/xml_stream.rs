@@ -300,5 +300,7 @@ impl Owned {
 
 /// `s` as a JSON string, quotes included.
 fn push_escaped_quoted(out: &mut String, s: &str) {
-    out.push_str(&Value::String(s.to_owned()).to_string());
+    out.push('"');
+    push_escaped(out, s);
+    out.push('"');
 }
