@@ -13,11 +13,10 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_streaming import Streamed, one_shot
+from test_streaming import Streamed, one_shot, speculated
 
 import inert
 from render import param, xml_call
-from speculation import Decoder, chunk
 
 XML = ["qwen3_coder", "glm45", "glm47", "minimax_m2", "deepseek_v32"]
 PER_FORMAT = settings(max_examples=max(60, settings().max_examples // 2))
@@ -88,20 +87,7 @@ def test_xml_arguments_stream_only_what_the_parser_reads(fmt: str, data: st.Data
     raw = text.encode()
     final, outcomes = one_shot(raw, fmt, **kw)
     check(final, committed(outcomes))
-    s = inert.TokenStream(fmt, "turn", stream=True, **kw)
-    got = Streamed()
-
-    def verify(n: int, correction: bytes | None) -> None:
-        s.verify(n, correction)
-        got.take(s.take_released())
-        got.within(final)
-        got.within(one_shot(s.accepted_text(), fmt, **kw)[0])
-
-    target = chunk(raw, data.draw(st.lists(st.integers(0, len(raw)), max_size=40))) or [raw]
-    Decoder(target, data.draw).run(s.draft, verify)
-    s.finish()
-    got.take(s.take_released())
-    assert got == final
+    assert speculated(raw, fmt, data, final, **kw) == final
 
 
 def deltas_of(fmt: str, text: str, cut: int, **kw: Any) -> str:
