@@ -14,6 +14,7 @@ with a hermes tool-call block every few steps (its arguments stream as accepted)
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -62,23 +63,30 @@ from render import xml_call  # noqa: E402
 VALUES = {"code": "    total += item.price * item.count  # a < b\n", "tags": "</parameter>x<parameter=k"}
 
 
+def whole_turn(fmt: str, raw: bytes, token: int, window: int, *, stream: bool = True) -> Callable[[], None]:
+    """One benchmark round: a turn of ``raw`` cut into ``token``-byte pieces, ``window`` of them
+    drafted and accepted per step, what each step released taken, as a server would."""
+    pieces = [raw[i:i + token] for i in range(0, len(raw), token)]
+
+    def run() -> None:
+        s = inert.TokenStream(fmt, "t", stream=stream, max_block_bytes=1 << 24)
+        for i in range(0, len(pieces), window):
+            s.draft(pieces[i:i + window])
+            s.verify(len(pieces[i:i + window]))
+            if s.has_released:
+                s.take_released()
+        s.finish()
+
+    return run
+
+
 @pytest.mark.parametrize(("kind", "kb", "mode"), [("code", 16, "on"), ("code", 256, "on"), ("code", 256, "off"),
                                                   ("tags", 16, "on"), ("tags", 256, "on")])
 def test_xml_value(benchmark: object, kind: str, kb: int, mode: str) -> None:
     unit = VALUES[kind]
     text = xml_call("qwen3_coder", "write_file", [("path", "a.py"), ("content", unit * (kb * 1024 // len(unit)))])
     raw = text.encode()
-    pieces = [raw[i:i + 16] for i in range(0, len(raw), 16)]
-
-    def run() -> None:
-        s = inert.TokenStream("qwen3_coder", "t", stream=mode == "on", max_block_bytes=1 << 24)
-        for p in pieces:
-            s.draft([p])
-            s.verify(1)
-            if s.has_released:
-                s.take_released()
-        s.finish()
-
+    run = whole_turn("qwen3_coder", raw, 16, 1, stream=mode == "on")
     benchmark.group = "streaming: a qwen3_coder value, 16-byte tokens"  # type: ignore[attr-defined]
     benchmark.pedantic(run, rounds=5, iterations=1, warmup_rounds=1)  # type: ignore[attr-defined]
     record(benchmark, f"streaming:xml_{kind}_{mode}@{kb}k", per=len(raw))
@@ -89,18 +97,7 @@ def test_many_calls_in_one_block(benchmark: object, calls: int) -> None:
     """One pythonic list of many calls, 4-byte tokens, 8 per step, streamed: per byte (flat
     when each call costs the same however many came before it in the open block)."""
     raw = ("[" + ", ".join(f"f(a={i})" for i in range(calls)) + "]").encode()
-    pieces = [raw[i:i + 4] for i in range(0, len(raw), 4)]
-
-    def run() -> None:
-        s = inert.TokenStream("pythonic", "t", stream=True, max_block_bytes=1 << 24)
-        for i in range(0, len(pieces), 8):
-            window = pieces[i:i + 8]
-            s.draft(window)
-            s.verify(len(window))
-            if s.has_released:
-                s.take_released()
-        s.finish()
-
+    run = whole_turn("pythonic", raw, 4, 8)
     benchmark.group = "streaming: many calls in one block"  # type: ignore[attr-defined]
     benchmark.pedantic(run, rounds=3, iterations=1, warmup_rounds=1)  # type: ignore[attr-defined]
     record(benchmark, f"streaming:calls@{calls}", per=len(raw))
