@@ -29,7 +29,6 @@ pub(super) struct PyStreamBatch {
     notices: HashMap<u64, Vec<Py<PyAny>>>,
     /// What `finish(seq)` released, until `take_released` takes it.
     tails: HashMap<u64, Released>,
-    streams: bool,
 }
 
 /// A sequence id: a non-negative int (numpy integer scalars included).
@@ -107,7 +106,6 @@ impl PyStreamBatch {
             calls: CallCache::default(),
             notices: HashMap::new(),
             tails: HashMap::new(),
-            streams: stream.0,
         })
     }
 
@@ -207,7 +205,7 @@ impl PyStreamBatch {
     fn finish<'py>(&mut self, py: Python<'py>, seq: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, PyAny>>> {
         let seq = seq_id(seq)?;
         let (out, tail) = self.batch.finish_released(seq)?;
-        if self.streams {
+        if self.batch.binding().streams() {
             // Kept, even empty, until taken: a server takes every finished sequence's tail once.
             self.tails.insert(seq, tail);
         }

@@ -63,6 +63,12 @@ impl Binding {
         &self.vocab
     }
 
+    /// Whether turns of this binding stream their output (`TurnConfig::stream`).
+    #[must_use]
+    pub fn streams(&self) -> bool {
+        self.scanner.records_shifts()
+    }
+
     /// The role of token `id`: a delimiter if its piece spells one, else text.
     #[must_use]
     pub fn role_of(&self, id: u32) -> TokenRole {

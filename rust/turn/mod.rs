@@ -143,9 +143,8 @@ impl Turn {
 
     fn start_at(binding: &Binding, turn_key: &str, scan: ScanState) -> Self {
         let base = Checkpoint { scan, hash: CommitHasher::new(turn_key), ends: 0 };
-        let scanner = &binding.scanner;
-        let stream = scanner.records_shifts().then(|| {
-            let spec = scanner.spec();
+        let stream = binding.streams().then(|| {
+            let spec = binding.format();
             Box::new(Streamer::new(&spec.body, &spec.name_chars, turn_key, scan.class()))
         });
         Self {
