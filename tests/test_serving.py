@@ -81,6 +81,19 @@ def test_streams_built_from_a_dict_and_from_a_vocabulary_agree() -> None:
     assert view(a.draft(ids) + a.verify(7)) == view(b.draft(ids) + b.verify(7))
 
 
+def test_the_ledger_of_ids_gives_back_each_piece() -> None:
+    """The ledger keeps a drafted id, not a copy of its piece: the audit reads the
+    piece back from the vocabulary, for accepted, rejected and correction tokens."""
+    s = inert.TokenStream("hermes", "t", vocab=VOCAB)
+    s.draft([10, 0, 2])
+    s.verify(1, 9)
+    s.draft(["text"])
+    states = [s.token_state(i) for i in range(s.ledger_len)]
+    assert states == ["accepted", "rejected", "rejected", "accepted", "undecided"]
+    want = [PIECES[10], PIECES[0], PIECES[2], PIECES[9], "text"]
+    assert [s.token_piece(i) for i in range(s.ledger_len)] == [p.encode() for p in want]
+
+
 def test_one_vocabulary_shared_by_streams_in_threads() -> None:
     ids = [0, 2, 3, 5, 6, 8, 1, 9, 0, 2, 4, 5, 7, 8, 1]
     want = view(inert.TokenStream("hermes", "t", vocab=VOCAB).draft(ids))

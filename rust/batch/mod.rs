@@ -60,6 +60,16 @@ pub struct Batch {
     binding: Binding,
     turns: Vec<Turn>,
     slots: Slots,
+    /// The rows of the last call, resolved: an engine names the same sequences
+    /// step after step, and comparing them costs less than looking each one up.
+    last_rows: Rows,
+}
+
+/// Sequence ids and the slot of each, checked (known, none twice).
+#[derive(Debug, Default)]
+struct Rows {
+    seqs: Vec<u64>,
+    slots: Vec<usize>,
 }
 
 fn shape(reason: String) -> CoreError {
@@ -73,7 +83,7 @@ fn in_seq(seq: u64) -> impl Fn(CoreError) -> CoreError {
 impl Batch {
     #[must_use]
     pub fn new(binding: Binding) -> Self {
-        Self { binding, turns: Vec::new(), slots: Slots::default() }
+        Self { binding, turns: Vec::new(), slots: Slots::default(), last_rows: Rows::default() }
     }
 
     #[must_use]
@@ -112,6 +122,7 @@ impl Batch {
         }
         let turn = Turn::start_in_reasoning(&self.binding, turn_key, in_reasoning)?;
         let slot = self.slots.insert(seq);
+        self.last_rows = Rows::default();
         if slot == self.turns.len() {
             self.turns.push(turn);
         } else {
@@ -131,6 +142,7 @@ impl Batch {
         let out = self.turns[slot].finish().map_err(in_seq(seq))?;
         let tail = self.turns[slot].take_released();
         self.slots.remove(seq);
+        self.last_rows = Rows::default();
         // The slot's turn stays until reused: its buffers are the next turn's to drop.
         Ok((out, tail))
     }
@@ -158,9 +170,15 @@ impl Batch {
     }
 
     /// The slot of each row's sequence, refusing unknown and repeated sequences.
+    /// Hand them back with `keep_rows` when done.
     fn rows(&mut self, seqs: &[u64]) -> Result<Vec<usize>, CoreError> {
+        if self.last_rows.seqs == seqs && self.last_rows.slots.len() == seqs.len() {
+            // No sequence was added or finished since (either clears `last_rows`).
+            return Ok(std::mem::take(&mut self.last_rows.slots));
+        }
         let stamp = self.slots.next_stamp();
-        seqs.iter()
+        let slots = seqs
+            .iter()
             .map(|&seq| {
                 let slot = self.slots.get(seq).ok_or(CoreError::UnknownSequence { seq })?;
                 if !self.slots.stamp(slot, stamp) {
@@ -168,7 +186,15 @@ impl Batch {
                 }
                 Ok(slot)
             })
-            .collect()
+            .collect::<Result<Vec<_>, _>>()?;
+        self.last_rows.seqs.clear();
+        self.last_rows.seqs.extend_from_slice(seqs);
+        Ok(slots)
+    }
+
+    /// Keeps the slots `rows` resolved for `last_rows.seqs`, for the next call.
+    fn keep_rows(&mut self, slots: Vec<usize>) {
+        self.last_rows.slots = slots;
     }
 
     /// Drafts each row's tokens onto its sequence. Checks every row first.
@@ -190,6 +216,13 @@ impl Batch {
             }
         }
         let slots = self.rows(d.seqs)?;
+        let out = self.draft_rows(&slots, d);
+        self.keep_rows(slots);
+        out
+    }
+
+    /// `draft` onto the rows' `slots`.
+    fn draft_rows(&mut self, slots: &[usize], d: DraftRows<'_>) -> Result<BatchOutcomes, CoreError> {
         let row = |i: usize| {
             let n = d.lengths.map_or(d.width, |l| l[i]);
             d.tokens[i * d.width..i * d.width + n].iter().map(|&id| TokenIn::Id(id))
@@ -218,6 +251,13 @@ impl Batch {
             }
         }
         let slots = self.rows(v.seqs)?;
+        let out = self.verify_rows(&slots, v);
+        self.keep_rows(slots);
+        out
+    }
+
+    /// `verify` of the rows' `slots`.
+    fn verify_rows(&mut self, slots: &[usize], v: VerifyRows<'_>) -> Result<BatchOutcomes, CoreError> {
         let correction = |i: usize| -> Result<Option<TokenIn<'static>>, CoreError> {
             match v.corrections.map_or(-1, |c| c[i]) {
                 -1 => Ok(None),

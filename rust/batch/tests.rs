@@ -197,3 +197,32 @@ fn finished_slots_are_reused() {
     assert_eq!((b.len(), b.turns.len()), (4, 4));
     assert!(b.contains(10) && !b.contains(1));
 }
+
+/// The rows of one call are remembered for the next call naming the same
+/// sequences; adding or finishing a sequence in between must be seen.
+#[test]
+fn the_same_rows_after_a_finish_or_an_add_are_resolved_again() {
+    let mut b = hermes_batch();
+    for seq in 0..3 {
+        b.add(seq, "", false).unwrap();
+    }
+    let rows = DraftRows { seqs: &[0, 1, 2], tokens: &[65, 66, 67], width: 1, lengths: None };
+    b.draft(rows).unwrap();
+    b.draft(rows).unwrap();
+    b.finish(1).unwrap();
+    assert!(matches!(b.draft(rows), Err(CoreError::UnknownSequence { seq: 1 })));
+    assert_eq!(b.turn(0).unwrap().live_text(), b"AA", "a refused call changes nothing");
+    b.add(7, "", false).unwrap(); // takes the slot sequence 1 left
+    assert!(matches!(b.draft(rows), Err(CoreError::UnknownSequence { seq: 1 })));
+    b.add(1, "", false).unwrap();
+    b.draft(rows).unwrap();
+    assert_eq!(b.turn(1).unwrap().live_text(), b"B", "sequence 1 starts again in its new slot");
+    assert_eq!(b.turn(7).unwrap().live_text(), b"");
+    assert_eq!(b.turn(2).unwrap().live_text(), b"CCC");
+    let twice = DraftRows { seqs: &[0, 0], tokens: &[65, 65], width: 1, lengths: None };
+    assert!(matches!(b.draft(twice), Err(CoreError::DuplicateSequence { seq: 0, .. })));
+    assert!(
+        matches!(b.draft(twice), Err(CoreError::DuplicateSequence { seq: 0, .. })),
+        "a refused call is not remembered"
+    );
+}

@@ -17,20 +17,34 @@ pub enum TokenState {
     Rejected,
 }
 
+/// What the ledger keeps of a token: its id, or a piece given as text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Drafted<'a> {
+    /// A token given by id: its piece is the vocabulary's, so it is not copied here.
+    Id(u32),
+    Piece(&'a [u8]),
+}
+
+/// A piece given as text: `len` bytes at `start`; a token given by id: `len` is `BY_ID`, `start` its id.
 #[derive(Debug, Clone, Copy)]
 struct TokenRecord {
     start: u32,
     len: u32,
 }
 
-/// Per-token pieces and states. The undecided tokens are always a suffix
+const BY_ID: u32 = u32::MAX;
+
+/// Per-token records and states. The undecided tokens are always a suffix
 /// (the undecided window), so a decision is two range updates on the bitsets.
 /// The bitsets cover the decided tokens only: a decision grows them, so
 /// drafting a token touches neither.
 #[derive(Debug, Default)]
 pub struct Ledger {
+    /// The pieces of tokens given as text.
     bytes: Vec<u8>,
     tokens: Vec<TokenRecord>,
+    /// Bytes of every token drafted, by id or as text.
+    drafted_bytes: u64,
     accepted: BitSet,
     rejected: BitSet,
     undecided_start: usize,
@@ -47,10 +61,10 @@ impl Ledger {
         self.tokens.is_empty()
     }
 
-    /// Bytes of every piece drafted, rejected ones included.
+    /// Bytes of every token drafted, rejected ones included.
     #[must_use]
-    pub fn byte_len(&self) -> usize {
-        self.bytes.len()
+    pub fn byte_len(&self) -> u64 {
+        self.drafted_bytes
     }
 
     /// Number of undecided tokens: the current draft window.
@@ -59,14 +73,32 @@ impl Ledger {
         self.len() - self.undecided_start
     }
 
-    /// Appends an undecided token and returns its ledger position. The caller has
-    /// bounded the ledger's bytes by `u32::MAX` (`Turn::check_room`).
-    pub fn append(&mut self, piece: &[u8]) -> usize {
-        debug_assert!(u32::try_from(self.bytes.len() + piece.len()).is_ok());
-        let start = self.bytes.len() as u32;
-        self.bytes.extend_from_slice(piece);
-        self.tokens.push(TokenRecord { start, len: piece.len() as u32 });
+    /// Appends an undecided token of `len` bytes and returns its ledger position.
+    /// The caller has bounded the bytes drafted by `u32::MAX` (`Turn::check_room`).
+    pub fn append(&mut self, token: Drafted<'_>, len: usize) -> usize {
+        self.drafted_bytes += len as u64;
+        let record = match token {
+            Drafted::Id(id) => TokenRecord { start: id, len: BY_ID },
+            Drafted::Piece(piece) => {
+                debug_assert!(u32::try_from(self.bytes.len() + piece.len()).is_ok());
+                let start = self.bytes.len() as u32;
+                self.bytes.extend_from_slice(piece);
+                TokenRecord { start, len: piece.len() as u32 }
+            }
+        };
+        self.tokens.push(record);
         self.tokens.len() - 1
+    }
+
+    /// Appends a token already accepted (the verifier's correction) and returns
+    /// its ledger position. Nothing may be undecided.
+    pub(crate) fn append_accepted(&mut self, token: Drafted<'_>, len: usize) -> usize {
+        debug_assert_eq!(self.undecided(), 0, "an accepted token after undecided ones");
+        let i = self.append(token, len);
+        self.cover_window();
+        self.accepted.set(i);
+        self.undecided_start = self.len();
+        i
     }
 
     /// Whether `n` undecided tokens can be accepted: the one check of a verify count.
@@ -126,10 +158,15 @@ impl Ledger {
         }
     }
 
+    /// Token `i` as drafted: its id, or its piece.
     #[must_use]
-    pub fn piece(&self, i: usize) -> &[u8] {
+    pub fn token(&self, i: usize) -> Drafted<'_> {
         let t = self.tokens[i];
-        &self.bytes[t.start as usize..(t.start + t.len) as usize]
+        if t.len == BY_ID {
+            Drafted::Id(t.start)
+        } else {
+            Drafted::Piece(&self.bytes[t.start as usize..(t.start + t.len) as usize])
+        }
     }
 
     /// Whether a block whose tokens lie in ledger positions `span` and which
@@ -170,7 +207,8 @@ mod tests {
     fn ledger_with(n: usize) -> Ledger {
         let mut l = Ledger::default();
         for i in 0..n {
-            l.append(format!("t{i}").as_bytes());
+            let piece = format!("t{i}");
+            l.append(Drafted::Piece(piece.as_bytes()), piece.len());
         }
         l
     }
@@ -182,7 +220,7 @@ mod tests {
         assert_eq!(l.state(2), TokenState::Accepted);
         assert_eq!(l.state(3), TokenState::Rejected);
         assert_eq!(l.undecided(), 0);
-        assert_eq!(l.piece(4), b"t4");
+        assert_eq!(l.token(4), Drafted::Piece(b"t4"));
     }
 
     #[test]
@@ -198,14 +236,16 @@ mod tests {
     fn block_acceptance_skips_rebuilt_drafts() {
         let mut l = ledger_with(4);
         l.decide(2); // 0,1 accepted; 2,3 rejected
-        l.append(b"c"); // 4
+        l.append(Drafted::Id(7), 1); // 4
+        assert_eq!(l.token(4), Drafted::Id(7));
         l.decide(1);
         // A block built from tokens 0,1,4 spans ledger 0..5 with 3 live tokens.
         assert!(l.is_accepted_whole(0..5, 3));
         assert!(!l.is_accepted_whole(0..5, 4));
         assert!(!l.is_accepted_whole(2..4, 0));
         assert_eq!(l.rejected_runs(), vec![2..4]);
-        l.append(b"d");
+        l.append(Drafted::Piece(b"d"), 1);
+        assert_eq!(l.byte_len(), 2 * 4 + 1 + 1);
         assert!(!l.is_accepted_whole(4..6, 2), "undecided token inside");
     }
 }

@@ -374,7 +374,7 @@ impl PyTokenStream {
 
     fn token_piece<'py>(&self, py: Python<'py>, index: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
         self.token_state(index)?;
-        Ok(PyBytes::new(py, self.turn.ledger().piece(count(index, "index")?)))
+        Ok(PyBytes::new(py, self.turn.ledger_piece(count(index, "index")?)))
     }
 
     fn rejected_runs(&self) -> Vec<(usize, usize)> {

@@ -196,7 +196,49 @@ impl Scanner {
     /// Scans one token whose bytes are `text[token]` (already appended to the
     /// live text), updating `state` and pushing what happened to `out`.
     /// Work is proportional to the token's bytes, plus one parse per ended block.
+    #[inline(always)] // the quiet check belongs in the caller's per-token loop
+    #[allow(clippy::inline_always)]
     pub fn scan(
+        &self,
+        state: &mut ScanState,
+        text: &[u8],
+        token: Range<usize>,
+        role: TokenRole,
+        out: &mut Vec<ScanEvent>,
+    ) {
+        // Most prose tokens change nothing: decided here, inlined into the caller's
+        // loop, instead of in a call to the whole scanner per token.
+        let quiet = !state.awaiting_confirmation && !matches!(role, TokenRole::Delimiter(_));
+        if quiet && (self.passes_over(state, &text[token.clone()]) || self.passes_in_string(state, text, &token)) {
+            return;
+        }
+        self.scan_token(state, text, token, role, out);
+    }
+
+    /// Whether `token` lies inside a body's string and changes nothing but the
+    /// closer's matcher, which a string resets: no quote, no backslash, and short
+    /// of the byte limit. Most argument tokens; what `body_run` does for them.
+    #[inline]
+    fn passes_in_string(&self, state: &mut ScanState, text: &[u8], token: &Range<usize>) -> bool {
+        let in_body = match state.mode {
+            Mode::Body => token.end <= (state.block_start as usize).saturating_add(self.max_block_bytes),
+            Mode::Overflow => true,
+            _ => false,
+        };
+        let bytes = &text[token.clone()];
+        if !in_body || bytes.is_empty() || !state.lexer.in_plain_string() || state.lexer.string_run(bytes) < bytes.len()
+        {
+            return false;
+        }
+        if let Some(m) = &self.m.body {
+            state.cursor = m.start();
+        }
+        true
+    }
+
+    /// `scan` of a token that may change something.
+    #[inline(never)] // kept out of the callers' loops, which the quiet tokens run through
+    fn scan_token(
         &self,
         state: &mut ScanState,
         text: &[u8],

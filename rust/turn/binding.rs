@@ -4,6 +4,7 @@
 
 use super::{TokenIn, TurnConfig};
 use crate::error::CoreError;
+use crate::ledger::Drafted;
 use crate::scan::{Role, Scanner, TokenRole};
 use crate::vocab::Vocab;
 use std::sync::Arc;
@@ -16,6 +17,8 @@ pub struct Binding {
     /// The ids whose piece spells one of the format's delimiters, with its role.
     /// A handful at most, so a linear scan beats hashing on the per-token path.
     roles: Arc<[(u32, TokenRole)]>,
+    /// The smallest and largest of those ids: most tokens fall outside and skip the scan.
+    role_ids: (u32, u32),
 }
 
 /// A token resolved against the vocabulary: its bytes, id and role.
@@ -26,7 +29,24 @@ pub(super) struct Resolved<'a> {
     pub(super) role: TokenRole,
 }
 
+impl Resolved<'_> {
+    /// What the ledger keeps of it: the id, or the piece given as text.
+    #[inline]
+    pub(super) fn drafted(&self) -> Drafted<'_> {
+        self.id.map_or(Drafted::Piece(self.bytes), Drafted::Id)
+    }
+}
+
 impl Binding {
+    /// The piece of a token the ledger holds.
+    pub(super) fn piece_of<'a>(&'a self, token: Drafted<'a>) -> &'a [u8] {
+        match token {
+            Drafted::Piece(piece) => piece,
+            // Drafted ids resolved when they were drafted; the vocabulary never changes.
+            Drafted::Id(id) => self.vocab.piece(u64::from(id)).unwrap_or_default(),
+        }
+    }
+
     /// Binds `config`'s format to `vocab`. A vocabulary entry that spells a
     /// delimiter exactly is the model's special token for it (tokenizers list their
     /// added tokens in the vocabulary), so it matches by id. Costs a lookup per
@@ -50,7 +70,8 @@ impl Binding {
         if roles.iter().any(|&(_, role)| role == TokenRole::Delimiter(Role::CallClose)) {
             scanner.bind_closer_by_id();
         }
-        Self { scanner: Arc::new(scanner), vocab, roles: roles.into() }
+        let role_ids = roles.iter().fold((u32::MAX, 0), |(lo, hi), &(id, _)| (lo.min(id), hi.max(id)));
+        Self { scanner: Arc::new(scanner), vocab, roles: roles.into(), role_ids }
     }
 
     #[must_use]
@@ -71,7 +92,11 @@ impl Binding {
 
     /// The role of token `id`: a delimiter if its piece spells one, else text.
     #[must_use]
+    #[inline]
     pub fn role_of(&self, id: u32) -> TokenRole {
+        if id < self.role_ids.0 || id > self.role_ids.1 {
+            return TokenRole::Text;
+        }
         self.roles.iter().find(|&&(bound, _)| bound == id).map_or(TokenRole::Text, |&(_, role)| role)
     }
 

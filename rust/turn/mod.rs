@@ -199,6 +199,12 @@ impl Turn {
         self.window.text()
     }
 
+    /// The piece of ledger position `i` (below `ledger().len()`).
+    #[must_use]
+    pub fn ledger_piece(&self, i: usize) -> &[u8] {
+        self.binding.piece_of(self.ledger.token(i))
+    }
+
     /// The state of ledger position `i`.
     #[must_use]
     pub fn token_state(&self, i: usize) -> Option<TokenState> {
@@ -227,7 +233,7 @@ impl Turn {
     fn check_room<'a>(&self, tokens: impl ExactSizeIterator<Item = TokenIn<'a>>) -> Result<(), CoreError> {
         let count = tokens.len();
         // The ledger holds rejected pieces too, so it is the larger of the two texts.
-        let mut total = self.ledger.byte_len() as u64;
+        let mut total = self.ledger.byte_len();
         for t in tokens {
             total += self.binding.resolve(t)?.bytes.len() as u64;
         }
@@ -262,8 +268,9 @@ impl Turn {
                 debug_assert!(false, "draft of an unchecked token");
                 continue;
             };
-            let ledger_at = ledger.append(r.bytes);
+            let ledger_at = ledger.append(r.drafted(), r.bytes.len());
             live.step(r, ledger_at, &mut cp, out);
+            live.window.save(cp);
         }
     }
 
@@ -335,12 +342,26 @@ impl Turn {
     }
 
     /// Appends the (checked) correction as accepted, then commits what is accepted whole.
+    /// Runs once every live token is decided (after `decide`).
     fn correct(&mut self, correction: Option<TokenIn<'_>>, out: &mut Vec<Outcome>) {
         if let Some(c) = correction {
-            self.push(c, out);
-            self.decide(1, out);
+            self.append_accepted(c, out);
         }
         self.commit(out);
+    }
+
+    /// Appends one checked token as accepted: the verifier's own token is never
+    /// undecided, so it saves no state, takes no decision and rolls nothing back.
+    fn append_accepted(&mut self, token: TokenIn<'_>, out: &mut Vec<Outcome>) {
+        let (binding, ledger, mut live) = self.split();
+        let Ok(r) = binding.resolve(token) else {
+            debug_assert!(false, "append of an unchecked token");
+            return;
+        };
+        let ledger_at = ledger.append_accepted(r.drafted(), r.bytes.len());
+        let mut cp = live.window.base();
+        live.step(r, ledger_at, &mut cp, out);
+        live.window.rebase(cp);
     }
 
     /// Ends the turn: undecided tokens are rejected (they were never verified),
@@ -391,17 +412,6 @@ impl Turn {
             .commit(|start, last| ledger.is_accepted_whole(window.ledger_span(start, last), last + 1 - start), out);
     }
 
-    /// Appends one checked token to the ledger and the live stream.
-    fn push(&mut self, token: TokenIn<'_>, out: &mut Vec<Outcome>) {
-        let (binding, ledger, mut live) = self.split();
-        let Ok(r) = binding.resolve(token) else {
-            debug_assert!(false, "push of an unchecked token");
-            return;
-        };
-        let ledger_at = ledger.append(r.bytes);
-        live.advance(r, ledger_at, out);
-    }
-
     /// The turn's parts borrowed apart, so a piece borrowed from the binding's
     /// vocabulary can advance the live state.
     fn split(&mut self) -> (&Binding, &mut Ledger, Live<'_>) {
@@ -419,15 +429,16 @@ struct Live<'t> {
 }
 
 impl Live<'_> {
-    /// Scans a token already in the ledger at `ledger_at` onto the live stream,
-    /// from the state after the last live token.
+    /// Scans a token already in the ledger at `ledger_at` onto the live stream as
+    /// undecided, from the state after the last live token.
     fn advance(&mut self, r: Resolved<'_>, ledger_at: usize, out: &mut Vec<Outcome>) {
         let mut cp = self.window.last();
         self.step(r, ledger_at, &mut cp, out);
+        self.window.save(cp);
     }
 
-    /// `advance` from `cp`, the state after the last live token, which becomes
-    /// the state after this one. Inlined into the draft loop: as a call it cost
+    /// Scans a token onto the live stream from `cp`, the state after the last live
+    /// token, which becomes the state after this one (the caller saves it). Inlined into the draft loop: as a call it cost
     /// about a fifth of a token's work in saving and restoring registers.
     #[inline(always)]
     #[allow(clippy::inline_always)]
@@ -444,7 +455,6 @@ impl Live<'_> {
             }
             *self.scan_out = events;
         }
-        self.window.save(*cp);
     }
 
     /// Applies one scan event of the token at live position `pos`, whose state

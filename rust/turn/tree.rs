@@ -120,7 +120,7 @@ impl Turn {
         for &t in tokens {
             let (binding, ledger, _) = self.split();
             if let Ok(r) = binding.resolve(t) {
-                ledger.append(r.bytes);
+                ledger.append(r.drafted(), r.bytes.len());
             }
         }
         let base = std::mem::take(&mut self.blocks);
@@ -218,7 +218,7 @@ impl Turn {
         let Some(mut tree) = self.tree.take() else { return Err(CoreError::NoTree) };
         for &node in path {
             let at = tree.first_ledger + node;
-            let (pos, _) = self.window.append(self.ledger.piece(at), at);
+            let (pos, _) = self.window.append(self.binding.piece_of(self.ledger.token(at)), at);
             self.window.save(tree.checkpoints[node]);
             for s in &tree.shifts[node] {
                 debug_assert_eq!(s.pos as usize, pos, "a node's depth is its place on its path");

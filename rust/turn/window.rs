@@ -107,6 +107,13 @@ impl Window {
         }
     }
 
+    /// The token just appended is accepted, with every live token before it
+    /// (none is undecided): `checkpoint` is the state after it.
+    pub(super) fn rebase(&mut self, checkpoint: Checkpoint) {
+        debug_assert!(self.undecided.is_empty(), "rebase over undecided tokens");
+        self.base = checkpoint;
+    }
+
     /// Saves the state after the token just appended.
     pub(super) fn save(&mut self, checkpoint: Checkpoint) {
         self.undecided.push(checkpoint);

@@ -154,6 +154,34 @@ fn oversized_block_is_reported_once_and_skipped() {
     assert_eq!((calls.len(), bad.len()), (1, 1), "structural overflow skips to the structural end");
 }
 
+/// Every event of scanning `text` in tokens of `width` bytes, in order.
+fn events_in_tokens(s: &Scanner, text: &[u8], width: usize) -> Vec<ScanEvent> {
+    let (mut st, mut out) = (s.initial(), Vec::new());
+    for start in (0..text.len()).step_by(width) {
+        s.scan(&mut st, text, start..(start + width).min(text.len()), TokenRole::Text, &mut out);
+    }
+    out.extend(s.finish(&st, text));
+    out
+}
+
+/// Tokens inside a body's string skip the body's byte loop (`passes_in_string`);
+/// the byte limit must still fall on the same byte whatever the tokens, including
+/// a token that crosses it and one that ends exactly on it.
+#[test]
+fn string_tokens_meet_the_byte_limit_where_bytes_do() {
+    let text = format!(
+        "<tool_call>{{\"name\": \"f\", \"arguments\": {{\"x\": \"{}\"}}}}</tool_call><tool_call>{{\"name\": \"g\"}}</tool_call>",
+        "y".repeat(100)
+    );
+    for limit in [40, 63, 64, 65, 1 << 20] {
+        let s = scanner("hermes", limit);
+        let whole = events_in_tokens(&s, text.as_bytes(), text.len());
+        for width in 1..=9 {
+            assert_eq!(events_in_tokens(&s, text.as_bytes(), width), whole, "limit {limit}, width {width}");
+        }
+    }
+}
+
 #[test]
 fn special_tokens_delimit_atomically() {
     let s = scanner("hermes", 1 << 20);
