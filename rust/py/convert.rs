@@ -101,6 +101,12 @@ pub(super) fn text<'a>(obj: &'a Bound<'_, PyAny>, what: &str) -> Result<&'a str,
     obj.cast::<PyString>().map_err(|_| wrong())?.to_str().map_err(|_| wrong())
 }
 
+/// Whether a number's digits spell an integer (no fraction, no exponent).
+fn is_integer(digits: &str) -> bool {
+    let digits = digits.strip_prefix('-').unwrap_or(digits);
+    !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())
+}
+
 /// A JSON value as the equivalent Python object.
 pub(super) fn json_to_py<'py>(py: Python<'py>, value: &Value) -> PyResult<Bound<'py, PyAny>> {
     Ok(match value {
@@ -111,6 +117,9 @@ pub(super) fn json_to_py<'py>(py: Python<'py>, value: &Value) -> PyResult<Bound<
                 i.into_pyobject(py)?.into_any()
             } else if let Some(u) = n.as_u64() {
                 u.into_pyobject(py)?.into_any()
+            } else if is_integer(&n.to_string()) {
+                // Past 64 bits: Python's int takes the digits as the model wrote them.
+                py.get_type::<PyInt>().call1((n.to_string(),))?
             } else {
                 n.as_f64().unwrap_or(f64::NAN).into_pyobject(py)?.into_any()
             }
@@ -154,6 +163,10 @@ pub(super) fn py_to_json(obj: &Bound<'_, PyAny>, what: &'static str) -> PyResult
             }
             if let Ok(u) = obj.extract::<u64>() {
                 return Ok(Value::from(u));
+            }
+            // Past 64 bits: JSON numbers hold any integer (their digits are kept).
+            if let Ok(n) = obj.str()?.to_str()?.parse::<serde_json::Number>() {
+                return Ok(Value::Number(n));
             }
         }
         if let Ok(f) = obj.cast::<PyFloat>() {

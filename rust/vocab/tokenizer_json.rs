@@ -6,33 +6,79 @@
 use super::decode::PieceEncoding;
 use super::VocabBuilder;
 use crate::error::CoreError;
+use serde::de::{MapAccess, Visitor};
+use serde::{Deserialize, Deserializer};
+use serde_json::value::RawValue;
 use serde_json::Value;
+use std::fmt;
+
+/// The parts of the JSON read here. The vocabulary, the bulk of it, stays raw
+/// until its shape is known and is then read typed: as `Value`s its 150k ids
+/// would each keep their digits as a string (serde_json's `arbitrary_precision`).
+#[derive(Deserialize)]
+struct Doc<'a> {
+    #[serde(borrow)]
+    model: Option<Model<'a>>,
+    #[serde(default)]
+    added_tokens: Vec<Value>,
+    decoder: Option<Value>,
+    pre_tokenizer: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct Model<'a> {
+    #[serde(borrow)]
+    vocab: Option<&'a RawValue>,
+}
+
+/// A `{piece: id}` table's entries in file order: a later entry for an id replaces
+/// an earlier one, as it would read into a map.
+struct Pairs(Vec<(String, u64)>);
+
+impl<'de> Deserialize<'de> for Pairs {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Entries;
+        impl<'de> Visitor<'de> for Entries {
+            type Value = Pairs;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an object of piece: id")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Pairs, A::Error> {
+                let mut pairs = Vec::with_capacity(map.size_hint().unwrap_or(0));
+                while let Some(entry) = map.next_entry()? {
+                    pairs.push(entry);
+                }
+                Ok(Pairs(pairs))
+            }
+        }
+        d.deserialize_map(Entries)
+    }
+}
 
 /// Reads the pieces and added tokens of a tokenizer's JSON into `builder`.
 pub fn read(json: &str, builder: &mut VocabBuilder) -> Result<PieceEncoding, CoreError> {
     let bad = |why: String| CoreError::BadTokenizer { reason: why };
-    let doc: Value = serde_json::from_str(json).map_err(|e| bad(format!("its JSON does not parse: {e}")))?;
+    let doc: Doc<'_> = serde_json::from_str(json).map_err(|e| bad(format!("its JSON does not parse: {e}")))?;
     let encoding = piece_encoding(&doc);
-    let model = doc.get("model").ok_or_else(|| bad("it has no \"model\"".to_owned()))?;
-    match model.get("vocab") {
+    let model = doc.model.ok_or_else(|| bad("it has no \"model\"".to_owned()))?;
+    let vocab = model.vocab.map(RawValue::get).unwrap_or_default().trim_start();
+    let unreadable = |e: serde_json::Error| bad(format!("its model's vocab does not read: {e}"));
+    if vocab.starts_with('{') {
         // BPE, WordPiece, WordLevel: {piece: id}.
-        Some(Value::Object(map)) => {
-            for (piece, id) in map {
-                let id = id.as_u64().ok_or_else(|| bad(format!("piece {piece:?} has id {id}")))?;
-                builder.insert(id, &encoding.decode(piece))?;
-            }
+        let Pairs(pairs) = serde_json::from_str(vocab).map_err(unreadable)?;
+        for (piece, id) in pairs {
+            builder.insert(id, &encoding.decode(&piece))?;
         }
+    } else if vocab.starts_with('[') {
         // Unigram: [[piece, score], ...] indexed by id.
-        Some(Value::Array(entries)) => {
-            for (id, entry) in (0u64..).zip(entries) {
-                let piece =
-                    entry.get(0).and_then(Value::as_str).ok_or_else(|| bad(format!("vocab[{id}] is {entry}")))?;
-                builder.insert(id, &encoding.decode(piece))?;
-            }
+        let entries: Vec<(String, f64)> = serde_json::from_str(vocab).map_err(unreadable)?;
+        for (id, (piece, _)) in (0u64..).zip(entries) {
+            builder.insert(id, &encoding.decode(&piece))?;
         }
-        _ => return Err(bad("its model has no \"vocab\" table".to_owned())),
+    } else {
+        return Err(bad("its model has no \"vocab\" table".to_owned()));
     }
-    for added in doc.get("added_tokens").and_then(Value::as_array).into_iter().flatten() {
+    for added in &doc.added_tokens {
         let (Some(id), Some(content)) =
             (added.get("id").and_then(Value::as_u64), added.get("content").and_then(Value::as_str))
         else {
@@ -47,9 +93,9 @@ pub fn read(json: &str, builder: &mut VocabBuilder) -> Result<PieceEncoding, Cor
 }
 
 /// How the tokenizer spells its pieces: its decoder says, else its pre-tokenizer.
-fn piece_encoding(doc: &Value) -> PieceEncoding {
-    for part in ["decoder", "pre_tokenizer"] {
-        let Some(v) = doc.get(part) else { continue };
+fn piece_encoding(doc: &Doc<'_>) -> PieceEncoding {
+    for part in [&doc.decoder, &doc.pre_tokenizer] {
+        let Some(v) = part else { continue };
         if has_type(v, &|t, _| t == "ByteLevel") {
             return PieceEncoding::ByteLevel;
         }

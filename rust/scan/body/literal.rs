@@ -3,6 +3,7 @@
 //! schema that say `{'key': 'value'}` or `None`. One cursor over the text.
 
 use super::super::malformed::{Malformed, MalformedKind};
+use super::numbers::integer;
 use serde_json::{Map, Number, Value};
 
 /// Literals nest at most this deep; deeper is malformed, never a stack overflow.
@@ -169,6 +170,10 @@ impl<'a> Cursor<'a> {
         let lit = self.text[start..self.i].replace('_', "");
         if let Ok(i) = lit.parse::<i64>() {
             return Ok(Value::Number(i.into()));
+        }
+        // Python's ints have no bound: one past 64 bits stays exact.
+        if let Some(n) = integer(lit.strip_prefix('+').unwrap_or(&lit)) {
+            return Ok(Value::Number(n));
         }
         match lit.parse::<f64>() {
             Ok(f) if f.is_finite() => Ok(Number::from_f64(f).map_or(Value::Null, Value::Number)),

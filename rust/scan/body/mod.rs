@@ -5,6 +5,7 @@
 mod json;
 mod literal;
 mod named;
+mod numbers;
 mod pythonic;
 mod pythonic_stream;
 mod schema;

@@ -4,6 +4,7 @@
 
 use super::super::malformed::{Malformed, MalformedKind};
 use super::literal::{is_non_finite_word, literal};
+use super::numbers::non_finite;
 use serde_json::Value;
 use std::collections::HashMap;
 
@@ -165,19 +166,20 @@ impl Schemas {
 pub(crate) fn decode(raw: &str) -> Result<Option<Value>, Malformed> {
     let text = raw.trim();
     match serde_json::from_str(text) {
+        Ok(v) if non_finite(&v).is_some() => return Err(non_finite_value(text)),
         Ok(v) => return Ok(Some(v)),
-        Err(e) if e.to_string().starts_with("number out of range") => return Err(non_finite(text)),
+        Err(e) if e.to_string().starts_with("number out of range") => return Err(non_finite_value(text)),
         Err(_) => {}
     }
     match literal(text) {
         Ok(v) => Ok(Some(v)),
         Err(m) if m.kind == MalformedKind::NonFinite => Err(m),
-        Err(_) if is_non_finite_word(text) => Err(non_finite(text)),
+        Err(_) if is_non_finite_word(text) => Err(non_finite_value(text)),
         Err(_) => Ok(None),
     }
 }
 
-fn non_finite(text: &str) -> Malformed {
+fn non_finite_value(text: &str) -> Malformed {
     Malformed::new(MalformedKind::NonFinite, 0, format!("{text:?} holds a number JSON cannot hold"))
 }
 
