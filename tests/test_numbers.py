@@ -5,8 +5,10 @@ so), in every body layout; a number no float holds is malformed, never infinity.
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any
 
+import numpy as np
 import pytest
 
 import inert
@@ -71,3 +73,76 @@ def test_a_number_no_float_holds_is_malformed(fmt: str, body: str) -> None:
     assert isinstance(bad, inert.Malformed) and bad.kind == "non_finite", bad
     if fmt == "hermes":
         assert body[len("<tool_call>") + bad.offset :].startswith("1E+400"), "the offset points at the number"
+
+
+LONG = "1" * 4301  # one digit past what Python's int() takes from a decimal string
+XML_INT = "<tool_call>\n<function=f>\n<parameter=n>\n{}\n</parameter>\n</function>\n</tool_call>"
+
+
+@pytest.mark.parametrize(
+    ("fmt", "body"),
+    [
+        ("hermes", f'<tool_call>{{"name": "f", "arguments": {{"n": {LONG}}}}}</tool_call>'),
+        ("pythonic", f"[f(n={LONG})]"),
+        ("pythonic", f"[f(n=-{LONG})]"),
+        ("qwen3_coder", XML_INT.format(LONG)),
+        ("qwen3_coder", XML_INT.format("+" + LONG)),
+    ],
+)
+def test_an_integer_longer_than_python_converts_is_malformed_with_a_short_reason(fmt: str, body: str) -> None:
+    """json.loads refuses it too; it must never raise out of the stream or flood the reason."""
+    [bad] = inert.parse(body, fmt, schemas=SCHEMAS)
+    assert isinstance(bad, inert.Malformed) and bad.kind == "non_finite", bad
+    assert "4301 digits" in bad.reason and len(bad.reason) < 200
+
+
+def test_a_long_integer_in_one_sequence_leaves_the_batch_whole() -> None:
+    evil, good = XML_INT.format("+" + LONG), XML_INT.replace("f>", "g>").format("7")
+    batch = inert.StreamBatch("qwen3_coder", vocab=inert.Vocabulary([evil, good]), schemas=SCHEMAS)
+    batch.add(1, "a")
+    batch.add(2, "b")
+    drafted = batch.draft(np.array([1, 2]), np.array([[0], [1]]))
+    verified = batch.verify(np.array([1, 2]), np.array([1, 1]))
+    assert [o.kind for o in drafted.get(1, []) + verified[1]] == ["block_malformed"]
+    assert [(o.kind, o.call.name) for o in verified[2]] == [("call_committed", "g")]
+
+
+@pytest.mark.parametrize("digits", [400, 4300])
+def test_integers_too_big_for_a_float_are_exact_in_every_layout(digits: int) -> None:
+    big = int("9" * digits)
+    for fmt, body in [
+        ("hermes", f'<tool_call>{{"name": "f", "arguments": {{"n": {big}}}}}</tool_call>'),
+        ("pythonic", f"[f(n={big})]"),
+        ("qwen3_coder", XML_INT.format(big)),
+        ("qwen3_coder", XML_INT.format(f"+{big}")),
+    ]:
+        [call] = inert.parse(body, fmt, schemas=SCHEMAS)
+        assert isinstance(call, inert.Call) and call.arguments == {"n": big}, (fmt, call)
+
+
+def test_exact_integers_ignore_the_interpreters_int_string_limit() -> None:
+    """An application may lower sys.set_int_max_str_digits; a parsed integer still converts."""
+    big = int("7" * 1000)
+    before = sys.get_int_max_str_digits()
+    sys.set_int_max_str_digits(640)
+    try:
+        [call] = inert.parse(f"[f(n={'7' * 1000})]", "pythonic")
+        assert isinstance(call, inert.Call)
+        assert call.arguments["n"] == big
+    finally:
+        sys.set_int_max_str_digits(before)
+
+
+def test_the_offset_of_a_refused_number_skips_strings() -> None:
+    body = '{"name": "f", "arguments": {"s": "1e999", "n": 1e400}}'
+    [bad] = inert.parse(f"<tool_call>{body}</tool_call>", "hermes")
+    assert isinstance(bad, inert.Malformed)
+    assert body[bad.offset :].startswith("1e400")
+
+
+def test_leading_zeros_in_a_python_integer_are_an_invalid_literal() -> None:
+    for literal in ["007", "0" + "1" * 30, "-01"]:
+        [bad] = inert.parse(f"[f(n={literal})]", "pythonic")
+        assert isinstance(bad, inert.Malformed) and bad.kind == "invalid_literal", (literal, bad)
+    [call] = inert.parse("[f(n=00, m=0)]", "pythonic")
+    assert isinstance(call, inert.Call) and call.arguments == {"n": 0, "m": 0}

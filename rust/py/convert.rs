@@ -101,10 +101,23 @@ pub(super) fn text<'a>(obj: &'a Bound<'_, PyAny>, what: &str) -> Result<&'a str,
     obj.cast::<PyString>().map_err(|_| wrong())?.to_str().map_err(|_| wrong())
 }
 
-/// Whether a number's digits spell an integer (no fraction, no exponent).
-fn is_integer(digits: &str) -> bool {
-    let digits = digits.strip_prefix('-').unwrap_or(digits);
-    !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())
+/// An integer past 64 bits (`-`, then digits) as a Python int; `None` for any
+/// other number. Built 18 digits at a time, not through `int(str)`: that refuses
+/// long strings where an application has set `sys.set_int_max_str_digits`. The
+/// parser bounds such integers (`MAX_INTEGER_DIGITS`), so this is quick.
+fn big_int<'py>(py: Python<'py>, text: &str) -> PyResult<Option<Bound<'py, PyAny>>> {
+    let (negative, digits) = text.strip_prefix('-').map_or((false, text), |d| (true, d));
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Ok(None);
+    }
+    let mut int = 0u64.into_pyobject(py)?.into_any();
+    for chunk in digits.as_bytes().chunks(18) {
+        // 18 ASCII digits parse into a u64, and 10^18 fits one.
+        let value: u64 = std::str::from_utf8(chunk).ok().and_then(|c| c.parse().ok()).unwrap_or(0);
+        let scale = 10u64.pow(chunk.len() as u32);
+        int = int.mul(scale)?.add(value)?;
+    }
+    Ok(Some(if negative { int.neg()? } else { int }))
 }
 
 /// A JSON value as the equivalent Python object.
@@ -117,9 +130,8 @@ pub(super) fn json_to_py<'py>(py: Python<'py>, value: &Value) -> PyResult<Bound<
                 i.into_pyobject(py)?.into_any()
             } else if let Some(u) = n.as_u64() {
                 u.into_pyobject(py)?.into_any()
-            } else if is_integer(&n.to_string()) {
-                // Past 64 bits: Python's int takes the digits as the model wrote them.
-                py.get_type::<PyInt>().call1((n.to_string(),))?
+            } else if let Some(int) = big_int(py, &n.to_string())? {
+                int
             } else {
                 n.as_f64().unwrap_or(f64::NAN).into_pyobject(py)?.into_any()
             }
@@ -164,8 +176,14 @@ pub(super) fn py_to_json(obj: &Bound<'_, PyAny>, what: &'static str) -> PyResult
             if let Ok(u) = obj.extract::<u64>() {
                 return Ok(Value::from(u));
             }
-            // Past 64 bits: JSON numbers hold any integer (their digits are kept).
-            if let Ok(n) = obj.str()?.to_str()?.parse::<serde_json::Number>() {
+            // Past 64 bits: JSON numbers hold any integer (their digits are kept),
+            // as long as Python will write it in decimal.
+            let digits = obj.str().map_err(|_| CoreError::OutOfRange {
+                what,
+                value: "an int too long to write in decimal".to_owned(),
+                expected: "an int Python can turn into a str (see sys.set_int_max_str_digits)",
+            })?;
+            if let Ok(n) = digits.to_str()?.parse::<serde_json::Number>() {
                 return Ok(Value::Number(n));
             }
         }

@@ -10,6 +10,7 @@ use serde::de::{MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 use serde_json::Value;
+use std::collections::HashMap;
 use std::fmt;
 
 /// The parts of the JSON read here. The vocabulary, the bulk of it, stays raw
@@ -19,8 +20,8 @@ use std::fmt;
 struct Doc<'a> {
     #[serde(borrow)]
     model: Option<Model<'a>>,
-    #[serde(default)]
-    added_tokens: Vec<Value>,
+    /// Read as before the typed reader: anything but a list of tokens is no tokens.
+    added_tokens: Option<Value>,
     decoder: Option<Value>,
     pre_tokenizer: Option<Value>,
 }
@@ -62,12 +63,21 @@ pub fn read(json: &str, builder: &mut VocabBuilder) -> Result<PieceEncoding, Cor
     let encoding = piece_encoding(&doc);
     let model = doc.model.ok_or_else(|| bad("it has no \"model\"".to_owned()))?;
     let vocab = model.vocab.map(RawValue::get).unwrap_or_default().trim_start();
-    let unreadable = |e: serde_json::Error| bad(format!("its model's vocab does not read: {e}"));
+    let unreadable = |e: serde_json::Error| {
+        bad(format!("its model's vocab does not read ({e}): it must map pieces to ids, non-negative ints below 2**64"))
+    };
     if vocab.starts_with('{') {
-        // BPE, WordPiece, WordLevel: {piece: id}.
+        // BPE, WordPiece, WordLevel: {piece: id}. A piece listed twice keeps its
+        // last id, as a map (and the `tokenizers` library) reads it.
         let Pairs(pairs) = serde_json::from_str(vocab).map_err(unreadable)?;
-        for (piece, id) in pairs {
-            builder.insert(id, &encoding.decode(&piece))?;
+        let mut last: HashMap<&str, usize> = HashMap::with_capacity(pairs.len());
+        for (i, (piece, _)) in pairs.iter().enumerate() {
+            last.insert(piece, i);
+        }
+        for (i, (piece, id)) in pairs.iter().enumerate() {
+            if last.get(piece.as_str()) == Some(&i) {
+                builder.insert(*id, &encoding.decode(piece))?;
+            }
         }
     } else if vocab.starts_with('[') {
         // Unigram: [[piece, score], ...] indexed by id.
@@ -78,7 +88,7 @@ pub fn read(json: &str, builder: &mut VocabBuilder) -> Result<PieceEncoding, Cor
     } else {
         return Err(bad("its model has no \"vocab\" table".to_owned()));
     }
-    for added in &doc.added_tokens {
+    for added in doc.added_tokens.as_ref().and_then(Value::as_array).into_iter().flatten() {
         let (Some(id), Some(content)) =
             (added.get("id").and_then(Value::as_u64), added.get("content").and_then(Value::as_str))
         else {
@@ -164,5 +174,18 @@ mod tests {
         assert!(matches!(read(r#"{"model": {}}"#, &mut b), Err(CoreError::BadTokenizer { .. })));
         let empty = r#"{"model": {"vocab": {}}, "added_tokens": [{"id": 1, "content": ""}]}"#;
         assert!(matches!(read(empty, &mut b), Err(CoreError::EmptySpecialToken { id: 1 })));
+        let huge = r#"{"model": {"vocab": {"a": 18446744073709551616}}}"#;
+        let Err(CoreError::BadTokenizer { reason }) = read(huge, &mut b) else { panic!("a 2**64 id was read") };
+        assert!(reason.contains("non-negative ints below 2**64"), "{reason}");
+    }
+
+    /// What the typed reader must read as the `Value` reader before it did.
+    #[test]
+    fn duplicate_pieces_keep_their_last_id_and_odd_added_tokens_are_none() {
+        let (_, v) = vocab_of(r#"{"model": {"vocab": {"a": 0, "b": 1, "a": 2}}, "added_tokens": null}"#);
+        assert!(v.piece(0).is_err(), "the first id of a piece listed twice is gone");
+        assert_eq!((v.piece(1).unwrap(), v.piece(2).unwrap()), (&b"b"[..], &b"a"[..]));
+        let (_, v) = vocab_of(r#"{"model": {"vocab": {"a": 0}}, "added_tokens": {"id": 1}}"#);
+        assert_eq!(v.len(), 1);
     }
 }

@@ -5,11 +5,11 @@
 use super::super::call::Call;
 use super::super::lexer::{InString, JsonStrings};
 use super::super::malformed::{json_error_offset, Malformed, MalformedKind};
-use super::numbers::non_finite;
+use super::numbers::{first_refusal, refused_at};
 use super::{excerpt, Item};
 use serde::Deserialize;
 use serde_json::value::RawValue;
-use serde_json::{Map, Number, Value};
+use serde_json::{Map, Value};
 use std::ops::Range;
 
 #[derive(Deserialize)]
@@ -52,16 +52,16 @@ pub(super) fn arguments_call(name: String, raw_arguments: &str) -> Item {
         )
     };
     let parsed = serde_json::from_str(raw_arguments);
-    if let Some(n) = parsed.as_ref().ok().and_then(non_finite) {
-        return Err(out_of_range(raw_arguments, n, &format!("invalid arguments JSON for {name:?}")));
+    if let Some(why) = parsed.as_ref().ok().and_then(first_refusal) {
+        return Err(refused(raw_arguments, &why, &name));
     }
     let (arguments, raw) = match parsed {
         Ok(Value::Object(map)) => (map, raw_arguments.trim()),
         Ok(Value::Null) => (Map::new(), "{}"),
         Ok(Value::String(inner)) => match serde_json::from_str::<Map<String, Value>>(&inner) {
             Ok(map) => {
-                if let Some(n) = map.values().find_map(non_finite) {
-                    return Err(out_of_range(raw_arguments, n, &format!("invalid arguments JSON for {name:?}")));
+                if let Some(why) = map.values().find_map(first_refusal) {
+                    return Err(refused(raw_arguments, &why, &name));
                 }
                 let raw = inner.trim().to_owned();
                 return Ok(Call { name, arguments: map, raw_arguments: raw, id: None });
@@ -74,21 +74,10 @@ pub(super) fn arguments_call(name: String, raw_arguments: &str) -> Item {
     Ok(Call { name, arguments, raw_arguments: raw.to_owned(), id: None })
 }
 
-/// A number no float holds, at the first run of number bytes in `text` that
-/// overflows a float (serde_json respells it: `1e999` renders as `1e+999`).
-fn out_of_range(text: &str, n: &Number, what: &str) -> Malformed {
-    let number_byte = |b: u8| b.is_ascii_digit() || matches!(b, b'e' | b'E' | b'+' | b'-' | b'.');
-    let bytes = text.as_bytes();
-    let mut at = 0;
-    let found = loop {
-        let Some(start) = bytes[at..].iter().position(|&b| number_byte(b)).map(|p| at + p) else { break 0 };
-        let end = bytes[start..].iter().position(|&b| !number_byte(b)).map_or(bytes.len(), |p| start + p);
-        if text[start..end].parse::<f64>().is_ok_and(f64::is_infinite) {
-            break start;
-        }
-        at = end;
-    };
-    Malformed::new(MalformedKind::NonFinite, found, format!("{what}: number out of range: {n} overflows a float"))
+/// Arguments holding a number no tool can receive (`numbers::refusal`), at that number.
+fn refused(raw_arguments: &str, why: &str, name: &str) -> Malformed {
+    let at = refused_at(raw_arguments).unwrap_or(0);
+    Malformed::new(MalformedKind::NonFinite, at, format!("invalid arguments JSON for {name:?}: {why}"))
 }
 
 /// A serde error as a malformed item: numbers JSON cannot hold are their own kind.

@@ -3,7 +3,7 @@
 //! schema that say `{'key': 'value'}` or `None`. One cursor over the text.
 
 use super::super::malformed::{Malformed, MalformedKind};
-use super::numbers::integer;
+use super::numbers::{integer, shown, MAX_INTEGER_DIGITS};
 use serde_json::{Map, Number, Value};
 
 /// Literals nest at most this deep; deeper is malformed, never a stack overflow.
@@ -168,21 +168,37 @@ impl<'a> Cursor<'a> {
             self.i += 1;
         }
         let lit = self.text[start..self.i].replace('_', "");
+        let unsigned = lit.trim_start_matches(['+', '-']);
+        let decimal = !unsigned.is_empty() && unsigned.bytes().all(|b| b.is_ascii_digit());
+        if decimal && unsigned.len() > 1 && unsigned.starts_with('0') && unsigned.bytes().any(|b| b != b'0') {
+            let message = format!("{:?}: Python refuses leading zeros in a decimal integer", shown(&lit));
+            return Err(Malformed::new(MalformedKind::InvalidLiteral, start, message));
+        }
         if let Ok(i) = lit.parse::<i64>() {
             return Ok(Value::Number(i.into()));
         }
-        // Python's ints have no bound: one past 64 bits stays exact.
+        // Python's ints have no bound: one past 64 bits stays exact, up to what Python converts.
         if let Some(n) = integer(lit.strip_prefix('+').unwrap_or(&lit)) {
             return Ok(Value::Number(n));
+        }
+        if decimal {
+            let message = format!(
+                "{:?} has {} digits, past the {MAX_INTEGER_DIGITS} Python converts",
+                shown(&lit),
+                unsigned.len()
+            );
+            return Err(Malformed::new(MalformedKind::NonFinite, start, message));
         }
         match lit.parse::<f64>() {
             Ok(f) if f.is_finite() => Ok(Number::from_f64(f).map_or(Value::Null, Value::Number)),
             _ if is_non_finite_word(&lit) => Err(Malformed::new(
                 MalformedKind::NonFinite,
                 start,
-                format!("{lit:?} is not a finite number, which JSON cannot hold"),
+                format!("{:?} is not a finite number, which JSON cannot hold", shown(&lit)),
             )),
-            _ => Err(Malformed::new(MalformedKind::InvalidLiteral, start, format!("{lit:?} is not a number"))),
+            _ => {
+                Err(Malformed::new(MalformedKind::InvalidLiteral, start, format!("{:?} is not a number", shown(&lit))))
+            }
         }
     }
 

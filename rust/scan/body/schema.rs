@@ -4,7 +4,7 @@
 
 use super::super::malformed::{Malformed, MalformedKind};
 use super::literal::{is_non_finite_word, literal};
-use super::numbers::non_finite;
+use super::numbers::{first_refusal, shown};
 use serde_json::Value;
 use std::collections::HashMap;
 
@@ -166,8 +166,12 @@ impl Schemas {
 pub(crate) fn decode(raw: &str) -> Result<Option<Value>, Malformed> {
     let text = raw.trim();
     match serde_json::from_str(text) {
-        Ok(v) if non_finite(&v).is_some() => return Err(non_finite_value(text)),
-        Ok(v) => return Ok(Some(v)),
+        Ok(v) => {
+            return match first_refusal(&v) {
+                Some(why) => Err(Malformed::new(MalformedKind::NonFinite, 0, why)),
+                None => Ok(Some(v)),
+            }
+        }
         Err(e) if e.to_string().starts_with("number out of range") => return Err(non_finite_value(text)),
         Err(_) => {}
     }
@@ -180,7 +184,7 @@ pub(crate) fn decode(raw: &str) -> Result<Option<Value>, Malformed> {
 }
 
 fn non_finite_value(text: &str) -> Malformed {
-    Malformed::new(MalformedKind::NonFinite, 0, format!("{text:?} holds a number JSON cannot hold"))
+    Malformed::new(MalformedKind::NonFinite, 0, format!("{:?} holds a number no tool can receive", shown(text)))
 }
 
 #[cfg(test)]
