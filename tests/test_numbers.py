@@ -146,3 +146,11 @@ def test_leading_zeros_in_a_python_integer_are_an_invalid_literal() -> None:
         assert isinstance(bad, inert.Malformed) and bad.kind == "invalid_literal", (literal, bad)
     [call] = inert.parse("[f(n=00, m=0)]", "pythonic")
     assert isinstance(call, inert.Call) and call.arguments == {"n": 0, "m": 0}
+
+
+def test_a_python_int_too_long_for_decimal_is_refused_by_name() -> None:
+    schema = {"f": {"properties": {"n": {"type": "integer", "maximum": 10**5000}}}}
+    with pytest.raises(inert.InertValueError, match="too long to write in decimal"):
+        inert.TokenStream("hermes", "t", schemas=schema)
+    exact = {"f": {"properties": {"n": {"type": "integer", "maximum": 10**50}}}}
+    assert inert.TokenStream("hermes", "t", schemas=exact).pending_len == 0
