@@ -232,7 +232,7 @@ impl Turn {
     /// Whether `tokens` resolve and fit in the turn's 32-bit offsets.
     fn check_room<'a>(&self, tokens: impl ExactSizeIterator<Item = TokenIn<'a>>) -> Result<(), CoreError> {
         let count = tokens.len();
-        // The ledger holds rejected pieces too, so it is the larger of the two texts.
+        // The ledger counts the bytes of rejected tokens too: the larger of the two texts.
         let mut total = self.ledger.byte_len();
         for t in tokens {
             total += self.binding.resolve(t)?.bytes.len() as u64;
@@ -438,8 +438,9 @@ impl Live<'_> {
     }
 
     /// Scans a token onto the live stream from `cp`, the state after the last live
-    /// token, which becomes the state after this one (the caller saves it). Inlined into the draft loop: as a call it cost
-    /// about a fifth of a token's work in saving and restoring registers.
+    /// token, which becomes the state after this one (the caller saves it).
+    /// Inlined into the draft loop: as a call it cost about a fifth of a token's
+    /// work in saving and restoring registers.
     #[inline(always)]
     #[allow(clippy::inline_always)]
     fn step(&mut self, r: Resolved<'_>, ledger_at: usize, cp: &mut Checkpoint, out: &mut Vec<Outcome>) {
