@@ -220,11 +220,8 @@ impl Scanner {
     /// of the byte limit. Most argument tokens; what `body_run` does for them.
     #[inline]
     fn passes_in_string(&self, state: &mut ScanState, text: &[u8], token: &Range<usize>) -> bool {
-        let in_body = match state.mode {
-            Mode::Body => token.end <= (state.block_start as usize).saturating_add(self.max_block_bytes),
-            Mode::Overflow => true,
-            _ => false,
-        };
+        let in_body =
+            matches!(state.mode, Mode::Body | Mode::Overflow) && self.unchecked_end(state, token.end) == token.end;
         let bytes = &text[token.clone()];
         if !in_body || bytes.is_empty() || !state.lexer.in_plain_string() || state.lexer.string_run(bytes) < bytes.len()
         {
@@ -234,6 +231,23 @@ impl Scanner {
             state.cursor = m.start();
         }
         true
+    }
+
+    /// The last byte offset the open block may reach before it is too large.
+    #[inline]
+    fn limit(&self, state: &ScanState) -> usize {
+        (state.block_start as usize).saturating_add(self.max_block_bytes)
+    }
+
+    /// How far before `end` body bytes may be passed over without checking the
+    /// byte limit per byte: up to the limit in a body, anywhere once it overflowed.
+    #[inline]
+    fn unchecked_end(&self, state: &ScanState, end: usize) -> usize {
+        if state.mode == Mode::Body {
+            end.min(self.limit(state))
+        } else {
+            end
+        }
     }
 
     /// `scan` of a token that may change something.
@@ -263,9 +277,8 @@ impl Scanner {
                 return;
             }
         }
-        if self.passes_over(state, &text[token.clone()]) {
-            return;
-        }
+        // Quiet tokens never get here (`scan`); the rare ones after a confirmation or
+        // a delimiter that meant nothing take the byte loop, which changes nothing for them.
         let by_id = role != TokenRole::Text;
         // Bytes are scanned in runs that stay in one mode, so the mode is
         // dispatched once per run (usually once per token), not once per byte.
@@ -423,11 +436,11 @@ impl Scanner {
         // Closers (and, in blocks that end on their bracket, call openers).
         let matcher = self.m.body.as_ref();
         // The first byte past the limit makes the block too large.
-        let limit = (state.block_start as usize).saturating_add(self.max_block_bytes);
+        let limit = self.limit(state);
         while i < end {
             // Inside a string nothing but its quote or a backslash changes anything:
             // skip to the next one in one pass (short of the byte limit, checked per byte).
-            let unchecked = if state.mode == Mode::Body { end.min(limit) } else { end };
+            let unchecked = self.unchecked_end(state, end);
             if state.lexer.in_plain_string() {
                 let run = state.lexer.string_run(text.get(i..unchecked).unwrap_or_default());
                 if run > 0 {

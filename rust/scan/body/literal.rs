@@ -3,7 +3,7 @@
 //! schema that say `{'key': 'value'}` or `None`. One cursor over the text.
 
 use super::super::malformed::{Malformed, MalformedKind};
-use super::numbers::{integer, shown, MAX_INTEGER_DIGITS};
+use super::numbers::{decimal_digits, integer, shown, MAX_INTEGER_DIGITS};
 use serde_json::{Map, Number, Value};
 
 /// Literals nest at most this deep; deeper is malformed, never a stack overflow.
@@ -169,7 +169,7 @@ impl<'a> Cursor<'a> {
         }
         let lit = self.text[start..self.i].replace('_', "");
         let unsigned = lit.trim_start_matches(['+', '-']);
-        let decimal = !unsigned.is_empty() && unsigned.bytes().all(|b| b.is_ascii_digit());
+        let decimal = decimal_digits(unsigned).is_some();
         if decimal && unsigned.len() > 1 && unsigned.starts_with('0') && unsigned.bytes().any(|b| b != b'0') {
             let message = format!("{:?}: Python refuses leading zeros in a decimal integer", shown(&lit));
             return Err(Malformed::new(MalformedKind::InvalidLiteral, start, message));

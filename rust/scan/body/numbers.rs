@@ -70,7 +70,7 @@ pub(crate) fn refused_at(text: &str) -> Option<usize> {
 }
 
 /// How many digits `text` has if it is a decimal integer literal (`-`, then digits).
-fn decimal_digits(text: &str) -> Option<usize> {
+pub(crate) fn decimal_digits(text: &str) -> Option<usize> {
     let digits = text.strip_prefix('-').unwrap_or(text);
     (!digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())).then_some(digits.len())
 }
