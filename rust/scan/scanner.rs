@@ -260,11 +260,8 @@ impl Scanner {
         role: TokenRole,
         out: &mut Vec<ScanEvent>,
     ) {
-        if state.awaiting_confirmation {
-            // This token confirms the structurally complete block before it.
-            state.awaiting_confirmation = false;
-            out.push(ScanEvent::Confirmed);
-        }
+        // This token confirms the structurally complete block before it.
+        settle(state, out);
         if let TokenRole::Delimiter(role) = role {
             if self.delimit(state, text, role, token.clone(), out) {
                 return;
@@ -506,10 +503,8 @@ impl Scanner {
         let overflowed = state.mode == Mode::Overflow;
         self.leave_block(state, end, out);
         if !overflowed {
-            if state.awaiting_confirmation {
-                // A second block completed in the same token: the first is confirmed.
-                out.push(ScanEvent::Confirmed);
-            }
+            // A second block completed in the same token: the first is confirmed.
+            settle(state, out);
             state.awaiting_confirmation = true;
             let body = self.parse(text, state.body_start as usize..end, false);
             out.push(ScanEvent::Ended { end, body, confirmed: false });
@@ -590,6 +585,7 @@ impl Scanner {
         self.shift(out, delimiter.start, TextClass::Hidden);
         self.shift(out, delimiter.end, TextClass::Content);
         if self.spec.reasoning.as_ref().is_some_and(|r| r.report_unopened) {
+            settle(state, out);
             out.push(ScanEvent::ReasoningUnopened { delimiter });
         }
     }
@@ -609,6 +605,9 @@ impl Scanner {
         structural: bool,
         out: &mut Vec<ScanEvent>,
     ) {
+        // A block that completed earlier in this token is confirmed by what follows
+        // it, before this one can end: outcomes stay in stream order.
+        settle(state, out);
         self.enter(state, Mode::Body);
         state.lexer = Lexer::default();
         state.armed = false;
@@ -685,6 +684,15 @@ impl Scanner {
             section_without_calls(state, text, body, text.len(), true, &mut out);
         }
         out
+    }
+}
+
+/// Confirms the block awaiting confirmation, if one is: something after it in
+/// the same token ends or opens another.
+fn settle(state: &mut ScanState, out: &mut Vec<ScanEvent>) {
+    if state.awaiting_confirmation {
+        state.awaiting_confirmation = false;
+        out.push(ScanEvent::Confirmed);
     }
 }
 

@@ -195,11 +195,16 @@ impl BlockTable {
     /// block's tokens were accepted; a block that fails it (a core bug) is
     /// retracted, never committed.
     pub(super) fn commit(&mut self, accepted_whole: impl Fn(usize, usize) -> bool, out: &mut Vec<Outcome>) {
+        // A block still open or awaiting confirmation holds back every block after
+        // it (the scanner confirms a block before another opens, so none should
+        // wait behind one): commits go out in stream order, whatever the grouping.
+        let mut waiting = false;
         self.blocks.retain_mut(|b| {
-            let Some(end) = &b.end else { return true };
-            if end.confirmed_at.is_none() {
+            waiting |= b.end.as_ref().is_none_or(|e| e.confirmed_at.is_none());
+            if waiting {
                 return true;
             }
+            let Some(end) = &b.end else { return true };
             if !accepted_whole(b.start, end.last) {
                 debug_assert!(false, "block {} is confirmed but not accepted whole", b.id);
                 Block::retract(end, out);
