@@ -61,6 +61,7 @@ class Streamed:
         self.reasoning += reasoning_
         for d in deltas:
             i = d["index"]
+            assert i not in self.marks, f"a delta after the call's mark: {d}"
             if "inert" in d:
                 assert i in self.starts, f"a mark for a call that never started: {d}"
                 self.marks[i] = d["inert"]["malformed"]

@@ -6,9 +6,15 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from test_formats import calls_for
+from test_streaming import PER_FORMAT, Streamed
 
 import inert
-from render import xml_call
+from render import render, xml_call
+from speculation import Decoder, chunk
+from tools import committed
 
 XML = ["qwen3_coder", "glm45", "glm47", "minimax_m2", "deepseek_v32"]
 
@@ -38,3 +44,43 @@ def test_a_value_that_is_no_utf8_releases_the_same_under_any_chunking(fmt: str, 
     bytewise = released_arguments(fmt, [text[i:i + 1] for i in range(len(text))])
     assert whole == bytewise
     assert whole[1] == ["invalid_utf8"]
+
+
+@pytest.mark.parametrize("fmt", inert.formats())
+@given(data=st.data())
+@PER_FORMAT
+def test_a_block_too_large_stops_streaming_wherever_it_overflows(fmt: str, data: st.DataObject) -> None:
+    """Complete calls under a byte limit that cuts some of them, anywhere (before the name is
+    known, too), under speculation: every call that starts is committed or marked
+    ``too_large`` once, and nothing of it goes out after its mark."""
+    text = render(fmt, data.draw(calls_for(fmt).filter(bool)))
+    raw = text.encode()
+    limit = data.draw(st.integers(1, len(raw)))
+    s = inert.TokenStream(fmt, "turn", stream=True, max_block_bytes=limit)
+    got, outcomes = Streamed(), []
+
+    def verify(n: int, correction: bytes | None) -> None:
+        outcomes.extend(s.verify(n, correction))
+        got.take(s.take_released())
+
+    target = chunk(raw, data.draw(st.lists(st.integers(0, len(raw)), max_size=40))) or [raw]
+    Decoder(target, data.draw).run(s.draft, verify)
+    outcomes += s.finish()
+    got.take(s.take_released())
+    assert set(got.marks.values()) <= {"too_large"}, got.marks
+    assert len(got.starts) == len(committed(outcomes)) + len(got.marks)
+
+
+def test_a_block_too_large_before_its_name_streams_nothing() -> None:
+    """Found by a helper: the block was reported ``too_large``, and then its id, name and
+    arguments streamed anyway and finish marked them ``unterminated``."""
+    pieces = [b'<tool_call>{"arguments": {"', b'q": 1}, "name": "f"}', b"</tool_call>", b" ok"]
+    s = inert.TokenStream("hermes", "turn", stream=True, max_block_bytes=24)
+    outcomes, got = [], Streamed()
+    for p in pieces:
+        outcomes += s.draft([p]) + s.verify(1)
+        got.take(s.take_released())
+    outcomes += s.finish()
+    got.take(s.take_released())
+    assert [o.malformed.kind for o in outcomes if isinstance(o, inert.BlockMalformed)] == ["too_large"]
+    assert (got.starts, got.marks, got.content) == ({}, {}, " ok")

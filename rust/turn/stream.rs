@@ -313,6 +313,11 @@ impl Streamer {
     /// turned out malformed after their deltas went out.
     fn settle(&mut self, outcomes: &[Outcome]) {
         let Some(block_at) = outcomes.iter().find_map(body_at) else { return };
+        if self.tracker.as_ref().is_some_and(|t| t.block_at() == block_at) {
+            // Final before its body is all released (too large, or a partial closer
+            // held back): what is left of the body is nothing to stream.
+            self.tracker = None;
+        }
         // Calls went out in stream order, so they are sorted by (block, item): the
         // block's are found by bisection however many calls the turn holds.
         let first = self.calls.partition_point(|c| c.block_at < block_at);

@@ -82,6 +82,17 @@ pub(super) enum Track {
     },
 }
 
+impl Track {
+    /// Where the body of the block it reads starts.
+    pub(super) fn block_at(&self) -> usize {
+        match self {
+            Self::Objects(t) => t.block_at,
+            Self::Headed(h) => h.block_at,
+            Self::Python { block_at, .. } => *block_at,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Phase {
     Head,
