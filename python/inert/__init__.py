@@ -57,12 +57,13 @@ from .errors import (
     VocabularyError,
 )
 from .gate import POLICIES, Dispatch
+from .inputs import Ids, IntArray, Token, TokenRows, Tokens
 from .journal import Journal, JournalEntry, MemoryJournal, PostgresJournal, Recovery, SqliteJournal, recover
 from .orchestrator import AsyncOrchestrator, Orchestrator, Step
 from .outcomes import Outcome
 from .parse import parse
 from .report import AcceptedCall, CallResult, DiscardedCall, DispatchRecord, Report, Violation
-from .runtime import CurrentCall, LoopError, current_call
+from .runtime import CurrentCall, LoopError, Tools, TwoPhaseTool, current_call
 
 try:
     __version__ = version("inert")
@@ -92,11 +93,13 @@ __all__ = [
     "Footprint",
     "FormatSpecError",
     "IdempotencyConflictError",
+    "Ids",
     "InDoubtError",
     "InFlightError",
     "InertError",
     "InertTypeError",
     "InertValueError",
+    "IntArray",
     "Journal",
     "JournalEntry",
     "JournalError",
@@ -121,10 +124,15 @@ __all__ = [
     "StreamBatch",
     "StreamFinishedError",
     "StreamLimitError",
+    "Token",
+    "TokenRows",
     "TokenStream",
+    "Tokens",
     "ToolSpec",
     "ToolTimeoutError",
+    "Tools",
     "TreeError",
+    "TwoPhaseTool",
     "UnknownFormatError",
     "UnknownSequenceError",
     "UnstorableResultError",

@@ -6,7 +6,10 @@ from collections.abc import Mapping, Sequence
 from types import EllipsisType
 from typing import Any, ClassVar, Literal, SupportsIndex, TypeAlias, final
 
-from typing_extensions import Buffer
+from inert.inputs import Ids as _Ids
+from inert.inputs import Token as _Token
+from inert.inputs import TokenRows as _TokenRows
+from inert.inputs import Tokens as _Tokens
 
 __all__ = [
     "KEY_PREFIX",
@@ -28,11 +31,6 @@ __all__ = [
 KEY_PREFIX: str
 """The version prefix of every commit key (``"ck1-"``)."""
 
-_Token: TypeAlias = str | bytes | int | SupportsIndex
-_Ids: TypeAlias = Buffer | Sequence[int | SupportsIndex]
-"""Integers: any 1-D integer buffer (numpy int8-int64/uint8-uint64, ``array.array``,
-``memoryview``), read in one copy, or a sequence of ints (numpy integer scalars included)."""
-_Tokens: TypeAlias = Sequence[_Token] | Buffer
 
 _MalformedKind: TypeAlias = Literal[
     "unterminated",
@@ -457,7 +455,7 @@ class StreamBatch:
             UnknownSequenceError: ``seq`` is not in the batch.
         """
     def draft(
-        self, seqs: _Ids, tokens: Buffer | Sequence[Sequence[int]], lengths: _Ids | None = None
+        self, seqs: _Ids, tokens: _TokenRows, lengths: _Ids | None = None
     ) -> dict[int, list[_Outcome]]:
         """Drafts row ``i`` of ``tokens`` (a ``(len(seqs), k)`` integer array) onto ``seqs[i]``:
         its first ``lengths[i]`` ids, or all ``k``. Padding past a row's length is ignored

@@ -7,11 +7,12 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from types import EllipsisType, TracebackType
-from typing import Any, Self
+from typing import Any, Self, SupportsIndex
 
 from . import _core
 from .effects import EffectLike, EffectTable
 from .errors import InertTypeError, ReentrancyError
+from .inputs import Ids, Token, TokenRows, Tokens
 from .journal import Journal, MemoryJournal, OwnedJournal, open_journal
 from .report import Report
 from .runtime import ThreadEngine, ThreadRuntime, running_for
@@ -87,7 +88,7 @@ class BatchOrchestrator:
     def __contains__(self, seq: object) -> bool:
         return seq in self._turns
 
-    def add(self, seq: int, turn_key: str, *, in_reasoning: bool = False) -> None:
+    def add(self, seq: int | SupportsIndex, turn_key: str, *, in_reasoning: bool = False) -> None:
         """Starts the turn of sequence ``seq`` (the engine's non-negative int id);
         ``in_reasoning``: its prompt opened a reasoning section (a thinking template).
 
@@ -103,7 +104,7 @@ class BatchOrchestrator:
                                 engine=self._engine)
         self._turns[int(seq)] = TurnDriver(self._tooling, runtime)
 
-    def draft(self, seqs: Any, tokens: Any, lengths: Any = None) -> dict[int, Step]:
+    def draft(self, seqs: Ids, tokens: TokenRows, lengths: Ids | None = None) -> dict[int, Step]:
         """Drafts row ``i`` of ``tokens`` onto ``seqs[i]`` (see ``StreamBatch.draft``).
 
         Raises:
@@ -112,7 +113,7 @@ class BatchOrchestrator:
         self._refuse_reentry()
         return self._apply(self._batch.draft(seqs, tokens, lengths))
 
-    def verify(self, seqs: Any, n_accepted: Any, corrections: Any = None) -> dict[int, Step]:
+    def verify(self, seqs: Ids, n_accepted: Ids, corrections: Ids | None = None) -> dict[int, Step]:
         """Accepts ``n_accepted[i]`` of ``seqs[i]``'s pending tokens (see ``StreamBatch.verify``).
 
         Raises:
@@ -126,18 +127,18 @@ class BatchOrchestrator:
         return {seq: self._turns[seq].apply(outcomes.get(seq, []), released.get(seq))
                 for seq in {**outcomes, **released}}
 
-    def draft_tree(self, seq: int, tokens: Any, parents: Any) -> Step:
+    def draft_tree(self, seq: int | SupportsIndex, tokens: Tokens, parents: Ids) -> Step:
         """``Orchestrator.draft_tree`` on sequence ``seq``."""
         self._refuse_reentry()
         return self._turns[int(seq)].apply(self._batch.draft_tree(seq, tokens, parents))
 
-    def verify_path(self, seq: int, path: Any, correction: Any = None) -> Step:
+    def verify_path(self, seq: int | SupportsIndex, path: Ids, correction: Token | None = None) -> Step:
         """``Orchestrator.verify_path`` on sequence ``seq``."""
         self._refuse_reentry()
         outcomes = self._batch.verify_path(seq, path, correction)
         return self._turns[int(seq)].apply(outcomes, self._released_of(seq))
 
-    def finish(self, seq: int, *, strict: bool = True) -> Report:
+    def finish(self, seq: int | SupportsIndex, *, strict: bool = True) -> Report:
         """Ends sequence ``seq``'s turn: waits for its calls (only its own) and reconciles
         them, and frees its slot for a new sequence.
 
@@ -168,7 +169,7 @@ class BatchOrchestrator:
                  traceback: TracebackType | None) -> None:
         self.close()
 
-    def _released_of(self, seq: int) -> Released | None:
+    def _released_of(self, seq: int | SupportsIndex) -> Released | None:
         """What ``seq``'s last step released for streaming (``None`` without streaming)."""
         return self._batch.take_released([seq]).get(int(seq)) if self._streaming else None
 

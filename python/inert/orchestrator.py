@@ -7,13 +7,14 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from types import EllipsisType
-from typing import Any
+from typing import Any, SupportsIndex
 
 from . import _core
 from .audit import TraceWriter
 from .effects import EffectLike, EffectTable
 from .errors import InertValueError, ReentrancyError
 from .gate import POLICIES
+from .inputs import Ids, Token, Tokens
 from .journal import Journal, MemoryJournal, OwnedJournal, open_journal
 from .outcomes import Outcome
 from .report import Report
@@ -22,7 +23,6 @@ from .turn import Released, RuntimeFactory, Step, Tooling, Tools, TurnDriver, tu
 
 __all__ = ["POLICIES", "AsyncOrchestrator", "Orchestrator", "Session", "Step"]
 
-Token = str | bytes | int
 Vocab = _core.Vocabulary | Mapping[int, str | bytes] | Sequence[str | bytes]
 
 
@@ -36,6 +36,11 @@ def _trace_token(t: Any) -> Any:
 
 def _trace_tokens(tokens: Any) -> list[Any]:
     return [_trace_token(t) for t in tokens]
+
+
+def _trace_ids(ids: Any) -> list[int]:
+    """Ids from a list or an array (which iterates as ints; its type does not say so)."""
+    return [int(i) for i in ids]
 
 
 class Session:
@@ -106,28 +111,28 @@ class Session:
                 "a tool called back into the orchestrator that is running it; draft, verify and finish "
                 "belong to the inference loop, not to its tools")
 
-    def draft(self, tokens: Sequence[Token]) -> Step:
+    def draft(self, tokens: Tokens) -> Step:
         outcomes = self.stream.draft(tokens)
         if self.trace is not None:
             self.trace.draft(tokens)
         return self.apply(outcomes)
 
-    def verify(self, n_accepted: int, correction: Token | None) -> Step:
+    def verify(self, n_accepted: int | SupportsIndex, correction: Token | None) -> Step:
         outcomes = self.stream.verify(n_accepted, correction)
         if self.trace is not None:
             self.trace.verify(n_accepted, correction)
         return self.apply(outcomes, self.released())
 
-    def draft_tree(self, tokens: Any, parents: Any) -> Step:
+    def draft_tree(self, tokens: Tokens, parents: Ids) -> Step:
         outcomes = self.stream.draft_tree(tokens, parents)
         if self.trace is not None:
-            self.trace.emit("draft_tree", tokens=_trace_tokens(tokens), parents=[int(p) for p in parents])
+            self.trace.emit("draft_tree", tokens=_trace_tokens(tokens), parents=_trace_ids(parents))
         return self.apply(outcomes)
 
-    def verify_path(self, path: Any, correction: Token | None) -> Step:
+    def verify_path(self, path: Ids, correction: Token | None) -> Step:
         outcomes = self.stream.verify_path(path, correction)
         if self.trace is not None:
-            self.trace.emit("verify_path", path=[int(p) for p in path], correction=_trace_token(correction))
+            self.trace.emit("verify_path", path=_trace_ids(path), correction=_trace_token(correction))
         return self.apply(outcomes, self.released())
 
     def apply(self, outcomes: list[Outcome], released: Released | None = None) -> Step:
@@ -277,7 +282,7 @@ class Orchestrator:
         """Tokens drafted and not yet verified."""
         return self._s.stream.pending_len
 
-    def draft(self, tokens: Sequence[Token]) -> Step:
+    def draft(self, tokens: Tokens) -> Step:
         """Appends a draft window (several calls extend the pending window).
 
         Raises:
@@ -289,7 +294,7 @@ class Orchestrator:
         self._s.refuse_reentry()
         return self._s.draft(tokens)
 
-    def verify(self, n_accepted: int, correction: Token | None = None) -> Step:
+    def verify(self, n_accepted: int | SupportsIndex, correction: Token | None = None) -> Step:
         """Accepts the first ``n_accepted`` pending tokens, rejects the rest, then
         appends ``correction`` (the target's own next token) as accepted.
 
@@ -300,7 +305,7 @@ class Orchestrator:
         self._s.refuse_reentry()
         return self._s.verify(n_accepted, correction)
 
-    def draft_tree(self, tokens: Any, parents: Any) -> Step:
+    def draft_tree(self, tokens: Tokens, parents: Ids) -> Step:
         """Drafts a token tree (EAGLE, Medusa): node ``i`` is ``tokens[i]``, its parent
         ``parents[i]`` (an earlier node, or -1 for a child of the last accepted token). A
         call that closes on any branch may run its reads early, keyed by its own path.
@@ -312,7 +317,7 @@ class Orchestrator:
         self._s.refuse_reentry()
         return self._s.draft_tree(tokens, parents)
 
-    def verify_path(self, path: Any, correction: Token | None = None) -> Step:
+    def verify_path(self, path: Ids, correction: Token | None = None) -> Step:
         """Accepts the tree's nodes on ``path`` (from a root down), rejects every other
         node (their calls are retracted, their early reads discarded), then appends
         ``correction``: from here the turn is exactly as if ``path`` alone was drafted.
@@ -412,22 +417,22 @@ class AsyncOrchestrator:
         runtime.bind()
         return runtime
 
-    async def draft(self, tokens: Sequence[Token]) -> Step:
+    async def draft(self, tokens: Tokens) -> Step:
         """As ``Orchestrator.draft``; also raises ``LoopError`` from another event loop."""
         self._enter()
         return self._s.draft(tokens)
 
-    async def verify(self, n_accepted: int, correction: Token | None = None) -> Step:
+    async def verify(self, n_accepted: int | SupportsIndex, correction: Token | None = None) -> Step:
         """As ``Orchestrator.verify``; also raises ``LoopError`` from another event loop."""
         self._enter()
         return self._s.verify(n_accepted, correction)
 
-    async def draft_tree(self, tokens: Any, parents: Any) -> Step:
+    async def draft_tree(self, tokens: Tokens, parents: Ids) -> Step:
         """As ``Orchestrator.draft_tree``."""
         self._enter()
         return self._s.draft_tree(tokens, parents)
 
-    async def verify_path(self, path: Any, correction: Token | None = None) -> Step:
+    async def verify_path(self, path: Ids, correction: Token | None = None) -> Step:
         """As ``Orchestrator.verify_path``."""
         self._enter()
         return self._s.verify_path(path, correction)

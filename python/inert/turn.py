@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import uuid
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -28,11 +28,11 @@ from .gate import Confirm, Dispatch, Gate, Retract, Schedule
 from .journal import Journal, MemoryJournal
 from .outcomes import Outcome
 from .report import DispatchRecord, Report
-from .runtime import Invocation, Node, ToolBox
+from .runtime import Invocation, Node, ToolBox, Tools
 
 __all__ = ["Runtime", "RuntimeFactory", "Step", "Tooling", "Tools", "TurnDriver", "turn_key_for"]
 
-Tools = Mapping[str, Callable[..., Any]] | Callable[[str, dict[str, Any]], Any]
+
 
 
 Released = tuple[str, str, list[dict[str, Any]]]

@@ -8,7 +8,7 @@ from .pool import Deadlines, WorkerPool
 from .schedule import Node, Scheduler, Slots, State
 from .tasks import AsyncRuntime, LoopError
 from .threads import ThreadEngine, ThreadRuntime
-from .tools import CurrentCall, Invocation, ToolBox, current_call, is_async_callable, running_for
+from .tools import CurrentCall, Invocation, ToolBox, Tools, TwoPhaseTool, current_call, is_async_callable, running_for
 
 __all__ = [
     "AsyncRuntime",
@@ -24,6 +24,8 @@ __all__ = [
     "ThreadEngine",
     "ThreadRuntime",
     "ToolBox",
+    "Tools",
+    "TwoPhaseTool",
     "WorkerPool",
     "current_call",
     "is_async_callable",

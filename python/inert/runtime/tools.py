@@ -16,13 +16,13 @@ import contextvars
 import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from ..effects import EffectClass
 from ..errors import InertTypeError, MissingToolError
 
-__all__ = ["CurrentCall", "Invocation", "ToolBox", "current_call", "enter_call", "is_async_callable", "is_two_phase",
-           "running_for"]
+__all__ = ["CurrentCall", "Invocation", "ToolBox", "Tools", "TwoPhaseTool", "current_call", "enter_call",
+           "is_async_callable", "is_two_phase", "running_for"]
 
 
 @dataclass(frozen=True)
@@ -55,6 +55,26 @@ def running_for() -> object | None:
     """The runtime whose tool is running in this context (to refuse re-entry)."""
     entry = _current.get()
     return None if entry is None else entry[0]
+
+
+class TwoPhaseTool(Protocol):
+    """A tool in two phases: ``prepare(**arguments)`` stages it with nothing observable
+    (it may run on draft tokens), ``commit(prepared, *, idempotency_key)`` makes it
+    visible after acceptance, exactly once, and ``abort(prepared)`` drops what a
+    rejected block (or a turn that ended without it) prepared. Any object with the
+    three methods is one; their parameters are the tool's own."""
+
+    @property
+    def prepare(self) -> Callable[..., Any]: ...
+    @property
+    def commit(self) -> Callable[..., Any]: ...
+    @property
+    def abort(self) -> Callable[..., Any]: ...
+
+
+Tools = Mapping[str, Callable[..., Any] | TwoPhaseTool] | Callable[[str, dict[str, Any]], Any]
+"""Tool name -> callable (called as ``tool(**arguments)``) or two-phase tool; or one
+router called as ``router(name, arguments)``."""
 
 
 def _takes_idempotency_key(fn: Callable[..., Any]) -> bool:
@@ -143,7 +163,7 @@ class ToolBox:
         InertTypeError: ``tools`` is neither a mapping nor a callable, or an entry is not callable.
     """
 
-    def __init__(self, tools: Mapping[str, Callable[..., Any]] | Callable[[str, dict[str, Any]], Any] | None) -> None:
+    def __init__(self, tools: Tools | None) -> None:
         self._router: Invocation | None = None
         self._tools: dict[str, Invocation] = {}
         if tools is None:
