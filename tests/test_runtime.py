@@ -127,6 +127,115 @@ def test_an_exception_whose_str_raises_is_recorded(tmp_path: Any) -> None:
     assert "unprintable" in (inert.recover(tmp_path / "j.sqlite").completed[0].error or "")
 
 
+class _Unspeakable:
+    """A result whose repr raises a BaseException: the journal cannot spell it."""
+
+    def __init__(self, exc: type[BaseException]) -> None:
+        self.exc = exc
+
+    def __repr__(self) -> str:
+        raise self.exc("from __repr__")
+
+
+@pytest.mark.parametrize("exc", [KeyboardInterrupt, SystemExit])
+def test_a_result_or_error_that_raises_a_base_exception_when_spelled_still_settles(exc: type[BaseException]) -> None:
+    """Found by a helper: describing the outcome caught only Exception, so the worker died
+    before the call ended, and finish() waited for ever (threads) or the exception left
+    the event loop (asyncio)."""
+
+    class Odd(Exception):
+        def __str__(self) -> str:
+            raise exc("from __str__")
+
+    def odd() -> None:
+        raise Odd
+
+    tools = {"r": lambda: _Unspeakable(exc), "e": odd, "ok": lambda: "fine"}
+    effects = dict.fromkeys(tools, "write")
+    report = run_turn(inert.Orchestrator(effects, tools), block("r"), block("e"), block("ok"))
+    assert isinstance(report.results[0].error, inert.UnstorableResultError)
+    assert isinstance(report.results[1].error, Odd)
+    assert report.results[2].result == "fine"
+
+    async def unspeakable() -> _Unspeakable:
+        return _Unspeakable(exc)
+
+    async def main() -> inert.Report:
+        orch = inert.AsyncOrchestrator({"r": "write"}, {"r": unspeakable})
+        await orch.draft([block("r")])
+        await orch.verify(1)
+        return await asyncio.wait_for(orch.finish(strict=False), WATCHDOG)
+
+    assert isinstance(asyncio.run(main()).results[0].error, inert.UnstorableResultError)
+
+
+class _Staged:
+    """A two-phase tool whose ``phase`` raises ``exc``."""
+
+    def __init__(self, phase: str, exc: type[BaseException]) -> None:
+        self.phase, self.exc = phase, exc
+
+    def _maybe(self, phase: str) -> None:
+        if phase == self.phase:
+            raise self.exc(f"from {phase}")
+
+    def prepare(self) -> str:
+        self._maybe("prepare")
+        return "staged"
+
+    def commit(self, prepared: str, *, idempotency_key: str) -> str:
+        self._maybe("commit")
+        return "done"
+
+    def abort(self, prepared: str) -> None:
+        self._maybe("abort")
+
+
+@pytest.mark.parametrize("phase", ["prepare", "commit"])
+@pytest.mark.parametrize("exc", [KeyboardInterrupt, SystemExit])
+def test_an_async_two_phase_tool_raising_a_base_exception_settles_its_call(phase: str,
+                                                                            exc: type[BaseException]) -> None:
+    """Found by a helper: a sync phase ran in a task of its own, and asyncio re-raises these
+    two out of the event loop from any task: asyncio.run died instead of recording them."""
+
+    async def main() -> inert.Report:
+        orch = inert.AsyncOrchestrator({"t": "write"}, {"t": _Staged(phase, exc)})
+        await orch.draft([block("t")])
+        await orch.verify(1)
+        return await asyncio.wait_for(orch.finish(strict=False), WATCHDOG)
+
+    error = asyncio.run(main()).results[0].error
+    assert isinstance(error, exc) and str(error) == f"from {phase}"
+
+
+def test_an_async_tool_that_ignores_the_cancel_still_times_out() -> None:
+    """Found by a helper: the deadline cancelled the tool and then waited for it, so a tool
+    that swallows the cancel ran past ``timeout`` and its late result was a success."""
+    done = asyncio.Event()
+    cancels: list[int] = []
+
+    async def stubborn() -> str:
+        while not done.is_set():
+            try:
+                await done.wait()
+            except asyncio.CancelledError:
+                cancels.append(1)  # ignored: it goes on waiting
+        return "late"
+
+    async def main() -> inert.Report:
+        orch = inert.AsyncOrchestrator({"s": "write"}, {"s": stubborn}, timeout=0.05)
+        await orch.draft([block("s")])
+        await orch.verify(1)
+        try:
+            return await asyncio.wait_for(orch.finish(strict=False), WATCHDOG)
+        finally:
+            done.set()  # lets the abandoned tool end before the loop closes
+
+    report = asyncio.run(main())
+    assert isinstance(report.results[0].error, inert.ToolTimeoutError), report.results[0]
+    assert cancels, "the tool was asked to stop"
+
+
 class _FailingJournal(inert.MemoryJournal):
     """A journal whose outcome writes fail, as a full disk or a lock held too long would."""
 

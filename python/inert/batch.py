@@ -11,7 +11,7 @@ from typing import Any, Self, SupportsIndex
 
 from . import _core
 from .effects import EffectLike, EffectTable
-from .errors import InertTypeError, ReentrancyError
+from .errors import InertTypeError, ReentrancyError, StreamFinishedError
 from .inputs import Ids, Token, TokenRows, Tokens
 from .journal import Journal, MemoryJournal, OwnedJournal, open_journal
 from .report import Report
@@ -81,6 +81,7 @@ class BatchOrchestrator:
         self.journal: Journal = journal
         self._engine = ThreadEngine(self._tooling.workers, self._tooling.limits)
         self._turns: dict[int, TurnDriver] = {}
+        self._closed = False
 
     def __len__(self) -> int:
         return len(self._turns)
@@ -96,7 +97,7 @@ class BatchOrchestrator:
             BatchError: ``seq`` is already in the batch.
             InertTypeError: ``turn_key`` is not a str (every turn needs its own: it seeds the keys).
         """
-        self._refuse_reentry()
+        self._check_open()
         if not isinstance(turn_key, str):
             raise InertTypeError(f"turn_key must be a str, got {type(turn_key).__name__}")
         self._batch.add(seq, turn_key, in_reasoning=in_reasoning)
@@ -110,7 +111,7 @@ class BatchOrchestrator:
         Raises:
             As ``StreamBatch.draft``; nothing changes when it raises.
         """
-        self._refuse_reentry()
+        self._check_open()
         return self._apply(self._batch.draft(seqs, tokens, lengths))
 
     def verify(self, seqs: Ids, n_accepted: Ids, corrections: Ids | None = None) -> dict[int, Step]:
@@ -119,7 +120,7 @@ class BatchOrchestrator:
         Raises:
             As ``StreamBatch.verify``; nothing changes when it raises.
         """
-        self._refuse_reentry()
+        self._check_open()
         outcomes = self._batch.verify(seqs, n_accepted, corrections)
         if not self._streaming:
             return self._apply(outcomes)
@@ -129,12 +130,12 @@ class BatchOrchestrator:
 
     def draft_tree(self, seq: int | SupportsIndex, tokens: Tokens, parents: Ids) -> Step:
         """``Orchestrator.draft_tree`` on sequence ``seq``."""
-        self._refuse_reentry()
+        self._check_open()
         return self._turns[int(seq)].apply(self._batch.draft_tree(seq, tokens, parents))
 
     def verify_path(self, seq: int | SupportsIndex, path: Ids, correction: Token | None = None) -> Step:
         """``Orchestrator.verify_path`` on sequence ``seq``."""
-        self._refuse_reentry()
+        self._check_open()
         outcomes = self._batch.verify_path(seq, path, correction)
         return self._turns[int(seq)].apply(outcomes, self._released_of(seq))
 
@@ -146,7 +147,7 @@ class BatchOrchestrator:
             UnknownSequenceError: ``seq`` is not in the batch.
             SpeculativeEffectViolation: anything diverged (``strict``).
         """
-        self._refuse_reentry()
+        self._check_open()
         notices = self._batch.notices(seq)  # the verifies committed them; finish forgets them
         outcomes = self._batch.finish(seq)
         driver = self._turns.pop(int(seq))
@@ -157,7 +158,9 @@ class BatchOrchestrator:
         return driver.report(strict, notices, tail)
 
     def close(self) -> None:
-        """Stops the shared workers (once idle) and closes a journal opened from a path."""
+        """Stops the shared workers (once idle) and closes a journal opened from a path.
+        Every later call raises ``StreamFinishedError``."""
+        self._closed = True
         self._engine.close()
         if self._owned is not None:
             self._owned.close()
@@ -176,7 +179,12 @@ class BatchOrchestrator:
     def _apply(self, outcomes: dict[int, list[Any]]) -> dict[int, Step]:
         return {seq: self._turns[seq].apply(out) for seq, out in outcomes.items()}
 
-    def _refuse_reentry(self) -> None:
+    def _check_open(self) -> None:
+        """Refuses a call after ``close()`` (its workers are gone: a call could never
+        run, and ``finish`` would wait for it forever) and a tool calling back in."""
+        if self._closed:
+            raise StreamFinishedError("the BatchOrchestrator is closed (its workers are stopped): finish every "
+                                      "sequence before close(), and make a new batch for new ones")
         runtime = running_for()
         if isinstance(runtime, ThreadRuntime) and runtime.engine is self._engine:
             raise ReentrancyError("a tool called back into the batch that is running it")

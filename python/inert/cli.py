@@ -7,13 +7,14 @@ import json
 import os
 import sys
 import textwrap
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
 from . import __version__
 from .audit import TurnAudit, audit
 from .demo import SLIP, DemoRun, demo_ok, run_demo, two_phase_ok
-from .errors import InertError, InertValueError
+from .errors import InertError, InertValueError, TraceWarning
 from .journal import JournalEntry, init_journal, is_dsn, recover, redact
 
 COL = 52
@@ -373,9 +374,17 @@ def _main(argv: Sequence[str] | None) -> int:
         if args.command == "simulate":
             return _simulate(args)
         if args.command == "demo":
-            runs = run_demo(args.db, args.trace)
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always", TraceWarning)
+                runs = run_demo(args.db, args.trace)
             _emit(json.dumps(_demo_json(runs), indent=2) if args.json else render_demo(runs))
-            return 0 if demo_ok(runs) else 1
+            lost = [w for w in caught if issubclass(w.category, TraceWarning)]
+            for w in caught:
+                if w not in lost:
+                    warnings.showwarning(w.message, w.category, w.filename, w.lineno)
+            for w in lost[:1]:
+                print(f"inert demo: --trace {args.trace}: {w.message}", file=sys.stderr)
+            return 2 if lost else 0 if demo_ok(runs) else 1
         if args.command == "audit":
             turns = audit(args.trace)
             _emit(json.dumps(_audit_json(turns), indent=2) if args.json else _audit_text(turns))

@@ -81,7 +81,8 @@ class StreamLimitError(InertValueError):
 
 
 class StreamFinishedError(InertError, RuntimeError):
-    """Tokens were given to a turn after ``finish()``."""
+    """Tokens were given to a turn after ``finish()``, or a ``BatchOrchestrator`` was
+    used after ``close()``."""
 
 
 class TreeError(InertValueError):
@@ -166,6 +167,11 @@ class RecordedError(InertError, RuntimeError):
     """An error as a trace or another stack's dispatch log recorded it (its text)."""
 
 
+class TraceWarning(UserWarning):
+    """The trace file could not be written whole (a full disk, a closed file): the turn
+    ran and its report is right, but the audit trail stops where the write failed."""
+
+
 class ReasoningWarning(UserWarning):
     """A reasoning closer arrived while the turn was not in reasoning: the chat template
     opened the section in the prompt, so calls before it may have been thoughts, and ran.
@@ -190,7 +196,7 @@ def describe(error: BaseException) -> str:
     """``Type: message`` for any exception, even one whose ``str()`` raises."""
     try:
         text = str(error)
-    except Exception:  # noqa: BLE001 - a broken __str__ must not break the turn or its records
+    except BaseException:  # noqa: BLE001 - a broken __str__ (even one raising SystemExit) must not break the turn
         text = f"<unprintable {type(error).__name__}>"
     return f"{type(error).__name__}: {text}"
 

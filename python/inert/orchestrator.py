@@ -5,6 +5,7 @@ policy) and a runtime that executes the gate's commands (worker threads for
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Mapping, Sequence
 from types import EllipsisType
 from typing import Any, SupportsIndex
@@ -12,7 +13,7 @@ from typing import Any, SupportsIndex
 from . import _core
 from .audit import TraceWriter
 from .effects import EffectLike, EffectTable
-from .errors import InertValueError, ReentrancyError
+from .errors import InertValueError, ReentrancyError, TraceWarning
 from .gate import POLICIES
 from .inputs import Ids, Token, Tokens
 from .journal import Journal, MemoryJournal, OwnedJournal, open_journal
@@ -160,6 +161,9 @@ class Session:
     def close(self) -> None:
         if self.trace is not None:
             self.trace.close()
+            if self.trace.failure is not None:
+                warnings.warn(f"turn {self.turn_key!r}: {self.trace.failure}; the audit trail is incomplete",
+                              TraceWarning, stacklevel=4)
         if self._owned is not None:
             self._owned.close()
 

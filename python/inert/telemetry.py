@@ -81,5 +81,5 @@ def tool_span(record: DispatchRecord) -> Iterator[SpanResult]:
 def _json(value: Any) -> str:
     try:
         return json.dumps(value, default=repr)
-    except Exception as exc:  # noqa: BLE001 - content that cannot be spelled is described, never fatal
+    except BaseException as exc:  # noqa: BLE001 - content that cannot be spelled is described, never fatal
         return f"<unrecordable: {describe(exc)}>"

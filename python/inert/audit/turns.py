@@ -88,6 +88,7 @@ def audit(path: str | os.PathLike[str]) -> list[TurnAudit]:
                         dispatch["replayed"] = bool(row.get("replayed", False))
                         dispatch["phase"] = row.get("phase")
                         dispatch["error"] = row.get("error")
+                        record_from_json(dispatch)  # the result's fields too: a bad one names this line
                         break
             elif event == "call_committed":
                 turn.accepted.append(accepted_from_json(row))

@@ -31,7 +31,6 @@ so, and the key falls in doubt when its lease lapses.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import socket
@@ -47,7 +46,7 @@ from ..errors import InertValueError, InFlightError, JournalError
 from ..report import DispatchRecord
 from .postgres_connection import Timeouts, connect, connection_lost, failure, open_connection, psycopg_module, redact
 from .postgres_schema import check_schema
-from .protocol import JournalEntry, new_entry, outcome_of, result_json, same_call
+from .protocol import JournalEntry, new_entry, outcome_of, result_json, same_call, stored_json
 
 if TYPE_CHECKING:
     import psycopg
@@ -86,11 +85,13 @@ def default_worker() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
-def _row_entry(row: tuple[Any, ...]) -> JournalEntry:
+def _row_entry(row: tuple[Any, ...], dsn: str) -> JournalEntry:
     (key, turn, tool, effect, args, fp, intent_at, status, result, error, finished_at, worker, lease, live,
      _claim) = row
-    return JournalEntry(key, turn, tool, effect, json.loads(args), fp, intent_at, status,
-                        None if result is None else json.loads(result), error, finished_at, worker, lease, bool(live))
+    name = redact(dsn)
+    return JournalEntry(key, turn, tool, effect, stored_json(args, "arguments", key, name), fp, intent_at, status,
+                        None if result is None else stored_json(result, "result", key, name), error, finished_at,
+                        worker, lease, bool(live))
 
 
 class PostgresJournal:
@@ -276,7 +277,7 @@ class PostgresJournal:
         found = conn.execute(_SELECT + " WHERE commit_key = %s", (e.commit_key,)).fetchone()
         if found is None:  # pragma: no cover - rows are never deleted
             return False, None
-        prior = same_call(_row_entry(found), record)
+        prior = same_call(_row_entry(found, self.dsn), record)
         if found[-1] == claim:  # our own claim, whose reply the connection lost before a retry
             return True, None
         if prior.in_doubt and record.effect is not EffectClass.WRITE:
@@ -321,7 +322,7 @@ class PostgresJournal:
         """
         rows = self._run("could not read the journal",
                          lambda c: c.execute(_SELECT + " ORDER BY seq").fetchall())
-        return [_row_entry(r) for r in rows]
+        return [_row_entry(r, self.dsn) for r in rows]
 
     def lookup(self, commit_key: str) -> JournalEntry | None:
         """The entry of ``commit_key``, if any; see :meth:`inert.Journal.lookup`.
@@ -331,7 +332,7 @@ class PostgresJournal:
         """
         row = self._run("could not read the journal",
                         lambda c: c.execute(_SELECT + " WHERE commit_key = %s", (commit_key,)).fetchone())
-        return None if row is None else _row_entry(row)
+        return None if row is None else _row_entry(row, self.dsn)
 
     # -- leases --
 
@@ -412,4 +413,4 @@ def read_postgres_journal(dsn: str, *, timeouts: Timeouts | None = None) -> list
         raise failure(dsn, "cannot read the journal", e) from e
     finally:
         conn.close()
-    return [_row_entry(r) for r in rows]
+    return [_row_entry(r, dsn) for r in rows]

@@ -12,6 +12,7 @@ within seconds instead of a read that never returns.
 from __future__ import annotations
 
 import math
+import re
 import urllib.parse
 from dataclasses import dataclass
 from types import ModuleType
@@ -56,6 +57,12 @@ def redact(dsn: str) -> str:
         return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
     except ValueError:
         return "the PostgreSQL journal"  # unparseable: show nothing that might hold a secret
+
+
+def scrubbed(message: str) -> str:
+    """psycopg's complaint about a DSN without the text it quotes: that is the DSN, or a
+    piece of it, and may be the password (a malformed URI cannot be redacted reliably)."""
+    return re.sub(r'"[^"]*"', '"…"', message)
 
 
 def psycopg_module() -> ModuleType:
@@ -119,7 +126,7 @@ def open_connection(dsn: str, *, application_name: str, timeouts: Timeouts,
     try:
         given = pg.conninfo.conninfo_to_dict(dsn)
     except pg.ProgrammingError as e:
-        raise JournalError(f"{redact(dsn)} is not a valid PostgreSQL URI: {e}") from e
+        raise JournalError(f"{redact(dsn)} is not a valid PostgreSQL URI: {scrubbed(str(e))}") from e
     ms = max(1, int(timeouts.statement * 1000))
     options = [str(given.get("options") or ""), f"-c statement_timeout={ms}", f"-c lock_timeout={ms}",
                # a client that froze inside a transaction must not hold its locks forever

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..canonical import fingerprint
-from ..errors import IdempotencyConflictError, describe
+from ..errors import IdempotencyConflictError, JournalError, describe
 from ..report import DispatchRecord
 
 __all__ = ["ERROR", "OK", "STATUSES", "TIMEOUT", "Journal", "JournalEntry", "Recovery"]
@@ -152,3 +152,17 @@ def outcome_of(record: DispatchRecord, status: str) -> tuple[Any, str | None]:
 def result_json(result: Any) -> str:
     """A result as the JSON text durable journals store (``repr`` for what JSON cannot spell)."""
     return json.dumps(result, default=repr)
+
+
+def stored_json(text: str | bytes, what: str, commit_key: str, journal: str) -> Any:
+    """JSON text a durable journal stored (``what`` of ``commit_key``), read back.
+
+    Raises:
+        JournalError: the text is no JSON inert wrote: the database was changed outside inert.
+    """
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError) as exc:  # bad JSON or UTF-8, an int past Python's digit limit, deep nesting
+        raise JournalError(
+            f"{journal}: the stored {what} of {commit_key} is damaged ({describe(exc)[:120]}): "
+            "it was changed outside inert; restore the journal from a backup, or delete that entry") from exc

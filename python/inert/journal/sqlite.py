@@ -10,7 +10,6 @@ Reading a file for recovery never writes to it.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import sqlite3
 import threading
@@ -22,7 +21,7 @@ from typing import Any, Self
 from ..canonical import canonical_arguments
 from ..errors import InertValueError, JournalError
 from ..report import DispatchRecord
-from .protocol import JournalEntry, new_entry, outcome_of, result_json, same_call
+from .protocol import JournalEntry, new_entry, outcome_of, result_json, same_call, stored_json
 
 __all__ = ["SQLITE_SCHEMA_VERSION", "SqliteJournal", "read_sqlite_journal"]
 
@@ -256,7 +255,7 @@ class SqliteJournal:
             except sqlite3.Error as exc:
                 raise _error(self.path, f"could not record the intent of {record.name!r} under key "
                                         f"{record.commit_key} (the tool was not run)", exc) from exc
-        return None if row is None else same_call(_row_entry(row), record)
+        return None if row is None else same_call(_row_entry(row, self.path), record)
 
     def complete(self, record: DispatchRecord, status: str) -> None:
         """Records the outcome of ``record``; see :meth:`inert.Journal.complete`.
@@ -284,7 +283,7 @@ class SqliteJournal:
         """
         with self._lock:
             try:
-                return [_row_entry(r) for r in self._db.execute(_SELECT + " ORDER BY i.seq")]
+                return [_row_entry(r, self.path) for r in self._db.execute(_SELECT + " ORDER BY i.seq")]
             except sqlite3.Error as exc:
                 raise _error(self.path, "could not read it", exc) from exc
 
@@ -300,13 +299,13 @@ class SqliteJournal:
                 row = self._db.execute(_SELECT + " WHERE i.commit_key = ?", (commit_key,)).fetchone()
             except sqlite3.Error as exc:
                 raise _error(self.path, "could not read it", exc) from exc
-        return None if row is None else _row_entry(row)
+        return None if row is None else _row_entry(row, self.path)
 
 
-def _row_entry(row: tuple[Any, ...]) -> JournalEntry:
+def _row_entry(row: tuple[Any, ...], path: str) -> JournalEntry:
     key, turn, tool, effect, args, fp, intent_at, status, result, error, finished_at = row
-    return JournalEntry(key, turn, tool, effect, json.loads(args), fp, intent_at, status,
-                        None if result is None else json.loads(result), error, finished_at)
+    return JournalEntry(key, turn, tool, effect, stored_json(args, "arguments", key, path), fp, intent_at, status,
+                        None if result is None else stored_json(result, "result", key, path), error, finished_at)
 
 
 def _read_only(path: str, immutable: bool) -> sqlite3.Connection:
@@ -356,7 +355,7 @@ def read_sqlite_journal(path: str | os.PathLike[str]) -> list[JournalEntry]:
         finally:
             db.close()
         if wal or not os.path.exists(path + "-wal") or attempt:
-            return [_row_entry(r) for r in rows]
+            return [_row_entry(r, path) for r in rows]
         # A worker opened the journal while it was read immutable: its newest
         # intents may be in the -wal only, so read again, through the -wal.
     raise AssertionError("unreachable")  # pragma: no cover

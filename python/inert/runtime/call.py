@@ -147,7 +147,7 @@ def journal_phase(run: CallRun, journal: Journal, turn_key: str, phase: str, err
         if not began:
             journal.begin(record, turn_key)
         journal.complete(record, OK if error is None else ERROR)
-    except Exception:  # noqa: BLE001 - recovery lists the phase's intent without outcome, which is the truth
+    except BaseException:  # noqa: BLE001 - recovery lists the phase's intent without outcome, which is the truth
         return
 
 
@@ -172,7 +172,7 @@ def stored_outcome(run: CallRun, journal: Journal) -> None:
     run.status = status
     try:
         journal.complete(run.record(), status)
-    except Exception as exc:  # noqa: BLE001 - a failing journal must not hang or crash the turn
+    except BaseException as exc:  # noqa: BLE001 - a failing journal (of any kind) must not hang or crash the turn
         error = JournalError(
             f"the journal could not record the outcome of {run.dispatch.name!r} under key "
             f"{run.dispatch.commit_key} ({describe(exc)}); the call is in doubt: check it with `inert recover`")
@@ -184,6 +184,6 @@ def unstorable(result: Any) -> str | None:
     """Why ``result`` cannot be journaled as JSON, or ``None`` when it can."""
     try:
         result_json(result)
-    except Exception as exc:  # noqa: BLE001 - cycles, deep nesting, huge ints, a repr that raises: all are reasons
+    except BaseException as exc:  # noqa: BLE001 - cycles, deep nesting, huge ints, a repr raising anything: reasons
         return describe(exc)
     return None

@@ -9,10 +9,12 @@ is running, and skipped if it has not begun; either way it settles.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from functools import partial
 from typing import Any, TypeVar
 
@@ -188,14 +190,7 @@ class AsyncRuntime:
             error = exc
         finally:
             self._in_tool.discard(node)
-        run.settled = True
-        run.result, run.error, run.finished = result, error, self.clock()
-        # Shielded too: the outcome is journaled even if this task is cancelled meanwhile.
-        await asyncio.shield(self._in_thread(stored_outcome, run, self._journal))
-        if self._trace is not None:
-            self._trace.result(run.record())
-        del self._tasks[node]
-        self._start(self._scheduler.finish(node))
+        await self._settle_and_conclude(node, result, error)
 
     # -- two-phase tools: prepare (may run on draft tokens), then commit or abort --
 
@@ -250,15 +245,15 @@ class AsyncRuntime:
         if phase == COMMIT:
             kwargs["idempotency_key"] = run.dispatch.commit_key
         if inspect.iscoroutinefunction(fn):
-            work: asyncio.Future[Any] = asyncio.ensure_future(fn(*args, **kwargs))
+            work: asyncio.Future[Any] = asyncio.ensure_future(_carried(fn(*args, **kwargs)))
         else:
-            work = asyncio.ensure_future(self._in_thread(lambda: fn(*args, **kwargs)))
+            work = asyncio.ensure_future(_carried(self._in_thread(lambda: fn(*args, **kwargs))))
         if run.dispatch.timeout is None:
-            return await asyncio.shield(work)
+            return _unwrapped(await asyncio.shield(work))
         deadline = asyncio.timeout(run.dispatch.timeout)
         try:
             async with deadline:
-                return await asyncio.shield(work)
+                return _unwrapped(await asyncio.shield(work))
         except TimeoutError:
             if not deadline.expired():
                 raise
@@ -272,7 +267,11 @@ class AsyncRuntime:
             return
         failure = done.exception()
         if failure is None:
-            run.prepared = done.result()
+            outcome = done.result()
+            if isinstance(outcome, _Raised):
+                failure = outcome.exc
+            else:
+                run.prepared = outcome
         self._loop.create_task(self._journal_late_prepare(run, failure))
 
     async def _journal_late_prepare(self, run: CallRun, failure: BaseException | None) -> None:
@@ -309,11 +308,14 @@ class AsyncRuntime:
         run: CallRun = node.owner
         run.settled = True
         run.result, run.error, run.finished = result, error, self.clock()
-        await asyncio.shield(self._in_thread(stored_outcome, run, self._journal))
-        if self._trace is not None:
-            self._trace.result(run.record())
-        del self._tasks[node]
-        self._start(self._scheduler.finish(node))
+        try:
+            # Shielded: the outcome is journaled even if this task is cancelled meanwhile.
+            await asyncio.shield(self._in_thread(stored_outcome, run, self._journal))
+            if self._trace is not None:
+                self._trace.result(run.record())
+        finally:  # whatever escaped, the call ends: later calls and finish() never wait on it forever
+            del self._tasks[node]
+            self._start(self._scheduler.finish(node))
 
     async def _invoke(self, node: Node, run: CallRun) -> Any:
         invocation = run.invocation
@@ -325,20 +327,36 @@ class AsyncRuntime:
                 if run.dispatch.timeout is None:
                     result = await self._call(invocation, run)
                 else:
-                    deadline = asyncio.timeout(run.dispatch.timeout)
-                    try:
-                        async with deadline:
-                            result = await self._call(invocation, run)
-                    except TimeoutError:
-                        if deadline.expired():
-                            raise _TimedOut from None  # inert's deadline; a tool's own TimeoutError is its error
-                        raise
+                    result = await self._call_by(run.dispatch.timeout, invocation, run)
             except (_TimedOut, asyncio.CancelledError):
                 if not invocation.is_async:
                     self._pool.abandon_one()  # its thread is still in the tool; the others keep their capacity
                 raise
             span.result = result
         return result
+
+    async def _call_by(self, timeout: float, invocation: Invocation, run: CallRun) -> Any:
+        """``_call`` under inert's deadline. The tool runs in a task of its own, so a tool
+        that ignores the cancel still times out when the deadline passes: it is asked to
+        stop and left to finish alone (as a thread that outlives its deadline is), its
+        result dropped. Cancelled from outside (its block rejected), it is asked to stop
+        and awaited until it does, up to the same deadline."""
+        work = asyncio.ensure_future(_carried(self._call(invocation, run)))
+        deadline = asyncio.timeout(timeout)
+        try:
+            async with deadline:
+                return _unwrapped(await asyncio.shield(work))
+        except TimeoutError:
+            if deadline.expired():
+                work.cancel()
+                raise _TimedOut from None  # inert's deadline; a tool's own TimeoutError is its error
+            raise
+        except asyncio.CancelledError:
+            work.cancel()
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout_at(deadline.when()):
+                    await _settled(work)
+            raise
 
     async def _call(self, invocation: Invocation, run: CallRun) -> Any:
         current = run.current()
@@ -349,6 +367,29 @@ class AsyncRuntime:
         if inspect.isawaitable(result):
             result = await result
         return result
+
+
+@dataclass(frozen=True)
+class _Raised:
+    """A KeyboardInterrupt or SystemExit from a tool, carried out of the task that ran it:
+    asyncio re-raises those two out of the event loop from any task that ends with one."""
+
+    exc: BaseException
+
+
+async def _carried(work: Awaitable[T]) -> T | _Raised:
+    """``work``'s result, or what it raised among the two exceptions asyncio lets escape."""
+    try:
+        return await work
+    except (KeyboardInterrupt, SystemExit) as exc:
+        return _Raised(exc)
+
+
+def _unwrapped(outcome: T | _Raised) -> T:
+    """Raises what ``_carried`` carried, in the task that awaits it (which records it)."""
+    if isinstance(outcome, _Raised):
+        raise outcome.exc
+    return outcome
 
 
 async def _settled(future: asyncio.Future[Any]) -> None:

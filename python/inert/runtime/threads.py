@@ -344,15 +344,17 @@ class ThreadRuntime:
         """Journals the settled outcome, then lets later calls go; returns one of them for
         the calling worker to run itself (the others go to the pool)."""
         run: CallRun = node.owner
-        stored_outcome(run, self._journal)
-        if self._trace is not None:
-            self._trace.result(run.record())
-        with self._lock:
-            ready = self._scheduler.finish(node)
-            self._start(ready[1:])
-            if ready:
-                ready[0].owner.home._launch(ready[0])
-            self._notify_if_idle()
+        try:
+            stored_outcome(run, self._journal)
+            if self._trace is not None:
+                self._trace.result(run.record())
+        finally:  # whatever escaped, the call ends: later calls and finish() never wait on it forever
+            with self._lock:
+                ready = self._scheduler.finish(node)
+                self._start(ready[1:])
+                if ready:
+                    ready[0].owner.home._launch(ready[0])
+                self._notify_if_idle()
         return ready[0] if ready else None
 
     def _notify_if_idle(self) -> None:
