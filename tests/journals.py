@@ -21,20 +21,21 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn, TypeVar
 
 import pytest
 
 import inert
 
 ADMIN_ENV = "INERT_TEST_POSTGRES_DSN"
+J = TypeVar("J")
 
 
 def postgres_required() -> bool:
     return os.environ.get("INERT_REQUIRE_POSTGRES") == "1" or os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 
 
-def _unavailable(reason: str) -> None:
+def _unavailable(reason: str) -> NoReturn:
     if postgres_required():
         pytest.fail(f"PostgreSQL is required under CI and {reason}", pytrace=False)
     pytest.skip(f"no PostgreSQL for the journal tests: {reason} "
@@ -137,7 +138,7 @@ class Backend:
 def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
     opened: list[Any] = []
 
-    def track(journal: Any) -> Any:
+    def track(journal: J) -> J:
         opened.append(journal)
         return journal
 

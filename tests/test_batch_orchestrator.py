@@ -146,8 +146,12 @@ def test_the_same_tokens_in_two_conversations_are_two_calls(tmp_path: Any) -> No
     own turn keys both write, with one durable journal; neither replays the other."""
     path = tmp_path / "j.sqlite"
     ran: list[int] = []
-    with inert.BatchOrchestrator({"save": "write"}, {"save": lambda n: ran.append(n) or n}, vocab=VOCAB,
-                                 journal=path) as batch:
+
+    def save(n: int) -> int:
+        ran.append(n)
+        return n
+
+    with inert.BatchOrchestrator({"save": "write"}, {"save": save}, vocab=VOCAB, journal=path) as batch:
         for seq in (1, 2):
             batch.add(seq, f"conversation-{seq}")
         text = block("save", n=5).encode()

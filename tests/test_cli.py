@@ -107,7 +107,7 @@ AGENT = ("[agents.a]\ntranscript = '''<tool_call>{\"name\": \"get\", \"arguments
 
 WRITE = AGENT.replace('"read"', '"write"')
 
-BAD_WORKLOADS = {
+BAD_WORKLOADS: dict[str, tuple[str | bytes, str]] = {
     "toml-syntax": ("[models.m\nalpha = 0.8\n", "not valid TOML"),
     "not-utf8": (b"[models.m]\nalpha = 0.8 # \xff\xfe\n", "UTF-8"),
     "unknown-kind": (MODEL + AGENT.replace('"read"', '"teleport"'), "agents.a.tools.get.kind"),

@@ -37,7 +37,7 @@ def test_a_journal_damaged_by_hand_is_a_journal_error(tmp_path: Path, column: st
     orch.finish()
     table = "outcomes" if column == "result" else "intents"
     with sqlite3.connect(path) as db:
-        db.execute(f"UPDATE {table} SET {column} = ?", (value,))  # noqa: S608 - the test's own names
+        db.execute(f"UPDATE {table} SET {column} = ?", (value,))
     db.close()
     with pytest.raises(inert.JournalError, match=f"stored {column} of ck1-.* is damaged"):
         inert.SqliteJournal(path).entries()

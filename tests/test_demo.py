@@ -14,15 +14,15 @@ from typing import Any
 import pytest
 
 from inert.cli import main
-from inert.demo import SLIP, demo_ok, run_demo, run_policy, two_phase_ok
+from inert.demo import SLIP, DemoRun, demo_ok, run_demo, run_policy, two_phase_ok
 
 
 @pytest.fixture(scope="module")
-def runs() -> list:
+def runs() -> list[DemoRun]:
     return run_demo()
 
 
-def test_unsafe_run_diverges_the_way_the_incident_did(runs: list) -> None:
+def test_unsafe_run_diverges_the_way_the_incident_did(runs: list[DemoRun]) -> None:
     unsafe = runs[0]
     assert "reprots/q3" in unsafe.rows, "the misspelled resource persists"
     kinds = sorted(v.kind for v in unsafe.report.violations)
@@ -34,7 +34,7 @@ def test_unsafe_run_diverges_the_way_the_incident_did(runs: list) -> None:
     assert unsafe.unexplained == [] and len(unsafe.divergences) == 2
 
 
-def test_inert_run_matches_the_accepted_stream(runs: list) -> None:
+def test_inert_run_matches_the_accepted_stream(runs: list[DemoRun]) -> None:
     safe = runs[1]
     assert safe.report.violations == [] and safe.divergences == []
     assert safe.rows == {"reports/q1": "Q1 revenue flat", "reports/q3": "Q3 revenue up 4%"}
@@ -81,7 +81,7 @@ class _SlowDecoding:
             finally:
                 landed.set()
 
-        base = demo.Orchestrator
+        base = demo.Orchestrator  # type: ignore[attr-defined]  # demo's own name (not exported), which is patched
 
         class SlowOrchestrator(base):  # type: ignore[misc, valid-type]
             verified = False
@@ -149,7 +149,7 @@ TWO_PHASE_OPS = [
 ]
 
 
-def test_two_phase_create_prepares_on_the_draft_and_commits_only_the_accepted_name(runs: list) -> None:
+def test_two_phase_create_prepares_on_the_draft_and_commits_only_the_accepted_name(runs: list[DemoRun]) -> None:
     staged = runs[2]
     assert (staged.policy, staged.two_phase) == ("read_eager", True)
     assert [(o["op"], o["name"]) for o in staged.operations] == TWO_PHASE_OPS, (
@@ -196,9 +196,9 @@ def _commit_on_close(monkeypatch: pytest.MonkeyPatch) -> None:
     as its prepare returns, before the verifier has judged its block (and commits the draft's
     name). The decode loop waits for each commit before it looks, so the order is fixed."""
     from inert import demo
-    from inert.runtime import threads
+    from inert.runtime import CallRun, threads  # threads.CallRun is this class, imported, not exported
 
-    class AcceptedFromTheStart(threads.CallRun):
+    class AcceptedFromTheStart(CallRun):
         def __init__(self, dispatch: Any, invocation: Any) -> None:
             super().__init__(dispatch, invocation)
             self.confirmed = dispatch.two_phase

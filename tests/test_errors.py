@@ -137,7 +137,7 @@ def test_orchestrator_mistakes_leave_state() -> None:
     with pytest.raises(inert.VerifyError):
         orch.verify(2)
     with pytest.raises(inert.PieceTypeError):
-        orch.draft([object()])
+        orch.draft([object()])  # type: ignore[list-item]  # not a token, on purpose
     assert snapshot(orch.stream) == before
     assert orch.verify(1).dispatched[0].name == "f"
     assert len(orch.finish().results) == 1
@@ -159,6 +159,6 @@ def test_token_ids_past_the_addressable_range() -> None:
 
 def test_bad_vocab_entries() -> None:
     with pytest.raises(inert.VocabularyError, match="vocab\\[2\\]"):
-        inert.TokenStream(vocab={2: 5})
+        inert.TokenStream(vocab={2: 5})  # type: ignore[dict-item]  # an int for a token's text, on purpose
     with pytest.raises(inert.VocabularyError, match="empty text"):
         inert.TokenStream(special_tokens={7: ""})

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 import inert
-from tools import closed
+from tools import as_call, as_calls, closed
 
 NINETEEN = ["hermes", "qwen3_coder", "llama3_json", "pythonic", "mistral", "deepseek_v3", "deepseek_v31",
             "deepseek_v32", "kimi_k2", "glm45", "glm47", "openai", "granite", "internlm", "jamba", "xlam",
@@ -26,14 +26,14 @@ def test_unknown_format_lists_every_known_one() -> None:
 
 QWEN = ("<tool_call>\n<function=book>\n<parameter=nights>\n3\n</parameter>\n<parameter=city>\nOslo\n</parameter>\n"
         "</function>\n</tool_call>")
-OPENAI_TOOLS = [{"type": "function", "function": {"name": "book", "parameters": {
+OPENAI_TOOLS: list[dict[str, Any]] = [{"type": "function", "function": {"name": "book", "parameters": {
     "type": "object", "properties": {"nights": {"type": "integer"}, "city": {"type": "string"}}}}}]
 
 
 def test_schemas_type_raw_values() -> None:
-    assert inert.parse(QWEN, "qwen3_coder")[0].arguments == {"nights": "3", "city": "Oslo"}
+    assert as_call(inert.parse(QWEN, "qwen3_coder")[0]).arguments == {"nights": "3", "city": "Oslo"}
     schemas = {"book": OPENAI_TOOLS[0]["function"]["parameters"]}
-    assert inert.parse(QWEN, "qwen3_coder", schemas=schemas)[0].arguments == {"nights": 3, "city": "Oslo"}
+    assert as_call(inert.parse(QWEN, "qwen3_coder", schemas=schemas)[0]).arguments == {"nights": 3, "city": "Oslo"}
 
 
 def test_orchestrator_takes_schemas_from_an_openai_tool_list() -> None:
@@ -82,7 +82,7 @@ def test_end_of_turn_confirms_a_structural_block() -> None:
 def test_call_ids() -> None:
     kimi = ("<|tool_calls_section_begin|><|tool_call_begin|>functions.f:3<|tool_call_argument_begin|>{}"
             "<|tool_call_end|><|tool_calls_section_end|>")
-    assert inert.parse(kimi, "kimi_k2")[0].call_id == "functions.f:3"
+    assert as_call(inert.parse(kimi, "kimi_k2")[0]).call_id == "functions.f:3"
 
 
 def test_special_token_ids_of_other_formats() -> None:
@@ -106,7 +106,7 @@ CUSTOM = {
 
 def test_custom_format() -> None:
     text = 'Hi <<call>>{"name": "f", "arguments": {"s": "<</call>>"}}<</call>> bye'
-    assert [(c.name, c.arguments) for c in inert.parse(text, CUSTOM)] == [("f", {"s": "<</call>>"})]
+    assert [(c.name, c.arguments) for c in as_calls(inert.parse(text, CUSTOM))] == [("f", {"s": "<</call>>"})]
     orch = inert.Orchestrator({}, {"f": lambda s: s}, format=CUSTOM)
     orch.draft([text[:9], text[9:]])
     orch.verify(2)
@@ -116,7 +116,7 @@ def test_custom_format() -> None:
 
 def test_custom_format_with_a_separator_body() -> None:
     spec = {"name": "sep", "call_open": ["<c>"], "call_close": ["</c>"], "body": "name_sep_json", "sep": "|"}
-    assert inert.parse('<c>f|{"a": 1}</c>', spec)[0].arguments == {"a": 1}
+    assert as_call(inert.parse('<c>f|{"a": 1}</c>', spec)[0]).arguments == {"a": 1}
 
 
 @pytest.mark.parametrize(("spec", "words"), [
@@ -141,11 +141,13 @@ THINKING = "<think>maybe <tool_call>{\"name\": \"rm\"}</tool_call></think><tool_
 
 
 def test_reasoning_sections_hold_thoughts_not_calls() -> None:
-    assert [c.name for c in inert.parse(THINKING)] == ["ls"]
-    assert [c.name for c in inert.parse(THINKING, reasoning=None)] == ["rm", "ls"]
-    assert [c.name for c in inert.parse(THINKING, reasoning=["<reflect>", "</reflect>"])] == ["rm", "ls"]
+    assert [c.name for c in as_calls(inert.parse(THINKING))] == ["ls"]
+    assert [c.name for c in as_calls(inert.parse(THINKING, reasoning=None))] == ["rm", "ls"]
+    # a list for the documented (open, close) tuple, as this test has always passed it
+    other = inert.parse(THINKING, reasoning=["<reflect>", "</reflect>"])  # type: ignore[arg-type]
+    assert [c.name for c in as_calls(other)] == ["rm", "ls"]
     opened = THINKING.removeprefix("<think>")
-    assert [c.name for c in inert.parse(opened, in_reasoning=True)] == ["ls"]
+    assert [c.name for c in as_calls(inert.parse(opened, in_reasoning=True))] == ["ls"]
     orch = inert.Orchestrator({}, {"rm": lambda: "gone", "ls": lambda: "repos"}, format="hermes")
     orch.draft([THINKING])
     orch.verify(1)
@@ -168,7 +170,7 @@ def test_a_reasoning_closer_that_closed_nothing_is_a_notice() -> None:
     match notice:
         case inert.ReasoningUnopened(start, end):
             assert (start, end) == (1, 2)
-    assert inert.parse(text, in_reasoning=True)[0].name == "ls"
+    assert as_call(inert.parse(text, in_reasoning=True)[0]).name == "ls"
 
 
 def test_a_kimi_section_token_ends_reasoning_its_spelling_does_not() -> None:
@@ -194,15 +196,15 @@ def test_a_special_closer_makes_its_spelling_inside_a_value_code() -> None:
 def test_custom_formats_widen_names_and_choose_reasoning() -> None:
     spec = {**CUSTOM, "name_chars": "/", "reasoning": ["<scratch>", "</scratch>"]}
     text = '<scratch><<call>>{"name": "x"}<</call>></scratch><<call>>{"name": "fs/read"}<</call>>'
-    assert [c.name for c in inert.parse(text, spec)] == ["fs/read"]
+    assert [c.name for c in as_calls(inert.parse(text, spec))] == ["fs/read"]
     found = inert.parse(text, CUSTOM)
-    assert [c.kind if isinstance(c, inert.Malformed) else c.name for c in found] == ["x", "invalid_name"]
+    assert [c.kind if isinstance(c, inert.Malformed) else as_call(c).name for c in found] == ["x", "invalid_name"]
     kimi_like = {"name": "k", "section_open": ["<s>"], "section_close": ["</s>"], "call_open": ["<c>"],
                  "call_close": ["</c>"], "body": "id_sep_json", "sep": "|", "calls_end_reasoning": True}
-    assert inert.parse('<s><c>functions.f:0|{"a": 1}</c></s>', kimi_like)[0].call_id == "functions.f:0"
+    assert as_call(inert.parse('<s><c>functions.f:0|{"a": 1}</c></s>', kimi_like)[0]).call_id == "functions.f:0"
     armed = {"name": "a", "anchor": {"arm": ["CALL:"], "starts": "[", "at_start": False}, "body": "json_objects"}
     assert inert.parse('[{"name": "f"}]', armed) == []
-    assert inert.parse('CALL: [{"name": "f"}]', armed)[0].name == "f"
+    assert as_call(inert.parse('CALL: [{"name": "f"}]', armed)[0]).name == "f"
     with pytest.raises(inert.FormatSpecError, match="name_chars"):
         inert.TokenStream({**CUSTOM, "name_chars": " "})
 

@@ -63,7 +63,7 @@ def expected(calls: Calls) -> list[tuple[str, str]]:
     return [(n, normalise(a)) for n, a in calls]
 
 
-def got(parsed: list[inert.Call | inert.Malformed]) -> list[tuple[str | None, str]]:
+def got(parsed: list[inert.Call | inert.Malformed | inert.ReasoningUnopened]) -> list[tuple[str | None, str]]:
     calls = [p for p in parsed if isinstance(p, inert.Call)]
     assert len(calls) == len(parsed), [p for p in parsed if isinstance(p, inert.Malformed)]
     return [(p.name, normalise(p.arguments)) for p in calls]

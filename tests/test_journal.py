@@ -33,7 +33,12 @@ def test_sqlite_journal_is_wal_and_full_sync(tmp_path: Path) -> None:
 def test_same_key_after_restart_returns_the_recorded_outcome(tmp_path: Path) -> None:
     path = tmp_path / "j.sqlite"
     runs: list[int] = []
-    tools = {"charge": lambda amount: runs.append(amount) or f"charged {amount}"}
+
+    def charge(amount: int) -> str:
+        runs.append(amount)
+        return f"charged {amount}"
+
+    tools = {"charge": charge}
     first = turn(path, tools, {"charge": "write"}, [block("charge", amount=5)])
     second = turn(path, tools, {"charge": "write"}, [block("charge", amount=5)])  # a new process, same turn
     assert runs == [5], "the write ran once"

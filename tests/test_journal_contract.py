@@ -57,7 +57,12 @@ def test_a_key_journaled_once_returns_its_outcome_to_every_later_worker(backend:
 
 def test_a_tool_runs_once_across_turns_and_restarts(backend: Backend) -> None:
     runs: list[int] = []
-    tools = {"charge": lambda amount: runs.append(amount) or f"charged {amount}"}
+
+    def charge(amount: int) -> str:
+        runs.append(amount)
+        return f"charged {amount}"
+
+    tools = {"charge": charge}
     first = turn(backend.name, tools, {"charge": "write"}, [block("charge", amount=5)])
     second = turn(backend.name, tools, {"charge": "write"}, [block("charge", amount=5)])
     assert runs == [5]
@@ -114,8 +119,12 @@ def test_an_idempotent_call_whose_holder_died_runs_again_with_the_same_key(backe
     assert holder.begin(record(key, "put", "idempotent", n=1), "t1") is None
     backend.abandon(holder)
     keys: list[str] = []
-    report = turn(backend.name, {"put": lambda n, idempotency_key: keys.append(idempotency_key) or "put"},
-                  {"put": "idempotent"}, [block("put", n=1)])
+
+    def put(n: int, idempotency_key: str) -> str:
+        keys.append(idempotency_key)
+        return "put"
+
+    report = turn(backend.name, {"put": put}, {"put": "idempotent"}, [block("put", n=1)])
     assert keys == [key] and report.results[0].error is None and report.results[0].result == "put"
     rec = inert.recover(backend.name)
     assert rec.in_doubt == [] and [e.status for e in rec.completed] == ["ok"]

@@ -12,6 +12,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from functools import partial
 from typing import Any
 
 import pytest
@@ -265,7 +266,7 @@ def test_a_worker_journals_its_concurrent_calls_on_at_most_pool_size_connections
             assert j.begin(r, "t1") is None
             j.complete(r, "ok")
 
-    runs = [in_thread(lambda t=t: calls(t)) for t in range(6)]
+    runs = [in_thread(partial(calls, t)) for t in range(6)]
     for t, out in runs:
         t.join(30)
         assert "error" not in out, out.get("error")

@@ -14,13 +14,14 @@ from speculation import AcceptanceWatch, Decoder, tokenizations, transcripts
 EFFECTS = {"lookup": "read_only", "save": "write", "put": "idempotent"}  # "nope" is unknown: a write
 
 
-def one_shot(text: bytes) -> list[inert.Call | inert.Malformed]:
+def one_shot(text: bytes) -> list[inert.Call | inert.Malformed | inert.ReasoningUnopened]:
     return inert.parse(text)
 
 
-def view(item: inert.Call | inert.Malformed) -> tuple[Any, ...]:
+def view(item: inert.Call | inert.Malformed | inert.ReasoningUnopened) -> tuple[Any, ...]:
     if isinstance(item, inert.Call):
         return ("call", item.name, item.arguments, item.raw_arguments)
+    assert isinstance(item, inert.Malformed), item
     return ("malformed", item.kind, item.offset, item.reason)
 
 
@@ -81,7 +82,8 @@ def test_writes_wait_for_acceptance_and_results_match_the_accepted_text(data: st
     keys = [r.commit_key for r in report.results] + [m.commit_key for m in report.malformed]
     assert len(set(keys)) == len(keys), "every block has its own key"
     by_end: dict[int, set[str]] = {}
-    for item in [*report.results, *report.malformed]:
+    items: list[inert.CallResult | inert.Malformed] = [*report.results, *report.malformed]
+    for item in items:
         by_end.setdefault(item.span[1], set()).add(item.commit_key)
     for end, ended_here in by_end.items():
         assert ended_here == {inert.commit_key("turn-p", decoder.accepted[:end], i) for i in range(len(ended_here))}

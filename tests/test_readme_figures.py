@@ -64,9 +64,9 @@ def test_the_simulation_figures_in_the_readme_are_what_its_command_prints(
               f"{research['8b-h100 / research', 'defer']:.1f} and {research['70b / research', 'defer']:.1f}")
     assert quoted in text
 
-    saved = {(s["workload"], s["policy"]): s["saved_p50"] * 1e3 for s in out["summaries"]}
-    two_phase = (f"`read_eager` saves {saved['8b-h100 / payments', 'read_eager']:.1f} ms a turn on `payments` against "
-                 f"`end_of_turn` where `defer` saves {saved['8b-h100 / payments', 'defer']:.1f}")
+    saving = {(s["workload"], s["policy"]): s["saved_p50"] * 1e3 for s in out["summaries"]}
+    two_phase = (f"`read_eager` saves {saving['8b-h100 / payments', 'read_eager']:.1f} ms a turn on `payments` against "
+                 f"`end_of_turn` where `defer` saves {saving['8b-h100 / payments', 'defer']:.1f}")
     assert two_phase in text
     safe = [s[k] for s in out["summaries"] for k in ("orphans", "stale_reads", "diverged")
             if s["policy"] != "eager_unsafe" and s["workload"].endswith(("/ payments", "/ coding-staged"))]

@@ -38,7 +38,7 @@ def streamed(fmt: str, pieces: list[bytes], **kw: Any) -> list[inert.Outcome]:
 
 
 def items(found: list[Any]) -> list[tuple[str, str]]:
-    out = []
+    out: list[tuple[str, str]] = []
     for f in found:
         if isinstance(f, inert.Malformed):
             out.append(("malformed", f.kind))
@@ -132,7 +132,7 @@ def test_broken_siblings_keep_the_valid_calls_each_with_its_own_key(fmt: str, da
     texts, want = [], []
     for e in elements:
         if isinstance(e[1], dict):
-            n, a = e
+            n, a = e[0], e[1]
             texts.append(f"{n}(" + ", ".join(f"{k}={py(v)}" for k, v in a.items()) + ")" if fmt == "pythonic"
                          else json.dumps({"name": n, "arguments": a}))
             want.append((n, json.dumps(a, sort_keys=True)))

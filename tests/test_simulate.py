@@ -6,6 +6,7 @@ import json
 import math
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -104,7 +105,9 @@ def test_no_call_starts_more_than_one_verify_step_ahead_of_its_acceptance() -> N
                     played = play_turn(w, "read_eager", seed)
                     started = {r.commit_key: r.started for r in played.report.dispatch_log if not r.discarded}
                     for key, at in played.accepted_at.items():
-                        lead = at - started[key]
+                        start = started[key]
+                        assert start is not None, key
+                        lead = at - start
                         assert lead <= step + 1e-9, (name, agent, k, seed, lead, step)
                     assert played.outcome.lead <= played.outcome.ahead * step + 1e-9
 
@@ -206,7 +209,7 @@ class _Figures:
         self.saved: list[Figure] = []
         save = Figure.savefig
 
-        def keep(fig: Figure, *args: object, **kwargs: object) -> None:
+        def keep(fig: Figure, *args: Any, **kwargs: Any) -> None:
             self.saved.append(fig)
             save(fig, *args, **kwargs)
 
@@ -219,7 +222,7 @@ def test_plot_honours_seeds_and_shows_each_policy_and_each_corruption_apart(
     from inert.simulate import plot
 
     seen: list[object] = []
-    sweep = plot.alpha_sweep
+    sweep = plot.alpha_sweep  # type: ignore[attr-defined]  # plot's own name (not exported), which is patched
 
     def spy(workload: object, alphas: object, seeds: int = 50) -> object:
         seen.append(seeds)
@@ -283,6 +286,8 @@ def test_depth_sweep_json_and_table(capsys: pytest.CaptureFixture[str]) -> None:
 def test_depth_plot_draws_each_drafter_and_its_verify_step(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
                                                            capsys: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("matplotlib", reason="the optional plot extra (matplotlib) is not installed")
+    import numpy as np  # matplotlib's own dependency
+
     figures = _Figures(monkeypatch)
     png = tmp_path / "depth.png"
     assert main(["simulate", "--depths", "4,8", "--seeds", "2", "--plot", str(png), "--json"]) == 0
@@ -290,8 +295,10 @@ def test_depth_plot_draws_each_drafter_and_its_verify_step(monkeypatch: pytest.M
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     (fig,) = figures.saved
     top = fig.axes[0]
-    saved = {line.get_label(): list(line.get_ydata()) for line in top.get_lines() if line.get_linestyle() == "-"}
-    drawn = {p["drafter"]: [] for p in points if p["agent"] == DEPTH_AGENTS[0]}
+    # get_ydata is typed ArrayLike; a plotted line holds an ndarray, which asarray returns as it is
+    saved = {line.get_label(): list(np.asarray(line.get_ydata()))
+             for line in top.get_lines() if line.get_linestyle() == "-"}
+    drawn: dict[str, list[float]] = {p["drafter"]: [] for p in points if p["agent"] == DEPTH_AGENTS[0]}
     for p in points:
         if p["agent"] == DEPTH_AGENTS[0]:
             drawn[p["drafter"]].append(p["saved_p50"] * 1e3)

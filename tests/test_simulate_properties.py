@@ -122,6 +122,6 @@ def test_a_prepare_on_a_rejected_draft_holds_the_corrected_call() -> None:
     corrected = next(r for r in eager.report.dispatch_log
                      if not r.discarded and r.name == "pay_invoice" and r.arguments["invoice"] == "INV-1042")
     assert corrected.started == slipped.finished, "the corrected payment started when the slipped one returned"
-    assert corrected.started > eager.accepted_at[corrected.commit_key] + 0.5
+    assert corrected.started is not None and corrected.started > eager.accepted_at[corrected.commit_key] + 0.5
     assert held_by_a_call_it_does_not_conflict_with(eager.report)
     assert not held_by_a_call_it_does_not_conflict_with(defer.report)

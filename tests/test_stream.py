@@ -83,7 +83,7 @@ def test_closer_retracted_block_closes_again_under_the_same_block() -> None:
     s = inert.TokenStream()
     (first,) = closed(s.draft(['<tool_call>{"name": "f"}', "</tool_call>"]))
     out = s.verify(1)
-    assert kinds(out) == ["call_retracted"] and out[0].call is first
+    assert kinds(out) == ["call_retracted"] and isinstance(out[0], inert.CallRetracted) and out[0].call is first
     (again,) = closed(s.draft(["</tool_call>"]))
     assert again.block == first.block and again is not first
 
@@ -110,6 +110,7 @@ def test_unterminated_block_is_malformed_at_finish() -> None:
     s.verify(1)
     out = s.finish()
     assert kinds(out) == ["block_malformed"]
+    assert isinstance(out[0], inert.BlockMalformed)
     assert out[0].malformed.kind == "unterminated"
     assert out[0].malformed.commit_key == inert.commit_key("", ['<tool_call>{"name": "f"'])
     assert s.finished
@@ -129,11 +130,11 @@ def test_a_structural_block_keeps_its_key_whatever_confirms_it() -> None:
     s = inert.TokenStream("llama3_json", "t")
     out = s.draft([*call, " x"]) + s.verify(2, " ") + s.finish()
     assert kinds(out) == ["call_closed", "call_committed"]
-    assert [o.call.commit_key for o in out] == [key, key]
+    assert [o.call.commit_key for o in out if not isinstance(o, inert.BlockMalformed)] == [key, key]
     s = inert.TokenStream("llama3_json", "t")
     out = s.draft(call) + s.verify(2) + s.draft([" x"]) + s.verify(0) + s.finish()
     assert kinds(out) == ["call_closed", "call_committed"], "the end of the turn confirms it"
-    assert out[1].call.commit_key == key
+    assert isinstance(out[1], inert.CallCommitted) and out[1].call.commit_key == key
 
 
 def test_formats_and_parse() -> None:

@@ -42,8 +42,10 @@ OPENERS = {
 CLOSERS = ["</tool_call>", "<|tool_call_end|>", "<|tool_calls_section_end|>", "<｜tool▁call▁end｜>",
            "<｜tool▁calls▁end｜>", "<|call|>", "<|action_end|>", "</tool_calls>", "<|/tool_call|>",
            "</minimax:tool_call>", "</｜DSML｜function_calls>", "<|tool_call_begin|>", "<|tool_call_argument_begin|>",
-           "<｜tool▁sep｜>", "[ARGS]", "<|plugin|>"]
-"""More spellings that models send as special tokens."""
+           "<｜tool▁sep｜>", "[ARGS]", "<|plugin|>", "</invoke>", "</｜DSML｜invoke>", "</function_calls>"]
+"""More spellings that models send as special tokens. Every call closer is here: a vocabulary
+entry that spells one is its special token, and then the closer spelled inside a longer
+ordinary token is text (code in a value), so a closer is always cut out as a token of its own."""
 
 @dataclass
 class Streamed:

@@ -293,7 +293,7 @@ def test_mistral_call_arrays_stream_like_call_objects() -> None:
     rs = steps("mistral", [text[:cut], text[cut:]])
     assert [d["function"].get("name") for d in rs[0][2]] == ["get", None]
     assert rs[0][2][1]["function"]["arguments"] == '{"city": "Pa'
-    args = {}
+    args: dict[int, str] = {}
     for d in (d for r in rs for d in r[2]):
         args[d["index"]] = args.get(d["index"], "") + d["function"]["arguments"]
     assert [json.loads(a) for a in args.values()] == [{"city": "Paris"}, {}]

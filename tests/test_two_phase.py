@@ -22,7 +22,7 @@ from speculation import Decoder, tokenizations
 from tools import block
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
-from two_phase_files import WriteFile
+from two_phase_files import WriteFile  # CI's mypy checks examples/ with the tests, so these are typed
 from two_phase_sqlite import Transfer, balances, create_bank
 
 
@@ -49,7 +49,8 @@ class Ledger:
             self.events.append(("commit", prepared))
             if sum(1 for e, a in self.events if e == "commit" and a == prepared) > self.accepting[key]:
                 self.problems.append(f"{key} committed before its block was accepted")
-        assert inert.current_call() is not None and inert.current_call().commit_key == idempotency_key
+        call = inert.current_call()
+        assert call is not None and call.commit_key == idempotency_key
         return "committed"
 
     def abort(self, prepared: dict[str, Any]) -> None:

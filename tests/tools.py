@@ -10,7 +10,7 @@ import os
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import pytest
@@ -87,20 +87,39 @@ def require(module: str, why: str) -> Any:
         pytest.skip(f"{module} is not installed ({why}): pip install -e '.[test]'")
 
 
-def closed(outcomes: list[inert.Outcome]) -> list[inert.Call]:
+def closed(outcomes: Sequence[inert.Outcome]) -> list[inert.Call]:
     """The calls that closed (speculatively), in order."""
     return [o.call for o in outcomes if isinstance(o, inert.CallClosed)]
 
 
-def committed(outcomes: list[inert.Outcome]) -> list[inert.Call]:
+def committed(outcomes: Sequence[inert.Outcome]) -> list[inert.Call]:
     """The calls that committed, in order."""
     return [o.call for o in outcomes if isinstance(o, inert.CallCommitted)]
 
 
-def malformed(outcomes: list[inert.Outcome]) -> list[inert.Malformed]:
+def malformed(outcomes: Sequence[inert.Outcome]) -> list[inert.Malformed]:
     """The malformed blocks reported, in order."""
     return [o.malformed for o in outcomes if isinstance(o, inert.BlockMalformed)]
 
 
-def kinds(outcomes: list[inert.Outcome]) -> list[str]:
+def call_outcomes(
+    outcomes: Sequence[inert.Outcome],
+) -> list[inert.CallClosed | inert.CallCommitted | inert.CallRetracted]:
+    """The outcomes, all of them calls': a malformed block among them fails the test."""
+    assert not malformed(outcomes), outcomes
+    return [o for o in outcomes if not isinstance(o, inert.BlockMalformed)]
+
+
+def kinds(outcomes: Sequence[inert.Outcome]) -> list[str]:
     return [o.kind for o in outcomes]
+
+
+def as_call(found: inert.Call | inert.Malformed | inert.ReasoningUnopened) -> inert.Call:
+    """An item of a one-shot parse that must be a call (anything else fails the test)."""
+    assert isinstance(found, inert.Call), found
+    return found
+
+
+def as_calls(found: Sequence[inert.Call | inert.Malformed | inert.ReasoningUnopened]) -> list[inert.Call]:
+    """The items of a one-shot parse, all of which must be calls."""
+    return [as_call(f) for f in found]

@@ -106,10 +106,10 @@ pub(super) fn text<'a>(obj: &'a Bound<'_, PyAny>, what: &str) -> Result<&'a str,
 /// long strings where an application has set `sys.set_int_max_str_digits`. The
 /// parser bounds such integers (`MAX_INTEGER_DIGITS`), so this is quick.
 fn big_int<'py>(py: Python<'py>, text: &str) -> PyResult<Option<Bound<'py, PyAny>>> {
-    let (negative, digits) = text.strip_prefix('-').map_or((false, text), |d| (true, d));
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+    if crate::scan::decimal_digits(text).is_none() {
         return Ok(None);
     }
+    let (negative, digits) = text.strip_prefix('-').map_or((false, text), |d| (true, d));
     let mut int = 0u64.into_pyobject(py)?.into_any();
     for chunk in digits.as_bytes().chunks(18) {
         // 18 ASCII digits parse into a u64, and 10^18 fits one.

@@ -11,7 +11,7 @@ mod matcher;
 mod scanner;
 pub mod spec;
 
-pub(crate) use body::{check_name, head_call, Flavor, PythonCalls, PythonFound, XmlArguments};
+pub(crate) use body::{check_name, decimal_digits, head_call, Flavor, PythonCalls, PythonFound, XmlArguments};
 pub use body::{Item, Schemas};
 pub use call::Call;
 pub use lexer::{InString, JsonStrings, StructStart, Syntax};

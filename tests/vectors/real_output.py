@@ -12,6 +12,7 @@ built here, never from inert's parser.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from render import ANCHORED, CLOSER, THINK, XML_FORMATS, param, reasoning, render, xml_call
@@ -182,7 +183,7 @@ def name_cases(fmt: str) -> list[dict[str, Any]]:
         if fmt == "kimi_k2":
             expect = [M("invalid_name"), C(TIME, "functions.get_time:1")]
         out.append(row(f"name_{slug}", fmt, text, expect))
-    good = [(n, {}) for n in GOOD_NAMES]
+    good: list[Call] = [(n, {}) for n in GOOD_NAMES]
     out.append(row("names_with_dash_dot_colon", fmt, render(fmt, good), calls(fmt, *good)))
     return out
 
@@ -262,7 +263,7 @@ def write(fmt: str, content: str) -> str:
 def xml_cases(fmt: str) -> list[dict[str, Any]]:
     if fmt not in XML_FORMATS:
         return []
-    wrote = lambda content: [C(("write_file", {"path": "fixture.py", "content": content}))]  # noqa: E731
+    wrote: Callable[[str], list[dict[str, Any]]] = lambda content: [C(("write_file", {"path": "fixture.py", "content": content}))]  # noqa: E731
     nested = 'doc = """\n' + render(fmt, [("write_file", {"path": "notes.txt", "content": "hello"})]) + '\n"""'
     given = "doc:\n" + param(fmt, "path", "other/path") + "end"
     unknown = "doc:\n" + param(fmt, "new_string", "print(1)") + "end"
@@ -284,7 +285,7 @@ def xml_cases(fmt: str) -> list[dict[str, Any]]:
         mid = f"Pass {tag} to select the rows."
         out.append(row("no_schema_opener_mid_line_is_text", fmt, write(fmt, mid), wrote(mid)))
     if fmt == "deepseek_v32":
-        dsml = lambda ps: xml_call(fmt, "f", ps)  # noqa: E731
+        dsml: Callable[[list[tuple[str, Any]]], str] = lambda ps: xml_call(fmt, "f", ps)  # noqa: E731
         out += [
             row("string_true_decoded_by_schema", fmt, dsml([("n", "42"), ("obj", '{"a": 1}')]),
                 [C(("f", {"n": 42, "obj": {"a": 1}}))], schemas=TYPED),
@@ -332,7 +333,7 @@ def layout_cases(fmt: str) -> list[dict[str, Any]]:
                 [C(WEATHER)], in_reasoning=True),
         ]
     if fmt == "internlm":
-        block = lambda c: f'<|action_start|> <|plugin|>\n{json.dumps({"name": c[0], "parameters": c[1]})}\n<|action_end|>'  # noqa: E731
+        block: Callable[[Call], str] = lambda c: f'<|action_start|> <|plugin|>\n{json.dumps({"name": c[0], "parameters": c[1]})}\n<|action_end|>'  # noqa: E731
         return [row("intern_s1_spaced_tokens", fmt, block(WEATHER) + "\n" + block(TIME), [C(WEATHER), C(TIME)])]
     if fmt in SECTIONED:
         section = {

@@ -13,6 +13,7 @@ mod values;
 mod xml;
 mod xml_stream;
 
+pub(crate) use numbers::decimal_digits;
 pub(crate) use pythonic_stream::{PythonCalls, PythonFound};
 pub use schema::Schemas;
 pub(crate) use xml::Flavor;
