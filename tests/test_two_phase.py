@@ -168,6 +168,32 @@ def test_recovery_lists_a_prepare_never_committed_or_aborted() -> None:
     assert recovery.in_doubt == [] and recovery.completed == []
 
 
+class _StuckCleanup:
+    """Stages, and then cannot clean up: its abort raises."""
+
+    def prepare(self, i: int) -> str:
+        return "staged"
+
+    def commit(self, prepared: str, *, idempotency_key: str) -> str:
+        return "done"
+
+    def abort(self, prepared: str) -> None:
+        raise RuntimeError("cleanup failed: the staged file is still on disk")
+
+
+def test_recovery_lists_a_prepare_whose_abort_failed(tmp_path: Path) -> None:
+    """Found by a helper: an abort that raised counted as done, so recovery hid staged state
+    that was never cleaned up."""
+    path = tmp_path / "j.sqlite"
+    orch = inert.Orchestrator({"t": "write"}, {"t": _StuckCleanup()}, turn_key="tk", journal=path)
+    orch.draft([block("t", i=1)])
+    orch.verify(0, correction="x")  # rejected: it was prepared, so it aborts
+    report = orch.finish(strict=False)
+    assert report.results == [] or "cleanup failed" in str(report.results[0].error)
+    (prepared,) = inert.recover(path).prepared
+    assert "/prepare/" in prepared.commit_key
+
+
 def test_a_prepare_past_its_deadline_is_aborted_when_it_returns() -> None:
     release = threading.Event()
     events: list[str] = []

@@ -7,7 +7,7 @@ import os
 from .phases import ABORT, COMMIT, PREPARE, split_phase
 from .postgres import read_postgres_journal
 from .postgres_connection import is_dsn
-from .protocol import Journal, JournalEntry, Recovery
+from .protocol import OK, Journal, JournalEntry, Recovery
 from .sqlite import read_sqlite_journal
 
 __all__ = ["recover"]
@@ -48,12 +48,13 @@ def recover(journal: Journal | str | os.PathLike[str]) -> Recovery:
 
 
 def _prepared_not_finished(entries: list[JournalEntry]) -> list[JournalEntry]:
-    """Prepare attempts of two-phase tools that neither a commit nor a completed abort
+    """Prepare attempts of two-phase tools that neither a commit nor a successful abort
     ended: their staged state may still be held (a prepare whose outcome is missing
-    may have staged, too). A key prepares again only after its previous attempt was
-    aborted or lost, so the commit belongs to the last attempt journaled before it."""
+    may have staged, too, and an abort that failed or timed out may have left it). A key
+    prepares again only after its previous attempt was aborted or lost, so the commit
+    belongs to the last attempt journaled before it."""
     aborted = {(k.commit_key, k.attempt) for e in entries
-               if (k := split_phase(e.commit_key)).phase == ABORT and e.status is not None}
+               if (k := split_phase(e.commit_key)).phase == ABORT and e.status == OK}
     committed_attempt: dict[str, str | None] = {}
     last_attempt: dict[str, str | None] = {}
     for e in entries:  # in intent order
