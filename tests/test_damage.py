@@ -102,3 +102,20 @@ def test_a_trace_that_cannot_be_written_is_said_so(tmp_path: Path) -> None:
     assert "No space left" in str(caught[0].message) and "incomplete" in str(caught[0].message)
     done = cli("demo", "--trace", str(full))
     assert done.returncode == 2 and "Traceback" not in done.stderr and "audit trail is incomplete" in done.stderr
+
+
+def test_simulate_json_stays_json_when_figures_overflow(tmp_path: Path) -> None:
+    """Latencies the workload check accepts (1e308 s) summed to infinity, and ``--json``
+    printed ``Infinity``, which no JSON reader takes."""
+    workloads = tmp_path / "w.toml"
+    workloads.write_text(
+        '[models.m]\nalpha = 0.5\nverify_s = 1e308\ndraft_s = 1e308\n[agents.a]\n'
+        "transcript = '''<tool_call>{\"name\": \"get\", \"arguments\": {\"key\": \"a\"}}</tool_call>'''\n"
+        '[agents.a.tools.get]\nkind = "read"\nmedian_s = 0.05\n[[workloads]]\nmodel = "m"\nagent = "a"\n')
+    done = cli("simulate", "--workloads", str(workloads), "--seeds", "2", "--json")
+    assert done.returncode == 0, done.stderr
+
+    def refuse(constant: str) -> None:
+        raise AssertionError(f"{constant} is no JSON")
+
+    assert json.loads(done.stdout, parse_constant=refuse)["summaries"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 import textwrap
@@ -261,7 +262,7 @@ def _simulate(args: argparse.Namespace) -> int:
         if not args.json:
             _emit("\n".join(["", *sweep_lines(shown, sweep, args.seeds), f"wrote {args.plot}"]))
     if args.json:
-        _emit(json.dumps(out, indent=2))
+        _emit(_json_text(out))
     return 1 if leaks else 0
 
 
@@ -284,8 +285,22 @@ def _simulate_depths(args: argparse.Namespace, workloads: list[Any]) -> int:
         if not args.json:
             _emit(f"wrote {args.plot}")
     if args.json:
-        _emit(json.dumps(out, indent=2))
+        _emit(_json_text(out))
     return 0 if safe else 1
+
+
+def _json_text(value: Any) -> str:
+    """``value`` as JSON, with figures no JSON can spell (a sum of huge latencies that
+    overflowed to infinity) written as ``null``: ``Infinity`` would break every reader."""
+    def finite(v: Any) -> Any:
+        if isinstance(v, float) and not math.isfinite(v):
+            return None
+        if isinstance(v, dict):
+            return {k: finite(x) for k, x in v.items()}
+        if isinstance(v, (list, tuple)):
+            return [finite(x) for x in v]
+        return v
+    return json.dumps(finite(value), indent=2, allow_nan=False)
 
 
 def _depths(text: str) -> list[int]:

@@ -165,5 +165,5 @@ def failure(dsn: str, doing: str, exc: BaseException) -> JournalError:
     elif isinstance(exc, (pg.OperationalError, pg.InterfaceError)):
         advice = "the database is unreachable or the connection was lost: check that it runs and that the DSN is right"
     else:
-        advice = "see the cause above"
+        advice = "that is all the server says of it: check its log"
     return JournalError(f"PostgreSQL journal {redact(dsn)}: {doing}: {text}; {advice}")

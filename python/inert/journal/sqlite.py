@@ -76,7 +76,7 @@ def _error(path: str, doing: str, exc: BaseException) -> JournalError:
     elif "locked" in low or "busy" in low:
         advice = "another process held the journal locked for too long; retry, or look for a stuck process"
     else:
-        advice = "see the cause above"
+        advice = "that is all SQLite says of it: check the file, its folder and the disk"
     return JournalError(f"journal {path}: {doing}: {text}; {advice}")
 
 
