@@ -127,6 +127,24 @@ def test_an_exception_whose_str_raises_is_recorded(tmp_path: Any) -> None:
     assert "unprintable" in (inert.recover(tmp_path / "j.sqlite").completed[0].error or "")
 
 
+def test_an_async_tools_own_cancelled_error_is_its_error_not_a_rejection() -> None:
+    """Found by a helper: an accepted write whose tool raised CancelledError itself was
+    reported as "cancelled: its block was rejected"."""
+
+    async def t() -> None:
+        raise asyncio.CancelledError("the tool's own")
+
+    async def main() -> inert.Report:
+        orch = inert.AsyncOrchestrator({"t": "write"}, {"t": t})
+        await orch.draft([block("t")])
+        await orch.verify(1)
+        return await asyncio.wait_for(orch.finish(strict=False), WATCHDOG)
+
+    error = asyncio.run(main()).results[0].error
+    assert isinstance(error, asyncio.CancelledError) and not isinstance(error, inert.CancelledCallError)
+    assert str(error) == "the tool's own"
+
+
 class _Unspeakable:
     """A result whose repr raises a BaseException: the journal cannot spell it."""
 

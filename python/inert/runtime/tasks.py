@@ -178,10 +178,13 @@ class AsyncRuntime:
                 result = await self._invoke(node, run)
             else:
                 result, error = run.result, run.error
-        except asyncio.CancelledError:
+        except asyncio.CancelledError as exc:
             if begin is not None:
                 await _settled(begin)  # the intent's fate is known before the outcome is written
-            error = CancelledCallError(f"{run.dispatch.name!r} was cancelled: its block was rejected")
+            # inert cancels only the task of a call whose block was rejected; any other
+            # CancelledError is the tool's own (it cancelled something it awaited), its error.
+            error = CancelledCallError(f"{run.dispatch.name!r} was cancelled: its block was rejected") \
+                if run.discarded else exc
         except _TimedOut:
             run.timed_out = True
             error = ToolTimeoutError(
