@@ -6,6 +6,7 @@ traceback, a hang or a leak. One regression test per fault a helper found."""
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import subprocess
 import sys
@@ -119,3 +120,18 @@ def test_simulate_json_stays_json_when_figures_overflow(tmp_path: Path) -> None:
         raise AssertionError(f"{constant} is no JSON")
 
     assert json.loads(done.stdout, parse_constant=refuse)["summaries"]
+
+
+@pytest.mark.parametrize("args", [("journal", "init"), ("recover",), ("demo", "--db")])
+def test_a_fifo_for_a_database_is_refused_without_opening_it(tmp_path: Path, args: tuple[str, ...]) -> None:
+    """SQLite opening a FIFO blocks until a writer comes (a hang for a user who cannot
+    write it), or fails with advice about a full disk."""
+    fifo = tmp_path / "db"
+    try:
+        os.mkfifo(fifo)
+    except (AttributeError, OSError):
+        pytest.skip("no FIFOs here")
+    done = cli(*args, str(fifo))
+    assert done.returncode == 2 and "is a FIFO" in done.stderr and "Traceback" not in done.stderr
+    with pytest.raises(inert.JournalError, match="is a FIFO"):
+        inert.Orchestrator({}, {}, turn_key="k", journal=fifo)

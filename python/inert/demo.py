@@ -31,6 +31,7 @@ from typing import Any
 
 from . import CallClosed, EffectClass, Orchestrator, Report, ToolSpec
 from .errors import InertValueError
+from .journal.sqlite import special_file
 
 __all__ = ["DRAFT", "RUNS", "TARGET", "DemoRun", "demo_ok", "run_demo", "run_policy", "two_phase_ok"]
 
@@ -318,6 +319,8 @@ def _open_demo_db(path: Path) -> sqlite3.Connection:
     Raises:
         InertValueError: ``path`` is not a SQLite file, cannot be opened, or is someone else's database.
     """
+    if (kind := special_file(path)) is not None:
+        raise InertValueError(f"{path}: is {kind}, not a SQLite file; pass the path of a file (created when missing)")
     try:
         db = sqlite3.connect(path, timeout=STAGING_LIMIT_S)
     except sqlite3.Error as e:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
+import stat
 import threading
 import time
 import urllib.parse
@@ -57,6 +58,18 @@ _SELECT = (
     "SELECT i.commit_key, i.turn_key, i.tool, i.effect, i.arguments, i.fingerprint, i.intent_at,"
     " o.status, o.result, o.error, o.finished_at FROM intents i LEFT JOIN outcomes o ON o.commit_key = i.commit_key"
 )
+
+
+def special_file(path: str | os.PathLike[str]) -> str | None:
+    """What ``path`` is when it exists and is neither a regular file nor a directory (a
+    FIFO, a device, a socket), which SQLite would block on or misuse; else ``None``."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    return "a FIFO" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else "a device"
 
 
 def _error(path: str, doing: str, exc: BaseException) -> JournalError:
@@ -173,6 +186,9 @@ class SqliteJournal:
         self.path = os.fspath(path)
         if os.path.isdir(self.path):
             raise JournalError(f"journal {self.path} is a directory: give the path of a journal file "
+                               "(created when missing)")
+        if (kind := special_file(self.path)) is not None:
+            raise JournalError(f"journal {self.path} is {kind}, not a file: give the path of a journal file "
                                "(created when missing)")
         self._lock = threading.Lock()
         if not os.path.exists(self.path):
@@ -337,6 +353,8 @@ def read_sqlite_journal(path: str | os.PathLike[str]) -> list[JournalEntry]:
         raise InertValueError(f"no journal at {path!r}")
     if os.path.isdir(path):
         raise JournalError(f"{path} is a directory, not a journal file")
+    if (kind := special_file(path)) is not None:
+        raise JournalError(f"{path} is {kind}, not a journal file")
     if os.path.getsize(path) == 0:
         raise JournalError(f"{path} is an empty file, not an inert journal")
     for attempt in range(2):
