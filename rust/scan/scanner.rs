@@ -487,6 +487,9 @@ impl Scanner {
             }
             if i > limit && state.mode == Mode::Body {
                 state.mode = Mode::Overflow;
+                // Streaming reads the body only up to the limit, whatever the steps: the
+                // call of a block too large to hold its name never starts, in any grouping.
+                self.shift(out, i - 1, TextClass::Hidden);
                 let message =
                     format!("the block exceeds max_block_bytes ({} bytes) before it ends", self.max_block_bytes);
                 let at = i - state.body_start as usize;

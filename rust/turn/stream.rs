@@ -80,6 +80,9 @@ pub(super) struct Streamer {
     calls: Vec<StreamCall>,
     /// A call settled since `calls` was last cleaned of settled ones.
     settled_some: bool,
+    /// The body offset of the last block that settled: its body, if not read yet (a
+    /// partial delimiter held it back), is never read.
+    settled_block: Option<usize>,
     /// Every id given out in the turn, and how many calls have one.
     ids: HashSet<String>,
     count: u32,
@@ -103,6 +106,7 @@ impl Streamer {
             name_chars: name_chars.to_owned(),
             calls: Vec::new(),
             settled_some: false,
+            settled_block: None,
             ids: HashSet::new(),
             count: 0,
             id_prefix: format!("call_{digest}_"),
@@ -164,7 +168,7 @@ impl Streamer {
     }
 
     fn apply(&mut self, s: Shift) {
-        if s.class == TextClass::Body {
+        if s.class == TextClass::Body && self.settled_block != Some(s.at as usize) {
             let at = s.at as usize;
             self.tracker = match self.kind {
                 Kind::Python => Some(Track::Python { block_at: at, calls: PythonCalls::new() }),
@@ -313,9 +317,10 @@ impl Streamer {
     /// turned out malformed after their deltas went out.
     fn settle(&mut self, outcomes: &[Outcome]) {
         let Some(block_at) = outcomes.iter().find_map(body_at) else { return };
+        // Final before its body is all released (too large, and a partial delimiter held
+        // back what the limit let through): what is left of it is nothing to stream.
+        self.settled_block = Some(block_at);
         if self.tracker.as_ref().is_some_and(|t| t.block_at() == block_at) {
-            // Final before its body is all released (too large, or a partial closer
-            // held back): what is left of the body is nothing to stream.
             self.tracker = None;
         }
         // Calls went out in stream order, so they are sorted by (block, item): the
