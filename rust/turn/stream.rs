@@ -17,7 +17,7 @@ mod unescape;
 
 use super::outcome::Outcome;
 use super::window::Shift;
-use crate::scan::{check_name, Body, PythonCalls, PythonFound, Schemas, TextClass};
+use crate::scan::{check_name, Body, MalformedKind, PythonCalls, PythonFound, Schemas, TextClass};
 use calls::{cut_char, Found, Headed, Kind, Phase, Track, Tracker};
 use serde_json::Value;
 use std::collections::HashSet;
@@ -80,9 +80,9 @@ pub(super) struct Streamer {
     calls: Vec<StreamCall>,
     /// A call settled since `calls` was last cleaned of settled ones.
     settled_some: bool,
-    /// The body offset of the last block that settled: its body, if not read yet (a
-    /// partial delimiter held it back), is never read.
-    settled_block: Option<usize>,
+    /// Final blocks' outcomes (in stream order) waiting until the release has read
+    /// their bodies as far as streaming reads them (`readable_end`).
+    pending: Vec<Outcome>,
     /// Every id given out in the turn, and how many calls have one.
     ids: HashSet<String>,
     count: u32,
@@ -106,7 +106,7 @@ impl Streamer {
             name_chars: name_chars.to_owned(),
             calls: Vec::new(),
             settled_some: false,
-            settled_block: None,
+            pending: Vec::new(),
             ids: HashSet::new(),
             count: 0,
             id_prefix: format!("call_{digest}_"),
@@ -134,6 +134,12 @@ impl Streamer {
         last: bool,
         schemas: &Schemas,
     ) {
+        // Outcomes wait here across steps: a too-large block is final once its byte
+        // past the limit is accepted, while a partial delimiter may still hold back
+        // bytes the stream reads before that limit.
+        let mut pending = std::mem::take(&mut self.pending);
+        pending.extend(outcomes.iter().filter(|o| body_at(o).is_some()).cloned());
+        let outcomes = &pending[..];
         let mut settled = 0;
         while self.released < safe {
             let next = shifts.get(self.next_shift);
@@ -150,7 +156,10 @@ impl Streamer {
             self.emit(&text[self.released..end], schemas);
             self.released = end;
         }
-        self.settle_before(outcomes, &mut settled, usize::MAX);
+        let ready = if last { usize::MAX } else { self.released };
+        self.settle_read(outcomes, &mut settled, ready);
+        pending.drain(..settled);
+        self.pending = pending;
         // Settled calls need nothing more: the calls of blocks still open or waiting
         // for confirmation are all that stay. Walked only when a block settled, so
         // an open block's many calls are not walked on every step.
@@ -168,7 +177,7 @@ impl Streamer {
     }
 
     fn apply(&mut self, s: Shift) {
-        if s.class == TextClass::Body && self.settled_block != Some(s.at as usize) {
+        if s.class == TextClass::Body {
             let at = s.at as usize;
             self.tracker = match self.kind {
                 Kind::Python => Some(Track::Python { block_at: at, calls: PythonCalls::new() }),
@@ -312,14 +321,24 @@ impl Streamer {
         }
     }
 
+    /// Settles, in order, the final blocks among `outcomes[*from..]` whose bodies the
+    /// release has read up to `released` as far as streaming reads them.
+    fn settle_read(&mut self, outcomes: &[Outcome], from: &mut usize, released: usize) {
+        while let Some(o) = outcomes.get(*from) {
+            if readable_end(o).is_some_and(|end| end > released) {
+                break;
+            }
+            let at = body_at(o).unwrap_or(usize::MAX);
+            self.settle_before(outcomes, from, at.saturating_add(1));
+        }
+    }
+
     /// The deltas of a final block (its outcomes): the rest of each streamed call's
     /// arguments, whole calls that did not stream, and marks for calls whose block
     /// turned out malformed after their deltas went out.
     fn settle(&mut self, outcomes: &[Outcome]) {
         let Some(block_at) = outcomes.iter().find_map(body_at) else { return };
-        // Final before its body is all released (too large, and a partial delimiter held
-        // back what the limit let through): what is left of it is nothing to stream.
-        self.settled_block = Some(block_at);
+        // Final before its body is all released (too large): the rest is nothing to stream.
         if self.tracker.as_ref().is_some_and(|t| t.block_at() == block_at) {
             self.tracker = None;
         }
@@ -376,6 +395,18 @@ impl Streamer {
             let kind = malformed.map_or("malformed", |r| r.error.kind.name());
             self.out.deltas.push(ToolCallDelta::Malformed { index: c.index, kind });
         }
+    }
+}
+
+/// How far streaming reads the body of the block an outcome settles: a block too large
+/// only up to its limit (the scanner hides it from there); any other, all of it, which
+/// the release has read by the time its end is accepted.
+fn readable_end(o: &Outcome) -> Option<usize> {
+    match o {
+        Outcome::BlockMalformed(r) if r.error.kind == MalformedKind::TooLarge => {
+            Some((r.body_at + r.error.offset).saturating_sub(1))
+        }
+        _ => body_at(o),
     }
 }
 
