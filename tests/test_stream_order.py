@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from test_streaming import PER_FORMAT
 
 import inert
 from render import render
@@ -58,6 +59,7 @@ def outputs(draw: Any, fmt: str) -> str:
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
+@PER_FORMAT
 @given(data=st.data())
 def test_any_grouping_reports_the_one_shot_parse_in_its_order(fmt: str, data: st.DataObject) -> None:
     text = data.draw(outputs(fmt))
