@@ -10,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from test_formats import calls_for
 from test_streaming import PER_FORMAT, Streamed, one_shot
+from test_streaming_cases import steps
 
 import inert
 from render import render, xml_call
@@ -107,13 +108,8 @@ def test_a_block_too_large_streams_the_same_in_any_steps(fmt: str, pieces: list[
     its block was final (its call streamed, then finish marked it ``unterminated``); and a
     block whose overflow and name came in one verify streamed its call, in two it did not,
     so the next call's index depended on the steps."""
-    s = inert.TokenStream(fmt, "turn", stream=True, max_block_bytes=limit)
     got = Streamed()
-    for p in pieces:
-        s.draft([p])
-        s.verify(1)
-        got.take(s.take_released())
-    s.finish()
-    got.take(s.take_released())
+    for released in steps(fmt, pieces, max_block_bytes=limit):
+        got.take(released)
     assert got == one_shot(b"".join(pieces), fmt, max_block_bytes=limit)[0]
     assert "unterminated" not in got.marks.values()
