@@ -139,6 +139,20 @@ def test_a_block_that_turns_out_malformed_after_its_deltas_is_marked() -> None:
     assert report.results == [] and [m.tool_call_index for m in report.malformed] == [0]
 
 
+def test_a_block_reported_whole_lists_every_call_that_streamed_from_it() -> None:
+    """Two calls of one pythonic block stream, then the block outgrows its limit: both are
+    marked, and the one malformed entry lists both (it named only the first)."""
+    orch = inert.Orchestrator({}, {"f": lambda **_: "ok", "g": lambda **_: "ok"}, format="pythonic",
+                              turn_key="t", stream=True, max_block_bytes=8)
+    marks = []
+    for piece in "[f(), g()]":
+        orch.draft([piece])
+        marks += [(d["index"], d["inert"]) for d in orch.verify(1).tool_call_deltas if "inert" in d]
+    report = orch.finish()
+    assert marks == [(0, {"malformed": "too_large"}), (1, {"malformed": "too_large"})]
+    assert [(m.kind, m.tool_call_indices, m.tool_call_index) for m in report.malformed] == [("too_large", [0, 1], 0)]
+
+
 def test_a_block_cut_by_the_end_of_the_turn_is_marked_in_the_tail() -> None:
     orch = inert.Orchestrator({}, {"f": lambda **_: "ok"}, format="hermes", turn_key="t", stream=True)
     orch.draft(['ok <tool_call>{"name": "f", "arguments": {"a": '])

@@ -77,6 +77,10 @@ def test_a_block_too_large_stops_streaming_wherever_it_overflows(fmt: str, data:
     if not fragment:
         assert set(got.marks.values()) <= {"too_large"}, got.marks
     assert len(got.starts) == len(committed(outcomes)) + len(got.marks)
+    # Each mark names the malformed entry that lists its call.
+    listed = {i: o.malformed.kind for o in outcomes if isinstance(o, inert.BlockMalformed)
+              for i in o.malformed.tool_call_indices}
+    assert listed == got.marks
 
 
 def test_a_block_too_large_before_its_name_streams_nothing() -> None:

@@ -112,10 +112,15 @@ class Malformed:
     def span(self) -> tuple[int, int]:
         """``(start, end)``."""
     @property
+    def tool_call_indices(self) -> list[int]:
+        """Streaming output: the indices of the tool calls whose deltas had gone out before
+        the block turned out malformed (each one's last delta carries ``"inert": {"malformed":
+        kind}``), in stream order: one for a malformed call, every call that streamed from a
+        block reported whole; empty when nothing of it was streamed. Filled in when the block
+        settles, which for a block too large can be a step after this entry was returned."""
+    @property
     def tool_call_index(self) -> int | None:
-        """Streaming output: the index of the tool call whose deltas had gone out before its
-        block turned out malformed (its last delta carries ``"inert": {"malformed": kind}``);
-        ``None`` when nothing of it was streamed."""
+        """The first of ``tool_call_indices``; ``None`` when nothing of the block was streamed."""
 
 @final
 class CallClosed:

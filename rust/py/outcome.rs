@@ -88,10 +88,9 @@ pub(super) struct PyMalformed {
     start: usize,
     #[pyo3(get)]
     end: usize,
-    /// Streaming output: the index of the tool call whose deltas had gone out before
-    /// the block turned out malformed (its last delta marks it); `None` otherwise.
-    #[pyo3(get)]
-    tool_call_index: Option<u32>,
+    /// The record, for what streaming sets when the block settles, which can be a
+    /// step after the outcome went out (a block too large, read to its limit later).
+    record: Arc<MalformedRecord>,
 }
 
 #[pymethods]
@@ -99,6 +98,19 @@ impl PyMalformed {
     #[getter]
     fn span(&self) -> (usize, usize) {
         (self.start, self.end)
+    }
+
+    /// Streaming output: the indices of the tool calls whose deltas had gone out
+    /// before the block turned out malformed (each call's last delta marks it).
+    #[getter]
+    fn tool_call_indices(&self) -> Vec<u32> {
+        self.record.tool_call_indices.get().map_or_else(Vec::new, |i| i.to_vec())
+    }
+
+    /// The first of `tool_call_indices`; `None` when no call of the block had streamed.
+    #[getter]
+    fn tool_call_index(&self) -> Option<u32> {
+        self.record.tool_call_indices.get().and_then(|i| i.first().copied())
     }
 
     fn __repr__(&self) -> String {
@@ -110,7 +122,7 @@ impl PyMalformed {
 }
 
 impl PyMalformed {
-    fn new(r: &MalformedRecord) -> Self {
+    fn new(r: &Arc<MalformedRecord>) -> Self {
         Self {
             block: r.block,
             index: r.index,
@@ -120,7 +132,7 @@ impl PyMalformed {
             commit_key: r.key.to_string(),
             start: r.span.start,
             end: r.span.end,
-            tool_call_index: r.tool_call_index.get().copied(),
+            record: r.clone(),
         }
     }
 }

@@ -128,7 +128,7 @@ impl BlockTable {
                         key,
                         error,
                         body_at,
-                        tool_call_index: std::sync::OnceLock::new(),
+                        tool_call_indices: std::sync::OnceLock::new(),
                     })),
                 }
             })

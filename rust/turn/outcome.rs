@@ -31,9 +31,11 @@ pub struct MalformedRecord {
     pub key: CommitKey,
     pub error: Malformed,
     pub body_at: usize,
-    /// Streaming output: the index of the tool call whose deltas had gone out
-    /// before the block turned out malformed (set once, when it is reported).
-    pub tool_call_index: OnceLock<u32>,
+    /// Streaming output: the indices of the tool calls whose deltas had gone out
+    /// before the block turned out malformed, in stream order (set once, when it is
+    /// reported): one for a malformed call, every call that streamed from a block
+    /// reported whole.
+    pub tool_call_indices: OnceLock<Box<[u32]>>,
 }
 
 /// A reasoning closer that arrived while the turn was not in reasoning: the

@@ -15,7 +15,7 @@
 mod calls;
 mod unescape;
 
-use super::outcome::Outcome;
+use super::outcome::{MalformedRecord, Outcome};
 use super::window::Shift;
 use crate::scan::{check_name, Body, MalformedKind, PythonCalls, PythonFound, Schemas, TextClass};
 use calls::{cut_char, Found, Headed, Kind, Phase, Track, Tracker};
@@ -351,6 +351,13 @@ impl Streamer {
             let i = first + calls[first..end].binary_search_by_key(&item, |c| c.item).ok()?;
             (!calls[i].settled).then_some(i)
         };
+        // Each malformed item, with the streamed calls it ends (in stream order).
+        let mut malformed: Option<(&MalformedRecord, Vec<u32>)> = None;
+        let mark = |r: &MalformedRecord, calls: Vec<u32>| {
+            if !calls.is_empty() {
+                let _ = r.tool_call_indices.set(calls.into_boxed_slice());
+            }
+        };
         for o in outcomes {
             match o {
                 Outcome::CallCommitted(r) => {
@@ -372,28 +379,32 @@ impl Streamer {
                     }
                 }
                 Outcome::BlockMalformed(r) => {
+                    let mut taken = Vec::new();
                     if let Some(i) = find(&self.calls, r.index) {
                         let c = &mut self.calls[i];
                         c.settled = true;
-                        let _ = r.tool_call_index.set(c.index);
+                        taken.push(c.index);
                         self.out.deltas.push(ToolCallDelta::Malformed { index: c.index, kind: r.error.kind.name() });
+                    }
+                    if let Some((earlier, calls)) = malformed.replace((r, taken)) {
+                        mark(earlier, calls);
                     }
                 }
                 _ => {}
             }
         }
-        // A block reported whole as one malformed item takes every call that streamed from it.
-        let malformed = outcomes.iter().find_map(|o| match o {
-            Outcome::BlockMalformed(r) => Some(r),
-            _ => None,
-        });
+        // The block's last malformed item, where its body stopped parsing (a block reported
+        // whole is one such item), takes every streamed call no item settled.
         for c in self.calls[first..end].iter_mut().filter(|c| !c.settled) {
             c.settled = true;
-            if let Some(r) = malformed {
-                let _ = r.tool_call_index.set(c.index);
-            }
-            let kind = malformed.map_or("malformed", |r| r.error.kind.name());
+            let kind = malformed.as_ref().map_or("malformed", |(r, _)| r.error.kind.name());
             self.out.deltas.push(ToolCallDelta::Malformed { index: c.index, kind });
+            if let Some((_, calls)) = &mut malformed {
+                calls.push(c.index);
+            }
+        }
+        if let Some((r, calls)) = malformed {
+            mark(r, calls);
         }
     }
 }
