@@ -101,8 +101,10 @@ def _cycle() -> list[Any]:
     return c
 
 
-@pytest.mark.parametrize("result", [_cycle(), 10**5000, _Cycle(), {"deep": _cycle()}],
-                         ids=["cycle", "huge-int", "repr-raises", "nested-cycle"])
+@pytest.mark.parametrize("result", [_cycle(), 10**5000, _Cycle(), {"deep": _cycle()}, {1: "a", "1": "b"},
+                                    [{"x": {None: 1, "null": 2}}]],
+                         ids=["cycle", "huge-int", "repr-raises", "nested-cycle", "keys-one-as-json",
+                              "nested-keys-one-as-json"])
 def test_a_result_the_journal_cannot_store_is_an_error_with_a_reason(result: Any, tmp_path: Any) -> None:
     orch = inert.Orchestrator({"f": "write"}, {"f": lambda: result}, journal=tmp_path / "j.sqlite", turn_key="t")
     report = run_turn(orch, block("f"))
@@ -110,6 +112,15 @@ def test_a_result_the_journal_cannot_store_is_an_error_with_a_reason(result: Any
     assert isinstance(error, inert.UnstorableResultError) and "cannot store" in str(error)
     (entry,) = inert.recover(tmp_path / "j.sqlite").completed
     assert entry.status == "error" and "UnstorableResultError" in (entry.error or "")
+
+
+def test_keys_json_spells_apart_are_stored_as_text(tmp_path: Any) -> None:
+    """Non-text keys that stay distinct as JSON are stored, as JSON spells them."""
+    orch = inert.Orchestrator({"f": "write"}, {"f": lambda: {1: "a", "2": "b", None: "c"}},
+                              journal=tmp_path / "j.sqlite", turn_key="t")
+    assert run_turn(orch, block("f")).results[0].error is None
+    (entry,) = inert.recover(tmp_path / "j.sqlite").completed
+    assert entry.result == {"1": "a", "2": "b", "null": "c"}
 
 
 def test_an_exception_whose_str_raises_is_recorded(tmp_path: Any) -> None:

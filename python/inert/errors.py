@@ -160,7 +160,8 @@ class ReentrancyError(InertError, RuntimeError):
 
 class UnstorableResultError(InertError, ValueError):
     """Recorded (not raised) when a tool returns a result the journal cannot store
-    (a cycle, an integer too long for JSON, an object whose ``repr`` raises)."""
+    (a cycle, an integer too long for JSON, an object whose ``repr`` raises, two keys
+    that JSON spells alike: ``1`` and ``"1"``)."""
 
 
 class RecordedError(InertError, RuntimeError):

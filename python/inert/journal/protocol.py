@@ -150,8 +150,31 @@ def outcome_of(record: DispatchRecord, status: str) -> tuple[Any, str | None]:
 
 
 def result_json(result: Any) -> str:
-    """A result as the JSON text durable journals store (``repr`` for what JSON cannot spell)."""
-    return json.dumps(result, default=repr)
+    """A result as the JSON text durable journals store (``repr`` for what JSON cannot spell).
+
+    Raises:
+        ValueError: two keys of one dict become the same JSON key (``1`` and ``"1"``: JSON
+            keys are text), so the stored result would silently lose one; or what
+            ``json.dumps`` refuses (a cycle, an int past the digit limit).
+        TypeError, RecursionError: a key JSON cannot hold (a tuple); deep nesting.
+    """
+    text = json.dumps(result, default=repr)
+    if "{" in text:  # only an object can repeat a key
+        json.loads(text, object_pairs_hook=_unique_keys)
+    return text
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object read back, refused if JSON gave two of its keys one spelling."""
+    obj = dict(pairs)
+    if len(obj) < len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise ValueError(f"two keys of one dict are both the JSON key {key!r} (JSON keys are text, so "
+                                 "1 and '1' collide); return a dict whose keys stay distinct as text")
+            seen.add(key)
+    return obj
 
 
 def stored_json(text: str | bytes, what: str, commit_key: str, journal: str) -> Any:
