@@ -75,6 +75,49 @@ def test_bad_traces_are_refused(tmp_path: Path) -> None:
     assert main(["audit", str(bad)]) == 2
 
 
+DISPATCH = {"v": SCHEMA, "turn": "t", "event": "dispatch", "t": 1.0, "commit_key": "k", "name": "f",
+            "effect": "write", "span": [0, 1], "early": False}
+
+
+@pytest.mark.parametrize(("change", "named"), [
+    ({"turn": 7}, '"turn"'), ({"turn": None}, '"turn"'), ({"event": ["dispatch"]}, '"event"'),
+    ({"early": "no"}, "early must be true or false"), ({"early": 1}, "early must be true or false"),
+    ({"commit_key": 5}, "commit_key must be a string"), ({"t": "1.5"}, "a time must be a number"),
+    ({"t": True}, "a time must be a number"),
+], ids=["turn-int", "turn-null", "event-list", "early-text", "early-int", "key-int", "t-text", "t-bool"])
+def test_a_field_of_the_wrong_type_is_refused_with_its_line(tmp_path: Path, change: dict[str, object],
+                                                            named: str) -> None:
+    """Each was read as something else (``str(7)``, ``bool("no")``, ``float("1.5")``) and the
+    trace audited as though it said so."""
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps(DISPATCH) + "\n" + json.dumps({**DISPATCH, **change}) + "\n")
+    with pytest.raises(inert.InertValueError, match=r"bad\.jsonl:2: ") as caught:
+        audit(bad)
+    assert named in str(caught.value)
+
+
+@pytest.mark.parametrize(("event", "change"), [("result", {"commit_key": 5}), ("result", {"replayed": "yes"}),
+                                               ("discard", {"commit_key": 5})])
+def test_a_result_or_discard_of_the_wrong_type_is_refused(tmp_path: Path, event: str,
+                                                          change: dict[str, object]) -> None:
+    bad = tmp_path / "bad.jsonl"
+    row = {"v": SCHEMA, "turn": "t", "event": event, "t": 2.0, "commit_key": "k", "name": "f", "ok": True, **change}
+    bad.write_text(json.dumps(DISPATCH) + "\n" + json.dumps(row) + "\n")
+    with pytest.raises(inert.InertValueError, match=r"bad\.jsonl:2: "):
+        audit(bad)
+
+
+@pytest.mark.parametrize("text", ["", "\n\n  \n"], ids=["empty", "blank-lines"])
+def test_a_trace_with_no_events_is_refused_not_clean(tmp_path: Path, text: str,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text(text)
+    with pytest.raises(inert.InertValueError, match="nothing to audit"):
+        audit(empty)
+    assert main(["audit", str(empty)]) == 2
+    assert "clean" not in capsys.readouterr().out
+
+
 def test_recover_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "j.sqlite"
     orch = inert.Orchestrator({"f": "write"}, {"f": lambda: 1}, journal=path, turn_key="t")

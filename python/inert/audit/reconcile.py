@@ -27,19 +27,19 @@ def record_from_json(r: DispatchRecord | Mapping[str, Any]) -> DispatchRecord:
     if not isinstance(fp, Mapping):
         raise TypeError(f"footprint must be an object with reads and writes, got {type(fp).__name__}")
     return DispatchRecord(
-        commit_key=_text(r["commit_key"], "commit_key"),
-        name=_text(r["name"], "name"),
+        commit_key=text_field(r["commit_key"], "commit_key"),
+        name=text_field(r["name"], "name"),
         arguments=_arguments(r.get("arguments")),
         effect=EffectClass.parse(r.get("effect", EffectClass.WRITE)),
         footprint=Footprint(_keys(fp.get("reads")), _keys(fp.get("writes"))),
         span=_span(r.get("span")),
-        early=bool(r.get("early", False)),
+        early=_flag(r.get("early"), "early"),
         started=_time(r.get("started")),
         finished=_time(r.get("finished")),
         result=r.get("result"),
         error=None if r.get("error") is None else RecordedError(str(r["error"])),
-        replayed=bool(r.get("replayed", False)),
-        discarded=bool(r.get("discarded", False)),
+        replayed=_flag(r.get("replayed"), "replayed"),
+        discarded=_flag(r.get("discarded"), "discarded"),
         phase=_phase(r.get("phase")),
     )
 
@@ -58,11 +58,21 @@ def accepted_from_json(a: AcceptedCall | Mapping[str, Any]) -> AcceptedCall:
     """
     if isinstance(a, AcceptedCall):
         return a
-    return AcceptedCall(_text(a["commit_key"], "commit_key"), _text(a["name"], "name"),
+    return AcceptedCall(text_field(a["commit_key"], "commit_key"), text_field(a["name"], "name"),
                         _arguments(a.get("arguments")), _span(a.get("span")))
 
 
-def _text(value: Any, field: str) -> str:
+def _flag(value: Any, field: str) -> bool:
+    """A true/false field, false when absent: ``"no"`` or ``1`` is no flag, and reading one as
+    true would tell the audit an effect was early (or replayed) when nothing said so."""
+    if value is None:
+        return False
+    if not isinstance(value, bool):
+        raise TypeError(f"{field} must be true or false, got {value!r}"[:200])
+    return value
+
+
+def text_field(value: Any, field: str) -> str:
     if not isinstance(value, str):
         raise TypeError(f"{field} must be a string, got {type(value).__name__}")
     return value

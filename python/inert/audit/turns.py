@@ -9,8 +9,8 @@ from typing import Any
 
 from ..errors import InertValueError, describe
 from ..report import AcceptedCall, DispatchRecord, Report, Violation
-from .reconcile import accepted_from_json, reconcile, record_from_json
-from .trace import read_trace
+from .reconcile import accepted_from_json, reconcile, record_from_json, text_field
+from .trace import SCHEMA, read_trace
 
 __all__ = ["TurnAudit", "audit"]
 
@@ -65,8 +65,10 @@ def audit(path: str | os.PathLike[str]) -> list[TurnAudit]:
     current: dict[str, _TurnEvents] = {}
     where = os.fspath(path)
     for n, row in read_trace(path):
-        key = str(row.get("turn", ""))
-        event = row.get("event")
+        key, event = row.get("turn"), row.get("event")
+        if not isinstance(key, str) or not isinstance(event, str):
+            raise InertValueError(f"{where}:{n}: an event needs a \"turn\" (the turn key) and an \"event\", both "
+                                  f"strings; got {key!r} and {event!r}"[:300])
         if key not in current or (event == "turn_start" and current[key].order + current[key].accepted):
             runs = sum(t.name.split("#")[0] == key for t in turns)
             current[key] = _TurnEvents(key if runs == 0 else f"{key}#{runs + 1}")
@@ -74,18 +76,18 @@ def audit(path: str | os.PathLike[str]) -> list[TurnAudit]:
         turn = current[key]
         try:
             if event == "dispatch":
-                dispatch = {**row, "started": float(row["t"]), "finished": None}
+                dispatch = {**row, "started": row["t"], "finished": None}
                 record_from_json(dispatch)  # checks its fields now, to name this line if one is bad
                 turn.order.append(dispatch)
-                turn.by_key.setdefault(str(row["commit_key"]), []).append(dispatch)
+                turn.by_key.setdefault(row["commit_key"], []).append(dispatch)
             elif event == "discard":
-                for dispatch in turn.by_key.get(str(row["commit_key"]), []):
+                for dispatch in turn.by_key.get(text_field(row["commit_key"], "commit_key"), []):
                     dispatch["discarded"] = True
             elif event == "result":
-                for dispatch in turn.by_key.get(str(row["commit_key"]), []):
+                for dispatch in turn.by_key.get(text_field(row["commit_key"], "commit_key"), []):
                     if dispatch["finished"] is None:
-                        dispatch["finished"] = float(row["t"])
-                        dispatch["replayed"] = bool(row.get("replayed", False))
+                        dispatch["finished"] = row["t"]
+                        dispatch["replayed"] = row.get("replayed")
                         dispatch["phase"] = row.get("phase")
                         dispatch["error"] = row.get("error")
                         record_from_json(dispatch)  # the result's fields too: a bad one names this line
@@ -95,6 +97,8 @@ def audit(path: str | os.PathLike[str]) -> list[TurnAudit]:
         except (KeyError, TypeError, ValueError, OverflowError) as e:
             raise InertValueError(f"{where}:{n}: a {event!r} event of turn {key!r} lacks a field or has a bad one: "
                                   f"{_short(e)}") from None
+    if not turns:
+        raise InertValueError(f"{where}: no {SCHEMA} events: nothing to audit (an empty file, or the wrong one)")
     return [TurnAudit(t.name, t.report()) for t in turns]
 
 
