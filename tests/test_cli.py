@@ -145,6 +145,9 @@ BAD_WORKLOADS: dict[str, tuple[str | bytes, str]] = {
     "prepare-unknown-field": (MODEL + WRITE + "prepare = { median = 0.1 }\n", "agents.a.tools.get.prepare.median"),
     "call-accuracy-above-one": ("[models.m]\nalpha = 0.8\ncall_accuracy = 1.2\n" + AGENT, "models.m.call_accuracy"),
     "whole-calls-string": ("[models.m]\nalpha = 0.8\nwhole_calls = \"yes\"\n" + AGENT, "models.m.whole_calls"),
+    "empty": ("", "nothing to simulate"),
+    "only-comments": ("# no workloads yet\n", "nothing to simulate"),
+    "empty-workload-list": ("workloads = []\n" + MODEL + AGENT, "nothing to simulate"),
     "negative-verify-per-token": ("[models.m]\nalpha = 0.8\nverify_per_token_s = -0.001\n" + AGENT,
                                   "models.m.verify_per_token_s"),
 }

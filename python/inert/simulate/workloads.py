@@ -211,7 +211,8 @@ def load_workloads(path: str | os.PathLike[str]) -> list[Workload]:
         kind = "write"
         median_s = 0.01               # a two-phase tool: its commit's latency (the effect lands at its end)
         prepare = { median_s = 0.3, p99_s = 1.2 }   # write or delete only: stages, changing nothing
-        [[workloads]]                 # optional; default: every model with every agent
+        [[workloads]]                 # optional; default: every model with every agent (a file
+                                      # defining none of the three is refused)
         model = "fast"                # a model here or a built-in one
         agent = "lookup"              # an agent here or a built-in one
 
@@ -252,7 +253,10 @@ class _Loader:
         models = dict(MODELS) | dict(DRAFTERS) | {n: self.model(n, m) for n, m in self.tables(doc, "models").items()}
         agents = dict(AGENTS) | {n: self.agent(n, a) for n, a in self.tables(doc, "agents").items()}
         chosen = doc.get("workloads")
-        if chosen is None or chosen == []:
+        if chosen == [] or not doc:
+            raise InertValueError(f"{self.path}: defines no models, agents or workloads: nothing to simulate "
+                                  "(without --workloads, inert simulate runs the built-in ones)")
+        if chosen is None:
             return [Workload(models[m], agents[a]) for m in (self.tables(doc, "models") or models)
                     for a in (self.tables(doc, "agents") or agents)]
         if not isinstance(chosen, list):
