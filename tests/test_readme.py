@@ -25,3 +25,5 @@ def test_quickstart_has_exactly_two_commands() -> None:
     block = README.read_text().split("## Quickstart", 1)[1].split("```", 2)[1]
     commands = [line for line in block.splitlines() if line.strip()]
     assert len(commands) == 2
+    ci = (README.parent / ".ci" / "run").read_text()
+    assert commands[1] in ci.splitlines(), "CI runs exactly the README's test command"
