@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -64,7 +65,8 @@ def test_writes_wait_for_acceptance_and_results_match_the_accepted_text(data: st
     watch = AcceptanceWatch("hermes")
     tools = {"lookup": lambda **kw: "read", "save": watch.tool("save"), "put": watch.tool("put"),
              "nope": watch.tool("nope")}
-    orch = inert.Orchestrator(EFFECTS, tools, turn_key="turn-p", policy=policy)
+    with pytest.warns(UserWarning, match="'nope' has a callable but no entry in the effect table"):
+        orch = inert.Orchestrator(EFFECTS, tools, turn_key="turn-p", policy=policy)
 
     decoder = Decoder(target, data.draw)
     decoder.run(orch.draft, orch.verify, watch.accepting)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from collections.abc import Iterator
 from typing import Any
 
@@ -14,9 +15,44 @@ sdk_trace = pytest.importorskip("opentelemetry.sdk.trace", reason="opentelemetry
 from opentelemetry import trace  # noqa: E402
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter  # noqa: E402
+from opentelemetry.sdk.trace.id_generator import IdGenerator  # noqa: E402
+from opentelemetry.sdk.trace.sampling import Decision, Sampler, SamplingResult  # noqa: E402
+
+
+class _DuringTheseTests(Sampler):
+    """Records spans only while a test here runs. The provider is global for the whole
+    process (OpenTelemetry sets it once), and every other test's tool calls would fill the
+    exporter."""
+
+    recording = False
+
+    def should_sample(self, parent_context: Any, trace_id: int, name: str, kind: Any = None,  # noqa: PLR0917 - the SDK calls it so
+                      attributes: Any = None, links: Any = None, trace_state: Any = None) -> SamplingResult:
+        if not self.recording:
+            return SamplingResult(Decision.DROP)
+        return SamplingResult(Decision.RECORD_AND_SAMPLE, attributes)  # a sampled span keeps what this returns
+
+    def get_description(self) -> str:
+        return "only during tests/test_telemetry.py"
+
+
+class _OwnRandomIds(IdGenerator):
+    """Span ids from a generator of its own: the SDK's default draws from the global
+    `random` in worker threads, which Hypothesis, drawing in other tests, reports."""
+
+    def __init__(self) -> None:
+        self._rng = random.Random(0)
+
+    def generate_span_id(self) -> int:
+        return self._rng.getrandbits(64) or 1
+
+    def generate_trace_id(self) -> int:
+        return self._rng.getrandbits(128) or 1
+
 
 EXPORTER = InMemorySpanExporter()
-_provider = sdk_trace.TracerProvider()
+SAMPLER = _DuringTheseTests()
+_provider = sdk_trace.TracerProvider(sampler=SAMPLER, id_generator=_OwnRandomIds())
 _provider.add_span_processor(SimpleSpanProcessor(EXPORTER))
 trace.set_tracer_provider(_provider)
 
@@ -24,7 +60,9 @@ trace.set_tracer_provider(_provider)
 @pytest.fixture
 def spans() -> Iterator[InMemorySpanExporter]:
     EXPORTER.clear()
+    SAMPLER.recording = True
     yield EXPORTER
+    SAMPLER.recording = False
     telemetry.record_content(False)
 
 
