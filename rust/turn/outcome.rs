@@ -32,9 +32,9 @@ pub struct MalformedRecord {
     pub error: Malformed,
     pub body_at: usize,
     /// Streaming output: the indices of the tool calls whose deltas had gone out
-    /// before the block turned out malformed, in stream order (set once, when it is
-    /// reported): one for a malformed call, every call that streamed from a block
-    /// reported whole.
+    /// before the block turned out malformed, in stream order: one for a malformed
+    /// call, every call that streamed from a block reported whole. Set once, when the
+    /// stream settles the block, which can be a step after the outcome went out.
     pub tool_call_indices: OnceLock<Box<[u32]>>,
 }
 
