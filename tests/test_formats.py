@@ -35,9 +35,9 @@ xml_text = st.lists(
     | st.sampled_from(LOOK_ALIKES), min_size=1, max_size=3).map("".join).filter(lambda v: v.strip() == v)
 
 
-def calls_for(fmt: str) -> st.SearchStrategy[Calls]:
+def calls_for(fmt: str, min_size: int = 0) -> st.SearchStrategy[Calls]:
     value = xml_text if fmt in XML_FORMATS else values
-    return st.lists(st.tuples(names, st.dictionaries(keys, value, max_size=3)), max_size=3)  # sometimes none
+    return st.lists(st.tuples(names, st.dictionaries(keys, value, max_size=3)), min_size=min_size, max_size=3)
 
 
 @st.composite

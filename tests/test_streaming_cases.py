@@ -8,6 +8,7 @@ import json
 from typing import Any
 
 import numpy as np
+import pytest
 
 import inert
 
@@ -151,6 +152,34 @@ def test_a_block_reported_whole_lists_every_call_that_streamed_from_it() -> None
     report = orch.finish()
     assert marks == [(0, {"malformed": "too_large"}), (1, {"malformed": "too_large"})]
     assert [(m.kind, m.tool_call_indices, m.tool_call_index) for m in report.malformed] == [("too_large", [0, 1], 0)]
+
+
+@pytest.mark.parametrize(("fmt", "text", "committed"), [
+    ("minimax", '<tool_calls>x\n{"name": "f", "arguments": {"a": "v"}}\n{"name": "g", "arguments": {}}\n'
+                '{"name": "h", "arguments": {}}\n</tool_calls>', ["f", "g", "h"]),
+    ("xlam", '[{}{"name": "f", "arguments": {}}, {"name": "g", "arguments": {}}, {"name": "h", "arguments": {}}]',
+     ["g", "h"]),
+    ("jamba", '<tool_calls>[{}{"name": "f", "arguments": {}}, {"name": "g", "arguments": {}}]</tool_calls>', ["g"]),
+    ("mistral", '[TOOL_CALLS][{}{"name": "f", "arguments": {}}, {"name": "g", "arguments": {}}]', ["g"]),
+], ids=["minimax-stray-line", "xlam-merged-element", "jamba-merged-element", "mistral-array-merged-element"])
+def test_text_the_parse_counts_as_an_item_keeps_each_call_tied_to_its_own(fmt: str, text: str,
+                                                                          committed: list[str]) -> None:
+    """The parse counts a stray line, or an array element holding two objects, as one item;
+    the stream numbered only call objects, so the calls after it were tied to the items
+    before them: a call that ran was marked dropped (``diverged``) and never sent again,
+    and a malformed entry listed a committed call."""
+    orch = inert.Orchestrator({}, {n: (lambda **_: "ok") for n in "fgh"}, format=fmt, turn_key="t", stream=True)
+    deltas = []
+    for piece in [text[:len(text) // 2], text[len(text) // 2:]]:
+        orch.draft([piece])
+        deltas += orch.verify(1).tool_call_deltas
+    report = orch.finish()
+    deltas += report.tail.tool_call_deltas if report.tail is not None else []
+    names = {d["index"]: d["function"]["name"] for d in deltas if "id" in d}
+    marked = {d["index"] for d in deltas if "inert" in d}
+    assert [r.name for r in report.results] == committed
+    assert [names[i] for i in sorted(names) if i not in marked] == committed, deltas
+    assert {i for m in report.malformed for i in m.tool_call_indices} == marked
 
 
 def test_a_block_cut_by_the_end_of_the_turn_is_marked_in_the_tail() -> None:
@@ -314,8 +343,6 @@ def test_mistral_call_arrays_stream_like_call_objects() -> None:
 
 
 def test_stream_must_be_a_bool() -> None:
-    import pytest
-
     with pytest.raises(inert.InertTypeError, match="stream"):
         inert.TokenStream("hermes", stream=1)  # type: ignore[arg-type]
     with pytest.raises(inert.InertTypeError, match="stream"):

@@ -3,6 +3,7 @@ accepted text was cut into tokens, even where the text is no UTF-8."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -45,6 +46,44 @@ def test_a_value_that_is_no_utf8_releases_the_same_under_any_chunking(fmt: str, 
     bytewise = released_arguments(fmt, [text[i:i + 1] for i in range(len(text))])
     assert whole == bytewise
     assert whole[1] == ["invalid_utf8"]
+
+
+STRAYS = ["x\n", "{}", "{", "}", "[", "]", "[{", "}}", "\n{", "}\n", ",", '{"name": "q"}', "<"]
+"""Text a model slips between or into calls: a line that is no object, an empty object, a
+stray bracket. Where the parse counts such text as an item of its own, a stream that
+numbered only the call objects tied streamed calls to the wrong items."""
+
+
+@pytest.mark.parametrize("fmt", inert.formats())
+@given(data=st.data())
+@PER_FORMAT
+def test_the_calls_a_client_keeps_are_the_committed_calls(fmt: str, data: st.DataObject) -> None:
+    """Complete calls with stray text anywhere, under speculation (and sometimes a byte
+    limit): the calls a client keeps (every call started and not marked) are exactly the
+    committed calls, in order, with their arguments; every mark but ``diverged`` (whose call
+    goes out again whole) names the malformed entry that lists its call."""
+    text = render(fmt, data.draw(calls_for(fmt, min_size=2)))  # a stray item shifts the calls after it
+    objects = [i for i, c in enumerate(text) if c == "{"]  # before a call object: where items split
+    at = data.draw(st.sampled_from(objects) if objects and data.draw(st.booleans()) else st.integers(0, len(text)))
+    text = text[:at] + data.draw(st.sampled_from(STRAYS)) + text[at:]
+    raw = text.encode()
+    kw = {"max_block_bytes": data.draw(st.integers(1, len(raw)))} if data.draw(st.booleans()) else {}
+    s = inert.TokenStream(fmt, "turn", stream=True, **kw)
+    got, outcomes = Streamed(), []
+
+    def verify(n: int, correction: bytes | None) -> None:
+        outcomes.extend(s.verify(n, correction))
+        got.take(s.take_released())
+
+    target = chunk(raw, data.draw(st.lists(st.integers(0, len(raw)), max_size=40))) or [raw]
+    Decoder(target, data.draw).run(s.draft, verify)
+    outcomes += s.finish()
+    got.take(s.take_released())
+    kept = [(got.starts[i]["function"]["name"], json.loads(got.arguments[i])) for i in got.starts if i not in got.marks]
+    assert kept == [(c.name, c.arguments) for c in committed(outcomes)]
+    listed = {i: o.malformed.kind for o in outcomes if isinstance(o, inert.BlockMalformed)
+              for i in o.malformed.tool_call_indices}
+    assert listed == {i: kind for i, kind in got.marks.items() if kind != "diverged"}
 
 
 @pytest.mark.parametrize("fmt", inert.formats())

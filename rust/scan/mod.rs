@@ -11,7 +11,9 @@ mod matcher;
 mod scanner;
 pub mod spec;
 
-pub(crate) use body::{check_name, decimal_digits, head_call, Flavor, PythonCalls, PythonFound, XmlArguments};
+#[cfg(feature = "python")]
+pub(crate) use body::decimal_digits; // the binding's number conversion
+pub(crate) use body::{check_name, head_call, item_starts, Flavor, PythonCalls, PythonFound, XmlArguments};
 pub use body::{Item, Schemas};
 pub use call::Call;
 pub use lexer::{InString, JsonStrings, StructStart, Syntax};

@@ -17,10 +17,11 @@ mod unescape;
 
 use super::outcome::{MalformedRecord, Outcome};
 use super::window::Shift;
-use crate::scan::{check_name, Body, MalformedKind, PythonCalls, PythonFound, Schemas, TextClass};
+use crate::scan::{check_name, item_starts, Body, MalformedKind, PythonCalls, PythonFound, Schemas, TextClass};
 use calls::{cut_char, Found, Headed, Kind, Phase, Track, Tracker};
 use serde_json::Value;
 use std::collections::HashSet;
+use std::ops::Range;
 
 /// One OpenAI-style tool-call delta.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,9 +52,14 @@ impl Released {
 /// A call whose deltas are going out.
 #[derive(Debug)]
 struct StreamCall {
-    /// Its block's body offset and its position among the block's items.
+    /// Its block's body offset and its position among the block's items, as
+    /// its tracker counts them (the parse may count otherwise: see `settle`).
     block_at: usize,
     item: u32,
+    /// Where in the body its call object starts (JSON objects one after another),
+    /// and where the body ended once the stream left it.
+    at: Option<usize>,
+    body_end: Option<usize>,
     index: u32,
     name: String,
     /// The argument text sent so far.
@@ -146,7 +152,7 @@ impl Streamer {
             if let Some(s) = next.filter(|s| s.at as usize <= self.released) {
                 if s.class == TextClass::Body {
                     // Calls get their indices in stream order: blocks before this one first.
-                    self.settle_before(outcomes, &mut settled, s.at as usize);
+                    self.settle_before(outcomes, text, &mut settled, s.at as usize);
                 }
                 self.apply(*s);
                 self.next_shift += 1;
@@ -157,7 +163,7 @@ impl Streamer {
             self.released = end;
         }
         let ready = if last { usize::MAX } else { self.released };
-        self.settle_read(outcomes, &mut settled, ready);
+        self.settle_read(outcomes, text, &mut settled, ready);
         pending.drain(..settled);
         self.pending = pending;
         // Settled calls need nothing more: the calls of blocks still open or waiting
@@ -177,11 +183,18 @@ impl Streamer {
     }
 
     fn apply(&mut self, s: Shift) {
+        if self.class == TextClass::Body {
+            if let Some(block_at) = self.tracker.as_ref().map(Track::block_at) {
+                for c in self.calls.iter_mut().rev().take_while(|c| c.block_at == block_at) {
+                    c.body_end = Some(s.at as usize);
+                }
+            }
+        }
         if s.class == TextClass::Body {
             let at = s.at as usize;
             self.tracker = match self.kind {
                 Kind::Python => Some(Track::Python { block_at: at, calls: PythonCalls::new() }),
-                Kind::Objects => Some(Track::Objects(Tracker::new(at))),
+                Kind::Objects => Some(Track::Objects(Tracker::new(at, 0))),
                 Kind::Headed(how) => Some(Track::Headed(Headed::new(at, how))),
             };
         } else {
@@ -220,6 +233,7 @@ impl Streamer {
         for &b in bytes {
             if let Some(ev) = t.step(b) {
                 self.track(t.block_at, t.object, ev, t.pending_arguments());
+                self.place(&t);
             }
         }
         if let Some(ev) = t.flush() {
@@ -244,7 +258,7 @@ impl Streamer {
                 && h.head.iter().all(u8::is_ascii_whitespace)
             {
                 // Mistral's older layout: an array of call objects.
-                return self.objects(Tracker::new(h.block_at), &bytes[i..]);
+                return self.objects(Tracker::new(h.block_at, h.head.len()), &bytes[i..]);
             }
             if let Some(ev) = h.step(b, &self.body, &self.name_chars) {
                 self.track(h.block_at, 0, ev, String::new());
@@ -269,10 +283,26 @@ impl Streamer {
                     return; // the call is malformed: nothing goes out for it
                 }
                 let index = self.start(name.clone(), id.as_deref());
-                self.calls.push(StreamCall { block_at, item, index, name, sent: String::new(), settled: false });
+                self.calls.push(StreamCall {
+                    block_at,
+                    item,
+                    at: None,
+                    body_end: None,
+                    index,
+                    name,
+                    sent: String::new(),
+                    settled: false,
+                });
                 self.send(block_at, item, pending);
             }
             Found::Arguments(fragment) => self.send(block_at, item, fragment),
+        }
+    }
+
+    /// Notes where the object of the call a tracker just started begins in its body.
+    fn place(&mut self, t: &Tracker) {
+        if let Some(c) = self.calls.last_mut().filter(|c| c.block_at == t.block_at && c.item == t.object) {
+            c.at.get_or_insert(t.object_at);
         }
     }
 
@@ -305,7 +335,7 @@ impl Streamer {
 
     /// Settles the final blocks among `outcomes[*from..]` whose body starts before
     /// `limit`, one block at a time (a block's outcomes follow each other).
-    fn settle_before(&mut self, outcomes: &[Outcome], from: &mut usize, limit: usize) {
+    fn settle_before(&mut self, outcomes: &[Outcome], text: &[u8], from: &mut usize, limit: usize) {
         while *from < outcomes.len() {
             let Some(at) = body_at(&outcomes[*from]) else {
                 *from += 1;
@@ -316,27 +346,28 @@ impl Streamer {
             }
             let rest = &outcomes[*from..];
             let end = *from + rest.iter().position(|o| body_at(o).is_some_and(|a| a != at)).unwrap_or(rest.len());
-            self.settle(&outcomes[*from..end]);
+            self.settle(&outcomes[*from..end], text);
             *from = end;
         }
     }
 
     /// Settles, in order, the final blocks among `outcomes[*from..]` whose bodies the
     /// release has read up to `released` as far as streaming reads them.
-    fn settle_read(&mut self, outcomes: &[Outcome], from: &mut usize, released: usize) {
+    fn settle_read(&mut self, outcomes: &[Outcome], text: &[u8], from: &mut usize, released: usize) {
         while let Some(o) = outcomes.get(*from) {
             if readable_end(o).is_some_and(|end| end > released) {
                 break;
             }
             let at = body_at(o).unwrap_or(usize::MAX);
-            self.settle_before(outcomes, from, at.saturating_add(1));
+            self.settle_before(outcomes, text, from, at.saturating_add(1));
         }
     }
 
     /// The deltas of a final block (its outcomes): the rest of each streamed call's
-    /// arguments, whole calls that did not stream, and marks for calls whose block
-    /// turned out malformed after their deltas went out.
-    fn settle(&mut self, outcomes: &[Outcome]) {
+    /// arguments, whole calls that did not stream (or whose stream diverged from the
+    /// call), and marks for calls whose block turned out malformed after their deltas
+    /// went out. `text` is the accepted text, which holds the block.
+    fn settle(&mut self, outcomes: &[Outcome], text: &[u8]) {
         let Some(block_at) = outcomes.iter().find_map(body_at) else { return };
         // Final before its body is all released (too large): the rest is nothing to stream.
         if self.tracker.as_ref().is_some_and(|t| t.block_at() == block_at) {
@@ -347,9 +378,11 @@ impl Streamer {
         let first = self.calls.partition_point(|c| c.block_at < block_at);
         let end = self.calls.partition_point(|c| c.block_at <= block_at);
         self.settled_some |= first < end;
-        let find = |calls: &[StreamCall], item: u32| {
-            let i = first + calls[first..end].binary_search_by_key(&item, |c| c.item).ok()?;
-            (!calls[i].settled).then_some(i)
+        self.renumber(first..end, block_at, text);
+        // The block's calls that streamed from item `item` (an array element may hold two objects).
+        let of_item = |calls: &[StreamCall], item: u32| {
+            let block = &calls[first..end];
+            first + block.partition_point(|c| c.item < item)..first + block.partition_point(|c| c.item <= item)
         };
         // Each malformed item, with the streamed calls it ends (in stream order).
         let mut malformed: Option<(&MalformedRecord, Vec<u32>)> = None;
@@ -361,30 +394,35 @@ impl Streamer {
         for o in outcomes {
             match o {
                 Outcome::CallCommitted(r) => {
-                    let Some(i) = find(&self.calls, r.index) else {
-                        let index = self.start(r.call.name.clone(), r.call.id.as_deref());
-                        let whole = Value::Object(r.call.arguments.clone()).to_string();
-                        self.out.deltas.push(ToolCallDelta::Arguments { index, fragment: whole });
-                        continue;
-                    };
-                    let c = &mut self.calls[i];
-                    c.settled = true;
-                    match rest(&c.sent, &r.call.name, &c.name, &r.call.raw_arguments, &r.call.arguments) {
-                        Some(fragment) if !fragment.is_empty() => {
-                            c.sent.push_str(&fragment);
-                            self.out.deltas.push(ToolCallDelta::Arguments { index: c.index, fragment });
-                        }
-                        Some(_) => {}
-                        None => self.out.deltas.push(ToolCallDelta::Malformed { index: c.index, kind: "diverged" }),
-                    }
-                }
-                Outcome::BlockMalformed(r) => {
-                    let mut taken = Vec::new();
-                    if let Some(i) = find(&self.calls, r.index) {
+                    let streamed = of_item(&self.calls, r.index).find(|&i| !self.calls[i].settled);
+                    if let Some(i) = streamed {
                         let c = &mut self.calls[i];
                         c.settled = true;
-                        taken.push(c.index);
-                        self.out.deltas.push(ToolCallDelta::Malformed { index: c.index, kind: r.error.kind.name() });
+                        match rest(&c.sent, &r.call.name, &c.name, &r.call.raw_arguments, &r.call.arguments) {
+                            Some(fragment) => {
+                                if !fragment.is_empty() {
+                                    c.sent.push_str(&fragment);
+                                    self.out.deltas.push(ToolCallDelta::Arguments { index: c.index, fragment });
+                                }
+                                continue;
+                            }
+                            // What went out is not this call: drop it, and send the call whole.
+                            None => self.out.deltas.push(ToolCallDelta::Malformed { index: c.index, kind: "diverged" }),
+                        }
+                    }
+                    let index = self.start(r.call.name.clone(), r.call.id.as_deref());
+                    let whole = Value::Object(r.call.arguments.clone()).to_string();
+                    self.out.deltas.push(ToolCallDelta::Arguments { index, fragment: whole });
+                }
+                Outcome::BlockMalformed(r) => {
+                    let (mut taken, kind) = (Vec::new(), r.error.kind.name());
+                    for i in of_item(&self.calls, r.index) {
+                        let c = &mut self.calls[i];
+                        if !c.settled {
+                            c.settled = true;
+                            taken.push(c.index);
+                            self.out.deltas.push(ToolCallDelta::Malformed { index: c.index, kind });
+                        }
                     }
                     if let Some((earlier, calls)) = malformed.replace((r, taken)) {
                         mark(earlier, calls);
@@ -405,6 +443,29 @@ impl Streamer {
         }
         if let Some((r, calls)) = malformed {
             mark(r, calls);
+        }
+    }
+
+    /// Numbers the streamed call objects of the block at `block_at` (`calls`) as its
+    /// parse numbers its items, by where each object starts: the parse counts text that
+    /// is no object (MiniMax's stray line) and an array element holding two objects as
+    /// one item each, which a tracker reading objects cannot know while they stream.
+    fn renumber(&mut self, calls: Range<usize>, block_at: usize, text: &[u8]) {
+        let calls = &mut self.calls[calls];
+        if calls.iter().all(|c| c.at.is_none()) {
+            return;
+        }
+        // The body as the scanner parsed it: to where the stream left it, else (the
+        // turn ended inside the block) to the end of the text.
+        let end = calls.iter().find_map(|c| c.body_end).unwrap_or(text.len());
+        let Some(body) = text.get(block_at..end).and_then(|b| std::str::from_utf8(b).ok()) else {
+            return; // not UTF-8: the block is one malformed item, which takes every call
+        };
+        let Some(starts) = item_starts(&self.body, body) else { return };
+        for c in calls {
+            if let Some(at) = c.at {
+                c.item = starts.partition_point(|&s| s <= at).saturating_sub(1) as u32;
+            }
         }
     }
 }

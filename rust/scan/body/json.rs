@@ -116,7 +116,8 @@ fn element(text: &str, at: Range<usize>) -> Item {
 pub(super) fn object_calls(text: &str, cut: bool) -> Vec<Item> {
     let start = text.len() - text.trim_start().len();
     if !text[start..].starts_with('[') {
-        let (mut items, rest) = leading_objects(text, start);
+        let (leading, rest) = leading_objects(text, start);
+        let mut items: Vec<Item> = leading.into_iter().map(|(_, item)| item).collect();
         items.extend(sequence(text, rest).into_iter().map(|r| element(text, r)));
         return items;
     }
@@ -137,9 +138,25 @@ pub(super) fn object_calls(text: &str, cut: bool) -> Vec<Item> {
     items
 }
 
-/// The call objects of a sequence from `from`, read in one pass up to the first
-/// that is not one; returns them and where the rest starts.
-fn leading_objects(text: &str, from: usize) -> (Vec<Item>, usize) {
+/// Where each item `object_calls` reads from `text` starts, in order (the `Layout`
+/// item of an array never closed has none): what ties a call that streaming output
+/// sent, from its object's first byte, to the item the block's parse made of it.
+pub(super) fn object_item_starts(text: &str) -> Vec<usize> {
+    let start = text.len() - text.trim_start().len();
+    if !text[start..].starts_with('[') {
+        let (leading, rest) = leading_objects(text, start);
+        let starts = leading.into_iter().map(|(at, _)| at);
+        return starts.chain(sequence(text, rest).into_iter().map(|r| r.start)).collect();
+    }
+    // A whole array that parses holds the elements `array` splits it into.
+    let (elements, end) = array(text, start + 1);
+    let after = end.map(|end| sequence(text, end)).unwrap_or_default();
+    elements.into_iter().chain(after).map(|r| r.start).collect()
+}
+
+/// The call objects of a sequence from `from`, each with where it starts, read in one
+/// pass up to the first that is not one; returns them and where the rest starts.
+fn leading_objects(text: &str, from: usize) -> (Vec<(usize, Item)>, usize) {
     let mut items = Vec::new();
     let mut at = from;
     loop {
@@ -152,7 +169,7 @@ fn leading_objects(text: &str, from: usize) -> (Vec<Item>, usize) {
         let mut stream = serde_json::Deserializer::from_str(&text[at..]).into_iter::<Wire<'_>>();
         match stream.next() {
             Some(Ok(wire)) => {
-                items.push(wire.into_call(text));
+                items.push((at, wire.into_call(text)));
                 at += stream.byte_offset();
             }
             _ => return (items, at),
@@ -314,6 +331,28 @@ mod tests {
         let second = object_calls("{\"name\": \"a\"}\n{\"name\": \"b\", \"arguments\": {\"k\": }}", false);
         let err = second[1].as_ref().unwrap_err();
         assert_eq!((err.kind, err.offset), (MalformedKind::InvalidJson, 47));
+    }
+
+    #[test]
+    fn item_starts_are_where_each_item_begins() {
+        let f = r#"{"name": "f"}"#;
+        for (text, starts) in [
+            (format!("{f}\n{f}"), vec![0, 14]),
+            (format!("x\n{f}\n{f}"), vec![0, 2, 16]),
+            (format!("  {f}; {f}"), vec![2, 17]),
+            (format!("[{f}, {f}]"), vec![1, 15]),
+            (format!("[{{}}{f}, {f}]"), vec![1, 17]),
+            (format!("[,{f},]"), vec![2]),
+            (format!("[{f}]\nx\n{f}"), vec![1, 16, 18]),
+            (format!("[{f}, {{\"name"), vec![1, 15]),
+            (String::new(), vec![]),
+        ] {
+            assert_eq!(object_item_starts(&text), starts, "{text:?}");
+            // One start per item the parse reads (an array never closed adds one item, which has none).
+            let items = object_calls(&text, false);
+            let unclosed = items.last().is_some_and(|i| i.as_ref().is_err_and(|m| m.kind == MalformedKind::Layout));
+            assert_eq!(items.len() - usize::from(unclosed), starts.len(), "{text:?}");
+        }
     }
 
     #[test]

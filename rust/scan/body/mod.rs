@@ -13,6 +13,7 @@ mod values;
 mod xml;
 mod xml_stream;
 
+#[cfg(feature = "python")]
 pub(crate) use numbers::decimal_digits;
 pub(crate) use pythonic_stream::{PythonCalls, PythonFound};
 pub use schema::Schemas;
@@ -65,6 +66,22 @@ pub(crate) fn parse(body: &Body, text: &str, cx: Context<'_>) -> Vec<Item> {
         cut_short(&mut items, text.len());
     }
     items
+}
+
+/// Where in `text`, a body, each of the items `parse` reads starts, for the layouts
+/// whose items are JSON values one after another (an array, or objects per line);
+/// `None` for the others, whose items streaming output numbers as the parse does.
+pub(crate) fn item_starts(body: &Body, text: &str) -> Option<Vec<usize>> {
+    match body {
+        Body::JsonObjects => Some(json::object_item_starts(text)),
+        Body::Mistral => {
+            let trimmed = text.trim_start();
+            let base = text.len() - trimmed.len();
+            let starts = trimmed.starts_with('[').then(|| json::object_item_starts(trimmed))?;
+            Some(starts.into_iter().map(|at| base + at).collect())
+        }
+        _ => None,
+    }
 }
 
 /// The name (and the model's own id) of the first call in `text`, a body that

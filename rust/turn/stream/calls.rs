@@ -248,6 +248,9 @@ pub(super) struct Tracker {
     pub(super) block_at: usize,
     /// The position of the current call object among the block's.
     pub(super) object: u32,
+    /// Where in the body the current call object starts, and the next byte.
+    pub(super) object_at: usize,
+    pos: usize,
     depth: u32,
     strings: JsonStrings,
     /// Depth inside the current call object (0: not in one).
@@ -271,10 +274,13 @@ pub(super) struct Tracker {
 }
 
 impl Tracker {
-    pub(super) fn new(block_at: usize) -> Self {
+    /// A tracker of the body at `block_at`, from its byte `pos` on.
+    pub(super) fn new(block_at: usize, pos: usize) -> Self {
         Self {
             block_at,
             object: 0,
+            object_at: pos,
+            pos,
             depth: 0,
             strings: JsonStrings::default(),
             call_depth: 0,
@@ -313,10 +319,11 @@ impl Tracker {
         Some(Found::Arguments(text))
     }
 
-    fn start_call(&mut self) {
+    fn start_call(&mut self, at: usize) {
         if self.seen_call {
             self.object += 1;
         }
+        self.object_at = at;
         self.seen_call = true;
         self.in_call = true;
         self.call_depth = self.depth;
@@ -331,6 +338,8 @@ impl Tracker {
 
     /// One body byte.
     pub(super) fn step(&mut self, b: u8) -> Option<Found> {
+        let at = self.pos;
+        self.pos += 1;
         if self.streaming {
             self.arguments.push(b);
             if self.named {
@@ -381,7 +390,7 @@ impl Tracker {
             b'{' | b'[' => {
                 if !self.in_call && b == b'{' {
                     self.depth += 1;
-                    self.start_call();
+                    self.start_call(at);
                     return None;
                 }
                 if self.in_call && self.depth == self.call_depth && self.expect == Expect::Value {
@@ -466,7 +475,7 @@ mod tests {
     }
 
     fn track(body: &str) -> (Vec<String>, Vec<(u32, String)>) {
-        let mut t = Tracker::new(0);
+        let mut t = Tracker::new(0, 0);
         let (mut names, mut args) = (Vec::new(), Vec::new());
         for b in body.bytes() {
             match t.step(b) {
