@@ -96,15 +96,37 @@ def test_a_field_of_the_wrong_type_is_refused_with_its_line(tmp_path: Path, chan
     assert named in str(caught.value)
 
 
-@pytest.mark.parametrize(("event", "change"), [("result", {"commit_key": 5}), ("result", {"replayed": "yes"}),
-                                               ("discard", {"commit_key": 5})])
-def test_a_result_or_discard_of_the_wrong_type_is_refused(tmp_path: Path, event: str,
-                                                          change: dict[str, object]) -> None:
+@pytest.mark.parametrize(("event", "change"), [
+    ("result", {"commit_key": 5}), ("result", {"replayed": "yes"}), ("result", {"error": 123}),
+    ("result", {"commit_key": "no-dispatch", "t": "soon"}), ("result", {"commit_key": "no-dispatch", "replayed": 0}),
+    ("discard", {"commit_key": 5}), ("discard", {"t": "later"}), ("call_committed", {"t": "later"}),
+    ("turn_start", {"t": None}), ("turn_end", {"t": [1]}),
+], ids=lambda v: v if isinstance(v, str) else "-".join(f"{k}={v[k]}" for k in v))
+def test_an_event_of_the_wrong_type_is_refused_whatever_it_matches(tmp_path: Path, event: str,
+                                                                     change: dict[str, object]) -> None:
+    """A result no dispatch takes, and events the audit reads nothing else of, were not checked."""
     bad = tmp_path / "bad.jsonl"
-    row = {"v": SCHEMA, "turn": "t", "event": event, "t": 2.0, "commit_key": "k", "name": "f", "ok": True, **change}
+    row = {"v": SCHEMA, "turn": "t", "event": event, "t": 2.0, "commit_key": "k", "name": "f", "ok": True,
+           "span": [0, 1], **change}
     bad.write_text(json.dumps(DISPATCH) + "\n" + json.dumps(row) + "\n")
     with pytest.raises(inert.InertValueError, match=r"bad\.jsonl:2: "):
         audit(bad)
+
+
+def test_a_second_result_for_one_dispatch_is_checked_too(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    result = {"v": SCHEMA, "turn": "t", "event": "result", "t": 2.0, "commit_key": "k", "ok": True}
+    bad.write_text("\n".join(json.dumps(r) for r in [DISPATCH, result, {**result, "replayed": "no"}]) + "\n")
+    with pytest.raises(inert.InertValueError, match=r"bad\.jsonl:3: .*replayed"):
+        audit(bad)
+
+
+def test_turn_runs_are_named_apart_from_a_key_spelled_like_a_run(tmp_path: Path) -> None:
+    trace = tmp_path / "t.jsonl"
+    start = {"v": SCHEMA, "event": "turn_start", "t": 1.0, "format": "hermes", "policy": "defer"}
+    rows = [row for k in ["a#2", "a", "a"] for row in ({**start, "turn": k}, {**DISPATCH, "turn": k})]
+    trace.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    assert [t.turn for t in audit(trace)] == ["a#2", "a", "a#3"]
 
 
 @pytest.mark.parametrize("text", ["", "\n\n  \n"], ids=["empty", "blank-lines"])

@@ -147,6 +147,8 @@ BAD_WORKLOADS: dict[str, tuple[str | bytes, str]] = {
     "whole-calls-string": ("[models.m]\nalpha = 0.8\nwhole_calls = \"yes\"\n" + AGENT, "models.m.whole_calls"),
     "empty": ("", "nothing to simulate"),
     "only-comments": ("# no workloads yet\n", "nothing to simulate"),
+    "empty-tables": ("[models]\n[agents]\n", "nothing to simulate"),
+    "empty-models-table": ("[models]\n", "nothing to simulate"),
     "empty-workload-list": ("workloads = []\n" + MODEL + AGENT, "nothing to simulate"),
     "negative-verify-per-token": ("[models.m]\nalpha = 0.8\nverify_per_token_s = -0.001\n" + AGENT,
                                   "models.m.verify_per_token_s"),

@@ -44,6 +44,28 @@ def record_from_json(r: DispatchRecord | Mapping[str, Any]) -> DispatchRecord:
     )
 
 
+def time_field(value: Any) -> float:
+    """An event's ``t``: a number, never text."""
+    t = _time(value)
+    if t is None:
+        raise TypeError("t must be a number, got null")
+    return t
+
+
+def result_from_json(row: Mapping[str, Any]) -> dict[str, Any]:
+    """What a ``result`` event adds to its dispatch's JSON form, each field checked
+    whether or not a dispatch matches it.
+
+    Raises:
+        KeyError, TypeError, ValueError: a field is missing or of the wrong type.
+    """
+    error = row.get("error")
+    if error is not None and not isinstance(error, str):
+        raise TypeError(f"error must be text or null, got {type(error).__name__}")
+    return {"finished": time_field(row["t"]), "replayed": _flag(row.get("replayed"), "replayed"),
+            "phase": _phase(row.get("phase")), "error": error}
+
+
 def _phase(value: Any) -> str | None:
     if value is None or value in ("prepare", "commit", "abort"):
         return value  # type: ignore[no-any-return]

@@ -9,7 +9,7 @@ from typing import Any
 
 from ..errors import InertValueError, describe
 from ..report import AcceptedCall, DispatchRecord, Report, Violation
-from .reconcile import accepted_from_json, reconcile, record_from_json, text_field
+from .reconcile import accepted_from_json, reconcile, record_from_json, result_from_json, text_field, time_field
 from .trace import SCHEMA, read_trace
 
 __all__ = ["TurnAudit", "audit"]
@@ -63,6 +63,8 @@ def audit(path: str | os.PathLike[str]) -> list[TurnAudit]:
     """
     turns: list[_TurnEvents] = []
     current: dict[str, _TurnEvents] = {}
+    runs: dict[str, int] = {}
+    names: set[str] = set()
     where = os.fspath(path)
     for n, row in read_trace(path):
         key, event = row.get("turn"), row.get("event")
@@ -70,11 +72,17 @@ def audit(path: str | os.PathLike[str]) -> list[TurnAudit]:
             raise InertValueError(f"{where}:{n}: an event needs a \"turn\" (the turn key) and an \"event\", both "
                                   f"strings; got {key!r} and {event!r}"[:300])
         if key not in current or (event == "turn_start" and current[key].order + current[key].accepted):
-            runs = sum(t.name.split("#")[0] == key for t in turns)
-            current[key] = _TurnEvents(key if runs == 0 else f"{key}#{runs + 1}")
+            runs[key] = runs.get(key, 0) + 1
+            name = key if runs[key] == 1 else f"{key}#{runs[key]}"
+            while name in names:  # a turn key that is itself spelled KEY#N
+                runs[key] += 1
+                name = f"{key}#{runs[key]}"
+            names.add(name)
+            current[key] = _TurnEvents(name)
             turns.append(current[key])
         turn = current[key]
         try:
+            time_field(row["t"])  # every event's, so a bad one names its line whatever the event
             if event == "dispatch":
                 dispatch = {**row, "started": row["t"], "finished": None}
                 record_from_json(dispatch)  # checks its fields now, to name this line if one is bad
@@ -84,13 +92,10 @@ def audit(path: str | os.PathLike[str]) -> list[TurnAudit]:
                 for dispatch in turn.by_key.get(text_field(row["commit_key"], "commit_key"), []):
                     dispatch["discarded"] = True
             elif event == "result":
+                result = result_from_json(row)  # checked even when no dispatch takes it
                 for dispatch in turn.by_key.get(text_field(row["commit_key"], "commit_key"), []):
                     if dispatch["finished"] is None:
-                        dispatch["finished"] = row["t"]
-                        dispatch["replayed"] = row.get("replayed")
-                        dispatch["phase"] = row.get("phase")
-                        dispatch["error"] = row.get("error")
-                        record_from_json(dispatch)  # the result's fields too: a bad one names this line
+                        dispatch.update(result)
                         break
             elif event == "call_committed":
                 turn.accepted.append(accepted_from_json(row))

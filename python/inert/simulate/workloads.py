@@ -253,7 +253,8 @@ class _Loader:
         models = dict(MODELS) | dict(DRAFTERS) | {n: self.model(n, m) for n, m in self.tables(doc, "models").items()}
         agents = dict(AGENTS) | {n: self.agent(n, a) for n, a in self.tables(doc, "agents").items()}
         chosen = doc.get("workloads")
-        if chosen == [] or not doc:
+        defines = self.tables(doc, "models") or self.tables(doc, "agents")
+        if chosen == [] or (chosen is None and not defines):
             raise InertValueError(f"{self.path}: defines no models, agents or workloads: nothing to simulate "
                                   "(without --workloads, inert simulate runs the built-in ones)")
         if chosen is None:
