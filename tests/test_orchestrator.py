@@ -269,7 +269,8 @@ def test_rejected_tokens_drafted_again_recur_their_key_without_a_violation() -> 
         release.wait(2)
         return "fresh"
 
-    orch = inert.Orchestrator({"lookup": "read_only"}, {"lookup": lookup, "nope": lambda **_: "w"})
+    with pytest.warns(UserWarning, match="'nope' has a callable but no entry in the effect table"):
+        orch = inert.Orchestrator({"lookup": "read_only"}, {"lookup": lookup, "nope": lambda **_: "w"})
     text = block("lookup") + block("nope")
     orch.draft([text])                 # the read starts speculatively and blocks
     orch.verify(0, text)               # rejected, then the same text arrives as the correction
