@@ -48,6 +48,29 @@ def test_a_value_that_is_no_utf8_releases_the_same_under_any_chunking(fmt: str, 
     assert whole[1] == ["invalid_utf8"]
 
 
+def speculated_turn(fmt: str, raw: bytes, limit: int, data: st.DataObject) -> tuple[Streamed, list[inert.Outcome]]:
+    """What a streaming turn of ``raw`` releases, and its outcomes, under random chunking,
+    draft windows, rejections and corrections, then finish."""
+    s = inert.TokenStream(fmt, "turn", stream=True, max_block_bytes=limit)
+    got, outcomes = Streamed(), []
+
+    def verify(n: int, correction: bytes | None) -> None:
+        outcomes.extend(s.verify(n, correction))
+        got.take(s.take_released())
+
+    target = chunk(raw, data.draw(st.lists(st.integers(0, len(raw)), max_size=40))) or [raw]
+    Decoder(target, data.draw).run(s.draft, verify)
+    outcomes += s.finish()
+    got.take(s.take_released())
+    return got, outcomes
+
+
+def listed(outcomes: list[inert.Outcome]) -> dict[int, str]:
+    """Each streamed call a malformed entry lists, with the entry's kind."""
+    return {i: o.malformed.kind for o in outcomes if isinstance(o, inert.BlockMalformed)
+            for i in o.malformed.tool_call_indices}
+
+
 STRAYS = ["x\n", "{}", "{", "}", "[", "]", "[{", "}}", "\n{", "}\n", ",", '{"name": "q"}', "<"]
 """Text a model slips between or into calls: a line that is no object, an empty object, a
 stray bracket. Where the parse counts such text as an item of its own, a stream that
@@ -69,22 +92,10 @@ def test_the_calls_a_client_keeps_are_the_committed_calls(fmt: str, data: st.Dat
     text = text[:at] + data.draw(st.sampled_from(STRAYS)) + text[at:]
     raw = text.encode()
     limit = data.draw(st.integers(1, len(raw))) if data.draw(st.booleans()) else 1 << 20
-    s = inert.TokenStream(fmt, "turn", stream=True, max_block_bytes=limit)
-    got, outcomes = Streamed(), []
-
-    def verify(n: int, correction: bytes | None) -> None:
-        outcomes.extend(s.verify(n, correction))
-        got.take(s.take_released())
-
-    target = chunk(raw, data.draw(st.lists(st.integers(0, len(raw)), max_size=40))) or [raw]
-    Decoder(target, data.draw).run(s.draft, verify)
-    outcomes += s.finish()
-    got.take(s.take_released())
+    got, outcomes = speculated_turn(fmt, raw, limit, data)
     kept = [(got.starts[i]["function"]["name"], json.loads(got.arguments[i])) for i in got.starts if i not in got.marks]
     assert kept == [(c.name, c.arguments) for c in committed(outcomes)]
-    listed = {i: o.malformed.kind for o in outcomes if isinstance(o, inert.BlockMalformed)
-              for i in o.malformed.tool_call_indices}
-    assert listed == {i: kind for i, kind in got.marks.items() if kind != "diverged"}
+    assert listed(outcomes) == {i: kind for i, kind in got.marks.items() if kind != "diverged"}
 
 
 @pytest.mark.parametrize("fmt", inert.formats())
@@ -102,25 +113,12 @@ def test_a_block_too_large_stops_streaming_wherever_it_overflows(fmt: str, data:
     text = text[:at] + fragment + text[at:]
     raw = text.encode()
     limit = data.draw(st.integers(1, len(raw)))
-    s = inert.TokenStream(fmt, "turn", stream=True, max_block_bytes=limit)
-    got, outcomes = Streamed(), []
-
-    def verify(n: int, correction: bytes | None) -> None:
-        outcomes.extend(s.verify(n, correction))
-        got.take(s.take_released())
-
-    target = chunk(raw, data.draw(st.lists(st.integers(0, len(raw)), max_size=40))) or [raw]
-    Decoder(target, data.draw).run(s.draft, verify)
-    outcomes += s.finish()
-    got.take(s.take_released())
+    got, outcomes = speculated_turn(fmt, raw, limit, data)
     assert got == one_shot(raw, fmt, max_block_bytes=limit)[0]
     if not fragment:
         assert set(got.marks.values()) <= {"too_large"}, got.marks
     assert len(got.starts) == len(committed(outcomes)) + len(got.marks)
-    # Each mark names the malformed entry that lists its call.
-    listed = {i: o.malformed.kind for o in outcomes if isinstance(o, inert.BlockMalformed)
-              for i in o.malformed.tool_call_indices}
-    assert listed == got.marks
+    assert listed(outcomes) == got.marks  # each mark names the malformed entry that lists its call
 
 
 def test_a_block_too_large_before_its_name_streams_nothing() -> None:
