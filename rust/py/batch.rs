@@ -140,7 +140,7 @@ impl PyStreamBatch {
     ) -> PyResult<Bound<'py, PyDict>> {
         let seqs = seq_ids(seqs)?;
         let ints = ints_2d(tokens, "tokens")?;
-        let (rows, width) = (ints.shape[0], ints.shape[1]);
+        let [rows, width] = ints.dims;
         if rows != seqs.len() {
             return Err(shape(format!("tokens has {rows} rows for {} seqs", seqs.len())).into());
         }

@@ -13,15 +13,21 @@ use pyo3::types::{PyBytes, PyList, PyString, PyTuple};
 #[derive(Debug)]
 pub(super) struct Ints {
     pub(super) values: Vec<i64>,
-    /// `[len]` for 1-D input, `[rows, cols]` for 2-D.
-    pub(super) shape: Vec<usize>,
+    /// Dimensions: 1 for `[len]`, 2 for `[rows, cols]`; a buffer may have more.
+    pub(super) ndim: usize,
+    /// The first two dimensions (`[len, 0]` for 1-D input). Not a `Vec`: a token
+    /// window is read every step, and an allocation costs more than the read.
+    pub(super) dims: [usize; 2],
 }
 
 /// A buffer's elements as i64, if `obj` exports a buffer (str and bytes are the
 /// caller's to refuse first). `Ok(None)` when it exports none.
 pub(super) fn buffer_ints(obj: &Bound<'_, PyAny>, what: &'static str) -> Result<Option<Ints>, CoreError> {
     let Ok(buf) = PyUntypedBuffer::get(obj) else { return Ok(None) };
-    let shape = buf.shape().to_vec();
+    let (ndim, mut dims) = (buf.dimensions(), [0; 2]);
+    for (d, &n) in dims.iter_mut().zip(buf.shape()) {
+        *d = n;
+    }
     let py = obj.py();
     let wrong = || CoreError::BufferType { what, format: buf.format().to_string_lossy().into_owned() };
     let too_large =
@@ -32,31 +38,88 @@ pub(super) fn buffer_ints(obj: &Bound<'_, PyAny>, what: &'static str) -> Result<
     }
     // An empty buffer may have no memory at all to type-check.
     if buf.item_count() == 0 {
-        return Ok(Some(Ints { values: Vec::new(), shape }));
+        return Ok(Some(Ints { values: Vec::new(), ndim, dims }));
     }
+    let swap = foreign_order(buf.format());
     let values = match element {
-        ElementType::SignedInteger { bytes: 1 } => read::<i8>(py, &buf),
-        ElementType::SignedInteger { bytes: 2 } => read::<i16>(py, &buf),
-        ElementType::SignedInteger { bytes: 4 } => read::<i32>(py, &buf),
-        ElementType::SignedInteger { bytes: 8 } => read::<i64>(py, &buf),
-        ElementType::UnsignedInteger { bytes: 1 } => read::<u8>(py, &buf),
-        ElementType::UnsignedInteger { bytes: 2 } => read::<u16>(py, &buf),
-        ElementType::UnsignedInteger { bytes: 4 } => read::<u32>(py, &buf),
+        ElementType::SignedInteger { bytes: 1 } => read::<i8>(py, &buf, swap),
+        ElementType::SignedInteger { bytes: 2 } => read::<i16>(py, &buf, swap),
+        ElementType::SignedInteger { bytes: 4 } => read::<i32>(py, &buf, swap),
+        ElementType::SignedInteger { bytes: 8 } => read::<i64>(py, &buf, swap),
+        ElementType::UnsignedInteger { bytes: 1 } => read::<u8>(py, &buf, swap),
+        ElementType::UnsignedInteger { bytes: 2 } => read::<u16>(py, &buf, swap),
+        ElementType::UnsignedInteger { bytes: 4 } => read::<u32>(py, &buf, swap),
         ElementType::UnsignedInteger { bytes: 8 } => {
             let typed: &PyBuffer<u64> = buf.as_typed().map_err(|_| wrong())?;
-            let raw = typed.to_vec(py).map_err(|_| wrong())?;
-            Some(raw.into_iter().map(i64::try_from).collect::<Result<_, _>>().map_err(|_| too_large())?)
+            let widened = widen(py, typed, swap, |v| i64::try_from(v).ok()).map_err(|_| wrong())?;
+            Some(widened.ok_or_else(too_large)?)
         }
         _ => return Err(wrong()),
     };
-    Ok(Some(Ints { values: values.ok_or_else(wrong)?, shape }))
+    Ok(Some(Ints { values: values.ok_or_else(wrong)?, ndim, dims }))
 }
+
+/// Whether a buffer's elements are stored in the byte order this machine does
+/// not use (numpy's `>i4` on x86): pyo3 types an element by its size alone.
+fn foreign_order(format: &std::ffi::CStr) -> bool {
+    match format.to_bytes().first() {
+        Some(b'>' | b'!') => cfg!(target_endian = "little"),
+        Some(b'<') => cfg!(target_endian = "big"),
+        _ => false,
+    }
+}
+
+/// An integer element of a buffer, in either byte order.
+trait Int: Element + Copy + Default {
+    #[must_use]
+    fn swapped(self) -> Self;
+}
+
+macro_rules! ints {
+    ($($t:ty),*) => {$(
+        impl Int for $t {
+            fn swapped(self) -> Self {
+                self.swap_bytes()
+            }
+        }
+    )*};
+}
+ints!(i8, i16, i32, i64, u8, u16, u32, u64);
 
 /// A typed buffer's elements, widened; `None` if it is not of type `T`. Every
 /// type read here widens without loss, so the loop is a plain (vectorized) map.
-fn read<T: Element + Copy + Into<i64>>(py: Python<'_>, buf: &PyUntypedBuffer) -> Option<Vec<i64>> {
+fn read<T: Int + Into<i64>>(py: Python<'_>, buf: &PyUntypedBuffer, swap: bool) -> Option<Vec<i64>> {
     let typed: &PyBuffer<T> = buf.as_typed().ok()?;
-    Some(typed.to_vec(py).ok()?.into_iter().map(Into::into).collect())
+    widen(py, typed, swap, |v| Some(v.into())).ok()?
+}
+
+/// `typed`'s elements (byte-swapped when `swap`) through `f`; `None` when `f`
+/// refuses one. A token window (a few ids) is copied to the stack first, so
+/// reading it allocates only the result; a longer buffer is copied to the heap.
+fn widen<T: Int>(
+    py: Python<'_>,
+    typed: &PyBuffer<T>,
+    swap: bool,
+    f: impl Fn(T) -> Option<i64>,
+) -> PyResult<Option<Vec<i64>>> {
+    const SMALL: usize = 64;
+    let n = typed.item_count();
+    let mut small = [T::default(); SMALL];
+    let heap;
+    let elements = if n <= SMALL {
+        typed.copy_to_slice(py, &mut small[..n])?;
+        &small[..n]
+    } else {
+        heap = typed.to_vec(py)?;
+        &heap[..]
+    };
+    // Sized up front: collecting through `Option` would grow the vector as it goes.
+    let mut out = Vec::with_capacity(n);
+    for &v in elements {
+        let Some(v) = f(if swap { v.swapped() } else { v }) else { return Ok(None) };
+        out.push(v);
+    }
+    Ok(Some(out))
 }
 
 /// One integer: an `int` or anything with `__index__` (numpy's integer scalars), never a bool.
@@ -79,10 +142,10 @@ pub(super) fn ints_1d(obj: &Bound<'_, PyAny>, what: &'static str) -> Result<Vec<
     }
     if !obj.is_instance_of::<PyList>() && !obj.is_instance_of::<PyTuple>() {
         if let Some(ints) = buffer_ints(obj, what)? {
-            if ints.shape.len() != 1 {
+            if ints.ndim != 1 {
                 return Err(CoreError::BufferShape {
                     what,
-                    reason: format!("a {}-D array; pass a 1-D one", ints.shape.len()),
+                    reason: format!("a {}-D array; pass a 1-D one", ints.ndim),
                 });
             }
             return Ok(ints.values);
@@ -102,10 +165,10 @@ pub(super) fn ints_1d(obj: &Bound<'_, PyAny>, what: &'static str) -> Result<Vec<
 pub(super) fn ints_2d(obj: &Bound<'_, PyAny>, what: &'static str) -> Result<Ints, CoreError> {
     if !obj.is_instance_of::<PyList>() && !obj.is_instance_of::<PyTuple>() && !obj.is_instance_of::<PyString>() {
         if let Some(ints) = buffer_ints(obj, what)? {
-            if ints.shape.len() != 2 {
+            if ints.ndim != 2 {
                 return Err(CoreError::BufferShape {
                     what,
-                    reason: format!("a {}-D array; pass a 2-D (sequences, tokens) one", ints.shape.len()),
+                    reason: format!("a {}-D array; pass a 2-D (sequences, tokens) one", ints.ndim),
                 });
             }
             return Ok(ints);
@@ -130,5 +193,5 @@ pub(super) fn ints_2d(obj: &Bound<'_, PyAny>, what: &'static str) -> Result<Ints
         values.extend(row);
         n_rows += 1;
     }
-    Ok(Ints { values, shape: vec![n_rows, cols.unwrap_or(0)] })
+    Ok(Ints { values, ndim: 2, dims: [n_rows, cols.unwrap_or(0)] })
 }

@@ -176,8 +176,8 @@ pub(super) fn with_tokens<T>(
     let is_sequence = tokens.is_instance_of::<PyList>() || tokens.is_instance_of::<PyTuple>();
     if !is_sequence && !tokens.is_instance_of::<PyString>() && !tokens.is_instance_of::<PyBytes>() {
         if let Some(ints) = buffer_ints(tokens, "tokens")? {
-            if ints.shape.len() != 1 {
-                let reason = format!("a {}-D array; draft a 1-D window of ids", ints.shape.len());
+            if ints.ndim != 1 {
+                let reason = format!("a {}-D array; draft a 1-D window of ids", ints.ndim);
                 return Err(CoreError::BufferShape { what: "tokens", reason }.into());
             }
             let window = token_ids(&ints.values)?;
