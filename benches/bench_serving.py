@@ -13,8 +13,8 @@ for the scanner.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
-from itertools import cycle
+from collections.abc import Callable, Iterable
+from itertools import cycle, islice
 from typing import Any
 
 import numpy as np
@@ -43,26 +43,43 @@ def synthetic_vocabulary() -> tuple[inert.Vocabulary, list[int]]:
 VOCAB, STREAM_IDS = synthetic_vocabulary()
 
 
-def windows(rows: int, offset: int = 0) -> list[np.ndarray]:
-    """STEPS (rows, K) int32 draft windows over the stream, and the correction ids."""
-    src = cycle(STREAM_IDS[offset % len(STREAM_IDS):] + STREAM_IDS[: offset % len(STREAM_IDS)])
+def windows(rows: int) -> list[np.ndarray]:
+    """STEPS (rows, K) int32 windows cut from the stream one after the other (garbled
+    when 6 of each are accepted: see test_batch_step_garbled)."""
+    src = cycle(STREAM_IDS)
     return [np.array([[next(src) for _ in range(K)] for _ in range(rows)], dtype=np.int32) for _ in range(STEPS)]
 
 
-def numpy_steps(target: Any, steps: list[np.ndarray], correction: int, *, take: bool = False) -> Callable[[], None]:
-    """One benchmark round: each window drafted onto ``target`` (a TokenStream or an
-    Orchestrator), 6 accepted and ``correction`` appended, all numpy scalars; with
-    ``take``, what a streaming step released is taken, as a server would."""
-    six, fix = np.int64(6), np.int32(correction)
+Step = tuple[np.ndarray, np.integer[Any]]
+
+
+def numpy_steps(target: Any, steps: Iterable[Step], *, take: bool = False) -> Callable[[], None]:
+    """One benchmark round: the next STEPS (window, correction) pairs of ``steps``, built
+    beforehand, drafted onto ``target`` (a TokenStream or an Orchestrator), 6 accepted and
+    the correction appended, all numpy; with ``take``, what a step released is taken, as
+    a server would."""
+    six = np.int64(6)
+    source = iter(steps)
 
     def run() -> None:
-        for w in steps:
+        done = 0
+        for w, fix in islice(source, STEPS):
             target.draft(w)
             target.verify(six, fix)
             if take and target.has_released:
                 target.take_released()
+            done += 1
+        assert done == STEPS, "the benchmark ran out of steps: build more rounds of them"
 
     return run
+
+
+def model_steps(rounds: int, start: int = 0) -> list[Step]:
+    """One sequence's speculative steps for ``rounds`` rounds from stream position
+    ``start`` on (`draft_window`): the accepted text is the model's output, so its
+    blocks close."""
+    return [(np.array(w, dtype=np.int32), np.int32(c))
+            for w, c in (draft_window(at) for at in range(start, start + rounds * STEPS * 7, 7))]
 
 
 @pytest.mark.parametrize("vocab", ["none", "shared_150k"])
@@ -76,7 +93,7 @@ def test_attach(benchmark: object, vocab: str) -> None:
 
 def test_stream_numpy_step(benchmark: object) -> None:
     stream = inert.TokenStream("hermes", "turn", vocab=VOCAB)
-    run = numpy_steps(stream, [row[0] for row in windows(1)], STREAM_IDS[0])
+    run = numpy_steps(stream, model_steps(rounds=52))
     benchmark.group = "one sequence, numpy k=8"  # type: ignore[attr-defined]
     benchmark.pedantic(run, rounds=50, iterations=1, warmup_rounds=2)  # type: ignore[attr-defined]
     record(benchmark, "stream:numpy_step", per=STEPS)
@@ -86,22 +103,26 @@ BATCH_ROUNDS = 15
 LOOP_ROUNDS = 5
 
 
-def speculative(rows: int, steps: int) -> list[tuple[np.ndarray, np.ndarray]]:
-    """``steps`` (rows, K) int32 draft windows and each row's correction, as a speculative
-    engine makes them: row r's model writes the stream from its own offset; each window is
-    the next 6 tokens it writes and 2 wrong ones, the correction its 7th. So the accepted
-    text is the model's output (its blocks close), and every step rolls 2 tokens back."""
+def draft_window(at: int) -> tuple[list[int], int]:
+    """A speculative engine's step at stream position ``at``: the next 6 tokens the model
+    writes and 2 wrong ones drafted, its 7th token the correction. Accepting 6 and the
+    correction moves the stream on by 7, and every step rolls 2 tokens back."""
     period = len(STREAM_IDS)
+    true = [STREAM_IDS[(at + i) % period] for i in range(7)]
+    wrong = [STREAM_IDS[(at + 100 + i) % period] for i in range(2)]
+    return true[:6] + wrong, true[6]
+
+
+def speculative(rows: int, steps: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """``steps`` (rows, K) int32 draft windows and each row's correction (`draft_window`);
+    row r's model writes the stream from its own offset."""
     out = []
     for step in range(steps):
         tokens = np.empty((rows, K), dtype=np.int32)
         corrections = np.empty(rows, dtype=np.int64)
         for r in range(rows):
-            at = r * 37 + step * 7
-            true = [STREAM_IDS[(at + i) % period] for i in range(7)]
-            wrong = [STREAM_IDS[(at + 100 + i) % period] for i in range(2)]
-            tokens[r] = true[:6] + wrong
-            corrections[r] = true[6]
+            window, corrections[r] = draft_window(r * 37 + step * 7)
+            tokens[r] = window
         out.append((tokens, corrections))
     return out
 
@@ -198,8 +219,8 @@ def test_orchestrator_numpy_step(benchmark: object) -> None:
     what the gate adds to the core when there is nothing to dispatch (target <= 3 us)."""
     orch = inert.Orchestrator({"search": "read_only"}, {"search": lambda q: q}, vocab=VOCAB, turn_key="bench")
     src = cycle(PROSE_IDS)
-    steps = [np.array([next(src) for _ in range(K)], dtype=np.int32) for _ in range(STEPS)]
-    run = numpy_steps(orch, steps, PROSE_IDS[0])
+    prose = [(np.array([next(src) for _ in range(K)], dtype=np.int32), np.int32(PROSE_IDS[0])) for _ in range(STEPS)]
+    run = numpy_steps(orch, cycle(prose))
     benchmark.group = "one sequence, numpy k=8"  # type: ignore[attr-defined]
     benchmark.pedantic(run, rounds=50, iterations=1, warmup_rounds=2)  # type: ignore[attr-defined]
     record(benchmark, "orchestrator:numpy_step", per=STEPS)

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from bench_serving import STREAM_IDS, VOCAB, numpy_steps, windows
+from bench_serving import STREAM_IDS, VOCAB, model_steps, numpy_steps
 
 import inert
 from conftest import record
@@ -41,7 +41,7 @@ def primed(stream: bool, accepted: int) -> inert.TokenStream:
 @pytest.mark.parametrize(("mode", "accepted"), [("off", 1024), ("on", 1024), ("on", 65536)])
 def test_token_stream_step(benchmark: object, mode: str, accepted: int) -> None:
     stream = primed(mode == "on", accepted)
-    run = numpy_steps(stream, [row[0] for row in windows(1)], STREAM_IDS[0], take=mode == "on")
+    run = numpy_steps(stream, model_steps(rounds=52, start=accepted), take=mode == "on")
     benchmark.group = "streaming: one sequence, numpy k=8"  # type: ignore[attr-defined]
     benchmark.pedantic(run, rounds=50, iterations=1, warmup_rounds=2)  # type: ignore[attr-defined]
     record(benchmark, f"streaming:stream_{mode}@{accepted // 1024}k", per=STEPS)
@@ -51,7 +51,7 @@ def test_token_stream_step(benchmark: object, mode: str, accepted: int) -> None:
 def test_orchestrator_step(benchmark: object, mode: str) -> None:
     orch = inert.Orchestrator({"search": "read_only"}, {"search": lambda q: q}, format="hermes", turn_key="t",
                               vocab=VOCAB, stream=mode == "on")
-    run = numpy_steps(orch, [row[0] for row in windows(1)], STREAM_IDS[0])
+    run = numpy_steps(orch, model_steps(rounds=32))
     benchmark.group = "streaming: Orchestrator, numpy k=8"  # type: ignore[attr-defined]
     benchmark.pedantic(run, rounds=30, iterations=1, warmup_rounds=2)  # type: ignore[attr-defined]
     record(benchmark, f"streaming:orchestrator_{mode}", per=STEPS)

@@ -19,7 +19,7 @@ pub use call::Call;
 pub use lexer::{InString, JsonStrings, StructStart, Syntax};
 pub use malformed::{Malformed, MalformedKind};
 pub use matcher::Role;
-pub use scanner::{ScanEvent, ScanState, Scanner, TextClass, TokenRole};
+pub use scanner::{BlockBody, ScanEvent, ScanState, Scanner, TextClass, TokenRole};
 pub use spec::{Anchor, Body, FormatSpec, Framing, Reasoning};
 
 #[cfg(test)]

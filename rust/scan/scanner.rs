@@ -72,10 +72,10 @@ pub struct ScanState {
 pub enum ScanEvent {
     /// A block opened; its open delimiter starts at `delimiter_start`, its body at `body_start`.
     Opened { delimiter_start: usize, body_start: usize },
-    /// The open block ended with its byte `end - 1`, parsed into its items.
-    /// `confirmed` is false for a structurally complete block, which counts
-    /// only once the next token (or the end of the turn) confirms it.
-    Ended { end: usize, body: Vec<Item>, confirmed: bool },
+    /// The open block ended with its byte `end - 1`. `confirmed` is false for a
+    /// structurally complete block, which counts only once the next token (or
+    /// the end of the turn) confirms it.
+    Ended { end: usize, body: BlockBody, confirmed: bool },
     /// The block that ended unconfirmed is confirmed by this token.
     Confirmed,
     /// A reasoning closer at `delimiter` while the turn was not in reasoning:
@@ -85,6 +85,17 @@ pub enum ScanEvent {
     /// records shifts). Shifts come in order; a later one at an earlier byte
     /// overrides from where the text has got to.
     Shift { at: usize, class: TextClass },
+}
+
+/// What an ended block holds: its items, or its body's bytes, read when its
+/// items are wanted (`Scanner::read_body`). Reading is linear in the body, so
+/// the turn chooses when: a block whose closer was drafted and rejected again
+/// and again would otherwise be read whole on every draft.
+#[derive(Debug, Clone, PartialEq)]
+pub enum BlockBody {
+    Read(Vec<Item>),
+    /// The live-text bytes of a body its closing delimiter (or bracket) ended.
+    Unread(Range<usize>),
 }
 
 /// A format's immutable scanning machinery. One per stream; states are separate.
@@ -325,10 +336,10 @@ impl Scanner {
             (Mode::Section, Role::CallOpen) => self.open_delimited(state, token, out),
             (Mode::Section, Role::SectionClose) => self.leave_section(state, text, token, out),
             (Mode::Body | Mode::Overflow, Role::CallClose) if !state.structural => {
-                self.close(state, text, token.start, token.end, out);
+                self.close(state, token.start, token.end, out);
             }
             (Mode::Body | Mode::Overflow, Role::CallOpen) if state.structural && !sectioned => {
-                self.interrupt(state, text, token, out);
+                self.interrupt(state, token, out);
             }
             (Mode::Outside, Role::ReasoningOpen) => self.think(state, token, out),
             (Mode::Outside, Role::ReasoningClose) => self.unopened(state, token, out),
@@ -470,11 +481,11 @@ impl Scanner {
                         Hit::Nest => state.depth = state.depth.saturating_add(1),
                         Hit::Unnest => state.depth = state.depth.saturating_sub(1),
                         Hit::Delimiter(Role::CallClose) if !state.structural && self.closes_here(state, by_id) => {
-                            self.close(state, text, i - len, i, out);
+                            self.close(state, i - len, i, out);
                             return i;
                         }
                         Hit::Delimiter(Role::CallOpen) if state.structural => {
-                            self.interrupt(state, text, i - len..i, out);
+                            self.interrupt(state, i - len..i, out);
                             return i;
                         }
                         Hit::Delimiter(_) => {}
@@ -482,7 +493,7 @@ impl Scanner {
                 }
             }
             if state.structural && step.completed {
-                self.complete(state, text, i, out);
+                self.complete(state, i, out);
                 return i;
             }
             if i > limit && state.mode == Mode::Body {
@@ -494,7 +505,7 @@ impl Scanner {
                     format!("the block exceeds max_block_bytes ({} bytes) before it ends", self.max_block_bytes);
                 let at = i - state.body_start as usize;
                 let body = vec![Err(Malformed::new(MalformedKind::TooLarge, at, message))];
-                out.push(ScanEvent::Ended { end: i, body, confirmed: true });
+                out.push(ScanEvent::Ended { end: i, body: BlockBody::Read(body), confirmed: true });
             }
         }
         i
@@ -502,14 +513,14 @@ impl Scanner {
 
     /// A block that ends on its bracket completed with byte `end - 1`: it counts
     /// once the next token (or the end of the turn) confirms it.
-    fn complete(&self, state: &mut ScanState, text: &[u8], end: usize, out: &mut Vec<ScanEvent>) {
+    fn complete(&self, state: &mut ScanState, end: usize, out: &mut Vec<ScanEvent>) {
         let overflowed = state.mode == Mode::Overflow;
         self.leave_block(state, end, out);
         if !overflowed {
             // A second block completed in the same token: the first is confirmed.
             settle(state, out);
             state.awaiting_confirmation = true;
-            let body = self.parse(text, state.body_start as usize..end, false);
+            let body = BlockBody::Unread(state.body_start as usize..end);
             out.push(ScanEvent::Ended { end, body, confirmed: false });
         }
     }
@@ -518,8 +529,8 @@ impl Scanner {
     /// model began the next call before this one completed (Mistral's
     /// `[TOOL_CALLS]` after arguments that are no object), so the block ends
     /// where the opener starts, read as written, and the opener opens the next.
-    fn interrupt(&self, state: &mut ScanState, text: &[u8], opener: Range<usize>, out: &mut Vec<ScanEvent>) {
-        self.close(state, text, opener.start, opener.start, out);
+    fn interrupt(&self, state: &mut ScanState, opener: Range<usize>, out: &mut Vec<ScanEvent>) {
+        self.close(state, opener.start, opener.start, out);
         self.open_delimited(state, opener, out);
     }
 
@@ -639,14 +650,20 @@ impl Scanner {
         state.armed_from = at as u32;
     }
 
-    fn close(&self, state: &mut ScanState, text: &[u8], body_end: usize, end: usize, out: &mut Vec<ScanEvent>) {
+    fn close(&self, state: &mut ScanState, body_end: usize, end: usize, out: &mut Vec<ScanEvent>) {
         let overflowed = state.mode == Mode::Overflow;
         self.shift(out, body_end, TextClass::Hidden);
         self.leave_block(state, end, out);
         if !overflowed {
-            let body = self.parse(text, state.body_start as usize..body_end, false);
+            let body = BlockBody::Unread(state.body_start as usize..body_end);
             out.push(ScanEvent::Ended { end, body, confirmed: true });
         }
+    }
+
+    /// The items of the block body at `text[body]` (`BlockBody::Unread`).
+    #[must_use]
+    pub fn read_body(&self, text: &[u8], body: Range<usize>) -> Vec<Item> {
+        self.parse(text, body, false)
     }
 
     fn parse(&self, text: &[u8], body: Range<usize>, cut: bool) -> Vec<Item> {
@@ -679,7 +696,7 @@ impl Scanner {
             out.push(ScanEvent::Confirmed);
         }
         if state.mode == Mode::Body {
-            let body = self.parse(text, state.body_start as usize..text.len(), true);
+            let body = BlockBody::Read(self.parse(text, state.body_start as usize..text.len(), true));
             out.push(ScanEvent::Ended { end: text.len(), body, confirmed: true });
         }
         if state.mode == Mode::Section && !state.section_calls {
@@ -718,7 +735,8 @@ fn section_without_calls(
     let message = format!("{message}: {:?}", body.trim().chars().take(40).collect::<String>());
     let section = state.section_start as usize;
     out.push(ScanEvent::Opened { delimiter_start: section, body_start: section });
-    out.push(ScanEvent::Ended { end, body: vec![Err(Malformed::new(kind, 0, message))], confirmed: true });
+    let body = BlockBody::Read(vec![Err(Malformed::new(kind, 0, message))]);
+    out.push(ScanEvent::Ended { end, body, confirmed: true });
 }
 
 mod specials;

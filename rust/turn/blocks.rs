@@ -13,15 +13,20 @@
 //! - only its confirming token rejected: it waits for confirmation again,
 //!   keeping its key and its announcement (its early reads stay valid).
 //!
+//! An ended block's body may wait unread (`Unread`) while its end is undecided:
+//! the turn reads it when the verifier accepts the end (`read_unread`), and
+//! announces its calls then. Until read, it announces and commits nothing.
+//!
 //! A reasoning closer that closed nothing is kept here too, as an entry that
 //! is already ended and confirmed: it commits in stream order with the
 //! blocks, and goes when its tokens are rejected.
 //!
 //! Positions here are live-stream token positions.
 
-use super::keys::CommitKey;
+use super::keys::{CommitHasher, CommitKey};
 use super::outcome::{CallRecord, MalformedRecord, Outcome, ReasoningRecord};
 use crate::scan::Item as Parsed;
+use std::ops::Range;
 use std::sync::Arc;
 
 /// One item of an ended block: a call, or a call (or whole block) that is malformed.
@@ -40,7 +45,19 @@ struct End {
     confirmed_at: Option<usize>,
     /// Whether its calls went out as `CallClosed` (and are not retracted).
     announced: bool,
+    /// Empty while `unread` holds the body.
     items: Vec<Item>,
+    unread: Option<Unread>,
+}
+
+/// An ended block's body, not read yet, and what its items' keys need.
+#[derive(Debug, Clone)]
+pub(super) struct Unread {
+    /// Its bytes in the live text.
+    pub(super) body: Range<usize>,
+    /// The key hash after the token that ended it, and the ordinal there of its first item.
+    pub(super) hash: CommitHasher,
+    pub(super) first: u32,
 }
 
 #[derive(Debug, Clone)]
@@ -65,9 +82,32 @@ pub(super) struct BlockTable {
 }
 
 impl Block {
+    /// The items of this block ended in token `last` with `body`, each keyed by `next_key`.
+    fn items(&self, last: usize, body: Vec<Parsed>, mut next_key: impl FnMut() -> CommitKey) -> Vec<Item> {
+        let span = self.start..last + 1;
+        (0u32..)
+            .zip(body)
+            .map(|(index, item)| {
+                let (block, body_at, span, key) = (self.id, self.body_at, span.clone(), next_key());
+                match item {
+                    Ok(call) => Item::Call(Arc::new(CallRecord { block, index, span, key, call, body_at })),
+                    Err(error) => Item::Malformed(Arc::new(MalformedRecord {
+                        block,
+                        index,
+                        span,
+                        key,
+                        error,
+                        body_at,
+                        tool_call_indices: std::sync::OnceLock::new(),
+                    })),
+                }
+            })
+            .collect()
+    }
+
     fn announce(&mut self, out: &mut Vec<Outcome>) {
         let Some(end) = &mut self.end else { return };
-        if !end.announced {
+        if !end.announced && end.unread.is_none() {
             end.announced = true;
             out.extend(calls(&end.items).map(|c| Outcome::CallClosed(c.clone())));
         }
@@ -104,46 +144,84 @@ impl BlockTable {
         last: usize,
         confirmed: bool,
         body: Vec<Parsed>,
-        mut next_key: impl FnMut() -> CommitKey,
+        next_key: impl FnMut() -> CommitKey,
         out: &mut Vec<Outcome>,
     ) {
-        // The scanner ends blocks in the order it opened them, one at a time: the
-        // open one is the last (searched from the back, so many blocks in one
-        // window cost linear time).
-        let Some(block) = self.blocks.iter_mut().rev().find(|b| b.end.is_none()) else {
-            debug_assert!(false, "a block ended that never opened");
-            return;
-        };
-        let span = block.start..last + 1;
-        let items = (0u32..)
-            .zip(body)
-            .map(|(index, item)| {
-                let (block, body_at, span, key) = (block.id, block.body_at, span.clone(), next_key());
-                match item {
-                    Ok(call) => Item::Call(Arc::new(CallRecord { block, index, span, key, call, body_at })),
-                    Err(error) => Item::Malformed(Arc::new(MalformedRecord {
-                        block,
-                        index,
-                        span,
-                        key,
-                        error,
-                        body_at,
-                        tool_call_indices: std::sync::OnceLock::new(),
-                    })),
-                }
-            })
-            .collect();
-        block.end = Some(End { last, confirmed_at: confirmed.then_some(last), announced: false, items });
+        let Some(block) = self.open_block() else { return };
+        let items = block.items(last, body, next_key);
+        block.end = Some(End { last, confirmed_at: confirmed.then_some(last), announced: false, items, unread: None });
         if confirmed {
             block.announce(out);
         }
+    }
+
+    /// The open block ended in token `last`, its body left unread.
+    pub(super) fn end_unread(&mut self, last: usize, confirmed: bool, unread: Unread) {
+        let Some(block) = self.open_block() else { return };
+        let confirmed_at = confirmed.then_some(last);
+        block.end = Some(End { last, confirmed_at, announced: false, items: Vec::new(), unread: Some(unread) });
+    }
+
+    /// The block open now: the scanner ends blocks in the order it opened them,
+    /// one at a time, so it is the last (searched from the back, so many blocks
+    /// in one window cost linear time).
+    fn open_block(&mut self) -> Option<&mut Block> {
+        let block = self.blocks.iter_mut().rev().find(|b| b.end.is_none());
+        debug_assert!(block.is_some(), "a block ended that never opened");
+        block
+    }
+
+    /// The id of the block open now, if one is.
+    pub(super) fn open_id(&self) -> Option<u64> {
+        self.blocks.iter().rev().find(|b| b.end.is_none()).map(|b| b.id)
+    }
+
+    /// Reads the unread bodies with `read`, in stream order: every one (the
+    /// verifier accepted their ends), or with `only_in`, those that ended in that
+    /// token. Announces the calls of the confirmed ones. Returns the key ordinal
+    /// after the last item read: the next block ending in the same token starts there.
+    pub(super) fn read_unread(
+        &mut self,
+        mut read: impl FnMut(Range<usize>) -> Vec<Parsed>,
+        only_in: Option<usize>,
+        out: &mut Vec<Outcome>,
+    ) -> u32 {
+        let mut next = 0;
+        for block in &mut self.blocks {
+            let Some(end) = &mut block.end else { continue };
+            if only_in.is_some_and(|at| at != end.last) {
+                continue;
+            }
+            let Some(unread) = end.unread.take() else { continue };
+            let (last, confirmed) = (end.last, end.confirmed_at.is_some());
+            next = unread.first;
+            let next_key = || {
+                let key = unread.hash.key(next);
+                next += 1;
+                key
+            };
+            let items = block.items(last, read(unread.body.clone()), next_key);
+            if let Some(end) = &mut block.end {
+                end.items = items;
+            }
+            if confirmed {
+                block.announce(out);
+            }
+        }
+        next
+    }
+
+    /// Whether a block that ended in token `last` waits unread.
+    pub(super) fn unread_in(&self, last: usize) -> bool {
+        self.blocks.iter().rev().any(|b| b.end.as_ref().is_some_and(|e| e.last == last && e.unread.is_some()))
     }
 
     /// A reasoning closer that closed nothing spans tokens `start..=last`.
     /// It is no block: it takes no block id and no key.
     pub(super) fn reasoning_unopened(&mut self, start: usize, last: usize) {
         let record = Arc::new(ReasoningRecord { span: start..last + 1 });
-        let end = End { last, confirmed_at: Some(last), announced: true, items: vec![Item::ReasoningUnopened(record)] };
+        let items = vec![Item::ReasoningUnopened(record)];
+        let end = End { last, confirmed_at: Some(last), announced: true, items, unread: None };
         self.blocks.push(Block { id: u64::MAX, start, opened_at: last, body_at: usize::MAX, end: Some(end) });
     }
 
@@ -200,7 +278,9 @@ impl BlockTable {
         // wait behind one): commits go out in stream order, whatever the grouping.
         let mut waiting = false;
         self.blocks.retain_mut(|b| {
-            waiting |= b.end.as_ref().is_none_or(|e| e.confirmed_at.is_none());
+            // An unread body sits on undecided tokens, which a verify reads before it commits.
+            debug_assert!(b.end.as_ref().is_none_or(|e| e.unread.is_none()), "block {} committed unread", b.id);
+            waiting |= b.end.as_ref().is_none_or(|e| e.confirmed_at.is_none() || e.unread.is_some());
             if waiting {
                 return true;
             }

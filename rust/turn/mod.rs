@@ -28,10 +28,10 @@ pub use stream::{Released, ToolCallDelta};
 
 use crate::error::CoreError;
 use crate::ledger::{Ledger, TokenState};
-use crate::scan::{FormatSpec, ScanEvent, ScanState, Scanner, Schemas};
+use crate::scan::{BlockBody, FormatSpec, ScanEvent, ScanState, Scanner, Schemas};
 use crate::vocab::{Vocab, VocabBuilder};
 use binding::Resolved;
-use blocks::BlockTable;
+use blocks::{BlockTable, Unread};
 use std::sync::Arc;
 use stream::Streamer;
 use tree::Tree;
@@ -96,7 +96,46 @@ pub struct Turn {
     tree: Option<Box<Tree>>,
     /// Streaming output, when the binding asks for it.
     stream: Option<Box<Streamer>>,
+    early: EarlyReads,
     finished: bool,
+}
+
+/// How much of the open block's body was read while its end was undecided.
+///
+/// A block's calls are read from its body when it ends, so reads can run early;
+/// but a drafted closer the verifier rejects would have the body read whole
+/// again on every draft that proposes it: quadratic in the block for a drafter
+/// that proposes it every step. A body is read early only while the bytes read
+/// early so far stay within its length (plus a slack that keeps every ordinary
+/// block early), which bounds the early reading of a block by about twice its
+/// length. A body left unread is read once, when the verifier accepts its end;
+/// its calls are announced then, and its reads run then instead of early.
+#[derive(Debug, Clone, Copy)]
+struct EarlyReads {
+    block: u64,
+    read: usize,
+    /// Bodies of up to this many bytes are read early however often their closer is rejected.
+    slack: usize,
+}
+
+impl Default for EarlyReads {
+    fn default() -> Self {
+        Self { block: 0, read: 0, slack: 16 * 1024 }
+    }
+}
+
+impl EarlyReads {
+    /// Whether block `block`'s body of `len` bytes may be read now, its end undecided; counts it if so.
+    fn allow(&mut self, block: u64, len: usize) -> bool {
+        if self.block != block {
+            (self.block, self.read) = (block, 0);
+        }
+        if self.read > len.saturating_add(self.slack) {
+            return false;
+        }
+        self.read = self.read.saturating_add(len);
+        true
+    }
 }
 
 impl Turn {
@@ -155,6 +194,7 @@ impl Turn {
             scan_out: Vec::new(),
             tree: None,
             stream,
+            early: EarlyReads::default(),
             finished: false,
         }
     }
@@ -162,6 +202,13 @@ impl Turn {
     #[must_use]
     pub fn format(&self) -> &FormatSpec {
         self.binding.scanner.spec()
+    }
+
+    /// Sets the bytes a body may be read early beyond its length (`EarlyReads`):
+    /// tests set 0 so that small blocks leave bodies unread too.
+    #[cfg(test)]
+    pub(crate) fn set_early_slack(&mut self, slack: usize) {
+        self.early.slack = slack;
     }
 
     /// Tokens drafted and not yet verified: the undecided window.
@@ -261,7 +308,7 @@ impl Turn {
     /// `draft` of tokens `check_draft` accepted. One loop over the window, the
     /// state after each token carried in a local from one token to the next.
     pub(crate) fn draft_checked<'a>(&mut self, tokens: impl Iterator<Item = TokenIn<'a>>, out: &mut Vec<Outcome>) {
-        let (binding, ledger, mut live) = self.split();
+        let (binding, ledger, mut live) = self.split(Drafting::Undecided);
         let mut cp = live.window.last();
         for t in tokens {
             let Ok(r) = binding.resolve(t) else {
@@ -312,8 +359,17 @@ impl Turn {
     pub(crate) fn verify_checked(&mut self, n: usize, correction: Option<TokenIn<'_>>, out: &mut Vec<Outcome>) {
         let from = out.len();
         self.decide(n, out);
+        self.read_unread(out);
         self.correct(correction, out);
         self.release(&out[from..], false);
+    }
+
+    /// Reads the block bodies left unread (see `EarlyReads`): every live token is
+    /// decided, so their ends are accepted. Their calls are announced now, before
+    /// the correction's outcomes, in stream order.
+    fn read_unread(&mut self, out: &mut Vec<Outcome>) {
+        let (scanner, text) = (&self.binding.scanner, self.window.text());
+        self.blocks.read_unread(|body| scanner.read_body(text, body), None, out);
     }
 
     /// Streaming output: releases what the accepted text now settles (every live
@@ -353,7 +409,7 @@ impl Turn {
     /// Appends one checked token as accepted: the verifier's own token is never
     /// undecided, so it saves no state, takes no decision and rolls nothing back.
     fn append_accepted(&mut self, token: TokenIn<'_>, out: &mut Vec<Outcome>) {
-        let (binding, ledger, mut live) = self.split();
+        let (binding, ledger, mut live) = self.split(Drafting::Accepted);
         let Ok(r) = binding.resolve(token) else {
             debug_assert!(false, "append of an unchecked token");
             return;
@@ -382,7 +438,7 @@ impl Turn {
             self.verify_into(0, None, out)?;
         }
         let from = out.len();
-        let (_, _, mut live) = self.split();
+        let (_, _, mut live) = self.split(Drafting::Accepted);
         let mut cp = live.window.base();
         let ended = live.scanner.finish(&cp.scan, live.window.text());
         if let Some(last) = live.window.len().checked_sub(1) {
@@ -413,11 +469,21 @@ impl Turn {
     }
 
     /// The turn's parts borrowed apart, so a piece borrowed from the binding's
-    /// vocabulary can advance the live state.
-    fn split(&mut self) -> (&Binding, &mut Ledger, Live<'_>) {
-        let Self { binding, ledger, window, blocks, scan_out, .. } = self;
-        (binding, ledger, Live { scanner: &binding.scanner, window, blocks, scan_out })
+    /// vocabulary can advance the live state, with tokens as `drafting` says.
+    fn split(&mut self, drafting: Drafting) -> (&Binding, &mut Ledger, Live<'_>) {
+        let Self { binding, ledger, window, blocks, scan_out, early, .. } = self;
+        let early = matches!(drafting, Drafting::Undecided).then_some(early);
+        (binding, ledger, Live { scanner: &binding.scanner, window, blocks, scan_out, early })
     }
+}
+
+/// What the tokens a `Live` advances are.
+#[derive(Debug, Clone, Copy)]
+enum Drafting {
+    /// Drafted: a block they end may be read early, within `EarlyReads`.
+    Undecided,
+    /// Accepted (the verifier's correction, the end of the turn): read now.
+    Accepted,
 }
 
 /// The state a token advances: the live stream and the blocks.
@@ -426,6 +492,8 @@ struct Live<'t> {
     window: &'t mut Window,
     blocks: &'t mut BlockTable,
     scan_out: &'t mut Vec<ScanEvent>,
+    /// The early-read budget, when the tokens are undecided.
+    early: Option<&'t mut EarlyReads>,
 }
 
 impl Live<'_> {
@@ -467,6 +535,24 @@ impl Live<'_> {
             }
             ScanEvent::Shift { at, class } => self.window.shift(pos, at, class),
             ScanEvent::Ended { body, confirmed, .. } => {
+                if self.blocks.unread_in(pos) {
+                    // A block that ended earlier in this token waits unread: read it, so
+                    // this one's keys are numbered after its items.
+                    let (scanner, text) = (self.scanner, self.window.text());
+                    cp.ends = self.blocks.read_unread(|body| scanner.read_body(text, body), Some(pos), out);
+                }
+                let body = match body {
+                    BlockBody::Read(items) => items,
+                    BlockBody::Unread(body) => {
+                        let id = self.blocks.open_id().unwrap_or(u64::MAX);
+                        if self.early.as_deref_mut().is_some_and(|early| !early.allow(id, body.len())) {
+                            let unread = Unread { body, hash: cp.hash, first: cp.ends };
+                            self.blocks.end_unread(pos, confirmed, unread);
+                            return;
+                        }
+                        self.scanner.read_body(self.window.text(), body)
+                    }
+                };
                 let next_key = || {
                     let key = cp.hash.key(cp.ends);
                     cp.ends += 1;

@@ -314,10 +314,14 @@ fn random_rollbacks_equal_one_shot_parse() {
     for (name, text) in samples() {
         assert!(NAMES.contains(&name));
         let config = TurnConfig::builtin(name, "k", 1 << 20).unwrap();
-        for _ in 0..60 {
+        for run in 0..60 {
             let (output, copies) = random_output(&mut rng, name, &text);
             let target = output.as_slice();
             let mut t = Turn::new(&config, [], []).unwrap();
+            if run % 2 == 1 {
+                // Bodies left unread while their ends are undecided, read when accepted.
+                t.set_early_slack(0);
+            }
             let mut live: Vec<Vec<u8>> = Vec::new(); // what the turn's live stream holds
             let mut open: Vec<Arc<CallRecord>> = Vec::new(); // closed, not committed or retracted
             let mut committed = Vec::new();
@@ -342,7 +346,7 @@ fn random_rollbacks_equal_one_shot_parse() {
                         Outcome::CallCommitted(c) => {
                             let at = open.iter().position(|o| o.key == c.key).expect("commits a closed call");
                             open.remove(at);
-                            committed.push(c.call.clone());
+                            committed.push((c.call.clone(), c.key));
                         }
                         Outcome::BlockMalformed(m) => panic!("{name}: {m:?}"),
                         Outcome::ReasoningUnopened(r) => panic!("{name}: {r:?}"),
@@ -401,8 +405,18 @@ fn random_rollbacks_equal_one_shot_parse() {
             check(t.finish().unwrap(), &live);
             assert!(open.is_empty(), "{name}: calls left neither committed nor retracted: {open:?}");
             assert_eq!(t.accepted_text(), target);
+            let (committed, keys): (Vec<Call>, Vec<CommitKey>) = committed.into_iter().unzip();
             assert_eq!(sample_calls(&committed), written(copies), "{name}: {:?}", String::from_utf8_lossy(target));
             assert_eq!(committed, committed_calls(&parse(target, &config).unwrap()), "{name}");
+            // Keys are the accepted tokens': a lone turn drafting them at once gives the same.
+            let mut alone = Turn::new(&config, [], []).unwrap();
+            let pieces: Vec<TokenIn<'_>> = live.iter().map(|p| TokenIn::Piece(p)).collect();
+            let mut out = alone.draft(&pieces).unwrap();
+            out.extend(alone.verify(pieces.len(), None).unwrap());
+            out.extend(alone.finish().unwrap());
+            let alone_keys: Vec<CommitKey> =
+                out.iter().filter_map(|o| if let Outcome::CallCommitted(c) = o { Some(c.key) } else { None }).collect();
+            assert_eq!(keys, alone_keys, "{name}: keys differ from the accepted tokens' own");
         }
     }
 }
@@ -466,4 +480,117 @@ fn a_special_closer_by_id_ends_a_raw_body_whose_text_spells_it() {
     let out = t.draft(&[10, 1, 2, 11].map(TokenIn::Id)).unwrap();
     let [Outcome::CallClosed(c)] = out.as_slice() else { panic!("{out:?}") };
     assert_eq!(c.call.arguments["s"], "x\n</parameter>\n</function>\n</tool_call>\ny");
+}
+
+/// A turn that has accepted `<tool_call>` and a body whose last string holds
+/// `len` bytes, its closing quote, braces and closer not yet written.
+fn long_body(len: usize) -> (Turn, Vec<Vec<u8>>) {
+    let mut t = turn();
+    let head = format!("<tool_call>{{\"name\": \"f\", \"arguments\": {{\"s\": \"{}", "x".repeat(len));
+    let accepted = vec![head.into_bytes()];
+    let refs: Vec<&[u8]> = accepted.iter().map(Vec::as_slice).collect();
+    draft(&mut t, &refs);
+    t.verify(1, None).unwrap();
+    (t, accepted)
+}
+
+fn closed(out: &[Outcome]) -> usize {
+    out.iter().filter(|o| matches!(o, Outcome::CallClosed(_))).count()
+}
+
+/// The outcomes a fresh turn gives drafting `accepted` and accepting it whole:
+/// what any schedule that accepts exactly these pieces must commit, keys included.
+fn lone(accepted: &[Vec<u8>]) -> Vec<Outcome> {
+    let mut t = turn();
+    let refs: Vec<&[u8]> = accepted.iter().map(Vec::as_slice).collect();
+    let mut out = draft(&mut t, &refs);
+    out.extend(t.verify(accepted.len(), None).unwrap());
+    out
+}
+
+fn committed_keys(out: &[Outcome]) -> Vec<(String, CommitKey)> {
+    out.iter()
+        .filter_map(|o| match o {
+            Outcome::CallCommitted(c) => Some((c.call.name.clone(), c.key)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// A drafter that proposes the closer every step while the verifier keeps
+/// writing the value: the body is read early a bounded number of times (once
+/// per doubling), not on every draft, and the call commits as a lone stream
+/// of the accepted tokens commits it.
+#[test]
+fn a_body_whose_closer_is_rejected_again_and_again_is_not_read_again_and_again() {
+    let (mut t, mut accepted) = long_body(64 * 1024);
+    let mut early = 0;
+    for _ in 0..100 {
+        early += closed(&draft(&mut t, &[b"yy", b"\"}}</tool_call>"]));
+        let out = t.verify(1, None).unwrap();
+        assert!(labels(&out).iter().all(|l| l.starts_with("retracted")), "{:?}", labels(&out));
+        accepted.push(b"yy".to_vec());
+    }
+    assert!(early <= 3, "the 64 KB body was read early {early} times in 100 drafts");
+    let out = draft(&mut t, &[b"\"}}</tool_call>"]);
+    assert!(out.is_empty(), "left unread, announced when accepted: {:?}", labels(&out));
+    let out = t.verify(1, None).unwrap();
+    assert_eq!(labels(&out), ["closed f", "committed f"]);
+    accepted.push(b"\"}}</tool_call>".to_vec());
+    assert_eq!(committed_keys(&out), committed_keys(&lone(&accepted)));
+}
+
+/// A token that ends a block left unread and then a whole second block: the
+/// second's key is numbered after the first's items, as when both are read.
+#[test]
+fn a_block_ending_after_an_unread_one_in_the_same_token_keys_after_it() {
+    let (mut t, mut accepted) = long_body(100);
+    t.set_early_slack(0);
+    let both: &[u8] = b"\"}}</tool_call><tool_call>{\"name\": \"g\", \"arguments\": {}}</tool_call>";
+    for _ in 0..2 {
+        assert_eq!(closed(&draft(&mut t, &[b"\"}}</tool_call>"])), 1);
+        t.verify(0, None).unwrap();
+    }
+    let out = draft(&mut t, &[both]);
+    assert_eq!(labels(&out), ["closed f", "closed g"], "the first is read for the second's ordinal");
+    let out = t.verify(1, None).unwrap();
+    assert_eq!(labels(&out), ["committed f", "committed g"]);
+    accepted.push(both.to_vec());
+    let keys = committed_keys(&out);
+    assert_eq!(keys, committed_keys(&lone(&accepted)));
+    assert_ne!(keys[0].1, keys[1].1);
+}
+
+/// A verify that accepts an unread block's end announces its calls before the
+/// correction's outcomes, which here close a second block: stream order.
+#[test]
+fn an_unread_block_is_announced_before_the_correction_closes_the_next() {
+    let (mut t, mut accepted) = long_body(100);
+    t.set_early_slack(0);
+    for _ in 0..2 {
+        draft(&mut t, &[b"\"}}</tool_call>"]);
+        t.verify(0, None).unwrap();
+    }
+    let window: [&[u8]; 2] = [b"\"}}</tool_call>", b"<tool_call>{\"name\": \"g\", \"arguments\": {}}"];
+    assert!(draft(&mut t, &window).is_empty());
+    let out = t.verify(2, Some(TokenIn::Piece(b"</tool_call>"))).unwrap();
+    assert_eq!(labels(&out), ["closed f", "closed g", "committed f", "committed g"]);
+    accepted.extend(window.iter().map(|w| w.to_vec()));
+    accepted.push(b"</tool_call>".to_vec());
+    assert_eq!(committed_keys(&out), committed_keys(&lone(&accepted)));
+}
+
+/// A tree whose every branch proposes the closer of a long body reads it early
+/// a bounded number of times, and the accepted branch commits as drafting it alone.
+#[test]
+fn a_tree_of_closers_reads_a_long_body_a_bounded_number_of_times() {
+    let (mut t, mut accepted) = long_body(64 * 1024);
+    let branches: Vec<Vec<u8>> = (0..16).map(|i| format!("{i}\"}}}}</tool_call>").into_bytes()).collect();
+    let tokens: Vec<TokenIn<'_>> = branches.iter().map(|b| TokenIn::Piece(b)).collect();
+    let out = t.draft_tree(&tokens, &[-1; 16]).unwrap();
+    assert!(closed(&out) <= 2, "read early on {} of 16 branches", closed(&out));
+    let out = t.verify_path(&[9], None).unwrap();
+    accepted.push(branches[9].clone());
+    assert_eq!(committed_keys(&out), committed_keys(&lone(&accepted)));
+    assert_eq!(committed_calls(&out)[0].arguments["s"].as_str().unwrap().len(), 64 * 1024 + 1);
 }

@@ -118,7 +118,7 @@ impl Turn {
 
         let first_ledger = self.ledger.len();
         for &t in tokens {
-            let (binding, ledger, _) = self.split();
+            let (binding, ledger, _) = self.split(super::Drafting::Undecided);
             if let Ok(r) = binding.resolve(t) {
                 ledger.append(r.drafted(), r.bytes.len());
             }
@@ -134,7 +134,7 @@ impl Turn {
         shifts.resize_with(n, Vec::new);
         let mut node_out = Vec::new();
         for (node, depth) in depth_first(&parents) {
-            let (binding, _, mut live) = self.split();
+            let (binding, _, mut live) = self.split(super::Drafting::Undecided);
             live.window.retreat(depth);
             *live.blocks = match parents[node] {
                 Some(p) => tables[p as usize].clone(),
@@ -237,6 +237,7 @@ impl Turn {
             }
         }
         let from = out.len();
+        self.read_unread(out);
         self.correct(correction, out);
         self.release(&out[from..], false);
         Ok(())

@@ -8,6 +8,26 @@ fn scanner(name: &str, max: usize) -> Scanner {
     Scanner::new(builtin(name).unwrap(), Schemas::default(), max)
 }
 
+/// `out` with every unread block body read from `text` (nothing was rolled back).
+fn read_all(s: &Scanner, text: &[u8], out: Vec<ScanEvent>) -> Vec<ScanEvent> {
+    out.into_iter()
+        .map(|e| match e {
+            ScanEvent::Ended { end, body: BlockBody::Unread(body), confirmed } => {
+                ScanEvent::Ended { end, body: BlockBody::Read(s.read_body(text, body)), confirmed }
+            }
+            e => e,
+        })
+        .collect()
+}
+
+/// An ended block's items, read.
+fn items(body: &BlockBody) -> &[Item] {
+    match body {
+        BlockBody::Read(items) => items,
+        BlockBody::Unread(_) => panic!("read_all first"),
+    }
+}
+
 /// Scans `pieces` as accepted text tokens, then ends the turn; returns (calls, malformed reasons).
 fn run(s: &Scanner, pieces: &[&[u8]]) -> (Vec<Call>, Vec<String>) {
     let mut st = s.initial();
@@ -21,9 +41,9 @@ fn run(s: &Scanner, pieces: &[&[u8]]) -> (Vec<Call>, Vec<String>) {
     out.extend(s.finish(&st, &text));
     let mut calls = Vec::new();
     let mut bad = Vec::new();
-    for e in out {
+    for e in read_all(s, &text, out) {
         if let ScanEvent::Ended { body, .. } = e {
-            for item in body {
+            for item in items(&body).iter().cloned() {
                 match item {
                     Ok(c) => calls.push(c),
                     Err(m) => bad.push(m.message),
@@ -85,8 +105,9 @@ fn structural_formats_wait_for_confirmation() {
     let mut out = Vec::new();
     let text = b"[a(q=1)] ";
     s.scan(&mut st, text, 0..8, TokenRole::Text, &mut out);
+    out = read_all(&s, text, out);
     assert!(
-        matches!(out.as_slice(), [ScanEvent::Opened { .. }, ScanEvent::Ended { end: 8, body, confirmed: false }] if body[0].as_ref().unwrap().name == "a"),
+        matches!(out.as_slice(), [ScanEvent::Opened { .. }, ScanEvent::Ended { end: 8, body, confirmed: false }] if items(body)[0].as_ref().unwrap().name == "a"),
         "complete, not yet confirmed: {out:?}"
     );
     s.scan(&mut st, text, 8..9, TokenRole::Text, &mut out);
@@ -161,7 +182,7 @@ fn events_in_tokens(s: &Scanner, text: &[u8], width: usize) -> Vec<ScanEvent> {
         s.scan(&mut st, text, start..(start + width).min(text.len()), TokenRole::Text, &mut out);
     }
     out.extend(s.finish(&st, text));
-    out
+    read_all(s, text, out)
 }
 
 /// Tokens inside a body's string skip the body's byte loop (`passes_in_string`);
@@ -202,8 +223,9 @@ fn special_tokens_delimit_atomically() {
     feed(b"</tool_call>", close);
     assert_eq!(out.len(), 2, "{out:?}");
     assert_eq!(out[0], ScanEvent::Opened { delimiter_start: 6, body_start: 17 });
+    let out = read_all(&s, &text, out);
     assert!(
-        matches!(&out[1], ScanEvent::Ended { body, confirmed: true, .. } if body[0].as_ref().unwrap().arguments["s"] == "</tool_call>")
+        matches!(&out[1], ScanEvent::Ended { body, confirmed: true, .. } if items(body)[0].as_ref().unwrap().arguments["s"] == "</tool_call>")
     );
 }
 
@@ -218,7 +240,7 @@ fn events(s: &Scanner, pieces: &[(&[u8], TokenRole)]) -> Vec<ScanEvent> {
         s.scan(&mut st, &text, start..text.len(), *role, &mut out);
     }
     out.extend(s.finish(&st, &text));
-    out
+    read_all(s, &text, out)
 }
 
 fn names(calls: &[Call]) -> Vec<&str> {
@@ -268,7 +290,7 @@ fn a_kimi_section_token_ends_reasoning_but_its_spelling_does_not() {
         &s,
         &[(b"<think>let me", TokenRole::Text), (b"<|tool_calls_section_begin|>", open), (call, TokenRole::Text)],
     );
-    assert!(by_id.iter().any(|e| matches!(e, ScanEvent::Ended { body, .. } if body[0].is_ok())), "{by_id:?}");
+    assert!(by_id.iter().any(|e| matches!(e, ScanEvent::Ended { body, .. } if items(body)[0].is_ok())), "{by_id:?}");
     let by_text =
         events(&s, &[(b"<think>let me<|tool_calls_section_begin|>", TokenRole::Text), (call, TokenRole::Text)]);
     assert!(!by_text.iter().any(|e| matches!(e, ScanEvent::Ended { .. })), "{by_text:?}");
@@ -417,6 +439,7 @@ fn no_block_is_left_open_at_the_end_of_the_turn() {
             }
             let during = out.len();
             out.extend(s.finish(&st, &text));
+            let out = read_all(&s, &text, out);
             let (mut open, mut awaiting) = (false, false);
             for (i, e) in out.iter().enumerate() {
                 match e {
@@ -426,7 +449,7 @@ fn no_block_is_left_open_at_the_end_of_the_turn() {
                     }
                     ScanEvent::Ended { body, confirmed, .. } => {
                         assert!(open, "{name}: ended a block never opened: {target:?} {out:?}");
-                        assert!(i < during || !body.is_empty(), "{name}: cut block with no item: {target:?}");
+                        assert!(i < during || !items(body).is_empty(), "{name}: cut block with no item: {target:?}");
                         (open, awaiting) = (false, !confirmed);
                     }
                     ScanEvent::Confirmed => {

@@ -1,0 +1,112 @@
+"""A long block whose closer the drafter proposes again and again while the
+verifier keeps writing the value (a file's content, say). Each rejected closer
+used to have the whole body read again: a step cost the block's length, and a
+turn the square of it. Now a body is read early only while the bytes read early
+stay within its length (plus 16 KB), and a body left unread is read once when
+its end is accepted: its calls are announced then, and its reads run then."""
+
+from __future__ import annotations
+
+import threading
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import inert
+
+CLOSER = '"}}</tool_call>'
+
+
+def head(size: int) -> str:
+    return '<tool_call>{"name": "save", "arguments": {"text": "' + "x" * size
+
+
+def closed(outcomes: list[inert.Outcome]) -> int:
+    return sum(isinstance(o, inert.CallClosed) for o in outcomes)
+
+
+def committed(outcomes: list[inert.Outcome]) -> list[tuple[str, object, str]]:
+    return [(o.call.name, o.call.arguments, o.call.commit_key) for o in outcomes if isinstance(o, inert.CallCommitted)]
+
+
+def test_a_rejected_closer_does_not_have_the_body_read_on_every_draft() -> None:
+    s = inert.TokenStream("hermes", "t")
+    s.draft([head(256 * 1024)])
+    s.verify(1)
+    early = 0
+    for _ in range(200):
+        early += closed(s.draft(["yy", CLOSER]))
+        s.verify(1)
+    # Read early twice (at 256 KB, and again while within its length of what was read);
+    # before, all 200 drafts read it.
+    assert early == 2
+    assert s.draft([CLOSER]) == []
+    out = s.verify(1)
+    assert [o.kind for o in out] == ["call_closed", "call_committed"]
+    assert isinstance(out[1], inert.CallCommitted)
+    assert len(out[1].call.arguments["text"]) == 256 * 1024 + 400
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    st.integers(20_000, 60_000),
+    st.lists(st.tuples(st.integers(1, 3), st.booleans(), st.booleans()), min_size=1, max_size=30),
+)
+def test_any_schedule_commits_what_a_lone_stream_of_the_accepted_tokens_commits(
+    size: int, steps: list[tuple[int, bool, bool]]
+) -> None:
+    """Each step drafts a few more bytes of the value and maybe the closer; the verifier
+    accepts the value bytes, and the closer too when ``accept``. Whatever the schedule,
+    the call commits once, with the key and arguments of the accepted tokens alone."""
+    s = inert.TokenStream("hermes", "t")
+    accepted = [head(size)]
+    s.draft(accepted[:])
+    s.verify(1)
+    seen: list[inert.Outcome] = []
+    done = False
+    for more, propose, accept in steps:
+        window = ["y" * more] + ([CLOSER] if propose else [])
+        seen += s.draft(window)
+        n = len(window) if propose and accept else 1
+        seen += s.verify(n)
+        accepted += window[:n]
+        if n == 2:
+            done = True
+            break
+    if not done:
+        seen += s.draft([CLOSER])
+        seen += s.verify(1)
+        accepted.append(CLOSER)
+    seen += s.finish()
+    alone = inert.TokenStream("hermes", "t")
+    expected = alone.draft(accepted) + alone.verify(len(accepted)) + alone.finish()
+    assert committed(seen) == committed(expected)
+    assert len(committed(seen)) == 1
+    # Every announcement is committed or retracted, once.
+    assert closed(seen) == 1 + sum(isinstance(o, inert.CallRetracted) for o in seen)
+
+
+def test_a_read_in_a_long_block_runs_once_its_end_is_accepted_not_on_every_rejected_closer() -> None:
+    calls: list[int] = []
+    ran = threading.Event()
+
+    def save(text: str) -> int:
+        calls.append(len(text))
+        ran.set()
+        return len(text)
+
+    orch = inert.Orchestrator({"save": "read_only"}, {"save": save}, policy="read_eager", turn_key="t")
+    orch.draft([head(64 * 1024)])
+    orch.verify(1)
+    for _ in range(50):
+        orch.draft(["yy", CLOSER])
+        orch.verify(1)
+    orch.draft([CLOSER])
+    orch.verify(1)
+    report = orch.finish()
+    assert [c.name for c in report.accepted] == ["save"]
+    assert [r.result for r in report.results] == [64 * 1024 + 100]
+    assert report.violations == []
+    # The early reads of the two rejected blocks that were read, and the accepted one.
+    assert len(calls) == 3
+    assert calls[-1] == 64 * 1024 + 100
