@@ -106,6 +106,7 @@ def test_a_read_in_a_long_block_runs_once_its_end_is_accepted_not_on_every_rejec
     report = orch.finish()
     assert [c.name for c in report.accepted] == ["save"]
     assert [r.result for r in report.results] == [64 * 1024 + 100]
+    assert not report.results[0].early, "read once its end was accepted: it ran as committed"
     assert report.violations == []
     # The early reads of the two rejected blocks that were read, and the accepted one.
     assert len(calls) == 3

@@ -372,3 +372,15 @@ def test_a_recurring_key_reports_the_accepted_run_under_asyncio() -> None:
     assert [(r.result, r.error) for r in report.results] == [(2, None)]
     first, second = report.dispatch_log
     assert first.discarded and isinstance(first.error, inert.CancelledCallError) and second.result == 2
+
+
+def test_a_read_closed_by_the_correction_runs_as_committed_not_early() -> None:
+    """Closed and committed in one verify, the read is accepted before it is let go: its
+    result says so every time (it used to depend on whether its thread started first)."""
+    for _ in range(20):
+        orch = inert.Orchestrator({"get": "read_only"}, {"get": lambda k: k})
+        orch.draft([block("get", k="a")[:-len("</tool_call>")]])
+        step = orch.verify(1, correction="</tool_call>")
+        assert [r.name for r in step.dispatched] == ["get"]
+        report = orch.finish()
+        assert [(r.name, r.early) for r in report.results] == [("get", False)]

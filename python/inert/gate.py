@@ -115,11 +115,17 @@ class Gate:
         """The commands for one step's outcomes, and the keys the gate let go in it."""
         commands: list[Command] = []
         let_go: list[str] = []
+        outcomes = list(outcomes)
+        # A call that closes and commits in one step (closed by the verifier's correction, or
+        # its body read once its end was accepted) is accepted already: it runs as committed,
+        # not early, whatever thread gets there first.
+        settled = {o.call.commit_key for o in outcomes if isinstance(o, CallCommitted)}
         for outcome in outcomes:
             if isinstance(outcome, CallClosed):
                 dispatch = self._dispatch(outcome.call)
                 spec = self.effects.spec(dispatch.name)
                 early = spec.speculate or dispatch.two_phase  # a read, or a prepare: inert until committed
+                early = early and dispatch.commit_key not in settled
                 permit = self.policy == "eager_unsafe" or (self.policy == "read_eager" and early)
                 commands.append(Schedule(dispatch, permit))
                 if permit:
