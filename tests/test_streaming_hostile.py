@@ -155,3 +155,20 @@ def test_a_block_too_large_streams_the_same_in_any_steps(fmt: str, pieces: list[
         got.take(released)
     assert got == one_shot(b"".join(pieces), fmt, max_block_bytes=limit)[0]
     assert "unterminated" not in got.marks.values()
+
+
+@pytest.mark.parametrize("fmt", inert.formats())
+@given(data=st.data())
+@PER_FORMAT
+def test_a_byte_that_is_no_utf8_anywhere_leaves_the_committed_calls_kept(fmt: str, data: st.DataObject) -> None:
+    """A byte that cannot be UTF-8 anywhere in complete calls (in a block whose calls have
+    already streamed, in a name, between calls, in the content), under speculation: the calls
+    a client keeps are still exactly the committed calls, and every mark but ``diverged``
+    names the malformed entry that lists its call."""
+    raw = render(fmt, data.draw(calls_for(fmt, min_size=2))).encode()
+    at = data.draw(st.integers(0, len(raw)))
+    raw = raw[:at] + data.draw(st.sampled_from([b"\xff", b"\xe2\x98", b"\x80"])) + raw[at:]
+    got, outcomes = speculated_turn(fmt, raw, 1 << 20, data)
+    kept = [(got.starts[i]["function"]["name"], json.loads(got.arguments[i])) for i in got.starts if i not in got.marks]
+    assert kept == [(c.name, c.arguments) for c in committed(outcomes)]
+    assert listed(outcomes) == {i: kind for i, kind in got.marks.items() if kind != "diverged"}
