@@ -1,9 +1,9 @@
 """A long block whose closer the drafter proposes again and again while the
 verifier keeps writing the value (a file's content, say). Each rejected closer
 used to have the whole body read again: a step cost the block's length, and a
-turn the square of it. Now a body is read early only while the bytes read early
-stay within its length (plus 16 KB), and a body left unread is read once when
-its end is accepted: its calls are announced then, and its reads run then."""
+turn the square of it. Now a draft reads at most the bytes it drafted plus 16 KB
+of block bodies; a body it cannot afford is read once, when its end is
+accepted: its calls are announced then, and their reads run then."""
 
 from __future__ import annotations
 
@@ -37,9 +37,7 @@ def test_a_rejected_closer_does_not_have_the_body_read_on_every_draft() -> None:
     for _ in range(200):
         early += closed(s.draft(["yy", CLOSER]))
         s.verify(1)
-    # Read early twice (at 256 KB, and again while within its length of what was read);
-    # before, all 200 drafts read it.
-    assert early == 2
+    assert early == 0, "before, each of the 200 drafts read the 256 KB body"
     assert s.draft([CLOSER]) == []
     out = s.verify(1)
     assert [o.kind for o in out] == ["call_closed", "call_committed"]
@@ -86,6 +84,15 @@ def test_any_schedule_commits_what_a_lone_stream_of_the_accepted_tokens_commits(
     assert closed(seen) == 1 + sum(isinstance(o, inert.CallRetracted) for o in seen)
 
 
+def test_a_short_block_is_still_read_on_every_draft_that_closes_it() -> None:
+    s = inert.TokenStream("hermes", "t")
+    s.draft([head(1000)])
+    s.verify(1)
+    for _ in range(20):
+        assert closed(s.draft([CLOSER])) == 1
+        assert [o.kind for o in s.verify(0)] == ["call_retracted"]
+
+
 def test_a_read_in_a_long_block_runs_once_its_end_is_accepted_not_on_every_rejected_closer() -> None:
     calls: list[int] = []
     ran = threading.Event()
@@ -108,6 +115,4 @@ def test_a_read_in_a_long_block_runs_once_its_end_is_accepted_not_on_every_rejec
     assert [r.result for r in report.results] == [64 * 1024 + 100]
     assert not report.results[0].early, "read once its end was accepted: it ran as committed"
     assert report.violations == []
-    # The early reads of the two rejected blocks that were read, and the accepted one.
-    assert len(calls) == 3
-    assert calls[-1] == 64 * 1024 + 100
+    assert calls == [64 * 1024 + 100], "no read on a rejected closer: once, when accepted"

@@ -171,11 +171,6 @@ impl BlockTable {
         block
     }
 
-    /// The id of the block open now, if one is.
-    pub(super) fn open_id(&self) -> Option<u64> {
-        self.blocks.iter().rev().find(|b| b.end.is_none()).map(|b| b.id)
-    }
-
     /// Reads the unread bodies with `read`, in stream order: every one (the
     /// verifier accepted their ends), or with `only_in`, those that ended in that
     /// token. Announces the calls of the confirmed ones. Returns the key ordinal
@@ -211,9 +206,15 @@ impl BlockTable {
         next
     }
 
-    /// Whether a block that ended in token `last` waits unread.
+    /// Whether a block that ended in token `last` waits unread. Blocks end in
+    /// stream order, so only those at the back can have: the search stops at the
+    /// first that ended before (many blocks in one window stay linear).
     pub(super) fn unread_in(&self, last: usize) -> bool {
-        self.blocks.iter().rev().any(|b| b.end.as_ref().is_some_and(|e| e.last == last && e.unread.is_some()))
+        self.blocks
+            .iter()
+            .rev()
+            .take_while(|b| b.end.as_ref().is_none_or(|e| e.last >= last))
+            .any(|b| b.end.as_ref().is_some_and(|e| e.last == last && e.unread.is_some()))
     }
 
     /// A reasoning closer that closed nothing spans tokens `start..=last`.

@@ -100,40 +100,44 @@ pub struct Turn {
     finished: bool,
 }
 
-/// How much of the open block's body was read while its end was undecided.
+/// How much a draft may read of the bodies of blocks that end in it.
 ///
 /// A block's calls are read from its body when it ends, so reads can run early;
-/// but a drafted closer the verifier rejects would have the body read whole
-/// again on every draft that proposes it: quadratic in the block for a drafter
-/// that proposes it every step. A body is read early only while the bytes read
-/// early so far stay within its length (plus a slack that keeps every ordinary
-/// block early), which bounds the early reading of a block by about twice its
-/// length. A body left unread is read once, when the verifier accepts its end;
-/// its calls are announced then, and its reads run then instead of early.
+/// but the body may be long, and a closer the verifier rejects would have it
+/// read whole again on every draft that proposes it: a step would cost the
+/// block, and a turn the square of it. A draft reads early at most the bytes it
+/// drafted plus a slack (which keeps every ordinary block early); a body it
+/// cannot afford is left unread and read once, when the verifier accepts its
+/// end: its calls are announced then, and their reads run then.
 #[derive(Debug, Clone, Copy)]
 struct EarlyReads {
-    block: u64,
+    /// Where the draft began in the live text: what it drafted is the text after.
+    from: usize,
+    /// Bytes of bodies read early in this draft.
     read: usize,
-    /// Bodies of up to this many bytes are read early however often their closer is rejected.
     slack: usize,
 }
 
 impl Default for EarlyReads {
     fn default() -> Self {
-        Self { block: 0, read: 0, slack: 16 * 1024 }
+        Self { from: 0, read: 0, slack: 16 * 1024 }
     }
 }
 
 impl EarlyReads {
-    /// Whether block `block`'s body of `len` bytes may be read now, its end undecided; counts it if so.
-    fn allow(&mut self, block: u64, len: usize) -> bool {
-        if self.block != block {
-            (self.block, self.read) = (block, 0);
-        }
-        if self.read > len.saturating_add(self.slack) {
+    /// A draft begins with the live text `len` bytes long.
+    fn start(&mut self, len: usize) {
+        (self.from, self.read) = (len, 0);
+    }
+
+    /// Whether a body of `len` bytes may be read now, the live text `end` bytes
+    /// long; counts it if so.
+    fn allow(&mut self, len: usize, end: usize) -> bool {
+        let budget = (end.saturating_sub(self.from) + self.slack).saturating_sub(self.read);
+        if len > budget {
             return false;
         }
-        self.read = self.read.saturating_add(len);
+        self.read += len;
         true
     }
 }
@@ -204,8 +208,8 @@ impl Turn {
         self.binding.scanner.spec()
     }
 
-    /// Sets the bytes a body may be read early beyond its length (`EarlyReads`):
-    /// tests set 0 so that small blocks leave bodies unread too.
+    /// Sets the bytes a draft may read early beyond what it drafted (`EarlyReads`):
+    /// tests set 0 so that blocks reaching before a draft leave their bodies unread.
     #[cfg(test)]
     pub(crate) fn set_early_slack(&mut self, slack: usize) {
         self.early.slack = slack;
@@ -308,6 +312,7 @@ impl Turn {
     /// `draft` of tokens `check_draft` accepted. One loop over the window, the
     /// state after each token carried in a local from one token to the next.
     pub(crate) fn draft_checked<'a>(&mut self, tokens: impl Iterator<Item = TokenIn<'a>>, out: &mut Vec<Outcome>) {
+        self.early.start(self.window.text().len());
         let (binding, ledger, mut live) = self.split(Drafting::Undecided);
         let mut cp = live.window.last();
         for t in tokens {
@@ -544,8 +549,8 @@ impl Live<'_> {
                 let body = match body {
                     BlockBody::Read(items) => items,
                     BlockBody::Unread(body) => {
-                        let id = self.blocks.open_id().unwrap_or(u64::MAX);
-                        if self.early.as_deref_mut().is_some_and(|early| !early.allow(id, body.len())) {
+                        let end = self.window.text().len();
+                        if self.early.as_deref_mut().is_some_and(|early| !early.allow(body.len(), end)) {
                             let unread = Unread { body, hash: cp.hash, first: cp.ends };
                             self.blocks.end_unread(pos, confirmed, unread);
                             return;

@@ -518,26 +518,34 @@ fn committed_keys(out: &[Outcome]) -> Vec<(String, CommitKey)> {
 }
 
 /// A drafter that proposes the closer every step while the verifier keeps
-/// writing the value: the body is read early a bounded number of times (once
-/// per doubling), not on every draft, and the call commits as a lone stream
-/// of the accepted tokens commits it.
+/// writing the value: a draft reads at most what it drafted plus 16 KB, so the
+/// 64 KB body is never read on a draft; it is read once, when its end is
+/// accepted, and commits as a lone stream of the accepted tokens commits it.
 #[test]
 fn a_body_whose_closer_is_rejected_again_and_again_is_not_read_again_and_again() {
     let (mut t, mut accepted) = long_body(64 * 1024);
-    let mut early = 0;
     for _ in 0..100 {
-        early += closed(&draft(&mut t, &[b"yy", b"\"}}</tool_call>"]));
+        assert_eq!(closed(&draft(&mut t, &[b"yy", b"\"}}</tool_call>"])), 0, "read on a draft");
         let out = t.verify(1, None).unwrap();
-        assert!(labels(&out).iter().all(|l| l.starts_with("retracted")), "{:?}", labels(&out));
+        assert!(out.is_empty(), "{:?}", labels(&out));
         accepted.push(b"yy".to_vec());
     }
-    assert!(early <= 3, "the 64 KB body was read early {early} times in 100 drafts");
     let out = draft(&mut t, &[b"\"}}</tool_call>"]);
     assert!(out.is_empty(), "left unread, announced when accepted: {:?}", labels(&out));
     let out = t.verify(1, None).unwrap();
     assert_eq!(labels(&out), ["closed f", "committed f"]);
     accepted.push(b"\"}}</tool_call>".to_vec());
     assert_eq!(committed_keys(&out), committed_keys(&lone(&accepted)));
+}
+
+/// A body shorter than the slack is read on every draft that ends it, as before.
+#[test]
+fn a_short_body_is_read_early_on_every_draft() {
+    let (mut t, _) = long_body(1000);
+    for _ in 0..20 {
+        assert_eq!(closed(&draft(&mut t, &[b"\"}}</tool_call>"])), 1);
+        assert_eq!(labels(&t.verify(0, None).unwrap()), ["retracted f"]);
+    }
 }
 
 /// A token that ends a block left unread and then a whole second block: the
@@ -547,10 +555,6 @@ fn a_block_ending_after_an_unread_one_in_the_same_token_keys_after_it() {
     let (mut t, mut accepted) = long_body(100);
     t.set_early_slack(0);
     let both: &[u8] = b"\"}}</tool_call><tool_call>{\"name\": \"g\", \"arguments\": {}}</tool_call>";
-    for _ in 0..2 {
-        assert_eq!(closed(&draft(&mut t, &[b"\"}}</tool_call>"])), 1);
-        t.verify(0, None).unwrap();
-    }
     let out = draft(&mut t, &[both]);
     assert_eq!(labels(&out), ["closed f", "closed g"], "the first is read for the second's ordinal");
     let out = t.verify(1, None).unwrap();
@@ -567,10 +571,6 @@ fn a_block_ending_after_an_unread_one_in_the_same_token_keys_after_it() {
 fn an_unread_block_is_announced_before_the_correction_closes_the_next() {
     let (mut t, mut accepted) = long_body(100);
     t.set_early_slack(0);
-    for _ in 0..2 {
-        draft(&mut t, &[b"\"}}</tool_call>"]);
-        t.verify(0, None).unwrap();
-    }
     let window: [&[u8]; 2] = [b"\"}}</tool_call>", b"<tool_call>{\"name\": \"g\", \"arguments\": {}}"];
     assert!(draft(&mut t, &window).is_empty());
     let out = t.verify(2, Some(TokenIn::Piece(b"</tool_call>"))).unwrap();
@@ -580,17 +580,17 @@ fn an_unread_block_is_announced_before_the_correction_closes_the_next() {
     assert_eq!(committed_keys(&out), committed_keys(&lone(&accepted)));
 }
 
-/// A tree whose every branch proposes the closer of a long body reads it early
-/// a bounded number of times, and the accepted branch commits as drafting it alone.
+/// A tree whose every branch proposes the closer of a long body reads none of
+/// them early, and the accepted branch commits as drafting it alone.
 #[test]
-fn a_tree_of_closers_reads_a_long_body_a_bounded_number_of_times() {
+fn a_tree_of_closers_does_not_read_a_long_body_per_branch() {
     let (mut t, mut accepted) = long_body(64 * 1024);
     let branches: Vec<Vec<u8>> = (0..16).map(|i| format!("{i}\"}}}}</tool_call>").into_bytes()).collect();
     let tokens: Vec<TokenIn<'_>> = branches.iter().map(|b| TokenIn::Piece(b)).collect();
-    let out = t.draft_tree(&tokens, &[-1; 16]).unwrap();
-    assert!(closed(&out) <= 2, "read early on {} of 16 branches", closed(&out));
+    assert_eq!(closed(&t.draft_tree(&tokens, &[-1; 16]).unwrap()), 0);
     let out = t.verify_path(&[9], None).unwrap();
     accepted.push(branches[9].clone());
+    assert_eq!(labels(&out), ["closed f", "committed f"]);
     assert_eq!(committed_keys(&out), committed_keys(&lone(&accepted)));
     assert_eq!(committed_calls(&out)[0].arguments["s"].as_str().unwrap().len(), 64 * 1024 + 1);
 }

@@ -123,6 +123,7 @@ impl Turn {
                 ledger.append(r.drafted(), r.bytes.len());
             }
         }
+        self.early.start(self.window.text().len());
         let base = std::mem::take(&mut self.blocks);
         let n = tokens.len();
         let mut checkpoints = Vec::with_capacity(n);
