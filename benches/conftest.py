@@ -92,12 +92,27 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
             tr.write_line(f"{impl:<16} 64k / 1k = {long / short:6.2f}   (flat when ~1)")
     _serving(tr)
     _streaming(tr)
+    _long_blocks(tr)
     for n in ("1k", "64k"):
         core, orch, base = (MEDIANS.get(f"{i}@{n}") for i in ("core", "orchestrator", "baseline_rescan"))
         if core and orch:
             tr.write_line(f"@{n}: orchestrator / core = {orch / core:6.2f}")
         if core and base:
             tr.write_line(f"@{n}: plain-Python rescan / core = {base / core:8.2f}")
+
+
+def _long_blocks(tr: Any) -> None:
+    """A long block's rejected closer and many blocks in one piece (bench_long_blocks.py)."""
+    m = MEDIANS
+    for tail in ("closer", "closer+short"):
+        short, long = m.get(f"long_block:{tail}@64k"), m.get(f"long_block:{tail}@1024k")
+        if short and long:
+            tr.write_line(f"rejected {tail:<12} step: 64 KB body {short * 1e6:6.2f} us, 1 MB body {long * 1e6:6.2f} us"
+                          f"   1 MB / 64 KB = {long / short:5.2f}   (flat when ~1)")
+    few, many = m.get("one_piece_blocks@10000"), m.get("one_piece_blocks@80000")
+    if few and many:
+        tr.write_line(f"blocks in one piece, per block: 10k {few * 1e6:6.2f} us, 80k {many * 1e6:6.2f} us"
+                      f"   80k / 10k = {many / few:5.2f}   (linear when ~1)")
 
 
 def _streaming(tr: Any) -> None:

@@ -116,3 +116,45 @@ def test_a_read_in_a_long_block_runs_once_its_end_is_accepted_not_on_every_rejec
     assert not report.results[0].early, "read once its end was accepted: it ran as committed"
     assert report.violations == []
     assert calls == [64 * 1024 + 100], "no read on a rejected closer: once, when accepted"
+
+
+def test_a_call_closing_after_an_unread_one_is_not_run_before_it() -> None:
+    """Two writes to one path: the long one's body is left unread by the draft that closes
+    it and, in the same draft, the short one; the short one used to be announced (and run)
+    first, so the writes ran out of stream order (a stale_read violation)."""
+    order: list[str] = []
+
+    def put(path: str, text: str) -> None:
+        order.append(text[:5])
+
+    effects = inert.EffectTable({"put": inert.ToolSpec("write", writes="path")})
+    orch = inert.Orchestrator(effects, {"put": put}, policy="read_eager", turn_key="t")
+    orch.draft([head(64 * 1024).replace('"save"', '"put"').replace('{"text"', '{"path": "p", "text"')])
+    orch.verify(1)
+    short = '<tool_call>{"name": "put", "arguments": {"path": "p", "text": "short"}}</tool_call>'
+    assert orch.draft([CLOSER, short]).dispatched == ()
+    orch.verify(2)
+    report = orch.finish(strict=False)
+    assert order == ["xxxxx", "short"]
+    assert report.violations == []
+
+
+def test_a_closer_and_a_short_call_in_one_token_wait_together() -> None:
+    """The short call after an unread block in the same token waits with it (its key is
+    numbered after the long block's items): nothing is read on the draft, and the verify
+    announces and commits both, keyed as a lone stream of the accepted tokens keys them."""
+    s = inert.TokenStream("hermes", "t")
+    accepted = [head(64 * 1024)]
+    s.draft(accepted[:])
+    s.verify(1)
+    both = CLOSER + '<tool_call>{"name": "g", "arguments": {}}</tool_call>'
+    for _ in range(3):
+        assert s.draft([both]) == []
+        assert s.verify(0) == []
+    assert s.draft([both]) == []
+    out = s.verify(1)
+    assert [(o.kind, o.call.name) for o in out if not isinstance(o, inert.BlockMalformed)] == [
+        ("call_closed", "save"), ("call_closed", "g"), ("call_committed", "save"), ("call_committed", "g")]
+    accepted.append(both)
+    alone = inert.TokenStream("hermes", "t")
+    assert committed(out) == committed(alone.draft(accepted) + alone.verify(len(accepted)))

@@ -15,7 +15,9 @@
 //!
 //! An ended block's body may wait unread (`Unread`) while its end is undecided:
 //! the turn reads it when the verifier accepts the end (`read_unread`), and
-//! announces its calls then. Until read, it announces and commits nothing.
+//! announces its calls then. Until read, it announces and commits nothing, and
+//! no block after it is announced either: announcements keep stream order, which
+//! the runtime orders conflicting calls by.
 //!
 //! A reasoning closer that closed nothing is kept here too, as an entry that
 //! is already ended and confirmed: it commits in stream order with the
@@ -25,7 +27,7 @@
 
 use super::keys::{CommitHasher, CommitKey};
 use super::outcome::{CallRecord, MalformedRecord, Outcome, ReasoningRecord};
-use crate::scan::Item as Parsed;
+use crate::scan::{BlockBody, Item as Parsed};
 use std::ops::Range;
 use std::sync::Arc;
 
@@ -50,14 +52,24 @@ struct End {
     unread: Option<Unread>,
 }
 
-/// An ended block's body, not read yet, and what its items' keys need.
+/// An ended block waiting behind an unread body: its own body, and what its
+/// items' keys need.
 #[derive(Debug, Clone)]
 pub(super) struct Unread {
-    /// Its bytes in the live text.
-    pub(super) body: Range<usize>,
-    /// The key hash after the token that ended it, and the ordinal there of its first item.
+    /// Its bytes in the live text, or its items when the scanner read them already
+    /// (a block that outgrew the limit), which wait only for the block before.
+    pub(super) body: BlockBody,
+    /// The key hash after the token that ended it.
     pub(super) hash: CommitHasher,
-    pub(super) first: u32,
+    /// The ordinal there of its first item: `Known`, or right after the items of
+    /// the block before it, which ended unread in the same token (`AfterPrevious`).
+    pub(super) first: First,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub(super) enum First {
+    Known(u32),
+    AfterPrevious,
 }
 
 #[derive(Debug, Clone)]
@@ -79,9 +91,16 @@ struct Block {
 pub(super) struct BlockTable {
     blocks: Vec<Block>,
     next_id: u64,
+    /// Ended blocks whose bodies wait unread: while there are any, none is announced.
+    unread: usize,
 }
 
 impl Block {
+    /// A reasoning closer's entry: it takes no key.
+    fn is_reasoning(&self) -> bool {
+        self.id == u64::MAX
+    }
+
     /// The items of this block ended in token `last` with `body`, each keyed by `next_key`.
     fn items(&self, last: usize, body: Vec<Parsed>, mut next_key: impl FnMut() -> CommitKey) -> Vec<Item> {
         let span = self.start..last + 1;
@@ -147,10 +166,11 @@ impl BlockTable {
         next_key: impl FnMut() -> CommitKey,
         out: &mut Vec<Outcome>,
     ) {
+        let held = self.unread > 0;
         let Some(block) = self.open_block() else { return };
         let items = block.items(last, body, next_key);
         block.end = Some(End { last, confirmed_at: confirmed.then_some(last), announced: false, items, unread: None });
-        if confirmed {
+        if confirmed && !held {
             block.announce(out);
         }
     }
@@ -160,6 +180,7 @@ impl BlockTable {
         let Some(block) = self.open_block() else { return };
         let confirmed_at = confirmed.then_some(last);
         block.end = Some(End { last, confirmed_at, announced: false, items: Vec::new(), unread: Some(unread) });
+        self.unread += 1;
     }
 
     /// The block open now: the scanner ends blocks in the order it opened them,
@@ -171,50 +192,56 @@ impl BlockTable {
         block
     }
 
-    /// Reads the unread bodies with `read`, in stream order: every one (the
-    /// verifier accepted their ends), or with `only_in`, those that ended in that
-    /// token. Announces the calls of the confirmed ones. Returns the key ordinal
-    /// after the last item read: the next block ending in the same token starts there.
-    pub(super) fn read_unread(
-        &mut self,
-        mut read: impl FnMut(Range<usize>) -> Vec<Parsed>,
-        only_in: Option<usize>,
-        out: &mut Vec<Outcome>,
-    ) -> u32 {
+    /// Reads every unread body with `read` (the verifier accepted their ends), in
+    /// stream order, and announces every confirmed block not announced yet: those
+    /// read now and those held behind them.
+    pub(super) fn read_unread(&mut self, mut read: impl FnMut(Range<usize>) -> Vec<Parsed>, out: &mut Vec<Outcome>) {
+        if self.unread == 0 {
+            return;
+        }
+        self.unread = 0;
+        // The ordinal after the last item of the block read last (`First::AfterPrevious`).
         let mut next = 0;
         for block in &mut self.blocks {
             let Some(end) = &mut block.end else { continue };
-            if only_in.is_some_and(|at| at != end.last) {
-                continue;
+            if let Some(unread) = end.unread.take() {
+                let last = end.last;
+                next = match unread.first {
+                    First::Known(first) => first,
+                    First::AfterPrevious => next,
+                };
+                let next_key = || {
+                    let key = unread.hash.key(next);
+                    next += 1;
+                    key
+                };
+                let parsed = match unread.body {
+                    BlockBody::Unread(body) => read(body),
+                    BlockBody::Read(items) => items,
+                };
+                let items = block.items(last, parsed, next_key);
+                if let Some(end) = &mut block.end {
+                    end.items = items;
+                }
             }
-            let Some(unread) = end.unread.take() else { continue };
-            let (last, confirmed) = (end.last, end.confirmed_at.is_some());
-            next = unread.first;
-            let next_key = || {
-                let key = unread.hash.key(next);
-                next += 1;
-                key
-            };
-            let items = block.items(last, read(unread.body.clone()), next_key);
-            if let Some(end) = &mut block.end {
-                end.items = items;
-            }
-            if confirmed {
+            if block.end.as_ref().is_some_and(|e| e.confirmed_at.is_some()) {
                 block.announce(out);
             }
         }
-        next
     }
 
-    /// Whether a block that ended in token `last` waits unread. Blocks end in
-    /// stream order, so only those at the back can have: the search stops at the
-    /// first that ended before (many blocks in one window stay linear).
+    /// Whether a block that ended in token `last` waits unread: then so does
+    /// every later block that ends in it (`First::AfterPrevious`), so the latest
+    /// block that ended tells.
     pub(super) fn unread_in(&self, last: usize) -> bool {
-        self.blocks
-            .iter()
-            .rev()
-            .take_while(|b| b.end.as_ref().is_none_or(|e| e.last >= last))
-            .any(|b| b.end.as_ref().is_some_and(|e| e.last == last && e.unread.is_some()))
+        self.unread > 0
+            && self
+                .blocks
+                .iter()
+                .rev()
+                .filter(|b| !b.is_reasoning())
+                .find_map(|b| b.end.as_ref())
+                .is_some_and(|e| e.last == last && e.unread.is_some())
     }
 
     /// A reasoning closer that closed nothing spans tokens `start..=last`.
@@ -228,6 +255,7 @@ impl BlockTable {
 
     /// Token `at` confirms the block that ended unconfirmed.
     pub(super) fn confirm(&mut self, at: usize, out: &mut Vec<Outcome>) {
+        let held = self.unread > 0;
         // At most one block awaits confirmation: the last that ended.
         let waiting = self.blocks.iter_mut().rev().find(|b| b.end.as_ref().is_some_and(|e| e.confirmed_at.is_none()));
         let Some(block) = waiting else {
@@ -237,7 +265,9 @@ impl BlockTable {
         if let Some(end) = &mut block.end {
             end.confirmed_at = Some(at);
         }
-        block.announce(out);
+        if !held {
+            block.announce(out);
+        }
     }
 
     /// Whether `call` is one of this table's calls, announced and not retracted.
@@ -250,16 +280,19 @@ impl BlockTable {
     /// The live stream was cut back to `len` tokens: undoes what the dropped
     /// tokens did to each block (see the module documentation).
     pub(super) fn rollback(&mut self, len: usize, out: &mut Vec<Outcome>) {
+        let unread = &mut self.unread;
         self.blocks.retain_mut(|b| {
             if b.opened_at >= len {
                 if let Some(end) = &b.end {
                     Block::retract(end, out);
+                    *unread -= usize::from(end.unread.is_some());
                 }
                 return false;
             }
             if let Some(end) = &mut b.end {
                 if end.last >= len {
                     Block::retract(end, out);
+                    *unread -= usize::from(end.unread.is_some());
                     b.end = None;
                 } else if end.confirmed_at.is_some_and(|c| c >= len) {
                     end.confirmed_at = None;

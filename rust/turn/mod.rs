@@ -31,7 +31,7 @@ use crate::ledger::{Ledger, TokenState};
 use crate::scan::{BlockBody, FormatSpec, ScanEvent, ScanState, Scanner, Schemas};
 use crate::vocab::{Vocab, VocabBuilder};
 use binding::Resolved;
-use blocks::{BlockTable, Unread};
+use blocks::{BlockTable, First, Unread};
 use std::sync::Arc;
 use stream::Streamer;
 use tree::Tree;
@@ -374,7 +374,7 @@ impl Turn {
     /// the correction's outcomes, in stream order.
     fn read_unread(&mut self, out: &mut Vec<Outcome>) {
         let (scanner, text) = (&self.binding.scanner, self.window.text());
-        self.blocks.read_unread(|body| scanner.read_body(text, body), None, out);
+        self.blocks.read_unread(|body| scanner.read_body(text, body), out);
     }
 
     /// Streaming output: releases what the accepted text now settles (every live
@@ -531,6 +531,13 @@ impl Live<'_> {
         }
     }
 
+    /// Whether a body of `len` bytes that ends in this token may be read now:
+    /// always for accepted tokens; for drafted ones, within `EarlyReads`.
+    fn may_read(&mut self, len: usize) -> bool {
+        let end = self.window.text().len();
+        self.early.as_deref_mut().is_none_or(|early| early.allow(len, end))
+    }
+
     /// Applies one scan event of the token at live position `pos`, whose state
     /// after the token is `cp` (its hash is the key of every call ending there).
     fn record(&mut self, ev: ScanEvent, pos: usize, cp: &mut Checkpoint, out: &mut Vec<Outcome>) {
@@ -540,22 +547,17 @@ impl Live<'_> {
             }
             ScanEvent::Shift { at, class } => self.window.shift(pos, at, class),
             ScanEvent::Ended { body, confirmed, .. } => {
-                if self.blocks.unread_in(pos) {
-                    // A block that ended earlier in this token waits unread: read it, so
-                    // this one's keys are numbered after its items.
-                    let (scanner, text) = (self.scanner, self.window.text());
-                    cp.ends = self.blocks.read_unread(|body| scanner.read_body(text, body), Some(pos), out);
-                }
-                let body = match body {
-                    BlockBody::Read(items) => items,
-                    BlockBody::Unread(body) => {
-                        let end = self.window.text().len();
-                        if self.early.as_deref_mut().is_some_and(|early| !early.allow(body.len(), end)) {
-                            let unread = Unread { body, hash: cp.hash, first: cp.ends };
-                            self.blocks.end_unread(pos, confirmed, unread);
-                            return;
-                        }
+                // After a block that ended unread in this same token, this one waits too:
+                // its keys are numbered after that block's items, known once it is read.
+                let first = if self.blocks.unread_in(pos) { First::AfterPrevious } else { First::Known(cp.ends) };
+                let body = match (body, first) {
+                    (BlockBody::Read(items), First::Known(_)) => items,
+                    (BlockBody::Unread(body), First::Known(_)) if self.may_read(body.len()) => {
                         self.scanner.read_body(self.window.text(), body)
+                    }
+                    (body, first) => {
+                        self.blocks.end_unread(pos, confirmed, Unread { body, hash: cp.hash, first });
+                        return;
                     }
                 };
                 let next_key = || {

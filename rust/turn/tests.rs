@@ -337,6 +337,12 @@ fn random_rollbacks_equal_one_shot_parse() {
                             }
                             let ordinals: Vec<CommitKey> = (0..4).map(|i| h.key(i)).collect();
                             assert!(ordinals.contains(&c.key), "{name}: key of {:?} is not its tokens'", c.call.name);
+                            // Announcements keep stream order: the runtime orders conflicting calls by it.
+                            assert!(
+                                open.iter().all(|o| o.span.start <= c.span.start),
+                                "{name}: {:?} announced before a call ahead of it",
+                                c.call.name
+                            );
                             open.push(c);
                         }
                         Outcome::CallRetracted(c) => {
@@ -549,16 +555,19 @@ fn a_short_body_is_read_early_on_every_draft() {
 }
 
 /// A token that ends a block left unread and then a whole second block: the
-/// second's key is numbered after the first's items, as when both are read.
+/// second waits too (nothing is read for its ordinal: a long body read on every
+/// such draft would cost the block per step), and its key is numbered after the
+/// first's items, as when both are read at once.
 #[test]
 fn a_block_ending_after_an_unread_one_in_the_same_token_keys_after_it() {
     let (mut t, mut accepted) = long_body(100);
     t.set_early_slack(0);
     let both: &[u8] = b"\"}}</tool_call><tool_call>{\"name\": \"g\", \"arguments\": {}}</tool_call>";
-    let out = draft(&mut t, &[both]);
-    assert_eq!(labels(&out), ["closed f", "closed g"], "the first is read for the second's ordinal");
+    assert!(draft(&mut t, &[both]).is_empty());
+    assert!(t.verify(0, None).unwrap().is_empty());
+    assert!(draft(&mut t, &[both]).is_empty());
     let out = t.verify(1, None).unwrap();
-    assert_eq!(labels(&out), ["committed f", "committed g"]);
+    assert_eq!(labels(&out), ["closed f", "closed g", "committed f", "committed g"]);
     accepted.push(both.to_vec());
     let keys = committed_keys(&out);
     assert_eq!(keys, committed_keys(&lone(&accepted)));
@@ -593,4 +602,23 @@ fn a_tree_of_closers_does_not_read_a_long_body_per_branch() {
     assert_eq!(labels(&out), ["closed f", "committed f"]);
     assert_eq!(committed_keys(&out), committed_keys(&lone(&accepted)));
     assert_eq!(committed_calls(&out)[0].arguments["s"].as_str().unwrap().len(), 64 * 1024 + 1);
+}
+
+/// A block that closes in the same draft after one left unread is not announced
+/// before it: announcements keep stream order, which the runtime orders
+/// conflicting calls by.
+#[test]
+fn a_block_after_an_unread_one_waits_for_it() {
+    let (mut t, mut accepted) = long_body(64 * 1024);
+    let window: [&[u8]; 3] =
+        [b"\"}}</tool_call>", b"<tool_call>{\"name\": \"g\", \"arguments\": {}}</tool_call>", b" ok"];
+    assert!(draft(&mut t, &window).is_empty(), "g held behind f");
+    let out = t.verify(3, None).unwrap();
+    assert_eq!(labels(&out), ["closed f", "closed g", "committed f", "committed g"]);
+    accepted.extend(window.iter().map(|w| w.to_vec()));
+    assert_eq!(committed_keys(&out), committed_keys(&lone(&accepted)));
+    // Rejected with f: g goes unannounced, and nothing is retracted.
+    let (mut t, _) = long_body(64 * 1024);
+    assert!(draft(&mut t, &window).is_empty());
+    assert!(t.verify(0, None).unwrap().is_empty());
 }
