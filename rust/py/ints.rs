@@ -51,8 +51,13 @@ pub(super) fn buffer_ints(obj: &Bound<'_, PyAny>, what: &'static str) -> Result<
         ElementType::UnsignedInteger { bytes: 4 } => read::<u32>(py, &buf, swap),
         ElementType::UnsignedInteger { bytes: 8 } => {
             let typed: &PyBuffer<u64> = buf.as_typed().map_err(|_| wrong())?;
-            let widened = widen(py, typed, swap, |v| i64::try_from(v).ok()).map_err(|_| wrong())?;
-            Some(widened.ok_or_else(too_large)?)
+            let order = |v: u64| if swap { v.swapped() } else { v };
+            let widened = with_elements(py, typed, |elements| {
+                // Checked first, then converted in a plain map (sized up front).
+                let fits = elements.iter().all(|&v| i64::try_from(order(v)).is_ok());
+                fits.then(|| elements.iter().map(|&v| i64::try_from(order(v)).unwrap_or(i64::MAX)).collect())
+            });
+            Some(widened.map_err(|_| wrong())?.ok_or_else(too_large)?)
         }
         _ => return Err(wrong()),
     };
@@ -90,36 +95,27 @@ ints!(i8, i16, i32, i64, u8, u16, u32, u64);
 /// type read here widens without loss, so the loop is a plain (vectorized) map.
 fn read<T: Int + Into<i64>>(py: Python<'_>, buf: &PyUntypedBuffer, swap: bool) -> Option<Vec<i64>> {
     let typed: &PyBuffer<T> = buf.as_typed().ok()?;
-    widen(py, typed, swap, |v| Some(v.into())).ok()?
+    with_elements(py, typed, |elements| {
+        if swap {
+            elements.iter().map(|&v| v.swapped().into()).collect()
+        } else {
+            elements.iter().map(|&v| v.into()).collect()
+        }
+    })
+    .ok()
 }
 
-/// `typed`'s elements (byte-swapped when `swap`) through `f`; `None` when `f`
-/// refuses one. A token window (a few ids) is copied to the stack first, so
-/// reading it allocates only the result; a longer buffer is copied to the heap.
-fn widen<T: Int>(
-    py: Python<'_>,
-    typed: &PyBuffer<T>,
-    swap: bool,
-    f: impl Fn(T) -> Option<i64>,
-) -> PyResult<Option<Vec<i64>>> {
+/// `f` of `typed`'s elements, copied out: a token window (a few ids) to the stack,
+/// so reading it allocates only what `f` makes of it; a longer buffer to the heap.
+fn with_elements<T: Int, R>(py: Python<'_>, typed: &PyBuffer<T>, f: impl FnOnce(&[T]) -> R) -> PyResult<R> {
     const SMALL: usize = 64;
     let n = typed.item_count();
-    let mut small = [T::default(); SMALL];
-    let heap;
-    let elements = if n <= SMALL {
+    if n <= SMALL {
+        let mut small = [T::default(); SMALL];
         typed.copy_to_slice(py, &mut small[..n])?;
-        &small[..n]
-    } else {
-        heap = typed.to_vec(py)?;
-        &heap[..]
-    };
-    // Sized up front: collecting through `Option` would grow the vector as it goes.
-    let mut out = Vec::with_capacity(n);
-    for &v in elements {
-        let Some(v) = f(if swap { v.swapped() } else { v }) else { return Ok(None) };
-        out.push(v);
+        return Ok(f(&small[..n]));
     }
-    Ok(Some(out))
+    Ok(f(&typed.to_vec(py)?))
 }
 
 /// One integer: an `int` or anything with `__index__` (numpy's integer scalars), never a bool.

@@ -196,9 +196,6 @@ impl BlockTable {
     /// stream order, and announces every confirmed block not announced yet: those
     /// read now and those held behind them.
     pub(super) fn read_unread(&mut self, mut read: impl FnMut(Range<usize>) -> Vec<Parsed>, out: &mut Vec<Outcome>) {
-        if self.unread == 0 {
-            return;
-        }
         self.unread = 0;
         // The ordinal after the last item of the block read last (`First::AfterPrevious`).
         let mut next = 0;
@@ -228,6 +225,12 @@ impl BlockTable {
                 block.announce(out);
             }
         }
+    }
+
+    /// Whether any ended block waits unread.
+    #[inline]
+    pub(super) fn has_unread(&self) -> bool {
+        self.unread > 0
     }
 
     /// Whether a block that ended in token `last` waits unread: then so does

@@ -372,9 +372,12 @@ impl Turn {
     /// Reads the block bodies left unread (see `EarlyReads`): every live token is
     /// decided, so their ends are accepted. Their calls are announced now, before
     /// the correction's outcomes, in stream order.
+    #[inline]
     fn read_unread(&mut self, out: &mut Vec<Outcome>) {
-        let (scanner, text) = (&self.binding.scanner, self.window.text());
-        self.blocks.read_unread(|body| scanner.read_body(text, body), out);
+        if self.blocks.has_unread() {
+            let (scanner, text) = (&self.binding.scanner, self.window.text());
+            self.blocks.read_unread(|body| scanner.read_body(text, body), out);
+        }
     }
 
     /// Streaming output: releases what the accepted text now settles (every live
