@@ -158,3 +158,23 @@ def test_a_closer_and_a_short_call_in_one_token_wait_together() -> None:
     accepted.append(both)
     alone = inert.TokenStream("hermes", "t")
     assert committed(out) == committed(alone.draft(accepted) + alone.verify(len(accepted)))
+
+
+def test_a_write_the_end_of_the_turn_closes_after_an_unread_one_runs_too() -> None:
+    """The last accepted token closes a long block left unread and opens a block the end of
+    the turn confirms: that call took the first one's key, so only one write ran."""
+    ran: list[str] = []
+
+    def put(path: str, text: str) -> None:
+        ran.append(path)
+
+    effects = inert.EffectTable({"put": inert.ToolSpec("write", writes="path")})
+    orch = inert.Orchestrator(effects, {"put": put}, policy="read_eager", turn_key="t")
+    orch.draft(['<tool_call>{"name": "put", "arguments": {"path": "a", "text": "' + "x" * 40_000])
+    orch.verify(1)
+    orch.draft(['"}}</tool_call><tool_call>{"name": "put", "arguments": {"path": "b", "text": "y"}}'])
+    orch.verify(1)
+    report = orch.finish(strict=False)
+    assert ran == ["a", "b"]
+    assert len({r.commit_key for r in report.results}) == 2
+    assert report.violations == []

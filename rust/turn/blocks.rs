@@ -195,8 +195,15 @@ impl BlockTable {
     /// Reads every unread body with `read` (the verifier accepted their ends), in
     /// stream order, and announces every confirmed block not announced yet: those
     /// read now and those held behind them.
-    pub(super) fn read_unread(&mut self, mut read: impl FnMut(Range<usize>) -> Vec<Parsed>, out: &mut Vec<Outcome>) {
+    /// Returns the token the last block read ended in, and the ordinal after its
+    /// items there: what a block ending later in that token is numbered from.
+    pub(super) fn read_unread(
+        &mut self,
+        mut read: impl FnMut(Range<usize>) -> Vec<Parsed>,
+        out: &mut Vec<Outcome>,
+    ) -> Option<(usize, u32)> {
         self.unread = 0;
+        let mut ended = None;
         // The ordinal after the last item of the block read last (`First::AfterPrevious`).
         let mut next = 0;
         for block in &mut self.blocks {
@@ -220,11 +227,13 @@ impl BlockTable {
                 if let Some(end) = &mut block.end {
                     end.items = items;
                 }
+                ended = Some((last, next));
             }
             if block.end.as_ref().is_some_and(|e| e.confirmed_at.is_some()) {
                 block.announce(out);
             }
         }
+        ended
     }
 
     /// Whether any ended block waits unread.

@@ -372,11 +372,19 @@ impl Turn {
     /// Reads the block bodies left unread (see `EarlyReads`): every live token is
     /// decided, so their ends are accepted. Their calls are announced now, before
     /// the correction's outcomes, in stream order.
+    /// A block that ends later in the last token (at the end of the turn) is
+    /// numbered after their items, as if they had been read when it ended.
     #[inline]
     fn read_unread(&mut self, out: &mut Vec<Outcome>) {
         if self.blocks.has_unread() {
             let (scanner, text) = (&self.binding.scanner, self.window.text());
-            self.blocks.read_unread(|body| scanner.read_body(text, body), out);
+            let ended = self.blocks.read_unread(|body| scanner.read_body(text, body), out);
+            if let Some((token, next)) = ended.filter(|&(token, _)| token + 1 == self.window.len()) {
+                debug_assert!(token + 1 == self.window.accepted_len(), "read with tokens undecided");
+                let mut base = self.window.base();
+                base.ends = next;
+                self.window.rebase(base);
+            }
         }
     }
 

@@ -622,3 +622,35 @@ fn a_block_after_an_unread_one_waits_for_it() {
     assert!(draft(&mut t, &window).is_empty());
     assert!(t.verify(0, None).unwrap().is_empty());
 }
+
+/// The last accepted token ends a block left unread and opens one the end of
+/// the turn cuts: that one's key is numbered after the first's items (it took
+/// the first's key, so the Orchestrator ran only one of two writes).
+#[test]
+fn a_block_the_end_of_the_turn_cuts_keys_after_an_unread_one_in_its_token() {
+    for tail in [&b"<tool_call>{\"name\": \"g\", \"arguments\": {}}"[..], b"<tool_call>{\"name"] {
+        let (mut t, mut accepted) = long_body(40_000);
+        let last = [b"\"}}</tool_call>".as_slice(), tail].concat();
+        assert!(draft(&mut t, &[&last]).is_empty());
+        let mut out = t.verify(1, None).unwrap();
+        out.extend(t.finish().unwrap());
+        accepted.push(last);
+        let mut alone = turn();
+        let refs: Vec<&[u8]> = accepted.iter().map(Vec::as_slice).collect();
+        let mut expected = draft(&mut alone, &refs);
+        expected.extend(alone.verify(accepted.len(), None).unwrap());
+        expected.extend(alone.finish().unwrap());
+        let keys = |out: &[Outcome]| -> Vec<CommitKey> {
+            out.iter()
+                .filter_map(|o| match o {
+                    Outcome::CallCommitted(c) => Some(c.key),
+                    Outcome::BlockMalformed(m) => Some(m.key),
+                    _ => None,
+                })
+                .collect()
+        };
+        assert_eq!(keys(&out), keys(&expected));
+        assert_eq!(keys(&out).len(), 2);
+        assert_ne!(keys(&out)[0], keys(&out)[1]);
+    }
+}
