@@ -408,6 +408,45 @@ def parents_of(nodes: list[tuple[float, int]]) -> list[int]:
     return [min(int(f * (i + 1)), i) - 1 for i, (f, _) in enumerate(nodes)]
 
 
+def siblings_apart(tokens: list[int], parents: list[int]) -> list[int]:
+    """``tokens`` with each node's id moved on until no sibling has it (twins are refused)."""
+    seen: set[tuple[int, int]] = set()
+    out = []
+    for drawn, parent in zip(tokens, parents, strict=True):
+        token = drawn
+        while (parent, token) in seen:
+            token = (token + 1) % N
+        seen.add((parent, token))
+        out.append(token)
+    return out
+
+
+def test_twin_siblings_are_refused_and_change_nothing() -> None:
+    """The same token twice under one parent is one continuation: its call was announced
+    twice under one key, then retracted and committed in one step, and every orchestrator
+    raised KeyError. Refused with TreeError; nothing drafted, nothing run."""
+    blk = '<tool_call>{"name": "save", "arguments": {"text": "x"}}</tool_call>'
+    s = inert.TokenStream("hermes", "t")
+    with pytest.raises(inert.TreeError, match="nodes 0 and 1 are the same token under the same parent"):
+        s.draft_tree([blk, blk], [-1, -1])
+    assert (s.ledger_len, s.tree_pending) == (0, False)
+    ids = inert.TokenStream("hermes", "t", vocab=VOCAB)
+    with pytest.raises(inert.TreeError, match="nodes 1 and 2"):
+        ids.draft_tree(np.array([3, 1, 1]), [-1, 0, 0])
+    ran: list[str] = []
+
+    def save(text: str) -> None:
+        ran.append(text)
+
+    orch = inert.Orchestrator({"save": "write"}, {"save": save}, turn_key="t")
+    with pytest.raises(inert.TreeError):
+        orch.draft_tree([blk, blk], [-1, -1])
+    orch.draft_tree([blk, "x"], [-1, -1])
+    orch.verify_path([0])
+    report = orch.finish()
+    assert ran == ["x"] and report.violations == []
+
+
 @given(st.lists(st.tuples(tree_st, st.floats(0, 1), st.integers(-1, N - 1)), max_size=8), st.booleans())
 def test_a_tree_verified_along_a_path_equals_the_linear_draft_of_that_path(
     steps: list[tuple[list[tuple[float, int]], float, int]], numpy: bool
@@ -417,7 +456,7 @@ def test_a_tree_verified_along_a_path_equals_the_linear_draft_of_that_path(
     announced: dict[str, inert.Call] = {}  # commit key -> the object the tree announced
     for nodes, pick, corr in steps:
         parents = parents_of(nodes)
-        tokens = [t for _, t in nodes]
+        tokens = siblings_apart([t for _, t in nodes], parents)
         drafted = tree.draft_tree(
             np.asarray(tokens, dtype=np.int64) if numpy else tokens,
             np.asarray(parents, dtype=np.int32) if numpy else parents,

@@ -291,7 +291,9 @@ class TokenStream:
 
         Raises:
             TreeError: ``parents`` and ``tokens`` differ in length, a parent is not -1 or an
-                earlier node, a linear draft awaits ``verify``, or a tree awaits ``verify_path``.
+                earlier node, two siblings are the same token (one continuation, which would
+                announce its calls twice under one key), a linear draft awaits ``verify``, or a
+                tree awaits ``verify_path``.
             PieceTypeError, VocabularyError: a bad token (as ``draft``).
             StreamFinishedError: after ``finish()``.
         Nothing changes when it raises.

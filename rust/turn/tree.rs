@@ -21,6 +21,7 @@ use super::outcome::{CallRecord, Outcome};
 use super::window::{Checkpoint, Shift};
 use super::{TokenIn, Turn};
 use crate::error::CoreError;
+use std::collections::HashMap;
 use std::sync::Arc;
 
 /// A drafted tree awaiting `verify_path`.
@@ -59,6 +60,24 @@ fn parents_of(parents: &[i64], len: usize) -> Result<Vec<Option<u32>>, CoreError
             p => Err(bad(format!("parents[{i}] is {p}; it must be -1 (a root) or an earlier node (0..{i})"))),
         })
         .collect()
+}
+
+/// Refuses two siblings that are the same token: they are one continuation, whose
+/// calls would be announced twice under one key (keys are per path).
+fn distinct_siblings(tokens: &[TokenIn<'_>], parents: &[Option<u32>]) -> Result<(), CoreError> {
+    let mut seen = HashMap::with_capacity(tokens.len());
+    for (i, (token, parent)) in tokens.iter().zip(parents).enumerate() {
+        let token = match *token {
+            TokenIn::Id(id) => (Some(id), &[][..]),
+            TokenIn::Piece(piece) => (None, piece),
+        };
+        if let Some(j) = seen.insert((*parent, token), i) {
+            return Err(bad(format!(
+                "nodes {j} and {i} are the same token under the same parent; draft each continuation once"
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// The nodes in depth-first order, children in index order.
@@ -114,6 +133,7 @@ impl Turn {
             return Err(CoreError::DraftPending { pending: self.ledger.undecided() });
         }
         let parents = parents_of(parents, tokens.len())?;
+        distinct_siblings(tokens, &parents)?;
         self.check_room(tokens.iter().copied())?;
 
         let first_ledger = self.ledger.len();

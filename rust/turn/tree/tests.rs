@@ -98,7 +98,10 @@ fn a_tree_verified_along_a_path_equals_the_linear_draft_of_that_path() {
                     if rng.below(3) == 0 {
                         piece[0] = b"{}\"<>/x[]"[rng.below(9)];
                     }
-                    nodes.push((parent, piece));
+                    // Twin siblings are refused (`twin_siblings_are_refused_and_change_nothing`).
+                    if !nodes.iter().any(|n| n.0 == parent && n.1 == piece) {
+                        nodes.push((parent, piece));
+                    }
                 }
                 let parents: Vec<i64> = nodes.iter().map(|n| n.0).collect();
                 let toks: Vec<TokenIn<'_>> = nodes.iter().map(|n| TokenIn::Piece(&n.1)).collect();
@@ -212,6 +215,22 @@ fn bad_trees_and_paths_change_nothing() {
     t.verify_path(&[0, 2], None).unwrap();
     assert_eq!(t.accepted_text(), b"xac");
     assert_eq!(t.ledger().rejected_runs(), vec![2..3]);
+}
+
+/// Twin siblings (the same token under the same parent) are one continuation:
+/// their calls would be announced twice under one key (keys are per path), then
+/// retracted and committed in one step. Refused, and nothing changes; the same
+/// token under two parents, or a piece and an id that spell alike, are no twins.
+#[test]
+fn twin_siblings_are_refused_and_change_nothing() {
+    let mut t = Turn::new(&hermes(), [], []).unwrap();
+    let twins = pieces(&[b"a", b"b", b"a"]);
+    let Err(CoreError::BadTree { reason }) = t.draft_tree(&twins, &[-1, -1, -1]) else { panic!("twins drafted") };
+    assert!(reason.starts_with("nodes 0 and 2 are the same token under the same parent"), "{reason}");
+    assert_eq!((t.ledger().len(), t.tree_pending()), (0, false));
+    t.draft_tree(&twins, &[-1, 0, 1]).unwrap();
+    t.verify_path(&[0, 1, 2], None).unwrap();
+    assert_eq!(t.accepted_text(), b"aba");
 }
 
 #[test]
