@@ -518,3 +518,25 @@ def test_a_batch_sequence_drafts_trees() -> None:
         batch.draft([3], [[0]])
     out = batch.verify_path(3, [0, 1, 7, 8, 9, 10, 11], correction=10)
     assert [(o.kind, o.call.name) for o in call_outcomes(out)] == [("call_retracted", "get"), ("call_committed", "put")]
+
+
+@pytest.mark.parametrize("reject", [True, False])
+def test_rejecting_a_tree_that_confirmed_a_call_keeps_it_announced(reject: bool) -> None:
+    """llama3_json ends a call on its bracket; a tree root confirmed it. Rejecting the
+    whole tree (or finishing with it pending) rejects only that confirmation: the call
+    stays announced, as with a rejected linear draft, so its read runs once and is
+    committed (it was retracted and announced again: run twice, one run discarded)."""
+    ran: list[int] = []
+
+    def get(k: int) -> str:
+        ran.append(k)
+        return "ok"
+
+    orch = inert.Orchestrator({"get": "read_only"}, {"get": get}, format="llama3_json", turn_key="t")
+    orch.draft(['{"name": "get", "parameters": {"k": 1}}'])
+    orch.verify(1)
+    orch.draft_tree([" x", " y"], [-1, -1])
+    if reject:
+        orch.verify_path([])
+    report = orch.finish()
+    assert (ran, [r.result for r in report.results], report.discarded) == ([1], ["ok"], [])

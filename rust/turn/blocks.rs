@@ -289,6 +289,22 @@ impl BlockTable {
             .any(|b| b.end.as_ref().is_some_and(|e| e.announced && calls(&e.items).any(|c| Arc::ptr_eq(c, call))))
     }
 
+    /// Keeps `call`'s announcement when its block ended and only awaits confirmation
+    /// here: a tree node confirmed it, and rejecting only that node (as `rollback`
+    /// does for a linear draft) never retracts a block whose own tokens are accepted.
+    /// Returns whether it did.
+    pub(super) fn keep_announced(&mut self, call: &Arc<CallRecord>) -> bool {
+        let awaiting = self
+            .blocks
+            .iter_mut()
+            .filter_map(|b| b.end.as_mut())
+            .find(|e| e.confirmed_at.is_none() && !e.announced && calls(&e.items).any(|c| Arc::ptr_eq(c, call)));
+        awaiting.is_some_and(|end| {
+            end.announced = true;
+            true
+        })
+    }
+
     /// The live stream was cut back to `len` tokens: undoes what the dropped
     /// tokens did to each block (see the module documentation).
     pub(super) fn rollback(&mut self, len: usize, out: &mut Vec<Outcome>) {
