@@ -138,3 +138,20 @@ def test_async_bad_input_raises_and_changes_nothing() -> None:
         assert orch.pending == 1
 
     run(main())
+
+
+def test_a_plain_tool_raising_stop_iteration_is_recorded_not_hung() -> None:
+    """``next()`` on an empty iterator in a plain tool: asyncio cannot set StopIteration on
+    the future its thread completes, which then never completed and finish() hung."""
+    def find(who: str) -> dict[str, str]:
+        return next(u for u in [{"name": "ana"}] if u["name"] == who)
+
+    async def main() -> inert.Report:
+        orch = inert.AsyncOrchestrator({"find": "read_only"}, {"find": find}, turn_key="k")
+        await orch.draft([block("find", who="bo")])
+        await orch.verify(1)
+        return await asyncio.wait_for(orch.finish(strict=False), WATCHDOG)
+
+    [call] = run(main()).results
+    assert isinstance(call.error, RuntimeError) and isinstance(call.error.__cause__, StopIteration)
+    assert "StopIteration" in str(call.error)

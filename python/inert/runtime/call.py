@@ -30,8 +30,8 @@ class CallRun:
     runs it, under its lock (or on its event loop)."""
 
     __slots__ = ("attempt", "began", "concluded_by_deadline", "confirmed", "discarded", "dispatch", "early", "error",
-                 "finished", "home", "invocation", "invoked", "phase", "prepared", "replayed", "result", "retracted",
-                 "settled", "started", "status", "timed_out")
+                 "finished", "home", "in_phase", "invocation", "invoked", "phase", "prepared", "replayed", "result",
+                 "retracted", "settled", "started", "status", "timed_out")
 
     def __init__(self, dispatch: Dispatch, invocation: Invocation | None) -> None:
         self.dispatch = dispatch
@@ -58,6 +58,9 @@ class CallRun:
         # A two-phase tool: which phase runs (or ran last), what its prepare staged, and the
         # block's fate, which decides the second phase.
         self.phase: str | None = None
+        # Whether that phase runs now (its deadline is armed); false while a prepared call
+        # waits for its block's fate, which has no deadline.
+        self.in_phase = False
         self.attempt = ""
         self.prepared: Any = None
         self.confirmed = False

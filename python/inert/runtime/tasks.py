@@ -155,7 +155,7 @@ class AsyncRuntime:
 
     async def _in_thread(self, fn: Callable[..., T], *args: Any) -> T:
         assert self._loop is not None
-        return await self._loop.run_in_executor(self._pool, fn, *args)
+        return await self._loop.run_in_executor(self._pool, _no_stop_iteration, fn, *args)
 
     async def _run(self, node: Node) -> None:
         """Runs the call and settles it exactly once, whatever happens (the task's
@@ -370,6 +370,17 @@ class AsyncRuntime:
         if inspect.isawaitable(result):
             result = await result
         return result
+
+
+def _no_stop_iteration(fn: Callable[..., T], *args: Any) -> T:
+    """``fn(*args)`` in a worker thread. A StopIteration it raises (``next()`` on an empty
+    iterator) becomes a RuntimeError, as Python does when one leaves a coroutine: asyncio
+    cannot set StopIteration on a future, which would then never complete."""
+    try:
+        return fn(*args)
+    except StopIteration as exc:
+        raise RuntimeError("the tool raised StopIteration (next() on an empty iterator?), which asyncio "
+                           "cannot carry: recorded as this RuntimeError, its cause") from exc
 
 
 @dataclass(frozen=True)

@@ -195,7 +195,9 @@ class ThreadRuntime:
                 result, error = run.result, run.error
         except BaseException as exc:  # noqa: BLE001 - every path out of a call settles it, KeyboardInterrupt included
             error = exc
-        if self._settle(run, result, error):
+        # Settled by its deadline while the journal took the intent (and then failed): the
+        # deadline left the concluding to this worker.
+        if self._settle(run, result, error) or not run.concluded_by_deadline:
             return self._conclude(node)
         return None
 
@@ -223,10 +225,12 @@ class ThreadRuntime:
     def _run_phase(self, node: Node) -> Node | None:
         run: CallRun = node.owner
         with self._lock:
-            if run.settled:  # the call timed out while this phase waited for a worker
-                return self._conclude(node)
-            phase = run.next_phase()
-            run.phase, run.invoked = phase, False
+            late = run.settled  # the call timed out while this phase waited for a worker
+            if not late:
+                phase = run.next_phase()
+                run.phase, run.invoked, run.in_phase = phase, False, True
+        if late:
+            return self._conclude(node)  # not under the lock: concluding takes it
         if run.dispatch.timeout is not None:
             self._deadlines.add(run.dispatch.timeout, partial(self._time_out, node, phase))
         if phase == PREPARE:
@@ -258,6 +262,7 @@ class ThreadRuntime:
             journal_phase(run, self._journal, self._turn_key, PREPARE, error, began=True)
         with self._lock:
             late = run.settled  # its deadline passed: the call is settled without it
+            run.in_phase = False  # returned: the wait for the block's fate has no deadline
             if not late and error is None:
                 run.prepared = prepared
                 if not (run.confirmed or run.retracted):  # wait, holding later calls, for the block's fate
@@ -326,7 +331,7 @@ class ThreadRuntime:
     def _time_out(self, node: Node, phase: str | None) -> None:
         run: CallRun = node.owner
         with self._lock:
-            if run.settled or run.phase != phase:
+            if run.settled or run.phase != phase or (phase is not None and not run.in_phase):
                 return
             run.settled = True
             run.timed_out = True

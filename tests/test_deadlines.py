@@ -1,0 +1,79 @@
+"""Per-call deadlines in the thread runtime that made finish() wait forever: one armed
+for a prepare that had returned, and one that passed while a locked journal held the
+call's intent."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import inert
+from tools import block
+
+WATCHDOG = 30.0  # seconds finish() may take before the test calls it a hang
+
+
+def finished(target: Any) -> inert.Report:
+    """``target.finish(strict=False)`` on a thread, failing the test if it hangs."""
+    out: list[inert.Report] = []
+    t = threading.Thread(target=lambda: out.append(target.finish(strict=False)), daemon=True)
+    t.start()
+    t.join(WATCHDOG)
+    assert out, "finish() hung"
+    return out[0]
+
+
+class Transfer:
+    def __init__(self) -> None:
+        self.events: list[str] = []
+        self.prepared = threading.Event()
+
+    def prepare(self, **arguments: Any) -> dict[str, Any]:
+        self.events.append("prepare")
+        self.prepared.set()
+        return arguments
+
+    def commit(self, prepared: dict[str, Any], *, idempotency_key: str) -> str:
+        self.events.append("commit")
+        return "done"
+
+    def abort(self, prepared: dict[str, Any]) -> None:
+        self.events.append("abort")
+
+
+def test_a_prepared_call_waits_for_its_block_past_the_prepares_deadline() -> None:
+    """The prepare returned at once; the block was decided after the timeout. The prepare's
+    deadline used to fire while the call waited, mark it timed out, and the commit's worker
+    then deadlocked on the runtime's lock (in a BatchOrchestrator, every sequence with it)."""
+    tool = Transfer()
+    orch = inert.Orchestrator({"transfer": "write"}, {"transfer": tool}, turn_key="t", timeout=0.05)
+    orch.draft([block("transfer", amount=5)])
+    assert tool.prepared.wait(WATCHDOG)
+    time.sleep(0.3)  # past the deadline: it must not apply to the wait for the block's fate
+    orch.verify(1)
+    [call] = finished(orch).results
+    assert (tool.events, call.result, call.error) == (["prepare", "commit"], "done", None)
+
+
+def test_a_deadline_passing_while_the_journal_is_locked_still_ends_the_call(tmp_path: Path) -> None:
+    """The deadline passed while the worker waited on a write-locked journal for the intent;
+    when begin() then failed, nobody concluded the call and finish() waited forever."""
+    path = tmp_path / "journal.sqlite"
+    ran: list[str] = []
+    orch = inert.Orchestrator({"send": inert.ToolSpec("write", timeout=0.05)}, {"send": ran.append},
+                              turn_key="t", journal=str(path))
+    other = sqlite3.connect(path, isolation_level=None, timeout=0)
+    other.execute("BEGIN IMMEDIATE")  # another process holds the write lock
+    try:
+        orch.journal._db.execute("PRAGMA busy_timeout = 300")  # type: ignore[attr-defined]  # not 30 s
+        orch.draft([block("send", to="bo")])
+        orch.verify(1)
+        [call] = finished(orch).results
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    assert ran == []
+    assert isinstance(call.error, inert.ToolTimeoutError | inert.JournalError), repr(call.error)
