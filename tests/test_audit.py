@@ -151,3 +151,20 @@ def test_recover_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None
     assert main(["recover", str(path), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["completed"][0]["arguments"] == {"x": 1}
     assert main(["recover", str(tmp_path / "missing.sqlite")]) == 2
+
+
+def test_recover_json_stays_json_when_a_result_is_nan(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """SQLite stores a tool's NaN result as the token NaN, which ``--json`` printed as is:
+    no JSON reader takes it. It is written as null, as ``simulate --json`` writes overflows."""
+    path = tmp_path / "j.sqlite"
+    orch = inert.Orchestrator({"f": "read_only"}, {"f": lambda: float("nan")}, journal=path, turn_key="t")
+    orch.draft(['<tool_call>{"name": "f", "arguments": {}}</tool_call>'])
+    orch.verify(1)
+    orch.finish()
+    assert main(["recover", str(path), "--json"]) == 0
+
+    def refuse(constant: str) -> None:
+        raise ValueError(f"not JSON: {constant}")
+
+    [entry] = json.loads(capsys.readouterr().out, parse_constant=refuse)["completed"]
+    assert entry["result"] is None

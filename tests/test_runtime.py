@@ -305,6 +305,33 @@ def test_a_tool_calling_its_own_orchestrator_gets_a_reentrancy_error() -> None:
     assert isinstance(error, inert.ReentrancyError) and "called back" in str(error)
 
 
+def test_a_tool_closing_its_own_batch_gets_a_reentrancy_error() -> None:
+    """close() was the one entry point a tool could call back into: it stopped the shared
+    workers under every other sequence, whose reports could then never be had."""
+    texts = [block("closer"), block("send", n=1)]
+    holder: dict[str, inert.BatchOrchestrator] = {}
+
+    def closer() -> None:
+        holder["batch"].close()
+
+    sent: list[int] = []
+
+    def send(n: int) -> None:
+        sent.append(n)
+
+    batch = holder["batch"] = inert.BatchOrchestrator({"closer": "write", "send": "write"},
+                                                      {"closer": closer, "send": send},
+                                                      vocab=inert.Vocabulary(texts))
+    batch.add(1, "s1")
+    batch.add(2, "s2")
+    batch.draft([1, 2], [[0], [1]])
+    batch.verify([1, 2], [1, 1])
+    [refused] = batch.finish(1, strict=False).results
+    assert isinstance(refused.error, inert.ReentrancyError), repr(refused.error)
+    assert [(r.name, r.error) for r in batch.finish(2).results] == [("send", None)] and sent == [1]
+    batch.close()
+
+
 def test_a_timed_out_tool_does_not_keep_the_process_alive() -> None:
     script = textwrap.dedent("""
         import threading, inert

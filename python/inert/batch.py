@@ -159,7 +159,12 @@ class BatchOrchestrator:
 
     def close(self) -> None:
         """Stops the shared workers (once idle) and closes a journal opened from a path.
-        Every later call raises ``StreamFinishedError``."""
+        Every later call raises ``StreamFinishedError``.
+
+        Raises:
+            ReentrancyError: a tool of this batch called it (its sequences still run).
+        """
+        self._check_not_in_tool()
         self._closed = True
         self._engine.close()
         if self._owned is not None:
@@ -185,6 +190,9 @@ class BatchOrchestrator:
         if self._closed:
             raise StreamFinishedError("the BatchOrchestrator is closed (its workers are stopped): finish every "
                                       "sequence before close(), and make a new batch for new ones")
+        self._check_not_in_tool()
+
+    def _check_not_in_tool(self) -> None:
         runtime = running_for()
         if isinstance(runtime, ThreadRuntime) and runtime.engine is self._engine:
             raise ReentrancyError("a tool called back into the batch that is running it")

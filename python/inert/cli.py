@@ -290,8 +290,9 @@ def _simulate_depths(args: argparse.Namespace, workloads: list[Any]) -> int:
 
 
 def _json_text(value: Any) -> str:
-    """``value`` as JSON, with figures no JSON can spell (a sum of huge latencies that
-    overflowed to infinity) written as ``null``: ``Infinity`` would break every reader."""
+    """``value`` as JSON, with floats no JSON can spell (a sum of huge latencies that
+    overflowed to infinity, a tool's NaN result in a journal) written as ``null``:
+    ``NaN`` and ``Infinity`` would break every reader; what JSON has no type for, as its repr."""
     def finite(v: Any) -> Any:
         if isinstance(v, float) and not math.isfinite(v):
             return None
@@ -300,7 +301,7 @@ def _json_text(value: Any) -> str:
         if isinstance(v, (list, tuple)):
             return [finite(x) for x in v]
         return v
-    return json.dumps(finite(value), indent=2, allow_nan=False)
+    return json.dumps(finite(value), indent=2, allow_nan=False, default=repr)
 
 
 def _depths(text: str) -> list[int]:
@@ -410,10 +411,10 @@ def _main(argv: Sequence[str] | None) -> int:
         if args.command == "recover":
             if args.json:
                 r = recover(args.journal)
-                _emit(json.dumps({"in_doubt": [_entry_json(e) for e in r.in_doubt],
+                _emit(_json_text({"in_doubt": [_entry_json(e) for e in r.in_doubt],
                                   "in_flight": [_entry_json(e) for e in r.in_flight],
                                   "prepared": [_entry_json(e) for e in r.prepared],
-                                  "completed": [_entry_json(e) for e in r.completed]}, indent=2, default=repr))
+                                  "completed": [_entry_json(e) for e in r.completed]}))
             else:
                 _emit(_recover_text(args.journal))
             return 0
