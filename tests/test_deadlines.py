@@ -11,19 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import inert
-from tools import block
-
-WATCHDOG = 30.0  # seconds finish() may take before the test calls it a hang
-
-
-def finished(target: Any) -> inert.Report:
-    """``target.finish(strict=False)`` on a thread, failing the test if it hangs."""
-    out: list[inert.Report] = []
-    t = threading.Thread(target=lambda: out.append(target.finish(strict=False)), daemon=True)
-    t.start()
-    t.join(WATCHDOG)
-    assert out, "finish() hung"
-    return out[0]
+from tools import WATCHDOG, block, finish_within
 
 
 class Transfer:
@@ -54,7 +42,7 @@ def test_a_prepared_call_waits_for_its_block_past_the_prepares_deadline() -> Non
     assert tool.prepared.wait(WATCHDOG)
     time.sleep(0.3)  # past the deadline: it must not apply to the wait for the block's fate
     orch.verify(1)
-    [call] = finished(orch).results
+    [call] = finish_within(orch).results
     assert (tool.events, call.result, call.error) == (["prepare", "commit"], "done", None)
 
 
@@ -71,7 +59,7 @@ def test_a_deadline_passing_while_the_journal_is_locked_still_ends_the_call(tmp_
         orch.journal._db.execute("PRAGMA busy_timeout = 300")  # type: ignore[attr-defined]  # not 30 s
         orch.draft([block("send", to="bo")])
         orch.verify(1)
-        [call] = finished(orch).results
+        [call] = finish_within(orch).results
     finally:
         other.execute("ROLLBACK")
         other.close()

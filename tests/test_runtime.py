@@ -14,9 +14,7 @@ from typing import Any
 import pytest
 
 import inert
-from tools import block
-
-WATCHDOG = 20.0  # seconds a finish() may take here before the test calls it a hang
+from tools import WATCHDOG, block, finish_within
 
 
 def run_turn(orch: inert.Orchestrator, *texts: str, accept: bool = True) -> inert.Report:
@@ -25,23 +23,6 @@ def run_turn(orch: inert.Orchestrator, *texts: str, accept: bool = True) -> iner
     return finish_within(orch)
 
 
-def finish_within(orch: inert.Orchestrator, strict: bool = False) -> inert.Report:
-    """finish() in a thread; a hang fails the test instead of freezing the suite."""
-    out: list[Any] = []
-    t = threading.Thread(target=lambda: out.append(_catch(lambda: orch.finish(strict=strict))), daemon=True)
-    t.start()
-    t.join(WATCHDOG)
-    assert out, "finish() did not return: the turn hangs"
-    if isinstance(out[0], BaseException):
-        raise out[0]
-    return out[0]  # type: ignore[no-any-return]
-
-
-def _catch(fn: Any) -> Any:
-    try:
-        return fn()
-    except BaseException as e:  # noqa: BLE001 - handed back to the test thread
-        return e
 
 
 # -- hangs --

@@ -123,3 +123,25 @@ def as_call(found: inert.Call | inert.Malformed | inert.ReasoningUnopened) -> in
 def as_calls(found: Sequence[inert.Call | inert.Malformed | inert.ReasoningUnopened]) -> list[inert.Call]:
     """The items of a one-shot parse, all of which must be calls."""
     return [as_call(f) for f in found]
+
+
+WATCHDOG = 20.0  # seconds a finish() may take before a test calls it a hang
+
+
+def finish_within(orch: Any, strict: bool = False) -> inert.Report:
+    """``orch.finish()`` in a thread; a hang fails the test instead of freezing the suite."""
+    out: list[Any] = []
+    t = threading.Thread(target=lambda: out.append(_catch(lambda: orch.finish(strict=strict))), daemon=True)
+    t.start()
+    t.join(WATCHDOG)
+    assert out, "finish() did not return: the turn hangs"
+    if isinstance(out[0], BaseException):
+        raise out[0]
+    return out[0]  # type: ignore[no-any-return]
+
+
+def _catch(fn: Any) -> Any:
+    try:
+        return fn()
+    except BaseException as e:  # noqa: BLE001 - handed back to the test thread
+        return e

@@ -305,8 +305,10 @@ class TokenStream:
         Returns the retractions of calls announced off the path, the correction's
         outcomes, then the commits. From here the stream is exactly as if ``path``'s
         tokens alone had been drafted and all accepted: the same keys, the same commits
-        (the ``Call`` objects announced on the path are the ones that commit). The
-        ledger keeps every node, the others rejected.
+        (the ``Call`` objects announced on the path are the ones that commit). A call
+        whose block lies on ``path`` and which only a rejected node confirmed stays
+        announced, as when a linear draft's confirming token is rejected. The ledger
+        keeps every node, the others rejected.
 
         Raises:
             TreeError: no tree drafted, or ``path`` is not a chain from a root down

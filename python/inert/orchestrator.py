@@ -324,7 +324,9 @@ class Orchestrator:
     def verify_path(self, path: Ids, correction: Token | None = None) -> Step:
         """Accepts the tree's nodes on ``path`` (from a root down), rejects every other
         node (their calls are retracted, their early reads discarded), then appends
-        ``correction``: from here the turn is exactly as if ``path`` alone was drafted.
+        ``correction``: from here the turn is exactly as if ``path`` alone was drafted (a
+        call on ``path`` that only a rejected node confirmed stays announced: its early
+        read counts).
 
         Raises:
             TreeError: no tree awaits verification, or ``path`` is not a chain from a root.

@@ -282,26 +282,20 @@ impl BlockTable {
         }
     }
 
-    /// Whether `call` is one of this table's calls, announced and not retracted.
-    pub(super) fn is_announced(&self, call: &Arc<CallRecord>) -> bool {
-        self.blocks
-            .iter()
-            .any(|b| b.end.as_ref().is_some_and(|e| e.announced && calls(&e.items).any(|c| Arc::ptr_eq(c, call))))
-    }
-
-    /// Keeps `call`'s announcement when its block ended and only awaits confirmation
-    /// here: a tree node confirmed it, and rejecting only that node (as `rollback`
-    /// does for a linear draft) never retracts a block whose own tokens are accepted.
-    /// Returns whether it did.
-    pub(super) fn keep_announced(&mut self, call: &Arc<CallRecord>) -> bool {
-        let awaiting = self
+    /// Whether `call`, announced on a tree branch, stays announced in this table (the
+    /// accepted path's): its block is announced here, or ended and only awaits
+    /// confirmation, which a rejected node gave. Rejecting only the confirming token
+    /// never retracts a block whose own tokens are accepted (as `rollback` keeps it
+    /// for a linear draft), so the announcement is kept.
+    pub(super) fn keeps_announced(&mut self, call: &Arc<CallRecord>) -> bool {
+        let end = self
             .blocks
             .iter_mut()
             .filter_map(|b| b.end.as_mut())
-            .find(|e| e.confirmed_at.is_none() && !e.announced && calls(&e.items).any(|c| Arc::ptr_eq(c, call)));
-        awaiting.is_some_and(|end| {
-            end.announced = true;
-            true
+            .find(|e| calls(&e.items).any(|c| Arc::ptr_eq(c, call)));
+        end.is_some_and(|end| {
+            end.announced |= end.confirmed_at.is_none();
+            end.announced
         })
     }
 

@@ -253,7 +253,7 @@ impl Turn {
         self.ledger.decide_only(path.iter().map(|&node| tree.first_ledger + node));
         self.window.keep(self.window.len());
         for call in &tree.announced {
-            if !self.blocks.is_announced(call) && !self.blocks.keep_announced(call) {
+            if !self.blocks.keeps_announced(call) {
                 out.push(Outcome::CallRetracted(call.clone()));
             }
         }

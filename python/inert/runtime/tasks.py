@@ -373,14 +373,15 @@ class AsyncRuntime:
 
 
 def _no_stop_iteration(fn: Callable[..., T], *args: Any) -> T:
-    """``fn(*args)`` in a worker thread. A StopIteration it raises (``next()`` on an empty
-    iterator) becomes a RuntimeError, as Python does when one leaves a coroutine: asyncio
-    cannot set StopIteration on a future, which would then never complete."""
+    """``fn(*args)`` in a worker thread (a plain tool, a phase, a journal write). A
+    StopIteration it raises (``next()`` on an empty iterator) becomes a RuntimeError, as
+    Python does when one leaves a coroutine: asyncio cannot set StopIteration on a future,
+    which would then never complete."""
     try:
         return fn(*args)
     except StopIteration as exc:
-        raise RuntimeError("the tool raised StopIteration (next() on an empty iterator?), which asyncio "
-                           "cannot carry: recorded as this RuntimeError, its cause") from exc
+        raise RuntimeError("StopIteration was raised (next() on an empty iterator?), which asyncio cannot "
+                           "carry out of a thread: recorded as this RuntimeError, its cause") from exc
 
 
 @dataclass(frozen=True)

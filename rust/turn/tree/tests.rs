@@ -15,16 +15,13 @@ impl Rng {
     }
 }
 
-/// What a caller can observe of an outcome, by value, less block ids: the linear
-/// side of the random test mirrors a rejected tree with a rejected draft, whose
-/// opening takes a block id that a rejected branch gives back (ids label blocks;
-/// keys are their identity).
+/// What a caller can observe of an outcome, by value.
 fn seen(out: &[Outcome]) -> Vec<String> {
     out.iter()
         .map(|o| match o {
-            Outcome::CallClosed(c) => format!("closed {} {:?} {:?}", c.call.name, c.span, c.key),
-            Outcome::CallCommitted(c) => format!("committed {} {:?} {:?}", c.call.name, c.span, c.key),
-            Outcome::CallRetracted(c) => format!("retracted {} {:?} {:?}", c.call.name, c.span, c.key),
+            Outcome::CallClosed(c) => format!("closed {} {:?} {:?} {}", c.call.name, c.span, c.key, c.block),
+            Outcome::CallCommitted(c) => format!("committed {} {:?} {:?} {}", c.call.name, c.span, c.key, c.block),
+            Outcome::CallRetracted(c) => format!("retracted {} {:?} {:?} {}", c.call.name, c.span, c.key, c.block),
             Outcome::BlockMalformed(m) => format!("malformed {:?} {:?} {:?}", m.error.kind, m.span, m.key),
             Outcome::ReasoningUnopened(r) => format!("unopened {:?}", r.span),
         })
@@ -171,7 +168,7 @@ fn a_tree_verified_along_a_path_equals_the_linear_draft_of_that_path() {
 fn drop_kept(kept: &mut Vec<String>, out: &mut Vec<Outcome>) {
     out.retain(|o| {
         let Outcome::CallClosed(c) = o else { return true };
-        let k = format!("{:?}{:?}", c.key, c.span);
+        let k = format!("{:?}{:?}", c.key, c.span); // as `track` names it
         let at = kept.iter().position(|x| *x == k);
         at.map(|at| kept.remove(at)).is_none()
     });
