@@ -22,7 +22,7 @@ from ..journal.protocol import result_json
 from ..report import DispatchRecord
 from .tools import CurrentCall, Invocation
 
-__all__ = ["CallRun", "stored_outcome"]
+__all__ = ["CallRun", "abort_staged", "journal_phase", "stored_outcome"]
 
 
 class CallRun:
@@ -30,8 +30,8 @@ class CallRun:
     runs it, under its lock (or on its event loop)."""
 
     __slots__ = ("attempt", "began", "concluded_by_deadline", "confirmed", "discarded", "dispatch", "early", "error",
-                 "finished", "home", "in_phase", "invocation", "invoked", "phase", "prepared", "replayed", "result",
-                 "retracted", "settled", "started", "status", "timed_out")
+                 "finished", "home", "in_phase", "in_tool", "invocation", "invoked", "lingering", "phase",
+                 "prepared", "replayed", "result", "retracted", "settled", "started", "status", "timed_out")
 
     def __init__(self, dispatch: Dispatch, invocation: Invocation | None) -> None:
         self.dispatch = dispatch
@@ -61,6 +61,11 @@ class CallRun:
         # Whether that phase runs now (its deadline is armed); false while a prepared call
         # waits for its block's fate, which has no deadline.
         self.in_phase = False
+        self.in_tool = False
+        """A worker is inside one of its tool's functions (it may outlive the call's deadline)."""
+        self.lingering: Any = None
+        """Under asyncio: the future of the tool's work (a thread's or a task's), which may
+        outlive the call's deadline or its cancellation; its tool slot is held until it ends."""
         self.attempt = ""
         self.prepared: Any = None
         self.confirmed = False
@@ -152,6 +157,18 @@ def journal_phase(run: CallRun, journal: Journal, turn_key: str, phase: str, err
         journal.complete(record, OK if error is None else ERROR)
     except BaseException:  # noqa: BLE001 - recovery lists the phase's intent without outcome, which is the truth
         return
+
+
+def abort_staged(run: CallRun, prepared: Any, journal: Journal, turn_key: str, owner: object) -> None:
+    """Drops what a prepare staged when no commit will follow (its deadline passed, or its
+    key was committed elsewhere meanwhile): runs the tool's abort, journaled as the abort."""
+    assert run.invocation is not None
+    error: BaseException | None = None
+    try:
+        run.invocation.abort(prepared, run.current(), owner)
+    except BaseException as exc:  # noqa: BLE001 - recorded in the journal's abort entry
+        error = exc
+    journal_phase(run, journal, turn_key, ABORT, error)
 
 
 def stored_outcome(run: CallRun, journal: Journal) -> None:

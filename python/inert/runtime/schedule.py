@@ -46,7 +46,7 @@ class Node:
     """One call in stream order, from the moment its block closes."""
 
     __slots__ = ("abandoned", "blockers", "dispatch", "early", "ghost", "key_waiters", "owner", "recurrences", "seq",
-                 "state")
+                 "slot_kept", "state")
 
     def __init__(self, dispatch: Dispatch, seq: int, owner: Any = None) -> None:
         self.dispatch = dispatch
@@ -65,6 +65,9 @@ class Node:
         self.abandoned = False
         """A read retracted while it runs: its result is discarded, so it holds no one back."""
         self.early = False
+        self.slot_kept = False
+        """Finished at its deadline while its tool still runs: it keeps its tool slot until the
+        tool returns (``give_slot_back``), so a limit guarding a resource holds."""
 
     @property
     def bars(self) -> bool:
@@ -232,13 +235,26 @@ class Scheduler:
         node.abandoned = True
         return self._released(node)
 
-    def finish(self, node: Node) -> list[Node]:
-        """A running call finished (or timed out); returns the calls to start now."""
+    def finish(self, node: Node, *, keep_slot: bool = False) -> list[Node]:
+        """A running call finished (or timed out); returns the calls to start now.
+        ``keep_slot``: it timed out while its tool still runs, so later calls in stream
+        order go on but its tool slot stays taken until ``give_slot_back``."""
         if node.state is not State.RUNNING:
             return []
         node.state = State.DONE
         self.in_flight -= 1
+        if keep_slot:
+            node.slot_kept = True
+            return self._released(node)
         return self._released(node) + self._free_slot(node.dispatch.name)
+
+    def give_slot_back(self, node: Node) -> list[Node]:
+        """The tool of a call finished at its deadline returned: its slot is free at last.
+        Returns the calls to start now (nothing if it kept no slot)."""
+        if not node.slot_kept:
+            return []
+        node.slot_kept = False
+        return self._free_slot(node.dispatch.name)
 
     def prepared(self, node: Node) -> list[Node]:
         """A two-phase call finished its first phase: it gives its tool slot back but still

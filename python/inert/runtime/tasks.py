@@ -9,8 +9,10 @@ is running, and skipped if it has not begun; either way it settles.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import inspect
+import threading
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -25,7 +27,7 @@ from ..journal import Journal
 from ..journal.phases import ABORT, COMMIT, PREPARE
 from ..report import DispatchRecord
 from ..telemetry import tool_span
-from .call import CallRun, journal_phase, stored_outcome
+from .call import CallRun, abort_staged, journal_phase, stored_outcome
 from .pool import WorkerPool
 from .schedule import Node, Scheduler, State
 from .tools import Invocation, enter_call
@@ -66,6 +68,8 @@ class AsyncRuntime:
         self._idle: asyncio.Event | None = None
         self._tasks: dict[Node, asyncio.Task[None]] = {}
         self._in_tool: set[Node] = set()  # tasks whose tool is running (cancelling them reaches the tool)
+        self._late = 0  # coroutine prepares past their deadline, still running: the pool outlives them
+        self._drained = False
         self._log: list[CallRun] = []
         self.clock: Callable[[], float] = time.perf_counter
 
@@ -121,10 +125,14 @@ class AsyncRuntime:
         # Not yet in its tool: its task sees `discarded` and settles without running it.
 
     async def drain(self) -> None:
-        """Waits until every permitted call is concluded (a timed-out one counts)."""
+        """Waits until every permitted call is concluded (a timed-out one counts). The
+        workers stop then, or once a late coroutine prepare has been dropped (its abort is
+        journaled through them)."""
         while self._idle is not None and not self._idle.is_set():
             await self._idle.wait()
-        self._pool.shutdown()
+        self._drained = True
+        if self._late == 0:
+            self._pool.shutdown()
 
     def records(self) -> list[DispatchRecord]:
         return [run.record() for run in self._log]
@@ -156,6 +164,13 @@ class AsyncRuntime:
     async def _in_thread(self, fn: Callable[..., T], *args: Any) -> T:
         assert self._loop is not None
         return await self._loop.run_in_executor(self._pool, _no_stop_iteration, fn, *args)
+
+    async def _tool_in_thread(self, run: CallRun, body: Callable[[], T]) -> T:
+        """Runs a tool's plain function on a worker; the thread's own future is kept, since
+        the thread goes on past a deadline or a cancel that ends the wait for it."""
+        future: concurrent.futures.Future[T] = self._pool.submit(_no_stop_iteration, body)
+        run.lingering = future
+        return await asyncio.wrap_future(future)
 
     async def _run(self, node: Node) -> None:
         """Runs the call and settles it exactly once, whatever happens (the task's
@@ -239,18 +254,32 @@ class AsyncRuntime:
 
     async def _phase(self, run: CallRun, phase: str) -> Any:
         """Runs one phase of the tool under its deadline. A prepare that outlives the
-        deadline keeps running and is aborted when it returns (what it staged is dropped)."""
+        deadline keeps running and is aborted when it returns (what it staged is dropped):
+        a plain one by its own worker thread, so the abort needs neither this loop nor the
+        pool once the turn is over; a coroutine one by a task on this loop."""
         invocation = run.invocation
         assert invocation is not None
         fn = {PREPARE: invocation.fn.prepare, COMMIT: invocation.fn.commit, ABORT: invocation.fn.abort}[phase]
-        args: tuple[Any, ...] = () if phase == PREPARE else (run.prepared,)
-        kwargs: dict[str, Any] = dict(run.dispatch.arguments) if phase == PREPARE else {}
-        if phase == COMMIT:
-            kwargs["idempotency_key"] = run.dispatch.commit_key
+        late: _LatePrepare | None = None
         if inspect.iscoroutinefunction(fn):
+            args: tuple[Any, ...] = () if phase == PREPARE else (run.prepared,)
+            kwargs: dict[str, Any] = dict(run.dispatch.arguments) if phase == PREPARE else {}
+            if phase == COMMIT:
+                kwargs["idempotency_key"] = run.dispatch.commit_key
             work: asyncio.Future[Any] = asyncio.ensure_future(_carried(fn(*args, **kwargs)))
+            run.lingering = work
         else:
-            work = asyncio.ensure_future(_carried(self._in_thread(lambda: fn(*args, **kwargs))))
+            # Through the Invocation, which makes the call this worker thread's inert.current_call().
+            current = run.current()
+            body: Callable[[], Any] = {
+                PREPARE: partial(invocation.prepare, run.dispatch.arguments, current, self),
+                COMMIT: partial(invocation.commit, run.prepared, current, self),
+                ABORT: partial(invocation.abort, run.prepared, current, self),
+            }[phase]
+            if phase == PREPARE and run.dispatch.timeout is not None:
+                late = _LatePrepare(run, self._journal, self._turn_key, self)
+                body = partial(late.run, body)
+            work = asyncio.ensure_future(_carried(self._tool_in_thread(run, body)))
         if run.dispatch.timeout is None:
             return _unwrapped(await asyncio.shield(work))
         deadline = asyncio.timeout(run.dispatch.timeout)
@@ -260,13 +289,29 @@ class AsyncRuntime:
         except TimeoutError:
             if not deadline.expired():
                 raise
-            if phase == PREPARE:
+            if late is not None:
+                if not late.abandon():  # it returned meanwhile: its outcome is on its way here, dropped here
+                    await self._drop_returned(run, work)
+            elif phase == PREPARE:
+                self._late += 1
                 work.add_done_callback(lambda done: self._abort_late(run, done))
             raise _TimedOut from None
 
+    async def _drop_returned(self, run: CallRun, work: asyncio.Future[Any]) -> None:
+        """A plain prepare returned just as its deadline passed: journals it and drops what it staged."""
+        try:
+            run.prepared = _unwrapped(await work)
+        except BaseException as exc:  # noqa: BLE001 - it failed: nothing staged, the failure is journaled
+            await self._in_thread(partial(journal_phase, began=True), run, self._journal, self._turn_key,
+                                  PREPARE, exc)
+            return
+        await self._in_thread(partial(journal_phase, began=True), run, self._journal, self._turn_key, PREPARE, None)
+        await self._in_thread(abort_staged, run, run.prepared, self._journal, self._turn_key, self)
+
     def _abort_late(self, run: CallRun, done: asyncio.Future[Any]) -> None:
-        """A prepare that outlived its deadline returned: journal it, and drop what it staged."""
+        """A coroutine prepare that outlived its deadline returned: journal it, and drop what it staged."""
         if self._loop is None or done.cancelled():
+            self._late_done()
             return
         failure = done.exception()
         if failure is None:
@@ -278,9 +323,18 @@ class AsyncRuntime:
         self._loop.create_task(self._journal_late_prepare(run, failure))
 
     async def _journal_late_prepare(self, run: CallRun, failure: BaseException | None) -> None:
-        await self._in_thread(partial(journal_phase, began=True), run, self._journal, self._turn_key, PREPARE, failure)
-        if failure is None:
-            await self._abort(run)
+        try:
+            await self._in_thread(partial(journal_phase, began=True), run, self._journal, self._turn_key, PREPARE,
+                                  failure)
+            if failure is None:
+                await self._abort(run)
+        finally:
+            self._late_done()
+
+    def _late_done(self) -> None:
+        self._late -= 1
+        if self._late == 0 and self._drained:
+            self._pool.shutdown()
 
     async def _commit(self, run: CallRun) -> tuple[Any, BaseException | None]:
         try:
@@ -318,7 +372,19 @@ class AsyncRuntime:
                 self._trace.result(run.record())
         finally:  # whatever escaped, the call ends: later calls and finish() never wait on it forever
             del self._tasks[node]
-            self._start(self._scheduler.finish(node))
+            # A tool still running past the deadline or the cancel keeps its tool slot until it returns.
+            lingering = run.lingering
+            keep = lingering is not None and not lingering.done()
+            self._start(self._scheduler.finish(node, keep_slot=keep))
+            if keep:
+                lingering.add_done_callback(lambda _: self._tool_returned(node))
+
+    def _tool_returned(self, node: Node) -> None:
+        """The tool of a call concluded without it returned (on a worker thread or the loop)."""
+        loop = self._loop
+        assert loop is not None
+        with contextlib.suppress(RuntimeError):  # the loop is closed: nothing of this turn runs any more
+            loop.call_soon_threadsafe(lambda: self._start(self._scheduler.give_slot_back(node)))
 
     async def _invoke(self, node: Node, run: CallRun) -> Any:
         invocation = run.invocation
@@ -345,6 +411,8 @@ class AsyncRuntime:
         result dropped. Cancelled from outside (its block rejected), it is asked to stop
         and awaited until it does, up to the same deadline."""
         work = asyncio.ensure_future(_carried(self._call(invocation, run)))
+        if invocation.is_async:
+            run.lingering = work  # a plain tool's thread is kept by _tool_in_thread
         deadline = asyncio.timeout(timeout)
         try:
             async with deadline:
@@ -366,10 +434,50 @@ class AsyncRuntime:
         if invocation.is_async:
             result = invocation.call(run.dispatch.name, run.dispatch.arguments, current)
         else:
-            result = await self._in_thread(invocation, run.dispatch.name, run.dispatch.arguments, current, self)
+            result = await self._tool_in_thread(
+                run, partial(invocation, run.dispatch.name, run.dispatch.arguments, current, self))
         if inspect.isawaitable(result):
             result = await result
         return result
+
+
+class _LatePrepare:
+    """The hand-over of a plain prepare's outcome between its worker thread and the loop,
+    which may stop waiting at the deadline: exactly one of them drops a late prepare. The
+    thread does, when it returns after the loop gave up (journaled, then aborted, in the
+    thread: neither the loop nor the pool need be alive by then)."""
+
+    def __init__(self, run: CallRun, journal: Journal, turn_key: str, owner: object) -> None:
+        self._lock = threading.Lock()
+        self._abandoned = False
+        self._handed = False
+        self._run, self._journal, self._turn_key, self._owner = run, journal, turn_key, owner
+
+    def run(self, prepare: Callable[[], Any]) -> Any:
+        """In the worker thread: the prepare, then its outcome to the loop, or dropped here."""
+        try:
+            prepared = prepare()
+        except BaseException as exc:
+            if self._hand():
+                raise
+            journal_phase(self._run, self._journal, self._turn_key, PREPARE, exc, began=True)
+            return None
+        if self._hand():
+            return prepared
+        journal_phase(self._run, self._journal, self._turn_key, PREPARE, None, began=True)
+        abort_staged(self._run, prepared, self._journal, self._turn_key, self._owner)
+        return None
+
+    def _hand(self) -> bool:
+        with self._lock:
+            self._handed = not self._abandoned
+            return self._handed
+
+    def abandon(self) -> bool:
+        """On the loop, at the deadline: whether the thread will drop it (it has not returned)."""
+        with self._lock:
+            self._abandoned = not self._handed
+            return self._abandoned
 
 
 def _no_stop_iteration(fn: Callable[..., T], *args: Any) -> T:

@@ -9,11 +9,12 @@ deadline, and its worker is abandoned (never joined: see ``pool.py``).
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from functools import partial
 from typing import Any
 
@@ -24,7 +25,7 @@ from ..journal import Journal
 from ..journal.phases import ABORT, COMMIT, PREPARE
 from ..report import DispatchRecord
 from ..telemetry import tool_span
-from .call import CallRun, journal_phase, stored_outcome
+from .call import CallRun, abort_staged, journal_phase, stored_outcome
 from .pool import Deadlines, WorkerPool
 from .schedule import Node, Scheduler, Slots, State
 from .tools import Invocation
@@ -190,7 +191,8 @@ class ThreadRuntime:
             if timed_out:  # the deadline passed while the journal took the intent: do not run it now
                 return self._conclude(node)
             if must_run:
-                result = self._invoke(run)
+                with self._in_tool(node):
+                    result = self._invoke(run)
             else:
                 result, error = run.result, run.error
         except BaseException as exc:  # noqa: BLE001 - every path out of a call settles it, KeyboardInterrupt included
@@ -244,33 +246,36 @@ class ThreadRuntime:
         prepared: Any = None
         error: BaseException | None = None
         staged = False
-        try:
-            if run.already_committed(self._journal):  # a replayed key: its recorded outcome; it never prepares again
-                run.phase = COMMIT
-                self._settle(run, run.result, run.error)
-                return self._conclude(node)
-            run.attempt = uuid.uuid4().hex[:12]
-            self._journal.begin(run.phase_record(PREPARE), self._turn_key)
+        # Inside the tool from the prepare to the abort of a late one: a prepare past its
+        # deadline keeps its tool slot until what it staged is dropped.
+        with self._in_tool(node):
+            try:
+                if run.already_committed(self._journal):  # a replayed key: its recorded outcome; never prepares again
+                    run.phase = COMMIT
+                    self._settle(run, run.result, run.error)
+                    return self._conclude(node)
+                run.attempt = uuid.uuid4().hex[:12]
+                self._journal.begin(run.phase_record(PREPARE), self._turn_key)
+                with self._lock:
+                    run.invoked = not run.settled
+                if run.invoked:
+                    prepared = invocation.prepare(run.dispatch.arguments, run.current(), self)
+                    staged = True
+            except BaseException as exc:  # noqa: BLE001 - every path out of a phase settles the call
+                error = exc
+            if run.attempt:
+                journal_phase(run, self._journal, self._turn_key, PREPARE, error, began=True)
             with self._lock:
-                run.invoked = not run.settled
-            if run.invoked:
-                prepared = invocation.prepare(run.dispatch.arguments, run.current(), self)
-                staged = True
-        except BaseException as exc:  # noqa: BLE001 - every path out of a phase settles the call
-            error = exc
-        if run.attempt:
-            journal_phase(run, self._journal, self._turn_key, PREPARE, error, began=True)
-        with self._lock:
-            late = run.settled  # its deadline passed: the call is settled without it
-            run.in_phase = False  # returned: the wait for the block's fate has no deadline
-            if not late and error is None:
-                run.prepared = prepared
-                if not (run.confirmed or run.retracted):  # wait, holding later calls, for the block's fate
-                    self._start(self._scheduler.prepared(node))
-                    return None
-        if late:
-            if staged:
+                late = run.settled  # its deadline passed: the call is settled without it
+                run.in_phase = False  # returned: the wait for the block's fate has no deadline
+                if not late and error is None:
+                    run.prepared = prepared
+                    if not (run.confirmed or run.retracted):  # wait, holding later calls, for the block's fate
+                        self._start(self._scheduler.prepared(node))
+                        return None
+            if late and staged:
                 self._abort_staged(run, prepared)  # what a late prepare staged is dropped at once
+        if late:
             return None if run.concluded_by_deadline else self._conclude(node)
         if error is not None:
             self._settle(run, None, error)
@@ -284,22 +289,24 @@ class ThreadRuntime:
         result: Any = None
         error: BaseException | None = None
         try:
-            if phase == COMMIT:
-                must_run = run.begin(self._journal, self._turn_key)  # under the commit key, as any write
-                with self._lock:
-                    run.invoked = must_run and not run.settled
-                if run.invoked:
-                    result = invocation.commit(run.prepared, run.current(), self)
+            with self._in_tool(node):
+                if phase == COMMIT:
+                    must_run = run.begin(self._journal, self._turn_key)  # under the commit key, as any write
+                    with self._lock:
+                        run.invoked = must_run and not run.settled
+                    if run.invoked:
+                        result = invocation.commit(run.prepared, run.current(), self)
+                    else:
+                        result, error = run.result, run.error
+                        self._abort_staged(run, run.prepared)  # replayed or timed out: what it staged is dropped
                 else:
-                    result, error = run.result, run.error
-                    self._abort_staged(run, run.prepared)  # replayed or timed out: what it staged is dropped
-            else:
-                self._journal.begin(run.phase_record(ABORT), self._turn_key)
-                with self._lock:
-                    run.invoked = not run.settled
-                if run.invoked:
-                    invocation.abort(run.prepared, run.current(), self)
-                error = CancelledCallError(f"{run.dispatch.name!r} was prepared, then aborted: its block was rejected")
+                    self._journal.begin(run.phase_record(ABORT), self._turn_key)
+                    with self._lock:
+                        run.invoked = not run.settled
+                    if run.invoked:
+                        invocation.abort(run.prepared, run.current(), self)
+                    error = CancelledCallError(
+                        f"{run.dispatch.name!r} was prepared, then aborted: its block was rejected")
         except BaseException as exc:  # noqa: BLE001 - every path out of a phase settles the call
             error = exc
         if phase == ABORT:
@@ -309,15 +316,22 @@ class ThreadRuntime:
             return self._conclude(node)
         return None
 
-    def _abort_staged(self, run: CallRun, prepared: Any) -> None:
-        """Drops what a prepare staged when no commit will follow; journaled as the abort."""
-        assert run.invocation is not None
-        error: BaseException | None = None
+    @contextlib.contextmanager
+    def _in_tool(self, node: Node) -> Iterator[None]:
+        """A worker is in the call's tool: if the call's deadline concludes it meanwhile, its
+        tool slot stays taken until the worker leaves, so a per-tool limit holds for real."""
+        run: CallRun = node.owner
+        with self._lock:
+            run.in_tool = True
         try:
-            run.invocation.abort(prepared, run.current(), self)
-        except BaseException as exc:  # noqa: BLE001 - recorded in the journal's abort entry
-            error = exc
-        journal_phase(run, self._journal, self._turn_key, ABORT, error)
+            yield
+        finally:
+            with self._lock:
+                run.in_tool = False
+                self._start(self._scheduler.give_slot_back(node))
+
+    def _abort_staged(self, run: CallRun, prepared: Any) -> None:
+        abort_staged(run, prepared, self._journal, self._turn_key, self)
 
     def _settle(self, run: CallRun, result: Any, error: BaseException | None) -> bool:
         """Fixes the outcome unless it is fixed already (a timeout); returns whether it was."""
@@ -355,7 +369,7 @@ class ThreadRuntime:
                 self._trace.result(run.record())
         finally:  # whatever escaped, the call ends: later calls and finish() never wait on it forever
             with self._lock:
-                ready = self._scheduler.finish(node)
+                ready = self._scheduler.finish(node, keep_slot=run.in_tool)
                 self._start(ready[1:])
                 if ready:
                     ready[0].owner.home._launch(ready[0])
