@@ -5,13 +5,14 @@ pool of workers, per-tool limits that hold across the sequences, and one journal
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Mapping
 from types import EllipsisType, TracebackType
 from typing import Any, Self, SupportsIndex
 
 from . import _core
 from .effects import EffectLike, EffectTable
-from .errors import InertTypeError, ReentrancyError, StreamFinishedError
+from .errors import InertTypeError, ReentrancyError, StreamFinishedError, TurnAbandonedWarning
 from .inputs import Ids, Token, TokenRows, Tokens
 from .journal import Journal, MemoryJournal, OwnedJournal, open_journal
 from .report import Report
@@ -131,7 +132,8 @@ class BatchOrchestrator:
     def draft_tree(self, seq: int | SupportsIndex, tokens: Tokens, parents: Ids) -> Step:
         """``Orchestrator.draft_tree`` on sequence ``seq``."""
         self._check_open()
-        return self._turns[int(seq)].apply(self._batch.draft_tree(seq, tokens, parents))
+        outcomes = self._batch.draft_tree(seq, tokens, parents)  # first: it refuses an unknown seq
+        return self._turns[int(seq)].apply(outcomes)
 
     def verify_path(self, seq: int | SupportsIndex, path: Ids, correction: Token | None = None) -> Step:
         """``Orchestrator.verify_path`` on sequence ``seq``."""
@@ -157,18 +159,56 @@ class BatchOrchestrator:
         runtime.drain()
         return driver.report(strict, notices, tail)
 
-    def close(self) -> None:
-        """Stops the shared workers (once idle) and closes a journal opened from a path.
-        Every later call raises ``StreamFinishedError``.
+    def close(self) -> dict[int, Report]:
+        """Ends the batch. A sequence still in it is abandoned: its pending tokens are
+        rejected, every call not committed yet is retracted (a prepared two-phase call is
+        aborted, journaled; an early read discarded), nothing new runs, and the calls already
+        committed are waited for, as ``finish`` waits. Then the shared workers stop and a
+        journal opened from a path is closed; every later call raises ``StreamFinishedError``.
+        Leaving a ``with`` block, on an exception too, closes it.
+
+        Returns:
+            ``{seq: Report}`` for the sequences it abandoned (empty when every turn was
+            finished); a ``TurnAbandonedWarning`` says how many, and what was retracted.
 
         Raises:
             ReentrancyError: a tool of this batch called it (its sequences still run).
         """
         self._check_not_in_tool()
-        self._closed = True
-        self._engine.close()
-        if self._owned is not None:
-            self._owned.close()
+        if self._closed:
+            return {}
+        reports: dict[int, Report] = {}
+        retracted = 0
+        try:
+            for seq in list(self._turns):
+                retracted += self._abandon(seq, reports)
+        finally:
+            self._closed = True
+            self._engine.close()
+            if self._owned is not None:
+                self._owned.close()
+        if reports:
+            warnings.warn(TurnAbandonedWarning(
+                f"the BatchOrchestrator was closed with {len(reports)} sequence(s) still in it "
+                f"({', '.join(map(str, sorted(reports)))}): their turns were abandoned and {retracted} call(s) not "
+                "yet committed were retracted (prepared two-phase calls aborted); close() returns their reports. "
+                "finish(seq) each sequence first to end its turn"), stacklevel=2)
+        return reports
+
+    def _abandon(self, seq: int, reports: dict[int, Report]) -> int:
+        """Ends ``seq``'s turn at a close: the slot is freed; the end-of-turn outcomes are not
+        applied (a close is no end of turn: a block it would confirm never commits)."""
+        driver = self._turns.pop(seq)
+        notices = self._batch.notices(seq)
+        self._batch.finish(seq)
+        if self._streaming:
+            self._batch.take_released([seq])  # what the client never got stays unsent
+        retracted = driver.abandon()
+        runtime = driver.runtime
+        assert isinstance(runtime, ThreadRuntime)
+        runtime.drain()
+        reports[seq] = driver.report(False, notices)
+        return retracted
 
     def __enter__(self) -> Self:
         return self

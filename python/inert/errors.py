@@ -37,7 +37,9 @@ __all__ = [
     "StreamFinishedError",
     "StreamLimitError",
     "ToolTimeoutError",
+    "TraceWarning",
     "TreeError",
+    "TurnAbandonedWarning",
     "UnknownFormatError",
     "UnknownSequenceError",
     "UnstorableResultError",
@@ -171,6 +173,13 @@ class RecordedError(InertError, RuntimeError):
 class TraceWarning(UserWarning):
     """The trace file could not be written whole (a full disk, a closed file): the turn
     ran and its report is right, but the audit trail stops where the write failed."""
+
+
+class TurnAbandonedWarning(UserWarning):
+    """A ``BatchOrchestrator`` was closed (or left its ``with`` block on an exception)
+    while sequences were still in it: their turns were abandoned, every call not yet
+    committed was retracted (a prepared two-phase call aborted, journaled) and nothing
+    new ran. The message counts them; ``close()`` returns their reports."""
 
 
 class ReasoningWarning(UserWarning):

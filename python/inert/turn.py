@@ -246,6 +246,15 @@ class TurnDriver:
             return Step(tuple(outcomes), let_out)
         return Step(tuple(outcomes), let_out, released[0], released[1], tuple(released[2]))
 
+    def abandon(self) -> int:
+        """Ends the turn short of its end (a closed batch): every call not committed yet is
+        retracted, the latest first, as the end of a turn retracts undecided ones; nothing
+        new is let go. Returns how many were retracted."""
+        keys = list(self._nodes)
+        for key in reversed(keys):
+            self.runtime.retract(self._nodes.pop(key))
+        return len(keys)
+
     def report(self, strict: bool, notices: Sequence[_core.ReasoningUnopened] = (), tail: Step | None = None) -> Report:
         """Reconciles what ran with what was accepted (every call must be concluded);
         ``notices`` are the turn's reasoning closers that closed nothing, ``tail`` what finish released.

@@ -1,0 +1,237 @@
+"""How a turn ends with calls not committed yet: ``finish()`` with a call only drafted
+(its block closed in a draft, never verified), in every orchestrator, linear and tree;
+and ``BatchOrchestrator.close()`` (or leaving its ``with`` block on an exception) with
+sequences still in it. Whatever ends the turn, a write never runs, an early read is
+discarded, a prepared two-phase call is aborted exactly once and journaled, the turn
+never waits for ever, and the report says what was discarded."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+import inert
+from tools import WATCHDOG, block, finish_within
+
+PAY = block("pay", to="ana", amount=5)
+LOOK = block("look", q="x")
+SEND = block("send", to="bo")
+EFFECTS = {"pay": "write", "look": "read_only", "send": "write"}
+
+
+class Recorder:
+    """A two-phase ``pay`` whose prepare may be held inside, a read and a plain write,
+    each noting what ran."""
+
+    def __init__(self, hold_prepare: bool = False) -> None:
+        self.lock = threading.Lock()
+        self.events: list[str] = []
+        self.inside = threading.Event()
+        self.release = threading.Event()
+        if not hold_prepare:
+            self.release.set()
+
+    def note(self, event: str) -> None:
+        with self.lock:
+            self.events.append(event)
+
+    def tools(self) -> dict[str, Any]:
+        recorder = self
+
+        class Pay:
+            def prepare(self, **arguments: Any) -> dict[str, Any]:
+                recorder.inside.set()
+                recorder.release.wait(WATCHDOG)
+                recorder.note("prepare")
+                return arguments
+
+            def commit(self, prepared: dict[str, Any], *, idempotency_key: str) -> str:
+                recorder.note("commit")
+                return "paid"
+
+            def abort(self, prepared: dict[str, Any]) -> None:
+                recorder.note("abort")
+
+        def look(q: str) -> str:
+            recorder.note("look")
+            return q
+
+        def send(to: str) -> str:
+            recorder.note("send")
+            return to
+
+        return {"pay": Pay(), "look": look, "send": send}
+
+    def of(self, name: str) -> int:
+        return self.events.count(name)
+
+
+def _phases(journal: inert.Journal) -> list[tuple[str, str | None]]:
+    """The two-phase entries (``KEY/phase/attempt``) as (phase, status)."""
+    return sorted((e.commit_key.split("/")[1], e.status) for e in journal.entries() if "/" in e.commit_key)
+
+
+def _check_abandoned(recorder: Recorder, journal: inert.Journal, report: inert.Report) -> None:
+    assert recorder.events.count("prepare") == 1 and recorder.of("abort") == 1, recorder.events
+    assert recorder.of("commit") == 0 and recorder.of("send") == 0, "a write ran from tokens never verified"
+    assert _phases(journal) == [("abort", "ok"), ("prepare", "ok")]
+    assert report.results == [] and report.violations == []
+    assert sorted(d.name for d in report.discarded) == ["look", "pay"]
+
+
+# -- finish() with calls only drafted --
+
+def _linear(orch: inert.Orchestrator) -> None:
+    orch.draft([LOOK, PAY, SEND])
+
+
+def _tree(orch: inert.Orchestrator) -> None:
+    orch.draft_tree([LOOK, PAY, SEND, "x"], [-1, 0, 1, -1])  # the calls on one branch, a stray sibling
+
+
+@pytest.mark.parametrize("hold", [False, True], ids=["prepared", "preparing"])
+@pytest.mark.parametrize("draft", [_linear, _tree], ids=["linear", "tree"])
+def test_finish_retracts_calls_only_drafted(draft: Callable[[inert.Orchestrator], None], hold: bool) -> None:
+    recorder = Recorder(hold_prepare=hold)
+    journal = inert.MemoryJournal()
+    orch = inert.Orchestrator(EFFECTS, recorder.tools(), turn_key="t", journal=journal)
+    draft(orch)
+    assert recorder.inside.wait(WATCHDOG)
+    if hold:  # finish() while the prepare is still inside: it aborts when its prepare returns
+        threading.Timer(0.05, recorder.release.set).start()
+    _check_abandoned(recorder, journal, finish_within(orch))
+
+
+@pytest.mark.parametrize("hold", [False, True], ids=["prepared", "preparing"])
+def test_async_finish_retracts_calls_only_drafted(hold: bool) -> None:
+    recorder = Recorder(hold_prepare=hold)
+    journal = inert.MemoryJournal()
+
+    async def main() -> inert.Report:
+        orch = inert.AsyncOrchestrator(EFFECTS, recorder.tools(), turn_key="t", journal=journal)
+        await orch.draft([LOOK, PAY, SEND])
+        await asyncio.to_thread(recorder.inside.wait, WATCHDOG)
+        if hold:
+            threading.Timer(0.05, recorder.release.set).start()
+        return await asyncio.wait_for(orch.finish(), WATCHDOG)
+
+    _check_abandoned(recorder, journal, asyncio.run(main()))
+
+
+VOCAB = inert.Vocabulary([LOOK, PAY, SEND, "x"])
+
+
+@pytest.mark.parametrize("tree", [False, True], ids=["linear", "tree"])
+def test_batch_finish_retracts_calls_only_drafted(tree: bool) -> None:
+    recorder = Recorder()
+    journal = inert.MemoryJournal()
+    with inert.BatchOrchestrator(EFFECTS, recorder.tools(), vocab=VOCAB, journal=journal) as batch:
+        batch.add(7, "t")
+        if tree:
+            batch.draft_tree(7, [0, 1, 2, 3], [-1, 0, 1, -1])
+        else:
+            batch.draft([7], [[0, 1, 2]])
+        assert recorder.inside.wait(WATCHDOG)
+        report = batch.finish(7)
+    _check_abandoned(recorder, journal, report)
+
+
+# -- BatchOrchestrator.close() with sequences still in it --
+
+def _started(batch: inert.BatchOrchestrator, recorder: Recorder) -> None:
+    """Sequence 1 has a committed read, then a prepared call drafted; sequence 2 the same
+    calls only drafted; sequence 3 nothing."""
+    batch.add(1, "one")
+    batch.add(2, "two")
+    batch.add(3, "three")
+    batch.draft([1, 2], [[0], [0]])
+    batch.verify([1], [1])
+    batch.draft([1, 2], [[1], [1]])
+    _wait_for(lambda: recorder.of("prepare") == 2)
+
+
+def _wait_for(condition: Callable[[], bool]) -> None:
+    """Polls ``condition`` (what the workers did) up to the watchdog."""
+    for _ in range(int(WATCHDOG * 100)):
+        if condition():
+            return
+        time.sleep(0.01)
+    raise AssertionError("the workers never got there")
+
+
+def test_close_abandons_every_sequence_and_aborts_what_was_prepared() -> None:
+    recorder = Recorder()
+    journal = inert.MemoryJournal()
+    batch = inert.BatchOrchestrator(EFFECTS, recorder.tools(), vocab=VOCAB, journal=journal)
+    _started(batch, recorder)
+    with pytest.warns(inert.TurnAbandonedWarning, match=r"3 sequence\(s\)"):
+        reports = batch.close()
+    assert sorted(reports) == [1, 2, 3]
+    assert recorder.of("prepare") == 2 and recorder.of("abort") == 2 and recorder.of("commit") == 0
+    assert [(r.name, r.result) for r in reports[1].results] == [("look", "x")]
+    assert [d.name for d in reports[1].discarded] == ["pay"]
+    assert sorted(d.name for d in reports[2].discarded) == ["look", "pay"]
+    assert reports[3].results == reports[3].discarded == []
+    assert _phases(journal) == [("abort", "ok"), ("abort", "ok"), ("prepare", "ok"), ("prepare", "ok")]
+    with pytest.raises(inert.StreamFinishedError):
+        batch.finish(1)
+    assert batch.close() == {}, "a second close has nothing left to end"
+
+
+def test_leaving_the_with_block_on_an_exception_aborts_what_was_prepared() -> None:
+    recorder = Recorder()
+    journal = inert.MemoryJournal()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        batch = inert.BatchOrchestrator(EFFECTS, recorder.tools(), vocab=VOCAB, journal=journal)
+        with pytest.raises(RuntimeError, match="engine crashed"), batch:
+            _started(batch, recorder)
+            raise RuntimeError("engine crashed")
+    assert recorder.of("abort") == 2 and recorder.of("commit") == 0
+    assert [w.category for w in caught] == [inert.TurnAbandonedWarning]
+
+
+def test_close_after_every_finish_says_nothing() -> None:
+    recorder = Recorder()
+    batch = inert.BatchOrchestrator(EFFECTS, recorder.tools(), vocab=VOCAB)
+    batch.add(0, "t")
+    batch.draft([0], [[1]])
+    batch.verify([0], [1])
+    batch.finish(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert batch.close() == {}
+    assert recorder.events == ["prepare", "commit"]
+
+
+def test_close_never_commits_what_only_the_end_of_the_turn_would_confirm() -> None:
+    """In a format whose blocks end on a bracket, an accepted write waits for the token
+    after it; ``finish`` confirms it (the turn ended there), a close does not: the engine
+    stopped, the turn did not end."""
+    send = '{"name": "send", "parameters": {"to": "bo"}}'
+    recorder = Recorder()
+    vocab = inert.Vocabulary([send])
+    batch = inert.BatchOrchestrator(EFFECTS, recorder.tools(), format="llama3_json", vocab=vocab)
+    batch.add(0, "closed")
+    batch.add(1, "finished")
+    batch.draft([0, 1], [[0], [0]])
+    batch.verify([0, 1], [1, 1])
+    assert [r.result for r in batch.finish(1).results] == ["bo"]
+    with pytest.warns(inert.TurnAbandonedWarning, match=r"1 sequence\(s\) still in it \(0\)"):
+        reports = batch.close()
+    assert reports[0].results == [] and recorder.events == ["send"]
+
+
+def test_draft_tree_on_an_unknown_sequence_is_refused_as_such() -> None:
+    batch = inert.BatchOrchestrator(EFFECTS, Recorder().tools(), vocab=VOCAB)
+    with pytest.raises(inert.UnknownSequenceError, match="sequence 5 is not in the batch"):
+        batch.draft_tree(5, [0], [-1])
+    with pytest.raises(inert.InertTypeError):
+        batch.draft_tree("x", [0], [-1])  # type: ignore[arg-type]
+    batch.close()
