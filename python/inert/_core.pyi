@@ -74,6 +74,11 @@ class Call:
     def call_id(self) -> str | None:
         """The call id the model wrote, in formats that carry one (Kimi K2, Mistral)."""
     @property
+    def tool_call_id(self) -> str | None:
+        """With streaming: the OpenAI tool-call id its deltas carried (``call_...``, or the
+        model's own ``call_id``), set once the call is committed and its deltas settled;
+        ``None`` before that and without streaming (``CallResult.tool_call_id`` always has one)."""
+    @property
     def commit_key(self) -> str: ...
     @property
     def start(self) -> int: ...

@@ -103,7 +103,7 @@ class BatchOrchestrator:
             raise InertTypeError(f"turn_key must be a str, got {type(turn_key).__name__}")
         self._batch.add(seq, turn_key, in_reasoning=in_reasoning)
         runtime = ThreadRuntime(self.journal, turn_key, ordered=self._tooling.policy != "eager_unsafe",
-                                engine=self._engine)
+                                engine=self._engine, seq=int(seq))
         self._turns[int(seq)] = TurnDriver(self._tooling, runtime)
 
     def draft(self, seqs: Ids, tokens: TokenRows, lengths: Ids | None = None) -> dict[int, Step]:

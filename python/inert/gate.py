@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ._core import BlockMalformed, Call, CallClosed, CallCommitted, CallRetracted, Malformed
+from .call_ids import tool_call_ids
 from .effects import EffectClass, EffectTable, Footprint
 from .errors import PolicyError
 from .outcomes import Outcome
@@ -146,9 +147,12 @@ class Gate:
                 self.malformed.append(outcome.malformed)
         return commands, let_go
 
-    def accepted(self) -> list[AcceptedCall]:
-        """The accepted stream's calls, as reconciliation reads them."""
-        return [AcceptedCall(c.commit_key, c.name, c.arguments, c.span) for c in self.committed]
+    def accepted(self, turn_key: str | None = None) -> list[AcceptedCall]:
+        """The accepted stream's calls, as reconciliation reads them; with their OpenAI
+        tool-call ids when ``turn_key`` is given."""
+        ids = tool_call_ids(self.committed, turn_key) if turn_key is not None else [None] * len(self.committed)
+        return [AcceptedCall(c.commit_key, c.name, c.arguments, c.span, i) for c, i in zip(self.committed, ids,
+                                                                                          strict=True)]
 
     def _dispatch(self, call: Call) -> Dispatch:
         spec = self.effects.spec(call.name)

@@ -64,6 +64,8 @@ class AcceptedCall:
     name: str
     arguments: dict[str, Any]
     span: Span
+    tool_call_id: str | None = None
+    """Its OpenAI tool-call id (``None`` in a foreign stack's accepted stream)."""
 
 
 @dataclass(frozen=True)
@@ -79,6 +81,10 @@ class CallResult:
     early: bool
     """Dispatched before its block was accepted (a speculative read that was confirmed)."""
     span: Span
+    tool_call_id: str | None = None
+    """The OpenAI tool-call id (``call_...``) a server sends back with the tool's message as
+    ``tool_call_id``: the id of its streamed deltas with ``stream=True``, the same scheme
+    without (see the README); ``None`` only when reconciling a foreign stack's log."""
 
 
 @dataclass(frozen=True)

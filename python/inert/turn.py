@@ -70,6 +70,8 @@ class Step:
 class Runtime(Protocol):
     """What executes the gate's commands for one turn and owns its calls' outcomes."""
 
+    @property
+    def turn_key(self) -> str: ...
     def schedule(self, dispatch: Dispatch, invocation: Invocation | None, *, permit: bool) -> Node: ...
     def confirm(self, node: Node) -> None: ...
     def retract(self, node: Node) -> None: ...
@@ -262,7 +264,7 @@ class TurnDriver:
         Raises:
             SpeculativeEffectViolation: anything diverged and ``strict``.
         """
-        report = reconcile(self.runtime.records(), self.gate.accepted())
+        report = reconcile(self.runtime.records(), self.gate.accepted(self.runtime.turn_key))
         report.malformed = list(self.gate.malformed)
         report.notices = list(notices)
         if report.notices:

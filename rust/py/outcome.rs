@@ -31,6 +31,8 @@ pub(super) struct PyCall {
     start: usize,
     #[pyo3(get)]
     end: usize,
+    /// The record, for the tool-call id streaming sets when the call settles.
+    record: Arc<CallRecord>,
 }
 
 #[pymethods]
@@ -38,6 +40,13 @@ impl PyCall {
     #[getter]
     fn span(&self) -> (usize, usize) {
         (self.start, self.end)
+    }
+
+    /// The OpenAI tool-call id its streamed deltas carried; `None` until it is committed
+    /// and its deltas settled, and without streaming.
+    #[getter]
+    fn tool_call_id(&self) -> Option<&str> {
+        self.record.tool_call_id.get().map(AsRef::as_ref)
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
@@ -53,7 +62,7 @@ impl PyCall {
 }
 
 impl PyCall {
-    fn new(py: Python<'_>, r: &CallRecord) -> PyResult<Self> {
+    fn new(py: Python<'_>, r: &Arc<CallRecord>) -> PyResult<Self> {
         Ok(Self {
             block: r.block,
             index: r.index,
@@ -64,6 +73,7 @@ impl PyCall {
             commit_key: PyString::new(py, &r.key.to_string()).unbind(),
             start: r.span.start,
             end: r.span.end,
+            record: r.clone(),
         })
     }
 }

@@ -109,7 +109,15 @@ impl Block {
             .map(|(index, item)| {
                 let (block, body_at, span, key) = (self.id, self.body_at, span.clone(), next_key());
                 match item {
-                    Ok(call) => Item::Call(Arc::new(CallRecord { block, index, span, key, call, body_at })),
+                    Ok(call) => Item::Call(Arc::new(CallRecord {
+                        block,
+                        index,
+                        span,
+                        key,
+                        call,
+                        body_at,
+                        tool_call_id: std::sync::OnceLock::new(),
+                    })),
                     Err(error) => Item::Malformed(Arc::new(MalformedRecord {
                         block,
                         index,

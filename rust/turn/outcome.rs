@@ -20,6 +20,9 @@ pub struct CallRecord {
     pub call: Call,
     /// Live-text offset of its block's body: identifies the block in the accepted stream.
     pub body_at: usize,
+    /// Streaming output: the OpenAI tool-call id its deltas carried. Set once, when the
+    /// stream settles the committed call, which can be a step after the outcome went out.
+    pub tool_call_id: OnceLock<Box<str>>,
 }
 
 /// A malformed block, or one malformed call of a block: never dispatched.

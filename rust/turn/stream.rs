@@ -61,6 +61,8 @@ struct StreamCall {
     at: Option<usize>,
     body_end: Option<usize>,
     index: u32,
+    /// Its OpenAI tool-call id, as its first delta gave it.
+    id: Box<str>,
     name: String,
     /// The argument text sent so far.
     sent: String,
@@ -282,13 +284,14 @@ impl Streamer {
                 if check_name(&name, &self.name_chars).is_err() {
                     return; // the call is malformed: nothing goes out for it
                 }
-                let index = self.start(name.clone(), id.as_deref());
+                let (index, id) = self.start(name.clone(), id.as_deref());
                 self.calls.push(StreamCall {
                     block_at,
                     item,
                     at: None,
                     body_end: None,
                     index,
+                    id,
                     name,
                     sent: String::new(),
                     settled: false,
@@ -317,8 +320,8 @@ impl Streamer {
         }
     }
 
-    /// A new call: its index and id, and its first delta.
-    fn start(&mut self, name: String, own_id: Option<&str>) -> u32 {
+    /// A new call: its first delta; returns its index and id.
+    fn start(&mut self, name: String, own_id: Option<&str>) -> (u32, Box<str>) {
         let index = self.count;
         self.count += 1;
         let mut id = match own_id {
@@ -329,8 +332,9 @@ impl Streamer {
             id.push('_'); // a model's own id took this one: never two calls with one id
         }
         self.ids.insert(id.clone());
+        let kept: Box<str> = id.as_str().into();
         self.out.deltas.push(ToolCallDelta::Start { index, id, name });
-        index
+        (index, kept)
     }
 
     /// Settles the final blocks among `outcomes[*from..]` whose body starts before
@@ -400,6 +404,7 @@ impl Streamer {
                         c.settled = true;
                         match rest(&c.sent, &r.call.name, &c.name, &r.call.raw_arguments, &r.call.arguments) {
                             Some(fragment) => {
+                                let _ = r.tool_call_id.set(c.id.clone());
                                 if !fragment.is_empty() {
                                     c.sent.push_str(&fragment);
                                     self.out.deltas.push(ToolCallDelta::Arguments { index: c.index, fragment });
@@ -410,7 +415,8 @@ impl Streamer {
                             None => self.out.deltas.push(ToolCallDelta::Malformed { index: c.index, kind: "diverged" }),
                         }
                     }
-                    let index = self.start(r.call.name.clone(), r.call.id.as_deref());
+                    let (index, id) = self.start(r.call.name.clone(), r.call.id.as_deref());
+                    let _ = r.tool_call_id.set(id);
                     let whole = Value::Object(r.call.arguments.clone()).to_string();
                     self.out.deltas.push(ToolCallDelta::Arguments { index, fragment: whole });
                 }

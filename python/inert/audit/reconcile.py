@@ -221,7 +221,8 @@ def reconcile(
             ))
         ran.append((a, r0))
         report.results.append(
-            CallResult(a.name, a.arguments, r0.effect, a.commit_key, r0.result, r0.error, r0.early, a.span))
+            CallResult(a.name, a.arguments, r0.effect, a.commit_key, r0.result, r0.error, r0.early, a.span,
+                       a.tool_call_id))
 
     for ea, la in out_of_order(ran):
         report.violations.append(Violation(

@@ -37,7 +37,8 @@ class CallRun:
         self.dispatch = dispatch
         self.invocation = invocation
         self.home: Any = None
-        """The runtime that runs it (in a batch, turns share workers and slots)."""
+        """The runtime that runs it (in a batch, turns share workers and slots): its
+        ``turn_key`` and ``seq`` are the call's."""
         self.early = False
         self.started: float | None = None
         self.finished: float | None = None
@@ -93,9 +94,13 @@ class CallRun:
         return ABORT if self.retracted else COMMIT
 
     def current(self) -> CurrentCall:
+        """What the tool sees in ``inert.current_call()``: the call, its turn and sequence."""
         d = self.dispatch
         key = d.commit_key if d.effect is EffectClass.IDEMPOTENT else None
-        return CurrentCall(d.commit_key, d.name, d.effect, key)
+        home = self.home
+        if home is None:
+            return CurrentCall(d.commit_key, d.name, d.effect, key)
+        return CurrentCall(d.commit_key, d.name, d.effect, key, turn_key=home.turn_key, seq=home.seq)
 
     def begin(self, journal: Journal, turn_key: str) -> bool:
         """Journals the intent, or finds the key's earlier entry; returns whether

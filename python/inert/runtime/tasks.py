@@ -61,6 +61,7 @@ class AsyncRuntime:
                  max_workers: int = 8, trace: TraceWriter | None = None) -> None:
         self._journal = journal
         self._turn_key = turn_key
+        self.seq: int | None = None  # no batch runs on asyncio
         self._trace = trace
         self._scheduler = Scheduler(ordered=ordered, limits=limits)
         self._pool = WorkerPool(max_workers, name="inert-async-tool")
@@ -72,6 +73,10 @@ class AsyncRuntime:
         self._drained = False
         self._log: list[CallRun] = []
         self.clock: Callable[[], float] = time.perf_counter
+
+    @property
+    def turn_key(self) -> str:
+        return self._turn_key
 
     def bind(self) -> None:
         """Binds to the running loop on the first call; refuses any other loop after.
@@ -90,7 +95,9 @@ class AsyncRuntime:
     # -- the gate's commands (on the loop thread) --
 
     def schedule(self, dispatch: Dispatch, invocation: Invocation | None, *, permit: bool) -> Node:
-        node = self._scheduler.add(dispatch, CallRun(dispatch, invocation))
+        run = CallRun(dispatch, invocation)
+        run.home = self
+        node = self._scheduler.add(dispatch, run)
         if permit:
             self._start(self._scheduler.permit(node, early=True))
         return node

@@ -66,12 +66,15 @@ class ThreadRuntime:
         trace: receives ``dispatch``, ``result`` and ``discard`` events.
         engine: a ``ThreadEngine`` shared with other turns (then ``limits`` and
             ``max_workers`` are the engine's); by default the runtime has its own.
+        seq: the engine's sequence id of the turn, in a batch (its tools see it in ``current_call()``).
     """
 
     def __init__(self, journal: Journal, turn_key: str, *, ordered: bool = True, limits: dict[str, int] | None = None,
-                 max_workers: int = 8, trace: TraceWriter | None = None, engine: ThreadEngine | None = None) -> None:
+                 max_workers: int = 8, trace: TraceWriter | None = None, engine: ThreadEngine | None = None,
+                 seq: int | None = None) -> None:
         self._journal = journal
         self._turn_key = turn_key
+        self.seq = seq
         self._trace = trace
         self._owns_engine = engine is None
         self._engine = engine if engine is not None else ThreadEngine(max_workers, limits)
@@ -82,6 +85,10 @@ class ThreadRuntime:
         self._deadlines = self._engine.deadlines
         self._log: list[CallRun] = []  # in the order the calls started
         self.clock: Callable[[], float] = time.perf_counter
+
+    @property
+    def turn_key(self) -> str:
+        return self._turn_key
 
     @property
     def engine(self) -> ThreadEngine:

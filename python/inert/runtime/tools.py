@@ -34,6 +34,10 @@ class CurrentCall:
     effect: EffectClass
     idempotency_key: str | None
     """The commit key, for idempotent tools; ``None`` for others."""
+    turn_key: str = ""
+    """The turn the call belongs to (a router tool serving many requests tells them apart by it)."""
+    seq: int | None = None
+    """The engine's sequence id under a ``BatchOrchestrator``; ``None`` elsewhere."""
 
 
 _current: contextvars.ContextVar[tuple[object, CurrentCall] | None] = contextvars.ContextVar(

@@ -36,6 +36,10 @@ class VirtualRuntime:
         self.accepted_at: dict[str, float] = {}
         """Commit key -> the virtual time its block was accepted."""
 
+    @property
+    def turn_key(self) -> str:
+        return self._turn_key
+
     def schedule(self, dispatch: Dispatch, invocation: Invocation | None, *, permit: bool) -> Node:
         node = self._scheduler.add(dispatch, CallRun(dispatch, invocation))
         if permit:

@@ -1,0 +1,32 @@
+"""The OpenAI tool-call id of each committed call: what a server sends back as the
+``tool_call_id`` of the tool's message. With streaming it is the id the call's deltas
+carried; without, the same scheme over the committed calls: the model's own id where
+the format writes one (and no earlier call took it), else ``call_<turn digest>_<n>``,
+``n`` counting the turn's committed calls. Unique within the turn either way."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from . import _core
+
+__all__ = ["tool_call_ids"]
+
+_PREFIX_ORDINAL = 2**32 - 1  # the core's streamer derives its id prefix from this key of the turn
+
+
+def tool_call_ids(calls: Sequence[_core.Call], turn_key: str) -> list[str]:
+    """The ids of ``calls``, a turn's committed calls in stream order."""
+    prefix = "call_" + _core.commit_key(turn_key, [], _PREFIX_ORDINAL)[::-1][:16] + "_"
+    taken: set[str] = set()
+    out: list[str] = []
+    for n, call in enumerate(calls):
+        found = call.tool_call_id
+        if found is None:
+            own = call.call_id
+            found = own if own and own not in taken else f"{prefix}{n}"
+            while found in taken:
+                found += "_"  # as the streamer does: never two calls with one id
+        taken.add(found)
+        out.append(found)
+    return out
