@@ -62,10 +62,10 @@ def dispatch(i: int, fp: Footprint, tool: str, key: str) -> Dispatch:
 
 class Oracle:
     def __init__(self) -> None:
-        self.nodes: list[Node] = []
+        self.nodes: list[Node[None]] = []
         self.gone: set[int] = set()  # cancelled (never runs) or abandoned (its result is discarded)
 
-    def check_start(self, node: Node) -> None:
+    def check_start(self, node: Node[None]) -> None:
         for earlier in self.nodes[: node.seq]:
             if earlier.dispatch.commit_key == node.dispatch.commit_key:
                 assert earlier.state is not State.RUNNING, f"two runs of {node.dispatch.commit_key} overlap"
@@ -73,7 +73,7 @@ class Oracle:
                 continue
             assert earlier.state is State.DONE, f"{node} started before the conflicting {earlier} finished"
 
-    def check_waiting(self, running: list[Node], limits: dict[str, int]) -> None:
+    def check_waiting(self, running: list[Node[None]], limits: dict[str, int]) -> None:
         """Maximal concurrency: a waiting call is held by a full slot or by an earlier call
         that conflicts with it and may still touch the world. A rejected call keeps its
         place in the per-key chains until its own predecessors finish (so the calls behind
@@ -85,7 +85,7 @@ class Oracle:
             full = sum(r.dispatch.name == tool for r in running) >= limits.get(tool, len(self.nodes) + 1)
             assert self.held(node) or full, f"{node} waits though nothing holds it"
 
-    def held(self, node: Node) -> bool:
+    def held(self, node: Node[None]) -> bool:
         for earlier in self.nodes[: node.seq]:
             if earlier.dispatch.commit_key == node.dispatch.commit_key and earlier.state is not State.DONE and (
                     earlier.state is not State.CANCELLED or self.held(earlier)):
@@ -105,11 +105,11 @@ class Oracle:
 def test_a_call_starts_only_after_every_earlier_conflicting_call(
     plan: list[tuple[Footprint, str, str]], data: st.DataObject, limits: dict[str, int]
 ) -> None:
-    sched = Scheduler(slots=Slots(limits))
+    sched: Scheduler[None] = Scheduler(slots=Slots(limits))
     oracle = Oracle()
-    running: list[Node] = []
+    running: list[Node[None]] = []
 
-    def started(nodes: list[Node]) -> None:
+    def started(nodes: list[Node[None]]) -> None:
         for n in nodes:
             assert n.state is State.RUNNING
             oracle.check_start(n)
@@ -136,7 +136,7 @@ def test_a_call_starts_only_after_every_earlier_conflicting_call(
         action, node = data.draw(st.sampled_from(actions))
         if action == "add":
             i, (fp, tool, key) = pending.pop(0)
-            oracle.nodes.append(sched.add(dispatch(i, fp, tool, key)))
+            oracle.nodes.append(sched.add(dispatch(i, fp, tool, key), None))
         elif action == "permit":
             started(sched.permit(node, early=False))
         elif action == "cancel":

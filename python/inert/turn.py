@@ -28,7 +28,7 @@ from .gate import Confirm, Dispatch, Gate, Retract, Schedule
 from .journal import Journal, MemoryJournal
 from .outcomes import Outcome
 from .report import DispatchRecord, Report
-from .runtime import Invocation, Node, ToolBox, Tools
+from .runtime import CallNode, Invocation, ToolBox, Tools
 
 __all__ = ["Runtime", "RuntimeFactory", "Step", "Tooling", "Tools", "TurnDriver", "turn_key_for"]
 
@@ -72,9 +72,9 @@ class Runtime(Protocol):
 
     @property
     def turn_key(self) -> str: ...
-    def schedule(self, dispatch: Dispatch, invocation: Invocation | None, *, permit: bool) -> Node: ...
-    def confirm(self, node: Node) -> None: ...
-    def retract(self, node: Node) -> None: ...
+    def schedule(self, dispatch: Dispatch, invocation: Invocation | None, *, permit: bool) -> CallNode: ...
+    def confirm(self, node: CallNode) -> None: ...
+    def retract(self, node: CallNode) -> None: ...
     def records(self) -> list[DispatchRecord]: ...
 
 
@@ -214,7 +214,7 @@ class TurnDriver:
         self.gate = tooling.gate()
         self.runtime = runtime
         self.trace = trace
-        self._nodes: dict[str, Node] = {}  # commit key -> its call, until committed or retracted
+        self._nodes: dict[str, CallNode] = {}  # commit key -> its call, until committed or retracted
 
     def apply(self, outcomes: list[Outcome], released: Released | None = None) -> Step:
         """Turns one step's outcomes into commands and hands them to the runtime;

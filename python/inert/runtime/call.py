@@ -20,9 +20,10 @@ from ..journal import ERROR, OK, TIMEOUT, Journal, JournalEntry
 from ..journal.phases import ABORT, COMMIT, PREPARE, phase_key
 from ..journal.protocol import result_json
 from ..report import DispatchRecord
+from .schedule import Node, Scheduler
 from .tools import CurrentCall, Invocation
 
-__all__ = ["CallRun", "abort_staged", "journal_phase", "stored_outcome"]
+__all__ = ["CallNode", "CallRun", "CallScheduler", "abort_staged", "journal_phase", "stored_outcome"]
 
 
 class CallRun:
@@ -148,6 +149,11 @@ class CallRun:
             return False
         self.error = ReplayedError(f"{d.name!r} under key {d.commit_key} already failed: {prior.error}")
         return False
+
+
+CallNode = Node["CallRun"]
+"""A call in stream order, with its run."""
+CallScheduler = Scheduler["CallRun"]
 
 
 def journal_phase(run: CallRun, journal: Journal, turn_key: str, phase: str, error: BaseException | None,

@@ -25,12 +25,15 @@ import heapq
 import itertools
 from collections import deque
 from collections.abc import Hashable, Iterable
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from ..effects import EffectClass, Footprint
 from ..gate import Dispatch
 
 __all__ = ["Node", "Scheduler", "Slots", "State"]
+
+Owner = TypeVar("Owner")
+"""What the runtime keeps with each call (its ``CallRun``)."""
 
 
 class State(enum.Enum):
@@ -42,13 +45,13 @@ class State(enum.Enum):
     CANCELLED = "cancelled"  # retracted before it started: it never runs
 
 
-class Node:
+class Node(Generic[Owner]):
     """One call in stream order, from the moment its block closes."""
 
     __slots__ = ("abandoned", "blockers", "dispatch", "early", "ghost", "key_waiters", "owner", "recurrences", "seq",
                  "slot_kept", "state")
 
-    def __init__(self, dispatch: Dispatch, seq: int, owner: Any = None) -> None:
+    def __init__(self, dispatch: Dispatch, seq: int, owner: Owner) -> None:
         self.dispatch = dispatch
         self.seq = seq
         self.owner = owner
@@ -56,8 +59,8 @@ class Node:
         self.state = State.GATED
         self.blockers = 0
         """Earlier conflicting calls (and barriers) this call still waits for."""
-        self.key_waiters: list[Node] = []
-        self.recurrences: list[Node] = []
+        self.key_waiters: list[Node[Owner]] = []
+        self.recurrences: list[Node[Owner]] = []
         """Later calls with its commit key (rejected tokens drafted again): they wait until it is
         over, even abandoned, so the journal records its outcome before theirs begins."""
         self.ghost = False
@@ -96,25 +99,25 @@ class _Barrier:
     before them is unfinished. Members and waiters arrive in sequence order."""
 
     def __init__(self) -> None:
-        self._members: list[tuple[int, Node]] = []  # a heap by sequence; finished ones leave lazily
-        self._waiters: deque[Node] = deque()
+        self._members: list[tuple[int, Node[Any]]] = []  # a heap by sequence; finished ones leave lazily
+        self._waiters: deque[Node[Any]] = deque()
 
     def _least(self) -> int | None:
         while self._members and not self._members[0][1].bars:
             heapq.heappop(self._members)
         return self._members[0][0] if self._members else None
 
-    def join(self, node: Node) -> None:
+    def join(self, node: Node[Any]) -> None:
         heapq.heappush(self._members, (node.seq, node))
 
-    def wait(self, node: Node) -> None:
+    def wait(self, node: Node[Any]) -> None:
         """Blocks ``node`` while a member before it is unfinished."""
         least = self._least()
         if least is not None and least < node.seq:
             node.blockers += 1
             self._waiters.append(node)
 
-    def released(self) -> list[Node]:
+    def released(self) -> list[Node[Any]]:
         """Waiters no longer blocked by this category (call after a member finishes)."""
         least = self._least()
         out = []
@@ -132,7 +135,7 @@ class Slots:
     def __init__(self, limits: dict[str, int] | None = None) -> None:
         self._limits = dict(limits or {})
         self._running: dict[str, int] = {}
-        self._waiting: dict[str, list[tuple[int, Node]]] = {}
+        self._waiting: dict[str, list[tuple[int, Node[Any]]]] = {}
         self._arrivals = itertools.count()
 
     def free(self, tool: str) -> bool:
@@ -142,13 +145,13 @@ class Slots:
     def take(self, tool: str) -> None:
         self._running[tool] = self._running.get(tool, 0) + 1
 
-    def wait(self, node: Node) -> None:
+    def wait(self, node: Node[Any]) -> None:
         heapq.heappush(self._waiting.setdefault(node.dispatch.name, []), (next(self._arrivals), node))
 
-    def release(self, tool: str) -> list[Node]:
+    def release(self, tool: str) -> list[Node[Any]]:
         """A call of ``tool`` gave its slot back: the calls that take slots now (marked running)."""
         self._running[tool] -= 1
-        granted: list[Node] = []
+        granted: list[Node[Any]] = []
         waiting = self._waiting.get(tool, [])
         while waiting and self.free(tool):
             node = heapq.heappop(waiting)[1]
@@ -158,12 +161,12 @@ class Slots:
                 granted.append(node)
         return granted
 
-    def waiting(self) -> Iterable[Node]:
+    def waiting(self) -> Iterable[Node[Any]]:
         for queue in self._waiting.values():
             yield from (n for _, n in queue)
 
 
-class Scheduler:
+class Scheduler(Generic[Owner]):
     """Which calls may start, in stream order, under per-tool limits.
 
     Args:
@@ -177,18 +180,18 @@ class Scheduler:
         self._ordered = ordered
         self._slots = slots if slots is not None else Slots(limits)
         self._seq = 0
-        self._writer: dict[Hashable, Node] = {}
-        self._readers: dict[Hashable, list[Node]] = {}
+        self._writer: dict[Hashable, Node[Owner]] = {}
+        self._readers: dict[Hashable, list[Node[Owner]]] = {}
         # Categories of unknown footprints (see the module documentation).
         self._writes_all = _Barrier()  # writes unknown: every later touching call waits
         self._reads_all = _Barrier()  # reads unknown: every later writing call waits
         self._writers = _Barrier()  # writes anything: later read-alls wait
         self._touchers = _Barrier()  # touches anything: later write-alls wait
-        self._by_key: dict[str, Node] = {}  # commit key -> its latest call, while that call holds
+        self._by_key: dict[str, Node[Owner]] = {}  # commit key -> its latest call, while that call holds
         self.in_flight = 0
         """Permitted calls not yet done."""
 
-    def add(self, dispatch: Dispatch, owner: Any = None) -> Node:
+    def add(self, dispatch: Dispatch, owner: Owner) -> Node[Owner]:
         """Places a call that just closed after every call scheduled before it."""
         node = Node(dispatch, self._seq, owner)
         self._seq += 1
@@ -203,7 +206,7 @@ class Scheduler:
             self._link(node, dispatch.footprint)
         return node
 
-    def permit(self, node: Node, *, early: bool) -> list[Node]:
+    def permit(self, node: Node[Owner], *, early: bool) -> list[Node[Owner]]:
         """Lets a gated call run once nothing before it holds it back; returns the calls to start now."""
         if node.state is not State.GATED:
             return []
@@ -212,7 +215,7 @@ class Scheduler:
         self.in_flight += 1
         return self._try_start(node)
 
-    def cancel(self, node: Node) -> list[Node]:
+    def cancel(self, node: Node[Owner]) -> list[Node[Owner]]:
         """Takes a call that never started out of the stream; returns the calls to start now."""
         if node.state not in (State.GATED, State.WAITING):
             return []
@@ -224,7 +227,7 @@ class Scheduler:
             return self._released(node)
         return self._unblock(self._barrier_waiters())  # it keeps its chains, but bars no one
 
-    def abandon(self, node: Node) -> list[Node]:
+    def abandon(self, node: Node[Owner]) -> list[Node[Owner]]:
         """A running read whose block was rejected: nothing will use its result, so later
         conflicting calls need not wait for it (it keeps its tool slot until it returns).
         A two-phase call is never abandoned: its staged prepare may hold what a later
@@ -235,7 +238,7 @@ class Scheduler:
         node.abandoned = True
         return self._released(node)
 
-    def finish(self, node: Node, *, keep_slot: bool = False) -> list[Node]:
+    def finish(self, node: Node[Owner], *, keep_slot: bool = False) -> list[Node[Owner]]:
         """A running call finished (or timed out); returns the calls to start now.
         ``keep_slot``: it timed out while its tool still runs, so later calls in stream
         order go on but its tool slot stays taken until ``give_slot_back``."""
@@ -248,7 +251,7 @@ class Scheduler:
             return self._released(node)
         return self._released(node) + self._free_slot(node.dispatch.name)
 
-    def give_slot_back(self, node: Node) -> list[Node]:
+    def give_slot_back(self, node: Node[Owner]) -> list[Node[Owner]]:
         """The tool of a call finished at its deadline returned: its slot is free at last.
         Returns the calls to start now (nothing if it kept no slot)."""
         if not node.slot_kept:
@@ -256,7 +259,7 @@ class Scheduler:
         node.slot_kept = False
         return self._free_slot(node.dispatch.name)
 
-    def prepared(self, node: Node) -> list[Node]:
+    def prepared(self, node: Node[Owner]) -> list[Node[Owner]]:
         """A two-phase call finished its first phase: it gives its tool slot back but still
         holds every later conflicting call until its second phase (commit or abort) ends.
         Returns the calls to start now."""
@@ -265,21 +268,21 @@ class Scheduler:
         node.state = State.PREPARED
         return self._free_slot(node.dispatch.name)
 
-    def resume(self, node: Node) -> list[Node]:
+    def resume(self, node: Node[Owner]) -> list[Node[Owner]]:
         """A prepared call's block was decided: its second phase runs once a tool slot is free."""
         if node.state is not State.PREPARED:
             return []
         node.state = State.WAITING
         return self._try_start(node)
 
-    def _free_slot(self, tool: str) -> list[Node]:
+    def _free_slot(self, tool: str) -> list[Node[Owner]]:
         """Its slot goes to the next call waiting for it, which may be another scheduler's."""
         return self._slots.release(tool)
 
     # -- internals --
 
-    def _link(self, node: Node, fp: Footprint) -> None:
-        waits_on: set[Node] = set()
+    def _link(self, node: Node[Owner], fp: Footprint) -> None:
+        waits_on: set[Node[Owner]] = set()
         for key in fp.reads or ():
             writer = self._writer.get(key)
             if writer is not None and writer.holds:
@@ -315,7 +318,7 @@ class Scheduler:
         if fp.writes is None:
             self._writes_all.join(node)
 
-    def _released(self, node: Node) -> list[Node]:
+    def _released(self, node: Node[Owner]) -> list[Node[Owner]]:
         """``node`` no longer holds anyone: unblocks its waiters; returns the calls to start."""
         freed = node.key_waiters
         node.key_waiters = []
@@ -326,11 +329,11 @@ class Scheduler:
                 del self._by_key[node.dispatch.commit_key]
         return self._unblock(freed + self._barrier_waiters())
 
-    def _barrier_waiters(self) -> list[Node]:
+    def _barrier_waiters(self) -> list[Node[Owner]]:
         return [n for b in (self._writes_all, self._reads_all, self._writers, self._touchers) for n in b.released()]
 
-    def _unblock(self, freed: list[Node]) -> list[Node]:
-        ready: list[Node] = []
+    def _unblock(self, freed: list[Node[Owner]]) -> list[Node[Owner]]:
+        ready: list[Node[Owner]] = []
         for waiter in freed:
             waiter.blockers -= 1
             if waiter.blockers == 0:
@@ -340,7 +343,7 @@ class Scheduler:
                     ready += self._try_start(waiter)
         return ready
 
-    def _try_start(self, node: Node) -> list[Node]:
+    def _try_start(self, node: Node[Owner]) -> list[Node[Owner]]:
         if node.state is not State.WAITING or node.blockers > 0:
             return []
         tool = node.dispatch.name

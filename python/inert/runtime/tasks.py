@@ -27,9 +27,9 @@ from ..journal import Journal
 from ..journal.phases import ABORT, COMMIT, PREPARE
 from ..report import DispatchRecord
 from ..telemetry import tool_span
-from .call import CallRun, abort_staged, journal_phase, stored_outcome
+from . import lifecycle
+from .call import CallNode, CallRun, CallScheduler, abort_staged, journal_phase, stored_outcome
 from .pool import WorkerPool
-from .schedule import Node, Scheduler, State
 from .tools import Invocation, enter_call
 
 __all__ = ["AsyncRuntime", "LoopError"]
@@ -63,12 +63,12 @@ class AsyncRuntime:
         self._turn_key = turn_key
         self.seq: int | None = None  # no batch runs on asyncio
         self._trace = trace
-        self._scheduler = Scheduler(ordered=ordered, limits=limits)
+        self._scheduler = CallScheduler(ordered=ordered, limits=limits)
         self._pool = WorkerPool(max_workers, name="inert-async-tool")
         self._loop: asyncio.AbstractEventLoop | None = None
         self._idle: asyncio.Event | None = None
-        self._tasks: dict[Node, asyncio.Task[None]] = {}
-        self._in_tool: set[Node] = set()  # tasks whose tool is running (cancelling them reaches the tool)
+        self._tasks: dict[CallNode, asyncio.Task[None]] = {}
+        self._in_tool: set[CallNode] = set()  # tasks whose tool is running (cancelling them reaches the tool)
         self._late = 0  # coroutine prepares past their deadline, still running: the pool outlives them
         self._drained = False
         self._log: list[CallRun] = []
@@ -94,7 +94,7 @@ class AsyncRuntime:
 
     # -- the gate's commands (on the loop thread) --
 
-    def schedule(self, dispatch: Dispatch, invocation: Invocation | None, *, permit: bool) -> Node:
+    def schedule(self, dispatch: Dispatch, invocation: Invocation | None, *, permit: bool) -> CallNode:
         run = CallRun(dispatch, invocation)
         run.home = self
         node = self._scheduler.add(dispatch, run)
@@ -102,31 +102,18 @@ class AsyncRuntime:
             self._start(self._scheduler.permit(node, early=True))
         return node
 
-    def confirm(self, node: Node) -> None:
-        run: CallRun = node.owner
-        run.confirmed = True
-        if node.state is State.PREPARED:
-            self._start(self._scheduler.resume(node))  # a prepared two-phase call commits
-            return
-        if node.state is State.WAITING:
-            node.early = False
-        self._start(self._scheduler.permit(node, early=False))
+    def confirm(self, node: CallNode) -> None:
+        self._start(lifecycle.confirm(self._scheduler, node))
 
-    def retract(self, node: Node) -> None:
-        run: CallRun = node.owner
-        run.retracted = True
-        if node.state in (State.GATED, State.WAITING):
-            self._start(self._scheduler.cancel(node))
-            self._update_idle()
+    def retract(self, node: CallNode) -> None:
+        ready, started = lifecycle.retract(self._scheduler, node)
+        self._start(ready)
+        if not started:
             return
-        run.discarded = True
-        self._start(self._scheduler.abandon(node))
         if self._trace is not None:
-            self._trace.discard(run.record())
-        if run.dispatch.two_phase:
-            if node.state is State.PREPARED:
-                self._start(self._scheduler.resume(node))  # it aborts
-            return  # still preparing: it aborts when its prepare returns
+            self._trace.discard(node.owner.record())
+        if node.owner.dispatch.two_phase:
+            return  # it aborts: now if prepared, when its prepare returns if still preparing
         if node in self._in_tool:
             self._tasks[node].cancel()  # a rejected speculative read: stop it; its task settles it
         # Not yet in its tool: its task sees `discarded` and settles without running it.
@@ -146,7 +133,7 @@ class AsyncRuntime:
 
     # -- running a call --
 
-    def _start(self, nodes: list[Node]) -> None:
+    def _start(self, nodes: list[CallNode]) -> None:
         assert self._loop is not None, "bind() precedes every command"
         for node in nodes:
             run: CallRun = node.owner
@@ -179,7 +166,7 @@ class AsyncRuntime:
         run.lingering = future
         return await asyncio.wrap_future(future)
 
-    async def _run(self, node: Node) -> None:
+    async def _run(self, node: CallNode) -> None:
         """Runs the call and settles it exactly once, whatever happens (the task's
         body always starts: a task is cancelled only while its tool runs)."""
         run: CallRun = node.owner
@@ -219,7 +206,7 @@ class AsyncRuntime:
 
     # -- two-phase tools: prepare (may run on draft tokens), then commit or abort --
 
-    async def _run_two_phase(self, node: Node) -> None:
+    async def _run_two_phase(self, node: CallNode) -> None:
         """One task per stretch of phases: a prepare whose block is not decided yet ends
         its task (holding later calls); the decision starts a task for the second phase."""
         run: CallRun = node.owner
@@ -368,7 +355,7 @@ class AsyncRuntime:
         await self._in_thread(partial(journal_phase, began=True), run, self._journal, self._turn_key, ABORT, error)
         return error or CancelledCallError(f"{run.dispatch.name!r} was prepared, then aborted: its block was rejected")
 
-    async def _settle_and_conclude(self, node: Node, result: Any, error: BaseException | None) -> None:
+    async def _settle_and_conclude(self, node: CallNode, result: Any, error: BaseException | None) -> None:
         run: CallRun = node.owner
         run.settled = True
         run.result, run.error, run.finished = result, error, self.clock()
@@ -386,14 +373,14 @@ class AsyncRuntime:
             if keep:
                 lingering.add_done_callback(lambda _: self._tool_returned(node))
 
-    def _tool_returned(self, node: Node) -> None:
+    def _tool_returned(self, node: CallNode) -> None:
         """The tool of a call concluded without it returned (on a worker thread or the loop)."""
         loop = self._loop
         assert loop is not None
         with contextlib.suppress(RuntimeError):  # the loop is closed: nothing of this turn runs any more
             loop.call_soon_threadsafe(lambda: self._start(self._scheduler.give_slot_back(node)))
 
-    async def _invoke(self, node: Node, run: CallRun) -> Any:
+    async def _invoke(self, node: CallNode, run: CallRun) -> Any:
         invocation = run.invocation
         if invocation is None:
             raise MissingToolError(f"no callable for tool {run.dispatch.name!r}; pass it in tools=")

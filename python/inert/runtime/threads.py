@@ -25,9 +25,10 @@ from ..journal import Journal
 from ..journal.phases import ABORT, COMMIT, PREPARE
 from ..report import DispatchRecord
 from ..telemetry import tool_span
-from .call import CallRun, abort_staged, journal_phase, stored_outcome
+from . import lifecycle
+from .call import CallNode, CallRun, CallScheduler, abort_staged, journal_phase, stored_outcome
 from .pool import Deadlines, WorkerPool
-from .schedule import Node, Scheduler, Slots, State
+from .schedule import Slots
 from .tools import Invocation
 
 __all__ = ["ThreadEngine", "ThreadRuntime"]
@@ -80,7 +81,7 @@ class ThreadRuntime:
         self._engine = engine if engine is not None else ThreadEngine(max_workers, limits)
         self._lock = self._engine.lock
         self._idle = threading.Condition(self._lock)
-        self._scheduler = Scheduler(ordered=ordered, slots=self._engine.slots)
+        self._scheduler = CallScheduler(ordered=ordered, slots=self._engine.slots)
         self._pool = self._engine.pool
         self._deadlines = self._engine.deadlines
         self._log: list[CallRun] = []  # in the order the calls started
@@ -97,7 +98,7 @@ class ThreadRuntime:
 
     # -- the gate's commands --
 
-    def schedule(self, dispatch: Dispatch, invocation: Invocation | None, *, permit: bool) -> Node:
+    def schedule(self, dispatch: Dispatch, invocation: Invocation | None, *, permit: bool) -> CallNode:
         """A call closed: it takes its place in stream order, and runs now if ``permit``."""
         with self._lock:
             run = CallRun(dispatch, invocation)
@@ -107,35 +108,20 @@ class ThreadRuntime:
                 self._start(self._scheduler.permit(node, early=True))
         return node
 
-    def confirm(self, node: Node) -> None:
-        """Its block was accepted: it runs if it has not been let go yet (a prepared
-        two-phase call commits). A call let go early that has not started yet will run
-        after acceptance: it is no longer early."""
+    def confirm(self, node: CallNode) -> None:
+        """Its block was accepted: it runs, or commits (see ``lifecycle``)."""
         with self._lock:
-            run: CallRun = node.owner
-            run.confirmed = True
-            if node.state is State.PREPARED:
-                self._start(self._scheduler.resume(node))
-                return
-            if node.state is State.WAITING:
-                node.early = False
-            self._start(self._scheduler.permit(node, early=False))
+            self._start(lifecycle.confirm(self._scheduler, node))
 
-    def retract(self, node: Node) -> None:
-        """Its block was rejected: it never runs, or, if it started, never counts (a
-        prepared two-phase call aborts; one still preparing aborts when it returns)."""
+    def retract(self, node: CallNode) -> None:
+        """Its block was rejected: it never runs, or never counts (see ``lifecycle``)."""
         with self._lock:
-            run: CallRun = node.owner
-            run.retracted = True
-            if node.state in (State.GATED, State.WAITING):
-                self._start(self._scheduler.cancel(node))
+            ready, started = lifecycle.retract(self._scheduler, node)
+            self._start(ready)
+            if not started:
                 self._notify_if_idle()
                 return
-            run.discarded = True
-            if node.state is State.PREPARED:
-                self._start(self._scheduler.resume(node))
-            self._start(self._scheduler.abandon(node))
-            record = run.record()
+            record = node.owner.record()
         if self._trace is not None:
             self._trace.discard(record)
 
@@ -154,7 +140,7 @@ class ThreadRuntime:
 
     # -- running a call --
 
-    def _start(self, nodes: list[Node]) -> None:
+    def _start(self, nodes: list[CallNode]) -> None:
         """Launches calls the scheduler started (called with the lock held). A call that
         took a tool slot another turn gave back is launched by its own turn's runtime."""
         for node in nodes:
@@ -162,7 +148,7 @@ class ThreadRuntime:
             home._launch(node)
             self._pool.submit(_work, node)
 
-    def _launch(self, node: Node) -> None:
+    def _launch(self, node: CallNode) -> None:
         """A call starts: its start time, its place in the log, its deadline (lock held).
         A two-phase call arms a deadline per phase, as each begins."""
         run: CallRun = node.owner
@@ -177,7 +163,7 @@ class ThreadRuntime:
         if timeout is not None and not run.dispatch.two_phase:
             self._deadlines.add(timeout, partial(self._time_out, node, None))
 
-    def _run(self, node: Node) -> Node | None:
+    def _run(self, node: CallNode) -> CallNode | None:
         """Runs the call; returns a call its end let go, for this worker to run next.
         Exactly one party concludes it: the worker, unless it timed out while its tool
         ran (then the deadline concluded it)."""
@@ -231,7 +217,7 @@ class ThreadRuntime:
 
     # -- two-phase tools: prepare (may run on draft tokens), then commit or abort --
 
-    def _run_phase(self, node: Node) -> Node | None:
+    def _run_phase(self, node: CallNode) -> CallNode | None:
         run: CallRun = node.owner
         with self._lock:
             late = run.settled  # the call timed out while this phase waited for a worker
@@ -246,7 +232,7 @@ class ThreadRuntime:
             return self._prepare(node)
         return self._second_phase(node, phase)
 
-    def _prepare(self, node: Node) -> Node | None:
+    def _prepare(self, node: CallNode) -> CallNode | None:
         run: CallRun = node.owner
         invocation = run.invocation
         assert invocation is not None and invocation.two_phase
@@ -289,7 +275,7 @@ class ThreadRuntime:
             return self._conclude(node)
         return self._run_phase(node)  # the block was decided meanwhile: its second phase, on this worker
 
-    def _second_phase(self, node: Node, phase: str) -> Node | None:
+    def _second_phase(self, node: CallNode, phase: str) -> CallNode | None:
         run: CallRun = node.owner
         invocation = run.invocation
         assert invocation is not None
@@ -324,7 +310,7 @@ class ThreadRuntime:
         return None
 
     @contextlib.contextmanager
-    def _in_tool(self, node: Node) -> Iterator[None]:
+    def _in_tool(self, node: CallNode) -> Iterator[None]:
         """A worker is in the call's tool: if the call's deadline concludes it meanwhile, its
         tool slot stays taken until the worker leaves, so a per-tool limit holds for real."""
         run: CallRun = node.owner
@@ -349,7 +335,7 @@ class ThreadRuntime:
             run.result, run.error, run.finished = result, error, self.clock()
             return True
 
-    def _time_out(self, node: Node, phase: str | None) -> None:
+    def _time_out(self, node: CallNode, phase: str | None) -> None:
         run: CallRun = node.owner
         with self._lock:
             if run.settled or run.phase != phase or (phase is not None and not run.in_phase):
@@ -366,7 +352,7 @@ class ThreadRuntime:
         self._pool.abandon_one()  # its worker is stuck in the tool; the other calls keep their capacity
         self._pool.submit(lambda: _work(self._conclude(node)))  # not on the timer thread: the journal may block
 
-    def _conclude(self, node: Node) -> Node | None:
+    def _conclude(self, node: CallNode) -> CallNode | None:
         """Journals the settled outcome, then lets later calls go; returns one of them for
         the calling worker to run itself (the others go to the pool)."""
         run: CallRun = node.owner
@@ -388,7 +374,7 @@ class ThreadRuntime:
             self._idle.notify_all()
 
 
-def _work(node: Node | None) -> None:
+def _work(node: CallNode | None) -> None:
     """A worker runs a call, then any call its end let go: a chain of calls that wait
     on each other (unknown footprints serialise) stays on one thread instead of handing
     each call to another. Each call runs under its own turn's runtime."""

@@ -14,7 +14,7 @@ from ..gate import Dispatch
 from ..journal import Journal
 from ..orchestrator import Session
 from ..report import DispatchRecord, Report
-from ..runtime import CallRun, Invocation, Node, Scheduler, State, stored_outcome
+from ..runtime import CallNode, CallRun, CallScheduler, Invocation, lifecycle, stored_outcome
 from .clock import VirtualLoop
 from .world import SimTool, World
 
@@ -31,7 +31,7 @@ class VirtualRuntime:
         del max_workers, trace  # virtual time has no threads, and the simulator keeps no trace
         self._loop, self._world, self._sim, self._seed = loop, world, tools, seed
         self._journal, self._turn_key = journal, turn_key
-        self._scheduler = Scheduler(ordered=ordered, limits=limits)
+        self._scheduler = CallScheduler(ordered=ordered, limits=limits)
         self._log: list[CallRun] = []
         self.accepted_at: dict[str, float] = {}
         """Commit key -> the virtual time its block was accepted."""
@@ -40,33 +40,19 @@ class VirtualRuntime:
     def turn_key(self) -> str:
         return self._turn_key
 
-    def schedule(self, dispatch: Dispatch, invocation: Invocation | None, *, permit: bool) -> Node:
+    def schedule(self, dispatch: Dispatch, invocation: Invocation | None, *, permit: bool) -> CallNode:
         node = self._scheduler.add(dispatch, CallRun(dispatch, invocation))
         if permit:
             self._start(self._scheduler.permit(node, early=True))
         return node
 
-    def confirm(self, node: Node) -> None:
-        run: CallRun = node.owner
-        run.confirmed = True
-        self.accepted_at[run.dispatch.commit_key] = self._loop.now
-        if node.state is State.PREPARED:
-            self._start(self._scheduler.resume(node))  # a prepared two-phase call commits
-            return
-        if node.state is State.WAITING:
-            node.early = False
-        self._start(self._scheduler.permit(node, early=False))
+    def confirm(self, node: CallNode) -> None:
+        self.accepted_at[node.dispatch.commit_key] = self._loop.now
+        self._start(lifecycle.confirm(self._scheduler, node))
 
-    def retract(self, node: Node) -> None:
-        run: CallRun = node.owner
-        run.retracted = True
-        if node.state in (State.GATED, State.WAITING):
-            self._start(self._scheduler.cancel(node))
-            return
-        run.discarded = True  # an effect still lands when its call finishes: that is what an orphan is
-        if node.state is State.PREPARED:
-            self._start(self._scheduler.resume(node))  # it aborts
-        self._start(self._scheduler.abandon(node))
+    def retract(self, node: CallNode) -> None:
+        # A started call's effect still lands when it finishes: that is what an orphan is.
+        self._start(lifecycle.retract(self._scheduler, node)[0])
 
     def records(self) -> list[DispatchRecord]:
         return [run.record() for run in self._log]
@@ -74,7 +60,7 @@ class VirtualRuntime:
     def drain(self) -> None:
         self._loop.run()
 
-    def _start(self, nodes: list[Node]) -> None:
+    def _start(self, nodes: list[CallNode]) -> None:
         for node in nodes:
             run: CallRun = node.owner
             if run.started is None:  # not a prepared two-phase call resuming for its second phase
@@ -84,7 +70,7 @@ class VirtualRuntime:
             step = self._phase if tool is not None and tool.two_phase else self._begin
             self._loop.at(self._loop.now, partial(step, node))
 
-    def _phase(self, node: Node) -> None:
+    def _phase(self, node: CallNode) -> None:
         """A two-phase tool's next phase: prepare (nothing changes), then commit (the effect
         lands at its end) or abort (nothing lands)."""
         run: CallRun = node.owner
@@ -113,7 +99,7 @@ class VirtualRuntime:
         else:
             self._finish(node, None, CancelledCallError(f"{run.dispatch.name!r} was prepared, then aborted"))
 
-    def _begin(self, node: Node) -> None:
+    def _begin(self, node: CallNode) -> None:
         run: CallRun = node.owner
         tool = self._sim.get(run.dispatch.name)
         if not run.begin(self._journal, self._turn_key) or tool is None:
@@ -131,7 +117,7 @@ class VirtualRuntime:
 
         self._loop.at(self._loop.now + tool.duration(self._seed, arguments), finish)
 
-    def _finish(self, node: Node, result: Any, error: BaseException | None) -> None:
+    def _finish(self, node: CallNode, result: Any, error: BaseException | None) -> None:
         run: CallRun = node.owner
         run.settled = True
         run.result, run.error, run.finished = result, error, self._loop.now
