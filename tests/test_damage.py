@@ -80,12 +80,13 @@ def test_a_batch_used_after_close_refuses_before_anything_changes() -> None:
     workers, and finish() waited for ever for the call that could never run."""
     batch = inert.BatchOrchestrator({"t": "write"}, {"t": lambda: "ok"}, vocab=inert.Vocabulary([block("t")]))
     batch.add(1, "k1")
-    batch.close()
+    with pytest.warns(inert.TurnAbandonedWarning):
+        assert list(batch.close()) == [1]  # the close ended sequence 1's turn
     for call in (lambda: batch.draft([1], [[0]]), lambda: batch.verify([1], [1]), lambda: batch.finish(1),
                  lambda: batch.add(2, "k2")):
         with pytest.raises(inert.StreamFinishedError, match="closed"):
             call()
-    assert len(batch) == 1
+    assert len(batch) == 0
 
 
 def test_a_trace_that_cannot_be_written_is_said_so(tmp_path: Path) -> None:

@@ -14,10 +14,10 @@ from . import _core
 from .effects import EffectLike, EffectTable
 from .errors import InertTypeError, ReentrancyError, StreamFinishedError, TurnAbandonedWarning
 from .inputs import Ids, Token, TokenRows, Tokens
-from .journal import Journal, MemoryJournal, OwnedJournal, open_journal
+from .journal import Journal
 from .report import Report
 from .runtime import ThreadEngine, ThreadRuntime, running_for
-from .turn import Released, Step, Tooling, Tools, TurnDriver
+from .turn import Released, Step, Tooling, Tools, TurnDriver, journal_for
 
 __all__ = ["BatchOrchestrator"]
 
@@ -74,12 +74,7 @@ class BatchOrchestrator:
             format, vocab, schemas=schemas if schemas is not None else self._tooling.effects.schemas,
             max_block_bytes=max_block_bytes, reasoning=reasoning, stream=stream)
         self._streaming = stream
-        self._owned: OwnedJournal | None = None
-        if journal is None:
-            journal = MemoryJournal()
-        elif isinstance(journal, (str, os.PathLike)):
-            journal = self._owned = open_journal(journal)
-        self.journal: Journal = journal
+        self.journal, self._owned = journal_for(journal)
         self._engine = ThreadEngine(self._tooling.workers, self._tooling.limits)
         self._turns: dict[int, TurnDriver] = {}
         self._closed = False

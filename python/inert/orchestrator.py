@@ -16,11 +16,11 @@ from .effects import EffectLike, EffectTable
 from .errors import InertValueError, ReentrancyError, TraceWarning
 from .gate import POLICIES
 from .inputs import Ids, Token, Tokens
-from .journal import Journal, MemoryJournal, OwnedJournal, open_journal
+from .journal import Journal, OwnedJournal
 from .outcomes import Outcome
 from .report import Report
 from .runtime import AsyncRuntime, ThreadRuntime, running_for
-from .turn import Released, RuntimeFactory, Step, Tooling, Tools, TurnDriver, turn_key_for
+from .turn import Released, RuntimeFactory, Step, Tooling, Tools, TurnDriver, journal_for, turn_key_for
 
 __all__ = ["POLICIES", "AsyncOrchestrator", "Orchestrator", "Session", "Step"]
 
@@ -90,14 +90,10 @@ class Session:
         try:
             if trace is not None:
                 self.trace = _open_trace(trace, self.turn_key)
-            if journal is None:
-                journal = MemoryJournal()
-            elif isinstance(journal, (str, os.PathLike)):
-                journal = self._owned = open_journal(journal)
+            self.journal, self._owned = journal_for(journal)
         except BaseException:
             self.close()
             raise
-        self.journal: Journal = journal
         if self.trace is not None:
             self.trace.emit("turn_start", format=self.stream.format, policy=policy)
         self.runtime = runtime(
@@ -175,7 +171,43 @@ def _open_trace(path: str | os.PathLike[str], turn_key: str) -> TraceWriter:
         raise InertValueError(f"trace={os.fspath(path)!r} cannot be opened for appending: {e.strerror or e}") from None
 
 
-class Orchestrator:
+class _TurnView:
+    """What both orchestrators of one turn show of it (read-only)."""
+
+    _s: Session
+
+    @property
+    def stream(self) -> _core.TokenStream:
+        """The turn's token stream (the core)."""
+        return self._s.stream
+
+    @property
+    def journal(self) -> Journal:
+        """Where every call's intent and outcome are recorded."""
+        return self._s.journal
+
+    @property
+    def effects(self) -> EffectTable:
+        """The effect table the gate classifies calls by."""
+        return self._s.effects
+
+    @property
+    def policy(self) -> str:
+        """The dispatch policy (see ``POLICIES``)."""
+        return self._s.gate.policy
+
+    @property
+    def turn_key(self) -> str:
+        """The key every commit key of the turn derives from."""
+        return self._s.turn_key
+
+    @property
+    def pending(self) -> int:
+        """Tokens drafted and not yet verified."""
+        return self._s.stream.pending_len
+
+
+class Orchestrator(_TurnView):
     """Gates tool dispatch on speculative verification for one assistant turn.
 
     Call ``draft(tokens)`` for every draft window and ``verify(n, correction)``
@@ -260,32 +292,6 @@ class Orchestrator:
             reasoning=reasoning, in_reasoning=in_reasoning, stream=stream,
         )
 
-    @property
-    def stream(self) -> _core.TokenStream:
-        """The turn's token stream (the core)."""
-        return self._s.stream
-
-    @property
-    def journal(self) -> Journal:
-        return self._s.journal
-
-    @property
-    def effects(self) -> EffectTable:
-        return self._s.effects
-
-    @property
-    def policy(self) -> str:
-        return self._s.gate.policy
-
-    @property
-    def turn_key(self) -> str:
-        return self._s.turn_key
-
-    @property
-    def pending(self) -> int:
-        """Tokens drafted and not yet verified."""
-        return self._s.stream.pending_len
-
     def draft(self, tokens: Tokens) -> Step:
         """Appends a draft window (several calls extend the pending window).
 
@@ -352,7 +358,7 @@ class Orchestrator:
         return self._s.report(strict)
 
 
-class AsyncOrchestrator:
+class AsyncOrchestrator(_TurnView):
     """``Orchestrator`` for asyncio loops: ``await orch.draft(...)``,
     ``await orch.verify(...)``, ``await orch.finish()``. It takes the same
     arguments as ``Orchestrator``; ``max_workers`` bounds the threads that run
@@ -390,30 +396,6 @@ class AsyncOrchestrator:
             max_workers=max_workers, timeout=timeout, limits=limits, journal=journal, trace=trace,
             reasoning=reasoning, in_reasoning=in_reasoning, stream=stream,
         )
-
-    @property
-    def stream(self) -> _core.TokenStream:
-        return self._s.stream
-
-    @property
-    def journal(self) -> Journal:
-        return self._s.journal
-
-    @property
-    def effects(self) -> EffectTable:
-        return self._s.effects
-
-    @property
-    def policy(self) -> str:
-        return self._s.gate.policy
-
-    @property
-    def turn_key(self) -> str:
-        return self._s.turn_key
-
-    @property
-    def pending(self) -> int:
-        return self._s.stream.pending_len
 
     def _enter(self) -> AsyncRuntime:
         """Checks the caller before anything changes: not a tool of ours, on our loop."""

@@ -7,6 +7,7 @@ report reconciled at the end. ``Orchestrator``, ``AsyncOrchestrator``,
 from __future__ import annotations
 
 import math
+import os
 import uuid
 import warnings
 from collections.abc import Mapping, Sequence
@@ -25,12 +26,12 @@ from .errors import (
     closest_name,
 )
 from .gate import Confirm, Dispatch, Gate, Retract, Schedule
-from .journal import Journal, MemoryJournal
+from .journal import Journal, MemoryJournal, OwnedJournal, open_journal
 from .outcomes import Outcome
 from .report import DispatchRecord, Report
 from .runtime import CallNode, Invocation, ToolBox, Tools
 
-__all__ = ["Runtime", "RuntimeFactory", "Step", "Tooling", "Tools", "TurnDriver", "turn_key_for"]
+__all__ = ["Runtime", "RuntimeFactory", "Step", "Tooling", "Tools", "TurnDriver", "journal_for", "turn_key_for"]
 
 
 
@@ -122,6 +123,21 @@ def turn_key_for(turn_key: object, journal: object) -> str:
     if not isinstance(turn_key, str):
         raise InertTypeError(f"turn_key must be a str, got {type(turn_key).__name__}")
     return turn_key
+
+
+def journal_for(journal: Journal | str | os.PathLike[str] | None) -> tuple[Journal, OwnedJournal | None]:
+    """The journal an orchestrator takes (in memory when ``None``), and the one it opened
+    from a path or URI, which it owns and closes.
+
+    Raises:
+        JournalError: the path or URI cannot be opened.
+    """
+    if journal is None:
+        return MemoryJournal(), None
+    if isinstance(journal, (str, os.PathLike)):
+        owned = open_journal(journal)
+        return owned, owned
+    return journal, None
 
 
 def _warn_unknown_tools(effects: EffectTable, tools: ToolBox) -> None:
