@@ -6,9 +6,12 @@ Claims and leases. ``begin`` claims a key with one ``INSERT ... ON CONFLICT
 DO NOTHING`` on the unique commit key, recording the worker, a claim token
 and a lease (``lease_seconds`` on the database's clock, so hosts need not
 agree on the time). While the call runs, a heartbeat thread renews the lease
-every third of it; ``complete`` records the outcome and stops renewing. A
-worker that dies stops renewing, so its keys fall in doubt when their leases
-lapse, never while it still runs.
+every third of it; ``complete`` records the outcome, under that claim token
+only, and stops renewing. A worker that dies stops renewing, so its keys fall
+in doubt when their leases lapse, never while it still runs; one that stalled
+for a whole lease, and whose key another worker took over meanwhile, finds its
+claim gone when it completes: :class:`~inert.StaleClaimError`, and the other
+worker's outcome stands.
 
 Meeting a key that is already journaled:
 
