@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -538,6 +539,38 @@ def test_journal_takes_a_postgres_uri_under_either_scheme(postgres_dsn: str) -> 
         report = turn(dsn, {"f": lambda n: n * 2}, {"f": "write"}, [block("f", n=21)])
         assert report.results[0].result == 42
     assert [e.status for e in inert.recover(postgres_dsn).completed] == ["ok"]
+
+
+def keyword_form(dsn: str) -> str:
+    """The same database as a libpq keyword/value connection string (``host=... dbname=...``)."""
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    return make_conninfo("", **conninfo_to_dict(dsn))
+
+
+def test_a_keyword_value_connection_string_is_the_shared_journal(postgres_admin: str, postgres_db: str,
+                                                                 tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 27, item 6: 'host=... dbname=...' named a local SQLite file of that name, so a
+    fleet lost its shared journal without a word. It is the PostgreSQL database, through
+    the CLI, the API and recovery alike."""
+    monkeypatch.chdir(tmp_path)
+    conninfo = keyword_form(postgres_db)
+    assert conninfo.startswith(("user=", "host=", "dbname=")) and "://" not in conninfo
+    assert main(["journal", "init", conninfo]) == 0
+    out, err = capsys.readouterr()
+    assert out.startswith("created the inert journal in ") and "(schema version 1)" in out and err == ""
+    assert tables(postgres_admin, postgres_db) == {"inert_meta", "inert_journal"}
+    report = turn(conninfo, {"f": lambda n: n * 2}, {"f": "write"}, [block("f", n=21)])
+    assert report.results[0].result == 42
+    assert [e.result for e in inert.recover(conninfo).completed] == [42]
+    assert [e.result for e in inert.recover(postgres_db).completed] == [42], "the same database as the URI"
+    assert main(["recover", conninfo]) == 0
+    out, err = capsys.readouterr()
+    assert "0 in doubt, 1 completed" in out and err == ""
+    with inert.PostgresJournal(conninfo) as j:
+        assert j.lookup(report.dispatch_log[0].commit_key) is not None
+    assert list(tmp_path.iterdir()) == [], "no local file stood in for the database"
 
 
 def test_without_psycopg_the_message_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:

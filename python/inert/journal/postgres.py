@@ -116,7 +116,8 @@ class PostgresJournal:
     """A journal in a PostgreSQL database that every worker of a fleet shares.
 
     Args:
-        dsn: a ``postgresql://`` (or ``postgres://``) URI. The schema must exist
+        dsn: a ``postgresql://`` (or ``postgres://``) URI, or a libpq keyword/value
+            connection string (``"host=db.internal dbname=prod"``). The schema must exist
             (``inert journal init DSN``) unless ``create`` is true.
         worker: this worker's id, recorded with every key it claims (default
             ``host:pid:random``, unique per journal).
@@ -451,7 +452,8 @@ def read_postgres_journal(dsn: str, *, timeouts: Timeouts | None = None) -> list
     so nothing can be written, not even by mistake; the schema is checked, never created.
 
     Args:
-        dsn: a ``postgresql://`` URI; a role with ``SELECT`` on the journal suffices.
+        dsn: a PostgreSQL URI or keyword/value connection string; a role with ``SELECT``
+            on the journal suffices.
         timeouts: bounds on connecting and on each statement.
 
     Returns:
