@@ -280,6 +280,22 @@ def test_a_holder_frozen_past_its_lease_cannot_overwrite_the_worker_that_took_ov
     assert replay is not None and replay.result == "B"
 
 
+def test_a_worker_does_not_take_a_key_over_from_its_own_running_call(postgres_admin: str, open_pg: Open,
+                                                                    postgres_dsn: str) -> None:
+    """Its lease lapsed (renewals failed) while the call still runs in this process: a second
+    call of the same worker on that key waits for it, as for any live holder. Taking it over
+    would put both calls under one worker's claims, and the stale one's outcome would land."""
+    a = open_pg(worker="A", lease_seconds=3600, wait_seconds=0)
+    put = record("ck1-put", "put", "idempotent")
+    assert a.begin(put, "t1") is None
+    freeze_past_lease(postgres_admin, postgres_dsn, "ck1-put")
+    with pytest.raises(inert.InFlightError, match="worker A"):
+        a.begin(record("ck1-put", "put", "idempotent"), "t1")
+    a.complete(dataclasses.replace(put, result="A"), "ok")
+    (done,) = inert.recover(postgres_dsn).completed
+    assert (done.worker, done.result) == ("A", "A")
+
+
 def test_a_stale_holder_cannot_record_an_error_or_a_timeout_either(postgres_admin: str, open_pg: Open,
                                                                    postgres_dsn: str) -> None:
     a = open_pg(worker="A", lease_seconds=3600)

@@ -34,6 +34,7 @@ so, and the key falls in doubt when its lease lapses.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import socket
@@ -299,6 +300,11 @@ class PostgresJournal:
         prior = same_call(_row_entry(found, self.dsn), record)
         if found[-1] == claim:  # our own claim, whose reply the connection lost before a retry
             return True, None
+        if prior.status is None and not prior.in_flight and self._holds(e.commit_key, found[-1]):
+            # Another call of this worker holds the key and is still running, though its lease
+            # lapsed (renewals failed): in flight, not in doubt, and never taken over from it,
+            # or its outcome and this call's would be recorded under one key's claim.
+            prior = dataclasses.replace(prior, in_flight=True)
         if prior.in_doubt and record.effect is not EffectClass.WRITE:
             taken = conn.execute(_TAKE_OVER, (self.worker, claim, self.lease_seconds, e.commit_key)).fetchone()
             if taken is None:  # another worker took it over (or finished it) first
@@ -395,6 +401,11 @@ class PostgresJournal:
         return None if row is None else _row_entry(row, self.dsn)
 
     # -- leases --
+
+    def _holds(self, key: str, claim: str) -> bool:
+        """Whether a call of this journal runs ``key`` under ``claim`` (its outcome still to come)."""
+        with self._lock:
+            return self._held.get(key) == claim
 
     def _hold(self, key: str, claim: str) -> None:
         with self._lock:
