@@ -74,8 +74,16 @@ def main(journal_spec: str, world: str, worker: str) -> None:
     report = orch.finish(strict=False)
     if not isinstance(journal, str):
         journal.close()
-    print(json.dumps([[r.name, r.arguments["item"], r.result, None if r.error is None else type(r.error).__name__]
-                      for r in report.results]))
+    print(json.dumps([[r.name, r.arguments["item"], r.result, error_name(r.error)] for r in report.results]))
+
+
+def error_name(error: BaseException | None) -> str | None:
+    """The error's type, and what caused a JournalError (``JournalError<-StaleClaimError``)."""
+    if error is None:
+        return None
+    if isinstance(error, inert.JournalError) and error.__cause__ is not None:
+        return f"{type(error).__name__}<-{type(error.__cause__).__name__}"
+    return type(error).__name__
 
 
 if __name__ == "__main__":

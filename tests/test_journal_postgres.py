@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -243,6 +244,110 @@ def test_a_timed_out_idempotent_call_is_rerun_by_one_worker(open_pg: Open) -> No
         open_pg(worker="C", wait_seconds=0).begin(record("ck1-put", "put", "idempotent"), "t1")
 
 
+def freeze_past_lease(admin: str, dsn: str, key: str) -> None:
+    """The holder of ``key`` froze (a GC pause, a stopped VM) past its lease: its lease
+    ends now on the server's clock. The holder's heartbeat cannot renew it meanwhile:
+    the workers these tests freeze lease for an hour, so their first beat is 20 minutes off."""
+    admin_execute(admin, "UPDATE inert_journal SET lease_until = clock_timestamp() - interval '1 second'"
+                  " WHERE commit_key = %s", (key,), dbname=dbname_of(dsn))
+
+
+@pytest.mark.parametrize("b_finishes_first", [True, False])
+def test_a_holder_frozen_past_its_lease_cannot_overwrite_the_worker_that_took_over(
+        postgres_admin: str, open_pg: Open, postgres_dsn: str, b_finishes_first: bool) -> None:
+    """Issue 27, item 4: A froze past its lease, B took the key over and records "B"; A
+    wakes and completes. A's outcome must not replace B's (nor land while B still runs):
+    A gets StaleClaimError, and every replay returns B's result."""
+    a = open_pg(worker="A", lease_seconds=3600)
+    put = record("ck1-put", "put", "idempotent")
+    assert a.begin(put, "t1") is None
+    freeze_past_lease(postgres_admin, postgres_dsn, "ck1-put")
+    b = open_pg(worker="B")
+    prior = b.begin(record("ck1-put", "put", "idempotent"), "t1")
+    assert prior is not None and prior.in_doubt and prior.worker == "A", "B took the key over"
+    if b_finishes_first:
+        b.complete(dataclasses.replace(put, result="B"), "ok")
+    with pytest.raises(inert.StaleClaimError, match=r"worker A.*ck1-put.*taken over by worker B") as caught:
+        a.complete(dataclasses.replace(put, result="A"), "ok")
+    assert isinstance(caught.value, inert.JournalError)
+    if not b_finishes_first:
+        (held,) = inert.recover(postgres_dsn).in_flight
+        assert held.worker == "B" and held.status is None, "A's outcome did not land under B's claim"
+        b.complete(dataclasses.replace(put, result="B"), "ok")
+    (done,) = inert.recover(postgres_dsn).completed
+    assert (done.worker, done.status, done.result) == ("B", "ok", "B")
+    replay = open_pg(worker="C").begin(record("ck1-put", "put", "idempotent"), "t1")
+    assert replay is not None and replay.result == "B"
+
+
+def test_a_worker_does_not_take_a_key_over_from_its_own_running_call(postgres_admin: str, open_pg: Open,
+                                                                    postgres_dsn: str) -> None:
+    """Its lease lapsed (renewals failed) while the call still runs in this process: a second
+    call of the same worker on that key waits for it, as for any live holder. Taking it over
+    would put both calls under one worker's claims, and the stale one's outcome would land."""
+    a = open_pg(worker="A", lease_seconds=3600, wait_seconds=0)
+    put = record("ck1-put", "put", "idempotent")
+    assert a.begin(put, "t1") is None
+    freeze_past_lease(postgres_admin, postgres_dsn, "ck1-put")
+    with pytest.raises(inert.InFlightError, match="worker A"):
+        a.begin(record("ck1-put", "put", "idempotent"), "t1")
+    a.complete(dataclasses.replace(put, result="A"), "ok")
+    (done,) = inert.recover(postgres_dsn).completed
+    assert (done.worker, done.result) == ("A", "A")
+
+
+def test_a_stale_holder_cannot_record_an_error_or_a_timeout_either(postgres_admin: str, open_pg: Open,
+                                                                   postgres_dsn: str) -> None:
+    a = open_pg(worker="A", lease_seconds=3600)
+    put = record("ck1-put", "put", "idempotent")
+    assert a.begin(put, "t1") is None
+    freeze_past_lease(postgres_admin, postgres_dsn, "ck1-put")
+    b = open_pg(worker="B")
+    assert b.begin(record("ck1-put", "put", "idempotent"), "t1") is not None
+    b.complete(dataclasses.replace(put, result="B"), "ok")
+    for status, error in (("error", ValueError("A failed")), ("timeout", inert.ToolTimeoutError("A late"))):
+        with pytest.raises(inert.StaleClaimError):
+            a.complete(dataclasses.replace(put, error=error), status)
+    (done,) = inert.recover(postgres_dsn).completed
+    assert (done.status, done.result, done.error) == ("ok", "B", None)
+
+
+def test_a_holder_whose_lease_lapsed_records_its_outcome_if_nobody_took_over(postgres_admin: str, open_pg: Open,
+                                                                            postgres_dsn: str) -> None:
+    """The claim, not the lease, decides: a write in doubt is never taken over, so the
+    worker that ran it still records what happened."""
+    a = open_pg(worker="A", lease_seconds=3600)
+    send = record("ck1-send", "send")
+    assert a.begin(send, "t1") is None
+    freeze_past_lease(postgres_admin, postgres_dsn, "ck1-send")
+    assert open_pg(worker="B").begin(record("ck1-send", "send"), "t1") is not None  # in doubt, not taken
+    a.complete(dataclasses.replace(send, result="sent"), "ok")
+    (done,) = inert.recover(postgres_dsn).completed
+    assert (done.worker, done.result) == ("A", "sent")
+
+
+def test_only_a_claim_records_an_outcome_but_a_read_may_run_again(open_pg: Open, postgres_dsn: str) -> None:
+    """A worker that never claimed a key records no outcome for it, except a read run again
+    over a finished outcome (its earlier run's block was rejected and the key recurred)."""
+    a = open_pg(worker="A")
+    send = record("ck1-send", "send")
+    assert a.begin(send, "t1") is None
+    with pytest.raises(inert.StaleClaimError, match="holds no claim"):
+        open_pg(worker="B").complete(dataclasses.replace(send, result="B"), "ok")
+    a.complete(dataclasses.replace(send, result="A"), "ok")
+    with pytest.raises(inert.StaleClaimError, match="holds no claim"):
+        a.complete(dataclasses.replace(send, result="again"), "ok")
+    read = record("ck1-read", "get", "read_only")
+    assert a.begin(read, "t1") is None
+    with pytest.raises(inert.StaleClaimError, match="which worker A holds without a finished outcome"):
+        open_pg(worker="B").complete(dataclasses.replace(read, result="B"), "ok")
+    a.complete(dataclasses.replace(read, result=1), "ok")
+    assert a.begin(read, "t1") is not None  # replayed; the runtime runs a recurring read again
+    a.complete(dataclasses.replace(read, result=2), "ok")
+    assert {e.commit_key: e.result for e in inert.recover(postgres_dsn).completed} == {"ck1-send": "A",
+                                                                                      "ck1-read": 2}
+
+
 def test_the_heartbeat_runs_only_while_keys_are_held(open_pg: Open) -> None:
     j = open_pg(worker="A", lease_seconds=0.3)
     r = record("ck1-a")
@@ -450,6 +555,38 @@ def test_journal_takes_a_postgres_uri_under_either_scheme(postgres_dsn: str) -> 
         report = turn(dsn, {"f": lambda n: n * 2}, {"f": "write"}, [block("f", n=21)])
         assert report.results[0].result == 42
     assert [e.status for e in inert.recover(postgres_dsn).completed] == ["ok"]
+
+
+def keyword_form(dsn: str) -> str:
+    """The same database as a libpq keyword/value connection string (``host=... dbname=...``)."""
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    return make_conninfo("", **conninfo_to_dict(dsn))
+
+
+def test_a_keyword_value_connection_string_is_the_shared_journal(postgres_admin: str, postgres_db: str,
+                                                                 tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 27, item 6: 'host=... dbname=...' named a local SQLite file of that name, so a
+    fleet lost its shared journal without a word. It is the PostgreSQL database, through
+    the CLI, the API and recovery alike."""
+    monkeypatch.chdir(tmp_path)
+    conninfo = keyword_form(postgres_db)
+    assert conninfo.startswith(("user=", "host=", "dbname=")) and "://" not in conninfo
+    assert main(["journal", "init", conninfo]) == 0
+    out, err = capsys.readouterr()
+    assert out.startswith("created the inert journal in ") and "(schema version 1)" in out and err == ""
+    assert tables(postgres_admin, postgres_db) == {"inert_meta", "inert_journal"}
+    report = turn(conninfo, {"f": lambda n: n * 2}, {"f": "write"}, [block("f", n=21)])
+    assert report.results[0].result == 42
+    assert [e.result for e in inert.recover(conninfo).completed] == [42]
+    assert [e.result for e in inert.recover(postgres_db).completed] == [42], "the same database as the URI"
+    assert main(["recover", conninfo]) == 0
+    out, err = capsys.readouterr()
+    assert "0 in doubt, 1 completed" in out and err == ""
+    with inert.PostgresJournal(conninfo) as j:
+        assert j.lookup(report.dispatch_log[0].commit_key) is not None
+    assert list(tmp_path.iterdir()) == [], "no local file stood in for the database"
 
 
 def test_without_psycopg_the_message_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:

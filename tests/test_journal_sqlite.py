@@ -50,6 +50,98 @@ def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     return rc, out, err
 
 
+# -- two processes on one file: the claim decides who records an outcome --
+
+@pytest.mark.parametrize("b_finishes_first", [True, False])
+def test_a_slow_process_cannot_overwrite_the_process_that_ran_its_key_again(tmp_path: Path,
+                                                                             b_finishes_first: bool) -> None:
+    """Issue 27, item 4, on one host: process A runs an idempotent call; process B meets
+    its key with no outcome (no leases here: in doubt), takes it over and runs it again,
+    recording "B". A's late outcome must not replace B's: A gets StaleClaimError, and
+    every replay returns B's result. (Each SqliteJournal is one process's view of the file.)"""
+    path = tmp_path / "j.sqlite"
+    a, b = inert.SqliteJournal(path), inert.SqliteJournal(path)
+    put = record("ck1-put", "put", "idempotent")
+    assert a.begin(put, "t1") is None
+    prior = b.begin(record("ck1-put", "put", "idempotent"), "t1")
+    assert prior is not None and prior.in_doubt, "B runs it again"
+    if b_finishes_first:
+        b.complete(dataclasses.replace(put, result="B"), "ok")
+    with pytest.raises(inert.StaleClaimError, match=rf"{path}.*'put' under key ck1-put.*taken over") as caught:
+        a.complete(dataclasses.replace(put, result="A"), "ok")
+    assert isinstance(caught.value, inert.JournalError)
+    if not b_finishes_first:
+        assert inert.recover(path).completed == [], "A's outcome did not land under B's claim"
+        b.complete(dataclasses.replace(put, result="B"), "ok")
+    (done,) = inert.recover(path).completed
+    assert (done.status, done.result) == ("ok", "B")
+    with inert.SqliteJournal(path) as c:
+        replay = c.begin(record("ck1-put", "put", "idempotent"), "t1")
+    assert replay is not None and replay.result == "B"
+    a.close()
+    b.close()
+
+
+def test_a_write_in_doubt_is_not_taken_over_so_its_process_still_records_it(tmp_path: Path) -> None:
+    path = tmp_path / "j.sqlite"
+    with inert.SqliteJournal(path) as a, inert.SqliteJournal(path) as b:
+        send = record("ck1-send", "send")
+        assert a.begin(send, "t1") is None
+        prior = b.begin(record("ck1-send", "send"), "t1")
+        assert prior is not None and prior.in_doubt
+        with pytest.raises(inert.StaleClaimError, match="holds no claim"):
+            b.complete(dataclasses.replace(send, result="B"), "ok")
+        a.complete(dataclasses.replace(send, result="A"), "ok")
+        with pytest.raises(inert.StaleClaimError, match="holds no claim"):
+            a.complete(dataclasses.replace(send, result="again"), "ok")
+    (done,) = inert.recover(path).completed
+    assert done.result == "A"
+
+
+def test_a_read_run_again_replaces_its_finished_outcome_without_a_claim(tmp_path: Path) -> None:
+    path = tmp_path / "j.sqlite"
+    with inert.SqliteJournal(path) as a:
+        read = record("ck1-get", "get", "read_only")
+        assert a.begin(read, "t1") is None
+        a.complete(dataclasses.replace(read, result=1), "ok")
+        assert a.begin(read, "t1") is not None  # replayed; the runtime runs a recurring read again
+        a.complete(dataclasses.replace(read, result=2), "ok")
+    assert [e.result for e in inert.recover(path).completed] == [2]
+
+
+def test_a_version_1_journal_is_migrated_and_still_read(tmp_path: Path) -> None:
+    """Journals written before claims (schema version 1, or 0 from before versioning) have
+    no claim column: recovery reads them as they are; opening one to write adds it."""
+    path = tmp_path / "j.sqlite"
+    with sqlite3.connect(path) as db:
+        db.executescript(f"""
+            CREATE TABLE intents (seq INTEGER PRIMARY KEY AUTOINCREMENT, commit_key TEXT NOT NULL UNIQUE,
+                turn_key TEXT NOT NULL, tool TEXT NOT NULL, effect TEXT NOT NULL, arguments TEXT NOT NULL,
+                fingerprint TEXT NOT NULL, intent_at REAL NOT NULL);
+            CREATE TABLE outcomes (commit_key TEXT PRIMARY KEY REFERENCES intents(commit_key), status TEXT NOT NULL,
+                result TEXT, error TEXT, finished_at REAL NOT NULL);
+            INSERT INTO intents VALUES (1, 'ck1-old', 't0', 'put', 'idempotent', '{{}}',
+                '{inert.journal.fingerprint({})}', 1.0);
+            PRAGMA user_version = 1;""")
+    db.close()
+    before = snapshot(path)
+    assert [e.commit_key for e in inert.recover(path).in_doubt] == ["ck1-old"]
+    assert snapshot(path) == before
+    a, b = inert.SqliteJournal(path), inert.SqliteJournal(path)
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA user_version").fetchone() == (2,)
+    db.close()
+    old = record("ck1-old", "put", "idempotent")
+    assert a.begin(old, "t0") is not None  # in doubt, taken over
+    assert b.begin(old, "t0") is not None  # and again
+    with pytest.raises(inert.StaleClaimError):
+        a.complete(dataclasses.replace(old, result="A"), "ok")
+    b.complete(dataclasses.replace(old, result="B"), "ok")
+    assert [e.result for e in inert.recover(path).completed] == ["B"]
+    a.close()
+    b.close()
+
+
 # -- opening a journal for writing --
 
 def test_a_directory_is_refused_naming_it(tmp_path: Path) -> None:

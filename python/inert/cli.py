@@ -370,11 +370,13 @@ def _main(argv: Sequence[str] | None) -> int:
     aud.add_argument("trace", metavar="TRACE", help="an inert.trace/2 JSONL file, from inert or any stack")
     aud.add_argument("--json", action="store_true", help="machine-readable output")
     rec = sub.add_parser("recover", help="list a journal's dispatches: in doubt, in flight and completed (read-only)")
-    rec.add_argument("journal", metavar="PATH|DSN", help="a SQLite journal file, or a postgresql:// URI")
+    rec.add_argument("journal", metavar="PATH|DSN", help="a SQLite journal file, or a PostgreSQL database: a "
+                     "postgresql:// URI or a 'host=... dbname=...' connection string")
     rec.add_argument("--json", action="store_true", help="machine-readable output")
     jrn = sub.add_parser("journal", help="manage a journal").add_subparsers(dest="action", required=True)
     jinit = jrn.add_parser("init", help="create a journal's tables (PostgreSQL: once per database, before workers)")
-    jinit.add_argument("journal", metavar="DSN|PATH", help="a postgresql:// URI, or a SQLite journal file")
+    jinit.add_argument("journal", metavar="DSN|PATH", help="a PostgreSQL database (a postgresql:// URI or a "
+                       "'host=... dbname=...' connection string), or a SQLite journal file")
     sim = sub.add_parser("simulate", help="what each dispatch policy costs and risks, on virtual time")
     sim.add_argument("--workloads", metavar="TOML", help="custom workloads (default: the built-in ones)")
     sim.add_argument("--seeds", type=_seeds, default=100, help="turns per workload and policy (default 100)")

@@ -34,6 +34,7 @@ __all__ = [
     "ReentrancyError",
     "ReplayedError",
     "SpeculativeEffectViolation",
+    "StaleClaimError",
     "StreamFinishedError",
     "StreamLimitError",
     "ToolTimeoutError",
@@ -140,6 +141,14 @@ class InFlightError(InertError, RuntimeError):
 class JournalError(InertError):
     """The journal could not be opened, read or written: the message names it and
     says what to do. A call whose intent or outcome it could not record is in doubt."""
+
+
+class StaleClaimError(JournalError):
+    """Raised by a journal's ``complete`` when this worker no longer holds the key's
+    claim: its lease lapsed (or, in a SQLite journal, its call read as in doubt) and
+    another worker took the key over to run it again; or it never claimed the key. The
+    outcome of whoever holds the claim stands, so this one was not recorded: the
+    journal, and every replay of the key, keep the other worker's."""
 
 
 class ReplayedError(InertError, RuntimeError):

@@ -9,9 +9,10 @@ file), :class:`PostgresJournal` (a fleet, a shared database with leases).
 from __future__ import annotations
 
 from ..canonical import canonical_arguments, fingerprint
+from .address import is_dsn
 from .memory import MemoryJournal
 from .postgres import PostgresJournal
-from .postgres_connection import is_dsn, redact
+from .postgres_connection import redact
 from .postgres_schema import SCHEMA_VERSION, init_schema
 from .protocol import ERROR, OK, STATUSES, TIMEOUT, Journal, JournalEntry, Recovery
 from .recover import recover

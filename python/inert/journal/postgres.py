@@ -6,9 +6,12 @@ Claims and leases. ``begin`` claims a key with one ``INSERT ... ON CONFLICT
 DO NOTHING`` on the unique commit key, recording the worker, a claim token
 and a lease (``lease_seconds`` on the database's clock, so hosts need not
 agree on the time). While the call runs, a heartbeat thread renews the lease
-every third of it; ``complete`` records the outcome and stops renewing. A
-worker that dies stops renewing, so its keys fall in doubt when their leases
-lapse, never while it still runs.
+every third of it; ``complete`` records the outcome, under that claim token
+only, and stops renewing. A worker that dies stops renewing, so its keys fall
+in doubt when their leases lapse, never while it still runs; one that stalled
+for a whole lease, and whose key another worker took over meanwhile, finds its
+claim gone when it completes: :class:`~inert.StaleClaimError`, and the other
+worker's outcome stands.
 
 Meeting a key that is already journaled:
 
@@ -31,6 +34,7 @@ so, and the key falls in doubt when its lease lapses.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import socket
@@ -42,7 +46,7 @@ from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 from ..canonical import canonical_arguments
 from ..effects import EffectClass
-from ..errors import InertValueError, InFlightError, JournalError
+from ..errors import InertValueError, InFlightError, JournalError, StaleClaimError
 from ..report import DispatchRecord
 from .postgres_connection import Timeouts, connect, connection_lost, failure, open_connection, psycopg_module, redact
 from .postgres_schema import check_schema
@@ -77,6 +81,21 @@ _TAKE_OVER = (
     " RETURNING seq"
 )
 
+# An outcome is recorded only under the claim it was run under: a worker whose lease
+# lapsed and whose key another worker took over must not replace that worker's outcome.
+# Safe to repeat after a lost reply: the claim is still this worker's.
+_RECORD = (
+    "UPDATE inert_journal SET status = %s, result = %s, error = %s, finished_at = %s"
+    " WHERE commit_key = %s AND claim = %s RETURNING seq"
+)
+
+# A read run again without a claim (its key recurred after its earlier run's outcome
+# was replayed) replaces a finished outcome, never a key someone holds.
+_RECORD_READ_AGAIN = (
+    "UPDATE inert_journal SET status = %s, result = %s, error = %s, finished_at = %s"
+    " WHERE commit_key = %s AND status IN ('ok', 'error') RETURNING seq"
+)
+
 _MAX_POLL = 0.1  # seconds between looks at a key another worker holds
 
 
@@ -98,7 +117,8 @@ class PostgresJournal:
     """A journal in a PostgreSQL database that every worker of a fleet shares.
 
     Args:
-        dsn: a ``postgresql://`` (or ``postgres://``) URI. The schema must exist
+        dsn: a ``postgresql://`` (or ``postgres://``) URI, or a libpq keyword/value
+            connection string (``"host=db.internal dbname=prod"``). The schema must exist
             (``inert journal init DSN``) unless ``create`` is true.
         worker: this worker's id, recorded with every key it claims (default
             ``host:pid:random``, unique per journal).
@@ -280,6 +300,11 @@ class PostgresJournal:
         prior = same_call(_row_entry(found, self.dsn), record)
         if found[-1] == claim:  # our own claim, whose reply the connection lost before a retry
             return True, None
+        if prior.status is None and not prior.in_flight and self._holds(e.commit_key, found[-1]):
+            # Another call of this worker holds the key and is still running, though its lease
+            # lapsed (renewals failed): in flight, not in doubt, and never taken over from it,
+            # or its outcome and this call's would be recorded under one key's claim.
+            prior = dataclasses.replace(prior, in_flight=True)
         if prior.in_doubt and record.effect is not EffectClass.WRITE:
             taken = conn.execute(_TAKE_OVER, (self.worker, claim, self.lease_seconds, e.commit_key)).fetchone()
             if taken is None:  # another worker took it over (or finished it) first
@@ -294,25 +319,66 @@ class PostgresJournal:
             record: the call, with its ``result`` or ``error``.
             status: ``"ok"``, ``"error"`` or ``"timeout"``.
 
+        Only the claim the call ran under records its outcome: a worker whose lease
+        lapsed while it stalled, and whose key another worker took over (a read or
+        idempotent call in doubt is run again), gets :class:`~inert.StaleClaimError`,
+        and the other worker's outcome stands. A read run again after its key's outcome
+        was replayed (its earlier run's block was rejected) replaces that outcome
+        without a claim, but never while another worker holds the key.
+
         Raises:
+            StaleClaimError: this worker does not hold the key's claim (any more): nothing
+                was recorded, and the outcome of the worker that holds it stands.
             JournalError: the outcome could not be recorded (the database stayed unreachable
                 after one reconnect): the key falls in doubt when its lease lapses.
         """
         result, error = outcome_of(record, status)
+        key = record.commit_key
+        with self._lock:
+            claim = self._held.get(key)
         try:
-            self._run(
-                f"could not record the outcome of {record.name!r} under key {record.commit_key}; it stays in doubt "
+            values: tuple[Any, ...] = (status, result_json(result), error, time.time(), key)
+            if claim is not None:
+                sql, params = _RECORD, (*values, claim)
+            elif record.effect is EffectClass.READ_ONLY:
+                sql, params = _RECORD_READ_AGAIN, values
+            else:
+                sql, params = None, values  # a claim this worker never held: nothing it may record
+            row = None if sql is None else self._run(
+                f"could not record the outcome of {record.name!r} under key {key}; it stays in doubt "
                 "(listed by `inert recover` once its lease lapses)",
-                lambda c: c.execute(
-                    "UPDATE inert_journal SET status = %s, result = %s, error = %s, finished_at = %s"
-                    " WHERE commit_key = %s",
-                    (status, result_json(result), error, time.time(), record.commit_key)),
+                lambda c: c.execute(sql, params).fetchone(),
             )
         finally:
             # Renewing a key whose outcome could not be recorded would keep it
             # "in flight" for as long as this process lives: let it lapse into doubt.
             with self._lock:
-                self._held.pop(record.commit_key, None)
+                self._held.pop(key, None)
+        if row is None:
+            raise self._stale(record, claim)
+
+    def _stale(self, record: DispatchRecord, claim: str | None) -> StaleClaimError:
+        """Why this worker's outcome of ``record`` was not recorded: who holds the key now."""
+        key = record.commit_key
+        try:
+            now = self.lookup(key)
+        except JournalError:
+            now = None
+        holder = "another worker" if now is None or now.worker is None else f"worker {now.worker}"
+        if claim is not None:
+            return StaleClaimError(
+                f"worker {self.worker} lost its claim on {record.name!r} under key {key}: its lease lapsed and the "
+                f"key was taken over by {holder}, whose outcome stands; this one was not recorded (see "
+                f"`inert recover {redact(self.dsn)}`). Renewals failed or the process stalled for a whole "
+                "lease: a longer lease_seconds tolerates longer stalls")
+        if record.effect is EffectClass.READ_ONLY:
+            return StaleClaimError(
+                f"worker {self.worker} holds no claim on {record.name!r} under key {key}, which {holder} holds "
+                "without a finished outcome: a read run again replaces only a finished outcome, so this one was "
+                "not recorded")
+        return StaleClaimError(
+            f"worker {self.worker} holds no claim on {record.name!r} under key {key} ({holder} claimed it): "
+            "only the worker whose begin() claimed a key records its outcome, once; this one was not recorded")
 
     def entries(self) -> list[JournalEntry]:
         """Every journaled dispatch, in intent order; ``in_flight`` marks keys a live worker holds.
@@ -335,6 +401,11 @@ class PostgresJournal:
         return None if row is None else _row_entry(row, self.dsn)
 
     # -- leases --
+
+    def _holds(self, key: str, claim: str) -> bool:
+        """Whether a call of this journal runs ``key`` under ``claim`` (its outcome still to come)."""
+        with self._lock:
+            return self._held.get(key) == claim
 
     def _hold(self, key: str, claim: str) -> None:
         with self._lock:
@@ -392,7 +463,8 @@ def read_postgres_journal(dsn: str, *, timeouts: Timeouts | None = None) -> list
     so nothing can be written, not even by mistake; the schema is checked, never created.
 
     Args:
-        dsn: a ``postgresql://`` URI; a role with ``SELECT`` on the journal suffices.
+        dsn: a PostgreSQL URI or keyword/value connection string; a role with ``SELECT``
+            on the journal suffices.
         timeouts: bounds on connecting and on each statement.
 
     Returns:

@@ -19,6 +19,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from ..errors import JournalError
+from .address import DSN_PREFIXES, is_dsn, keyword_pairs
 
 if TYPE_CHECKING:
     import psycopg
@@ -35,17 +36,14 @@ __all__ = [
     "redact",
 ]
 
-DSN_PREFIXES = ("postgresql://", "postgres://")
-"""A journal named by a string with one of these prefixes is a PostgreSQL database."""
-
-
-def is_dsn(spec: object) -> bool:
-    """Whether ``spec`` names a PostgreSQL database (a ``postgresql://`` URI) rather than a file."""
-    return isinstance(spec, str) and spec.startswith(DSN_PREFIXES)
-
-
 def redact(dsn: str) -> str:
-    """``dsn`` with any password replaced by ``***``, fit for messages and logs."""
+    """``dsn`` with any password replaced by ``***``, fit for messages and logs (a URI, or a
+    keyword/value connection string)."""
+    if not dsn.startswith(DSN_PREFIXES):
+        pairs = keyword_pairs(dsn)
+        if not pairs:
+            return "the PostgreSQL journal"  # unparseable: show nothing that might hold a secret
+        return " ".join(f"{k}={_quoted('***' if k == 'password' else v)}" for k, v in pairs)
     try:
         parts = urllib.parse.urlsplit(dsn)
         netloc = parts.netloc
@@ -57,6 +55,13 @@ def redact(dsn: str) -> str:
         return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
     except ValueError:
         return "the PostgreSQL journal"  # unparseable: show nothing that might hold a secret
+
+
+def _quoted(value: str) -> str:
+    """A keyword/value connection string's value, quoted when libpq needs it to be."""
+    if value and not any(c.isspace() or c in "'\\" for c in value):
+        return value
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 def scrubbed(message: str) -> str:
@@ -113,7 +118,7 @@ def open_connection(dsn: str, *, application_name: str, timeouts: Timeouts,
     keepalives) are kept; ``options`` are appended to.
 
     Args:
-        dsn: a ``postgresql://`` URI.
+        dsn: a ``postgresql://`` URI or a keyword/value connection string.
         application_name: shown in ``pg_stat_activity`` (the worker id).
         timeouts: the bounds.
         read_only: every transaction of the session is read-only, enforced by the server.
@@ -126,7 +131,8 @@ def open_connection(dsn: str, *, application_name: str, timeouts: Timeouts,
     try:
         given = pg.conninfo.conninfo_to_dict(dsn)
     except pg.ProgrammingError as e:
-        raise JournalError(f"{redact(dsn)} is not a valid PostgreSQL URI: {scrubbed(str(e))}") from e
+        raise JournalError(f"{redact(dsn)} is not a valid PostgreSQL URI or connection string: "
+                           f"{scrubbed(str(e))}") from e
     ms = max(1, int(timeouts.statement * 1000))
     options = [str(given.get("options") or ""), f"-c statement_timeout={ms}", f"-c lock_timeout={ms}",
                # a client that froze inside a transaction must not hold its locks forever

@@ -125,7 +125,7 @@ def init_schema(dsn: str, *, timeouts: Timeouts | None = None) -> tuple[bool, in
     ``inert_*`` tables, whatever else the database holds: running it is the request.
 
     Args:
-        dsn: a ``postgresql://`` URI, for a role that may create tables.
+        dsn: a PostgreSQL URI or keyword/value connection string, for a role that may create tables.
         timeouts: bounds on connecting and on each statement.
 
     Returns:

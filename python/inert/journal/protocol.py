@@ -99,11 +99,17 @@ class Journal(Protocol):
     def complete(self, record: DispatchRecord, status: str) -> None:
         """Records the outcome of ``record`` after its tool returned (or timed out).
 
+        Journals that many workers share record it only under the claim the call ran
+        under (its ``begin`` returned ``None``, or took a key in doubt over): a worker
+        whose key another took over meanwhile must not replace that worker's outcome.
+
         Args:
             record: the call, with its ``result`` or ``error`` set.
             status: one of :data:`STATUSES`.
 
         Raises:
+            StaleClaimError: (shared journals) this worker no longer holds the key's claim;
+                nothing was recorded, and the holder's outcome stands.
             JournalError: the outcome could not be recorded; the journal holds the call in doubt.
         """
 

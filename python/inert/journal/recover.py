@@ -6,8 +6,8 @@ import os
 
 from .phases import ABORT, COMMIT, PREPARE, split_phase
 from .postgres import read_postgres_journal
-from .postgres_connection import is_dsn
 from .protocol import OK, Journal, JournalEntry, Recovery
+from .spec import names_postgres
 from .sqlite import read_sqlite_journal
 
 __all__ = ["recover"]
@@ -23,21 +23,26 @@ def recover(journal: Journal | str | os.PathLike[str]) -> Recovery:
     when it has none), a PostgreSQL database in a read-only transaction.
 
     Args:
-        journal: a journal, the path of a SQLite journal file, or a ``postgresql://`` URI.
+        journal: a journal, the path of a SQLite journal file, or a PostgreSQL database (a
+            ``postgresql://`` or ``postgres://`` URI, or a keyword/value connection string
+            such as ``"host=db.internal dbname=prod"``). A ``str`` that reads as neither is
+            refused, never looked for as a file.
 
     Returns:
         The entries, sorted into in doubt, completed and in flight, each in intent order.
 
     Raises:
-        InertValueError: no file at the path.
+        InertValueError: no file at the path, or a name that reads as a database address
+            inert does not take (another URI scheme, ``keyword=value`` text without a libpq keyword).
         JournalError: the file or database is not an inert journal (or one of a newer
             version), or cannot be read; the message says which and why.
     """
-    if is_dsn(journal):
-        assert isinstance(journal, str)
-        entries = read_postgres_journal(journal)
-    elif isinstance(journal, (str, os.PathLike)):
-        entries = read_sqlite_journal(journal)
+    if isinstance(journal, (str, os.PathLike)):
+        if names_postgres(journal):
+            assert isinstance(journal, str)
+            entries = read_postgres_journal(journal)
+        else:
+            entries = read_sqlite_journal(journal)
     else:
         entries = journal.entries()
     calls = [e for e in entries if split_phase(e.commit_key).phase == COMMIT]

@@ -20,15 +20,18 @@ import uuid
 from typing import Any, Self
 
 from ..canonical import canonical_arguments
-from ..errors import InertValueError, JournalError
+from ..effects import EffectClass
+from ..errors import InertValueError, JournalError, StaleClaimError
 from ..report import DispatchRecord
 from .protocol import JournalEntry, new_entry, outcome_of, result_json, same_call, stored_json
 
 __all__ = ["SQLITE_SCHEMA_VERSION", "SqliteJournal", "read_sqlite_journal"]
 
-SQLITE_SCHEMA_VERSION = 1
-"""Stored in the file's ``PRAGMA user_version``. Files written before versioning
-hold 0 and the same tables: they read as version 1."""
+SQLITE_SCHEMA_VERSION = 2
+"""Stored in the file's ``PRAGMA user_version``. Version 2 added ``intents.claim``
+(who may record the key's outcome); files of version 1, and of 0 (written before
+versioning, with the same tables), are read as they are and given the column
+when opened for writing."""
 
 _COLUMNS = {
     "intents": {"seq", "commit_key", "turn_key", "tool", "effect", "arguments", "fingerprint", "intent_at"},
@@ -44,7 +47,8 @@ CREATE TABLE IF NOT EXISTS intents (
     effect TEXT NOT NULL,
     arguments TEXT NOT NULL,
     fingerprint TEXT NOT NULL,
-    intent_at REAL NOT NULL
+    intent_at REAL NOT NULL,
+    claim TEXT
 )""", """
 CREATE TABLE IF NOT EXISTS outcomes (
     commit_key TEXT PRIMARY KEY REFERENCES intents(commit_key),
@@ -52,7 +56,11 @@ CREATE TABLE IF NOT EXISTS outcomes (
     result TEXT,
     error TEXT,
     finished_at REAL NOT NULL
-)""", f"PRAGMA user_version = {SQLITE_SCHEMA_VERSION}")
+)""")
+
+# Version 1 had no claim column; its rows hold NULL there, which no journal holds as its claim.
+_MIGRATE = "ALTER TABLE intents ADD COLUMN claim TEXT"
+_VERSION = f"PRAGMA user_version = {SQLITE_SCHEMA_VERSION}"
 
 _SELECT = (
     "SELECT i.commit_key, i.turn_key, i.tool, i.effect, i.arguments, i.fingerprint, i.intent_at,"
@@ -127,7 +135,7 @@ def _create_file(path: str) -> None:
         db = sqlite3.connect(tmp, isolation_level=None)
         try:
             db.execute("PRAGMA journal_mode=WAL")
-            for statement in _SCHEMA:
+            for statement in (*_SCHEMA, _VERSION):
                 db.execute(statement)
         finally:
             db.close()
@@ -170,7 +178,11 @@ class SqliteJournal:
 
     Several turns, threads and processes of one host may share the file; a
     key met while another process runs it reads as in doubt (there are no
-    leases here: a fleet shares :class:`~inert.PostgresJournal` instead).
+    leases here: a fleet shares :class:`~inert.PostgresJournal` instead). A
+    read or idempotent call in doubt is run again, and the journal that runs it
+    takes the key's claim: only the claim's holder records the key's outcome, so
+    the first process, if it was still running, gets :class:`~inert.StaleClaimError`
+    from ``complete`` and the later run's outcome stands.
 
     Args:
         path: the journal file; created whole (never half-made, even by a crash) when
@@ -190,7 +202,8 @@ class SqliteJournal:
         if (kind := special_file(self.path)) is not None:
             raise JournalError(f"journal {self.path} is {kind}, not a file: give the path of a journal file "
                                "(created when missing)")
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # guards the connection and the held claims
+        self._held: dict[str, str] = {}  # commit key -> the claim this journal's call runs under
         if not os.path.exists(self.path):
             _create_file(self.path)
         try:
@@ -218,6 +231,9 @@ class SqliteJournal:
                 # Not executescript: it would commit the transaction before running.
                 for statement in _SCHEMA:
                     self._db.execute(statement)
+                if "claim" not in {row[1] for row in self._db.execute("PRAGMA table_info(intents)")}:
+                    self._db.execute(_MIGRATE)
+                self._db.execute(_VERSION)
                 self._db.execute("COMMIT")
             except BaseException:
                 self._rollback()
@@ -247,23 +263,33 @@ class SqliteJournal:
     def begin(self, record: DispatchRecord, turn_key: str) -> JournalEntry | None:
         """Records the intent of ``record`` durably; see :meth:`inert.Journal.begin`.
 
+        The call now holds the key's claim, so that only it records the key's outcome.
+        A read or idempotent call whose key is in doubt (no outcome, or timed out) takes
+        the claim over, since the dispatcher runs it again: the process that held it,
+        if it is still running, then gets :class:`~inert.StaleClaimError` from ``complete``.
+
         Raises:
             IdempotencyConflictError: the key was journaled with another tool or other arguments.
             JournalError: the intent could not be written (the tool must not run).
         """
         e = new_entry(record, turn_key)
+        claim = uuid.uuid4().hex
         with self._lock:
             try:
                 self._db.execute("BEGIN IMMEDIATE")
                 try:
                     row = self._db.execute(_SELECT + " WHERE i.commit_key = ?", (record.commit_key,)).fetchone()
-                    if row is None:
+                    prior = None if row is None else same_call(_row_entry(row, self.path), record)
+                    if prior is None:
                         self._db.execute(
                             "INSERT INTO intents (commit_key, turn_key, tool, effect, arguments, fingerprint,"
-                            " intent_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                            " intent_at, claim) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                             (e.commit_key, e.turn_key, e.tool, e.effect, canonical_arguments(e.arguments),
-                             e.fingerprint, e.intent_at),
+                             e.fingerprint, e.intent_at, claim),
                         )
+                    taken = prior is None or (prior.in_doubt and record.effect is not EffectClass.WRITE)
+                    if prior is not None and taken:
+                        self._db.execute("UPDATE intents SET claim = ? WHERE commit_key = ?", (claim, e.commit_key))
                     self._db.execute("COMMIT")
                 except BaseException:
                     self._rollback()
@@ -271,25 +297,65 @@ class SqliteJournal:
             except sqlite3.Error as exc:
                 raise _error(self.path, f"could not record the intent of {record.name!r} under key "
                                         f"{record.commit_key} (the tool was not run)", exc) from exc
-        return None if row is None else same_call(_row_entry(row, self.path), record)
+            if taken:
+                self._held[record.commit_key] = claim
+        return prior
 
     def complete(self, record: DispatchRecord, status: str) -> None:
         """Records the outcome of ``record``; see :meth:`inert.Journal.complete`.
 
+        Only the claim the call ran under records its outcome (a read run again after
+        its key's outcome was replayed replaces that finished outcome without one).
+
         Raises:
+            StaleClaimError: this journal does not hold the key's claim (any more): another
+                process took the key over and its outcome stands, or this one never claimed
+                it; nothing was recorded.
             JournalError: the outcome could not be written: the call stays in doubt.
         """
         result, error = outcome_of(record, status)
+        key = record.commit_key
         with self._lock:
+            claim = self._held.pop(key, None)
             try:
-                self._db.execute(
-                    "INSERT OR REPLACE INTO outcomes (commit_key, status, result, error, finished_at)"
-                    " VALUES (?, ?, ?, ?, ?)",
-                    (record.commit_key, status, result_json(result), error, time.time()),
-                )
+                stored = result_json(result)
+                self._db.execute("BEGIN IMMEDIATE")
+                try:
+                    if claim is not None:
+                        row = self._db.execute("SELECT 1 FROM intents WHERE commit_key = ? AND claim = ?",
+                                               (key, claim)).fetchone()
+                    elif record.effect is EffectClass.READ_ONLY:
+                        row = self._db.execute("SELECT 1 FROM outcomes WHERE commit_key = ? AND status IN"
+                                               " ('ok', 'error')", (key,)).fetchone()
+                    else:
+                        row = None
+                    if row is not None:
+                        self._db.execute(
+                            "INSERT OR REPLACE INTO outcomes (commit_key, status, result, error, finished_at)"
+                            " VALUES (?, ?, ?, ?, ?)",
+                            (key, status, stored, error, time.time()),
+                        )
+                    self._db.execute("COMMIT")
+                except BaseException:
+                    self._rollback()
+                    raise
             except sqlite3.Error as exc:
                 raise _error(self.path, f"could not record the outcome of {record.name!r} under key "
-                                        f"{record.commit_key}, which stays in doubt", exc) from exc
+                                        f"{key}, which stays in doubt", exc) from exc
+        if row is None:
+            raise StaleClaimError(self._stale(record, claim))
+
+    def _stale(self, record: DispatchRecord, claim: str | None) -> str:
+        where = f"journal {self.path}: {record.name!r} under key {record.commit_key}"
+        if claim is not None:
+            return (f"{where} was taken over by another process (its call read as in doubt there, and it "
+                    "runs it again), whose outcome stands; this one was not recorded. A SQLite journal has no "
+                    "leases: a fleet that runs calls this long shares a PostgresJournal instead")
+        if record.effect is EffectClass.READ_ONLY:
+            return (f"{where}: this journal holds no claim on it and it has no finished outcome: a read run "
+                    "again replaces only a finished outcome, so this one was not recorded")
+        return (f"{where}: this journal holds no claim on it (another call began it, or its outcome is "
+                "recorded already): only the call whose begin() claimed a key records its outcome, once")
 
     def entries(self) -> list[JournalEntry]:
         """Every journaled dispatch, in intent order.
