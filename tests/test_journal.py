@@ -195,3 +195,19 @@ def test_journal_file_is_plain_sqlite(tmp_path: Path) -> None:
     with sqlite3.connect(path) as db:
         rows = db.execute("SELECT tool, status FROM intents JOIN outcomes USING (commit_key)").fetchall()
         assert rows == [("f", "ok")]
+
+
+class _TakenOver(inert.MemoryJournal):
+    """A journal whose key another worker took over while this one ran the call."""
+
+    def complete(self, record: inert.DispatchRecord, status: str) -> None:
+        raise inert.StaleClaimError(f"{record.commit_key} was taken over by worker B, whose outcome stands")
+
+
+def test_a_call_whose_key_was_taken_over_is_reported_so_not_in_doubt() -> None:
+    orch = inert.Orchestrator({"put": "idempotent"}, {"put": lambda k: k}, turn_key="t", journal=_TakenOver())
+    orch.draft([block("put", k="a")])
+    orch.verify(1)
+    [call] = orch.finish(strict=False).results
+    assert isinstance(call.error, inert.StaleClaimError), repr(call.error)
+    assert "in doubt" not in str(call.error) and "worker B" in str(call.error)

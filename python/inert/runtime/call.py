@@ -14,7 +14,7 @@ import dataclasses
 from typing import Any
 
 from ..effects import EffectClass
-from ..errors import InDoubtError, JournalError, ReplayedError, UnstorableResultError, describe
+from ..errors import InDoubtError, JournalError, ReplayedError, StaleClaimError, UnstorableResultError, describe
 from ..gate import Dispatch
 from ..journal import ERROR, OK, TIMEOUT, Journal, JournalEntry
 from ..journal.phases import ABORT, COMMIT, PREPARE, phase_key
@@ -203,6 +203,9 @@ def stored_outcome(run: CallRun, journal: Journal) -> None:
     run.status = status
     try:
         journal.complete(run.record(), status)
+    except StaleClaimError as exc:
+        # Not in doubt: another worker took the key over and its outcome stands; the message says so.
+        run.error, run.status = exc, None
     except BaseException as exc:  # noqa: BLE001 - a failing journal (of any kind) must not hang or crash the turn
         error = JournalError(
             f"the journal could not record the outcome of {run.dispatch.name!r} under key "
