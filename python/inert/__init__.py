@@ -39,6 +39,7 @@ from .errors import (
     InertValueError,
     InFlightError,
     JournalError,
+    LoopError,
     MissingToolError,
     PieceTypeError,
     PolicyError,
@@ -66,7 +67,7 @@ from .orchestrator import AsyncOrchestrator, Orchestrator, Step
 from .outcomes import Outcome
 from .parse import parse
 from .report import AcceptedCall, CallResult, DiscardedCall, DispatchRecord, Report, Violation
-from .runtime import CurrentCall, LoopError, Tools, TwoPhaseTool, current_call
+from .runtime import CurrentCall, Tools, TwoPhaseTool, current_call
 
 try:
     __version__ = version("inert")

@@ -26,6 +26,7 @@ __all__ = [
     "InertTypeError",
     "InertValueError",
     "JournalError",
+    "LoopError",
     "MissingToolError",
     "PieceTypeError",
     "PolicyError",
@@ -162,6 +163,10 @@ class ToolTimeoutError(InertError, TimeoutError):
 
 class CancelledCallError(InertError, RuntimeError):
     """Recorded for a speculative call cancelled because its block was rejected."""
+
+
+class LoopError(InertError, RuntimeError):
+    """An ``AsyncOrchestrator`` used from an event loop other than the one of its first call."""
 
 
 class ReentrancyError(InertError, RuntimeError):

@@ -21,7 +21,7 @@ from functools import partial
 from typing import Any, TypeVar
 
 from ..audit.trace import TraceWriter
-from ..errors import CancelledCallError, InertError, MissingToolError, ToolTimeoutError
+from ..errors import CancelledCallError, LoopError, MissingToolError, ToolTimeoutError
 from ..gate import Dispatch
 from ..journal import Journal
 from ..journal.phases import ABORT, COMMIT, PREPARE
@@ -35,10 +35,6 @@ from .tools import Invocation, enter_call
 __all__ = ["AsyncRuntime", "LoopError"]
 
 T = TypeVar("T")
-
-
-class LoopError(InertError, RuntimeError):
-    """An ``AsyncOrchestrator`` used from an event loop other than the one of its first call."""
 
 
 class _TimedOut(Exception):
