@@ -196,12 +196,13 @@ def _commit_on_close(monkeypatch: pytest.MonkeyPatch) -> None:
     as its prepare returns, before the verifier has judged its block (and commits the draft's
     name). The decode loop waits for each commit before it looks, so the order is fixed."""
     from inert import demo
-    from inert.runtime import CallRun, threads  # threads.CallRun is this class, imported, not exported
+    from inert.runtime import CallRun, Fate, threads  # threads.CallRun is this class, imported, not exported
 
     class AcceptedFromTheStart(CallRun):
         def __init__(self, dispatch: Any, invocation: Any) -> None:
             super().__init__(dispatch, invocation)
-            self.confirmed = dispatch.two_phase
+            if dispatch.two_phase:
+                self.fate = Fate.CONFIRMED
 
     wait = demo._Phases.wait
 

@@ -3,7 +3,7 @@
 and virtual time (the simulator's). They share the stream-order scheduler, the
 steps of a call and the tool box; each owns its calls' outcomes."""
 
-from .call import CallNode, CallRun, CallScheduler, stored_outcome
+from .call import CallNode, CallRun, CallScheduler, Fate, stored_outcome
 from .pool import Deadlines, WorkerPool
 from .schedule import Node, Scheduler, Slots, State
 from .tasks import AsyncRuntime, LoopError
@@ -17,6 +17,7 @@ __all__ = [
     "CallScheduler",
     "CurrentCall",
     "Deadlines",
+    "Fate",
     "Invocation",
     "LoopError",
     "Node",

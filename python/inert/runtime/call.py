@@ -11,6 +11,7 @@ later calls go), so no path can leave a turn waiting for ever.
 from __future__ import annotations
 
 import dataclasses
+import enum
 from typing import Any
 
 from ..effects import EffectClass
@@ -23,16 +24,24 @@ from ..report import DispatchRecord
 from .schedule import Node, Scheduler
 from .tools import CurrentCall, Invocation
 
-__all__ = ["CallNode", "CallRun", "CallScheduler", "abort_staged", "journal_phase", "stored_outcome"]
+__all__ = ["CallNode", "CallRun", "CallScheduler", "Fate", "abort_staged", "journal_phase", "stored_outcome"]
+
+
+class Fate(enum.Enum):
+    """What the verifier decided of a call's block."""
+
+    UNDECIDED = "undecided"
+    CONFIRMED = "confirmed"  # accepted: it runs, or its prepared call commits
+    RETRACTED = "retracted"  # rejected: it never runs, or never counts (its prepared call aborts)
 
 
 class CallRun:
     """What happened to one dispatched call. Written only by the runtime that
     runs it, under its lock (or on its event loop)."""
 
-    __slots__ = ("attempt", "began", "concluded_by_deadline", "confirmed", "discarded", "dispatch", "early", "error",
+    __slots__ = ("attempt", "began", "concluded_by_deadline", "discarded", "dispatch", "early", "error", "fate",
                  "finished", "home", "in_phase", "in_tool", "invocation", "invoked", "lingering", "phase",
-                 "prepared", "replayed", "result", "retracted", "settled", "started", "status", "timed_out")
+                 "prepared", "replayed", "result", "settled", "started", "status", "timed_out")
 
     def __init__(self, dispatch: Dispatch, invocation: Invocation | None) -> None:
         self.dispatch = dispatch
@@ -70,8 +79,7 @@ class CallRun:
         outlive the call's deadline or its cancellation; its tool slot is held until it ends."""
         self.attempt = ""
         self.prepared: Any = None
-        self.confirmed = False
-        self.retracted = False
+        self.fate = Fate.UNDECIDED
 
     def record(self) -> DispatchRecord:
         """An immutable snapshot, for the journal, the trace and the report."""
@@ -92,7 +100,26 @@ class CallRun:
         """The phase a two-phase call runs next: prepare, then commit or abort as its block went."""
         if self.phase is None:
             return PREPARE
-        return ABORT if self.retracted else COMMIT
+        return ABORT if self.fate is Fate.RETRACTED else COMMIT
+
+    def settle(self, result: Any, error: BaseException | None, now: float, *, timed_out: bool = False) -> bool:
+        """Fixes the outcome, once; returns whether it did (not if its deadline got there
+        first: a late outcome is not trusted, and the journal says in doubt)."""
+        if self.settled:
+            return False
+        self.settled, self.timed_out = True, timed_out
+        self.result, self.error, self.finished = result, error, now
+        return True
+
+    def expire(self, error: BaseException, now: float) -> bool:
+        """Its deadline passed: fixes the outcome as a timeout unless it is fixed already;
+        returns whether it did. If its tool was called (and so may still run), the deadline
+        concludes the call (``concluded_by_deadline``); otherwise its worker does, when it
+        gets there, and never calls the tool."""
+        if not self.settle(None, error, now, timed_out=True):
+            return False
+        self.concluded_by_deadline = self.invoked
+        return True
 
     def current(self) -> CurrentCall:
         """What the tool sees in ``inert.current_call()``: the call, its turn and sequence."""

@@ -11,7 +11,7 @@ lock, or its event loop) and starts the calls they return.
 
 from __future__ import annotations
 
-from .call import CallRun
+from .call import CallRun, Fate
 from .schedule import Node, Scheduler, State
 
 __all__ = ["confirm", "retract"]
@@ -19,7 +19,7 @@ __all__ = ["confirm", "retract"]
 
 def confirm(scheduler: Scheduler[CallRun], node: Node[CallRun]) -> list[Node[CallRun]]:
     """Its block was accepted; returns the calls to start now."""
-    node.owner.confirmed = True
+    node.owner.fate = Fate.CONFIRMED
     if node.state is State.PREPARED:
         return scheduler.resume(node)  # its commit
     if node.state is State.WAITING:
@@ -31,7 +31,7 @@ def retract(scheduler: Scheduler[CallRun], node: Node[CallRun]) -> tuple[list[No
     """Its block was rejected; returns the calls to start now, and whether it had started
     (then its result is discarded, and the runtime says so)."""
     run = node.owner
-    run.retracted = True
+    run.fate = Fate.RETRACTED
     if node.state in (State.GATED, State.WAITING):
         return scheduler.cancel(node), False
     run.discarded = True

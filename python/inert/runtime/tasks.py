@@ -28,7 +28,7 @@ from ..journal.phases import ABORT, COMMIT, PREPARE
 from ..report import DispatchRecord
 from ..telemetry import tool_span
 from . import lifecycle
-from .call import CallNode, CallRun, CallScheduler, abort_staged, journal_phase, stored_outcome
+from .call import CallNode, CallRun, CallScheduler, Fate, abort_staged, journal_phase, stored_outcome
 from .pool import WorkerPool
 from .tools import Invocation, enter_call
 
@@ -232,7 +232,7 @@ class AsyncRuntime:
                 result, error = None, failure
                 run.timed_out = isinstance(exc, _TimedOut)
                 break
-            if not (run.confirmed or run.retracted):
+            if run.fate is Fate.UNDECIDED:
                 del self._tasks[node]
                 self._start(self._scheduler.prepared(node))  # wait, holding later calls, for the block's fate
                 return
@@ -353,8 +353,7 @@ class AsyncRuntime:
 
     async def _settle_and_conclude(self, node: CallNode, result: Any, error: BaseException | None) -> None:
         run: CallRun = node.owner
-        run.settled = True
-        run.result, run.error, run.finished = result, error, self.clock()
+        run.settle(result, error, self.clock(), timed_out=run.timed_out)
         try:
             # Shielded: the outcome is journaled even if this task is cancelled meanwhile.
             await asyncio.shield(self._in_thread(stored_outcome, run, self._journal))

@@ -26,7 +26,7 @@ from ..journal.phases import ABORT, COMMIT, PREPARE
 from ..report import DispatchRecord
 from ..telemetry import tool_span
 from . import lifecycle
-from .call import CallNode, CallRun, CallScheduler, abort_staged, journal_phase, stored_outcome
+from .call import CallNode, CallRun, CallScheduler, Fate, abort_staged, journal_phase, stored_outcome
 from .pool import Deadlines, WorkerPool
 from .schedule import Slots
 from .tools import Invocation
@@ -263,7 +263,7 @@ class ThreadRuntime:
                 run.in_phase = False  # returned: the wait for the block's fate has no deadline
                 if not late and error is None:
                     run.prepared = prepared
-                    if not (run.confirmed or run.retracted):  # wait, holding later calls, for the block's fate
+                    if run.fate is Fate.UNDECIDED:  # wait, holding later calls, for the block's fate
                         self._start(self._scheduler.prepared(node))
                         return None
             if late and staged:
@@ -329,26 +329,18 @@ class ThreadRuntime:
     def _settle(self, run: CallRun, result: Any, error: BaseException | None) -> bool:
         """Fixes the outcome unless it is fixed already (a timeout); returns whether it was."""
         with self._lock:
-            if run.settled:
-                return False  # timed out: the late outcome is not trusted; the journal says in doubt
-            run.settled = True
-            run.result, run.error, run.finished = result, error, self.clock()
-            return True
+            return run.settle(result, error, self.clock())
 
     def _time_out(self, node: CallNode, phase: str | None) -> None:
-        run: CallRun = node.owner
+        run = node.owner
         with self._lock:
-            if run.settled or run.phase != phase or (phase is not None and not run.in_phase):
-                return
-            run.settled = True
-            run.timed_out = True
-            run.finished = self.clock()
+            if run.phase != phase or (phase is not None and not run.in_phase):
+                return  # the deadline of a phase that is over
             what = f"the {phase} of {run.dispatch.name!r}" if phase else repr(run.dispatch.name)
             doubt = "nothing was committed" if phase in (PREPARE, ABORT) else "its effect is in doubt"
-            run.error = ToolTimeoutError(f"{what} did not return within {run.dispatch.timeout} s; {doubt}")
-            run.concluded_by_deadline = in_tool = run.invoked
-        if not in_tool:
-            return  # queued or journaling its intent: its worker concludes it when it gets there
+            error = ToolTimeoutError(f"{what} did not return within {run.dispatch.timeout} s; {doubt}")
+            if not run.expire(error, self.clock()) or not run.concluded_by_deadline:
+                return  # settled already, or queued or journaling its intent: its worker concludes it
         self._pool.abandon_one()  # its worker is stuck in the tool; the other calls keep their capacity
         self._pool.submit(lambda: _work(self._conclude(node)))  # not on the timer thread: the journal may block
 

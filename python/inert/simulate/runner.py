@@ -14,7 +14,7 @@ from ..gate import Dispatch
 from ..journal import Journal
 from ..orchestrator import Session
 from ..report import DispatchRecord, Report
-from ..runtime import CallNode, CallRun, CallScheduler, Invocation, lifecycle, stored_outcome
+from ..runtime import CallNode, CallRun, CallScheduler, Fate, Invocation, lifecycle, stored_outcome
 from .clock import VirtualLoop
 from .world import SimTool, World
 
@@ -85,7 +85,7 @@ class VirtualRuntime:
 
             def prepared() -> None:
                 run.prepared = True
-                if run.confirmed or run.retracted:
+                if run.fate is not Fate.UNDECIDED:
                     self._phase(node)
                 else:
                     self._start(self._scheduler.prepared(node))
@@ -119,8 +119,7 @@ class VirtualRuntime:
 
     def _finish(self, node: CallNode, result: Any, error: BaseException | None) -> None:
         run: CallRun = node.owner
-        run.settled = True
-        run.result, run.error, run.finished = result, error, self._loop.now
+        run.settle(result, error, self._loop.now)
         stored_outcome(run, self._journal)
         self._start(self._scheduler.finish(node))
 
