@@ -79,6 +79,8 @@ class Footprint:
         )
 
     def as_json(self) -> dict[str, list[str] | None]:
+        """The footprint as JSON for a trace: sorted keys as text, ``None`` for unknown."""
+
         def keys(s: frozenset[Any] | None) -> list[str] | None:
             return None if s is None else sorted(map(str, s))
 

@@ -47,6 +47,7 @@ class DispatchRecord:
 
     @property
     def done(self) -> bool:
+        """Whether it finished (returned, raised or timed out), rather than still running."""
         return self.finished is not None
 
     @property

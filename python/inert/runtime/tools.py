@@ -69,11 +69,19 @@ class TwoPhaseTool(Protocol):
     three methods is one; their parameters are the tool's own."""
 
     @property
-    def prepare(self) -> Callable[..., Any]: ...
+    def prepare(self) -> Callable[..., Any]:
+        """``prepare(**arguments)``: stages the call, with nothing observable; returns what it staged."""
+        ...
+
     @property
-    def commit(self) -> Callable[..., Any]: ...
+    def commit(self) -> Callable[..., Any]:
+        """``commit(prepared, *, idempotency_key)``: makes it visible, exactly once, after acceptance."""
+        ...
+
     @property
-    def abort(self) -> Callable[..., Any]: ...
+    def abort(self) -> Callable[..., Any]:
+        """``abort(prepared)``: drops what prepare staged (a rejected block, a turn that ended without it)."""
+        ...
 
 
 Tools = Mapping[str, Callable[..., Any] | TwoPhaseTool] | Callable[[str, dict[str, Any]], Any]
