@@ -235,3 +235,74 @@ def test_draft_tree_on_an_unknown_sequence_is_refused_as_such() -> None:
     with pytest.raises(inert.InertTypeError):
         batch.draft_tree("x", [0], [-1])  # type: ignore[arg-type]
     batch.close()
+
+
+# -- a lone turn abandoned: close(), and its with block --
+
+def test_close_abandons_a_lone_turn() -> None:
+    recorder = Recorder()
+    journal = inert.MemoryJournal()
+    orch = inert.Orchestrator(EFFECTS, recorder.tools(), turn_key="t", journal=journal)
+    orch.draft([LOOK, PAY, SEND])
+    assert recorder.inside.wait(WATCHDOG)
+    report = orch.close()
+    assert report is not None
+    _check_abandoned(recorder, journal, report)
+    assert orch.close() is None, "closed already"
+    with pytest.raises(inert.StreamFinishedError):
+        orch.draft([LOOK])
+
+
+def test_close_after_finish_returns_nothing() -> None:
+    orch = inert.Orchestrator(EFFECTS, Recorder().tools(), turn_key="t")
+    orch.draft([LOOK])
+    orch.verify(1)
+    assert [r.name for r in orch.finish().results] == ["look"]
+    assert orch.close() is None
+
+
+def test_a_with_block_left_on_an_exception_abandons_the_turn_quietly() -> None:
+    recorder = Recorder()
+    journal = inert.MemoryJournal()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the exception says enough
+        with pytest.raises(RuntimeError, match="client went away"), \
+                inert.Orchestrator(EFFECTS, recorder.tools(), turn_key="t", journal=journal) as orch:
+            orch.draft([LOOK, PAY, SEND])
+            assert recorder.inside.wait(WATCHDOG)
+            raise RuntimeError("client went away")
+    assert recorder.of("abort") == 1 and recorder.of("commit") == 0 and recorder.of("send") == 0
+
+
+def test_a_with_block_left_without_finish_warns() -> None:
+    recorder = Recorder()
+    with pytest.warns(inert.TurnAbandonedWarning, match="without finish"), \
+            inert.Orchestrator(EFFECTS, recorder.tools(), turn_key="t") as orch:
+        orch.draft([PAY])
+        assert recorder.inside.wait(WATCHDOG)
+    assert recorder.events == ["prepare", "abort"]
+
+
+def test_close_never_commits_what_only_the_end_of_a_lone_turn_would_confirm() -> None:
+    recorder = Recorder()
+    with inert.Orchestrator(EFFECTS, recorder.tools(), format="llama3_json", turn_key="t") as orch:
+        orch.draft(['{"name": "send", "parameters": {"to": "bo"}}'])
+        orch.verify(1)
+        report = orch.close()
+    assert report is not None and report.results == [] and recorder.events == []
+
+
+def test_async_close_abandons_the_turn() -> None:
+    recorder = Recorder()
+    journal = inert.MemoryJournal()
+
+    async def main() -> None:
+        with pytest.raises(RuntimeError, match="cancelled request"):
+            async with inert.AsyncOrchestrator(EFFECTS, recorder.tools(), turn_key="t", journal=journal) as orch:
+                await orch.draft([LOOK, PAY, SEND])
+                await asyncio.to_thread(recorder.inside.wait, WATCHDOG)
+                raise RuntimeError("cancelled request")
+
+    asyncio.run(asyncio.wait_for(main(), WATCHDOG))
+    assert recorder.events.count("prepare") == 1 and recorder.of("abort") == 1 and recorder.of("send") == 0
+    assert _phases(journal) == [("abort", "ok"), ("prepare", "ok")]

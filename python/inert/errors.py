@@ -190,10 +190,10 @@ class TraceWarning(UserWarning):
 
 
 class TurnAbandonedWarning(UserWarning):
-    """A ``BatchOrchestrator`` was closed (or left its ``with`` block on an exception)
-    while sequences were still in it: their turns were abandoned, every call not yet
-    committed was retracted (a prepared two-phase call aborted, journaled) and nothing
-    new ran. The message counts them; ``close()`` returns their reports."""
+    """A turn was abandoned rather than finished: a ``BatchOrchestrator`` closed (or left
+    its ``with`` block) with sequences still in it, or an orchestrator left its ``with``
+    block without ``finish()``. Every call not yet committed was retracted (a prepared
+    two-phase call aborted, journaled) and nothing new ran; ``close()`` returns the reports."""
 
 
 class ReasoningWarning(UserWarning):

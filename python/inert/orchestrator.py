@@ -7,13 +7,13 @@ from __future__ import annotations
 import os
 import warnings
 from collections.abc import Mapping, Sequence
-from types import EllipsisType
-from typing import Any, SupportsIndex
+from types import EllipsisType, TracebackType
+from typing import Any, Self, SupportsIndex
 
 from . import _core
 from .audit import TraceWriter
 from .effects import EffectLike, EffectTable
-from .errors import InertValueError, ReentrancyError, TraceWarning
+from .errors import InertValueError, ReentrancyError, TraceWarning, TurnAbandonedWarning
 from .gate import POLICIES
 from .inputs import Ids, Token, Tokens
 from .journal import Journal, OwnedJournal
@@ -147,6 +147,14 @@ class Session:
         self.tail = self.apply(outcomes, self.released() or ("", "", []))
         return self.tail
 
+    def abandon(self) -> None:
+        """Ends the turn short of its end (the client went away, the engine stops): the
+        stream is finished without its end-of-turn outcomes, so nothing that only the end
+        would confirm commits, and every call not committed yet is retracted."""
+        self.stream.finish()
+        self.released()  # what the client never got stays unsent
+        self.driver.abandon()
+
     def report(self, strict: bool) -> Report:
         try:
             report = self.driver.report(strict, self.stream.notices(), self.tail)
@@ -162,6 +170,12 @@ class Session:
                               TraceWarning, stacklevel=4)
         if self._owned is not None:
             self._owned.close()
+
+
+def _warn_abandoned(turn_key: str) -> None:
+    warnings.warn(TurnAbandonedWarning(
+        f"turn {turn_key!r} left its with block without finish(): it was abandoned (every call not yet "
+        "committed retracted, nothing new run); call finish() to end a turn"), stacklevel=3)
 
 
 def _open_trace(path: str | os.PathLike[str], turn_key: str) -> TraceWriter:
@@ -357,6 +371,38 @@ class Orchestrator(_TurnView):
         runtime.drain()
         return self._s.report(strict)
 
+    def close(self) -> Report | None:
+        """Abandons the turn unless ``finish()`` ended it: the tokens never verified are
+        rejected, every call not committed yet is retracted (an early read discarded, a
+        prepared two-phase call aborted, journaled), nothing new runs, not even a block only
+        the end of the turn would confirm, and the committed calls are waited for. For a
+        request the client dropped, or an engine that stops. Leaving a ``with`` block closes
+        it (and warns ``TurnAbandonedWarning`` if no exception ended the block: ``finish()``
+        was forgotten).
+
+        Returns:
+            The abandoned turn's report, or ``None`` when ``finish()`` had ended it.
+
+        Raises:
+            ReentrancyError: called from one of this orchestrator's own tools.
+        """
+        self._s.refuse_reentry()
+        if self._s.stream.finished:
+            return None
+        self._s.abandon()
+        runtime = self._s.runtime
+        assert isinstance(runtime, ThreadRuntime)
+        runtime.drain()
+        return self._s.report(False)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
+                 traceback: TracebackType | None) -> None:
+        if self.close() is not None and kind is None:
+            _warn_abandoned(self.turn_key)
+
 
 class AsyncOrchestrator(_TurnView):
     """``Orchestrator`` for asyncio loops: ``await orch.draft(...)``,
@@ -431,3 +477,20 @@ class AsyncOrchestrator(_TurnView):
         self._s.finish()
         await runtime.drain()
         return self._s.report(strict)
+
+    async def close(self) -> Report | None:
+        """As ``Orchestrator.close``, awaiting the committed calls; ``async with`` closes it."""
+        runtime = self._enter()
+        if self._s.stream.finished:
+            return None
+        self._s.abandon()
+        await runtime.drain()
+        return self._s.report(False)
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, kind: type[BaseException] | None, value: BaseException | None,
+                        traceback: TracebackType | None) -> None:
+        if await self.close() is not None and kind is None:
+            _warn_abandoned(self.turn_key)
