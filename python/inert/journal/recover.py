@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+from ..errors import InertTypeError
 from .phases import ABORT, COMMIT, PREPARE, split_phase
 from .postgres import read_postgres_journal
 from .postgres_connection import is_dsn
@@ -30,6 +31,7 @@ def recover(journal: Journal | str | os.PathLike[str]) -> Recovery:
 
     Raises:
         InertValueError: no file at the path.
+        InertTypeError: ``journal`` is none of those.
         JournalError: the file or database is not an inert journal (or one of a newer
             version), or cannot be read; the message says which and why.
     """
@@ -38,8 +40,11 @@ def recover(journal: Journal | str | os.PathLike[str]) -> Recovery:
         entries = read_postgres_journal(journal)
     elif isinstance(journal, (str, os.PathLike)):
         entries = read_sqlite_journal(journal)
-    else:
+    elif callable(getattr(journal, "entries", None)):
         entries = journal.entries()
+    else:
+        raise InertTypeError(f"recover: journal must be a Journal, the path of a SQLite journal file or a "
+                             f"postgresql:// URI, got {type(journal).__name__}")
     calls = [e for e in entries if split_phase(e.commit_key).phase == COMMIT]
     return Recovery(in_doubt=[e for e in calls if e.in_doubt],
                     completed=[e for e in calls if e.status is not None and not e.in_doubt],
