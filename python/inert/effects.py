@@ -232,12 +232,15 @@ class EffectTable:
         schemas: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> None:
         self.default = ToolSpec(EffectClass.parse(default))
-        mapping = _mapping(mapping if mapping is not None else {}, "EffectTable: mapping", "tool names to effects")
+        # Another table's entries copy too (its items() are what a mapping's would be).
+        entries = (mapping.items() if isinstance(mapping, EffectTable) else
+                   _mapping(mapping if mapping is not None else {}, "EffectTable: mapping",
+                            "tool names to effects").items())
         self.schemas: dict[str, Mapping[str, Any]] = dict(
             _mapping(schemas if schemas is not None else {}, "EffectTable: schemas", "tool names to JSON schemas"))
         """Tool name -> JSON schema of its parameters, used to type XML-style arguments."""
         self._specs: dict[str, ToolSpec] = {}
-        for name, entry in mapping.items():
+        for name, entry in entries:
             if isinstance(entry, ToolSpec):
                 self._specs[name] = entry
             elif isinstance(entry, (EffectClass, str)):
