@@ -216,7 +216,8 @@ class EffectTable:
     (``WRITE`` unless you choose otherwise), so an unknown tool never runs early.
 
     Args:
-        mapping: tool name -> ``EffectClass``, its string value, or a ``ToolSpec``.
+        mapping: tool name -> ``EffectClass``, its string value, or a ``ToolSpec`` (or another
+            table, whose entries are copied).
         default: the effect class of tools not in ``mapping``.
 
     Raises:
@@ -226,7 +227,7 @@ class EffectTable:
 
     def __init__(
         self,
-        mapping: Mapping[str, EffectLike] | None = None,
+        mapping: Mapping[str, EffectLike] | EffectTable | None = None,
         default: EffectClass | str = EffectClass.WRITE,
         *,
         schemas: Mapping[str, Mapping[str, Any]] | None = None,
