@@ -427,6 +427,24 @@ def test_a_reused_sequence_id_keeps_the_finished_turns_tail() -> None:
     assert len(batch) == 2
 
 
+def test_take_released_refuses_a_sequence_named_twice() -> None:
+    """Named twice, a sequence's second answer (nothing) overwrote its first in the dict: what
+    the first took was lost. Refused, as draft and verify refuse it, and nothing is taken."""
+    ids = PIECES.index
+    batch = inert.StreamBatch("hermes", VOCAB, stream=True)
+    for seq in (1, 2):
+        batch.add(seq, f"t{seq}")
+    batch.draft([1, 2], [[ids("ok")], [ids("x")]])
+    batch.verify([1, 2], [1, 1])
+    for seqs in ([1, 1], [2, 1, 2], np.array([1, 2, 1])):
+        with pytest.raises(inert.BatchError, match="appears twice in one call"):
+            batch.take_released(seqs)
+    batch.finish(1)
+    with pytest.raises(inert.BatchError, match="sequence 1 appears twice"):
+        batch.take_released([1, 1])
+    assert batch.take_released([2, 1]) == {1: ("ok", "", []), 2: ("x", "", [])}
+
+
 def test_finished_tails_of_one_sequence_id_come_out_in_order() -> None:
     """Two turns finished under one id before any take: each tail comes out once, oldest first."""
     ids = PIECES.index

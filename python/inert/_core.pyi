@@ -464,6 +464,8 @@ class StreamBatch:
             InertValueError, InertTypeError: ``seqs`` is not a 1-D sequence of non-negative ints.
             UnknownSequenceError: a sequence is not in the batch (never added, or finished and its
                 tail taken); nothing is taken then.
+            BatchError: a sequence named twice (its second answer would overwrite what the first
+                took); nothing is taken then.
         """
     def add(self, seq: int | SupportsIndex, turn_key: str, *, in_reasoning: bool = False) -> None:
         """Starts a turn for sequence ``seq`` (the engine's non-negative int id);

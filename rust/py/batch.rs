@@ -16,7 +16,7 @@ use crate::error::{CoreError, TokenFault};
 use crate::turn::{Binding, Outcome, Released};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 
 /// Many sequences' turns over one format and vocabulary. Mutable: one per
 /// engine loop (concurrent use from two threads raises RuntimeError).
@@ -232,10 +232,20 @@ impl PyStreamBatch {
     fn take_released<'py>(&mut self, py: Python<'py>, seqs: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyDict>> {
         let dict = PyDict::new(py);
         let seqs = seq_ids(seqs)?;
-        // A sequence never added, or finished and its tail taken, is a mistake: refused before anything is taken.
+        // A sequence never added, or finished and its tail taken, is a mistake, and so is one
+        // named twice (its second answer would overwrite the first in the dict, and what
+        // the first took would be lost): refused before anything is taken.
         for &seq in &seqs {
             if !self.tails.contains_key(&seq) {
                 self.batch.turn(seq)?;
+            }
+        }
+        // Engines mostly name their sequences in ascending order: then none repeats, and
+        // nothing is allocated to know it.
+        if !seqs.windows(2).all(|w| w[0] < w[1]) {
+            let mut named = HashSet::with_capacity(seqs.len());
+            if let Some(&seq) = seqs.iter().find(|&&seq| !named.insert(seq)) {
+                return Err(CoreError::DuplicateSequence { seq, why: "appears twice in one call" }.into());
             }
         }
         for seq in seqs {
