@@ -74,6 +74,21 @@ pub enum CoreError {
     BatchShape { reason: String },
     /// A caller mistake in one sequence of a batch call.
     InSequence { seq: u64, error: Box<CoreError> },
+    /// A lone token argument (a correction, a token id to look up, a text to parse)
+    /// that is not one; `what` names the argument, as the caller wrote it.
+    BadTokenArg { what: String, fault: TokenFault },
+}
+
+/// What is wrong with a lone token argument (see `CoreError::BadTokenArg`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TokenFault {
+    /// An integer that is no token id (negative, or past 64 bits); `instead` says
+    /// what to pass for what the caller likely meant ("" when nothing applies).
+    NotAnId { value: String, instead: &'static str },
+    /// Neither a `str` or `bytes` piece nor an `int` id.
+    Type { type_name: String },
+    /// A `str` that is not valid Unicode (a lone surrogate).
+    NotUnicode,
 }
 
 impl fmt::Display for CoreError {
@@ -156,6 +171,19 @@ impl fmt::Display for CoreError {
             Self::UnknownSequence { seq } => write!(f, "sequence {seq} is not in the batch; add() it first"),
             Self::DuplicateSequence { seq, why } => write!(f, "sequence {seq} {why}"),
             Self::InSequence { seq, error } => write!(f, "sequence {seq}: {error}"),
+            Self::BadTokenArg { what, fault: TokenFault::NotAnId { value, instead } } => {
+                write!(f, "{what} is {value}, which is not a token id (ids are non-negative integers)")?;
+                if !instead.is_empty() {
+                    write!(f, "; {instead}")?;
+                }
+                Ok(())
+            }
+            Self::BadTokenArg { what, fault: TokenFault::Type { type_name } } => {
+                write!(f, "{what} is of type {type_name}; it must be a str or bytes piece, or an int token id")
+            }
+            Self::BadTokenArg { what, fault: TokenFault::NotUnicode } => {
+                write!(f, "{what} is a str that is not valid Unicode (a lone surrogate); pass it as bytes")
+            }
         }
     }
 }

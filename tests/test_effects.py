@@ -117,3 +117,10 @@ def test_from_mcp_keeps_input_schemas_to_type_xml_arguments() -> None:
     orch.verify(1)
     orch.finish()
     assert seen == [{"n": 3, "tags": ["a"]}], "the schema types raw XML values"
+
+
+def test_a_table_built_from_another_copies_its_entries() -> None:
+    """EffectTable(table) worked by duck typing (it has items()); the mapping check keeps it."""
+    table = EffectTable({"get": "read_only", "put": ToolSpec("write", writes="key")})
+    copy = EffectTable(table)
+    assert copy.items() == table.items() and copy.classify("get") is EffectClass.READ_ONLY

