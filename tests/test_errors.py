@@ -203,6 +203,10 @@ def a_step() -> Any:
     return inert.Orchestrator(stream=True).finish().tail
 
 
+def a_turn() -> inert.Orchestrator:
+    return inert.Orchestrator({}, {}, turn_key="t")
+
+
 def bad(value: object) -> Any:
     """A wrong argument, passed on purpose (typed Any so the type checker lets the call through)."""
     return value
@@ -295,6 +299,14 @@ NO_FD = 2**20  # an int path would be opened as a file descriptor: one no proces
                      ["expected a Footprint", "str"], id="footprint-str"),
         pytest.param(lambda: inert.recover(bad(None)), inert.InertTypeError,
                      ["journal must be a Journal", "NoneType"], id="recover-none"),
+        pytest.param(lambda: a_turn().finish(strict=bad("no")), inert.InertTypeError,
+                     ["strict must be True or False", "str"], id="finish-strict-str"),
+        pytest.param(lambda: inert.Orchestrator({}, {}, turn_key="t", journal=bad(3)), inert.InertTypeError,
+                     ["journal must be a Journal", "int"], id="journal-int"),
+        pytest.param(lambda: inert.SqliteJournal(bad(None)), inert.InertTypeError,
+                     ["SqliteJournal takes the path", "NoneType"], id="sqlite-journal-none"),
+        pytest.param(lambda: inert.PostgresJournal(bad(None)), inert.InertTypeError,
+                     ["PostgresJournal takes a DSN", "NoneType"], id="postgres-journal-none"),
         # Already right; kept so they stay so.
         pytest.param(lambda: two_pending().verify(bad(np.float64(1))), inert.InertTypeError,
                      ["float64"], id="verify-numpy-float"),

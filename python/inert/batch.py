@@ -17,7 +17,7 @@ from .inputs import Ids, Token, TokenRows, Tokens
 from .journal import Journal
 from .report import Report
 from .runtime import ThreadEngine, ThreadRuntime, running_for
-from .turn import Released, Step, Tooling, Tools, TurnDriver, journal_for
+from .turn import Released, Step, Tooling, Tools, TurnDriver, journal_for, strict_flag
 
 __all__ = ["BatchOrchestrator"]
 
@@ -145,6 +145,7 @@ class BatchOrchestrator:
             SpeculativeEffectViolation: anything diverged (``strict``).
         """
         self._check_open()
+        strict = strict_flag(strict)
         notices = self._batch.notices(seq)  # the verifies committed them; finish forgets them
         outcomes = self._batch.finish(seq)
         driver = self._turns.pop(int(seq))

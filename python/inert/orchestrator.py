@@ -20,7 +20,7 @@ from .journal import Journal, OwnedJournal
 from .outcomes import Outcome
 from .report import Report
 from .runtime import AsyncRuntime, ThreadRuntime, running_for
-from .turn import Released, RuntimeFactory, Step, Tooling, Tools, TurnDriver, journal_for, turn_key_for
+from .turn import Released, RuntimeFactory, Step, Tooling, Tools, TurnDriver, journal_for, strict_flag, turn_key_for
 
 __all__ = ["POLICIES", "AsyncOrchestrator", "Orchestrator", "Session", "Step"]
 
@@ -365,6 +365,7 @@ class Orchestrator(_TurnView):
             StreamFinishedError: called twice.
         """
         self._s.refuse_reentry()
+        strict = strict_flag(strict)
         self._s.finish()
         runtime = self._s.runtime
         assert isinstance(runtime, ThreadRuntime)
@@ -474,6 +475,7 @@ class AsyncOrchestrator(_TurnView):
     async def finish(self, *, strict: bool = True) -> Report:
         """As ``Orchestrator.finish``, awaiting the calls."""
         runtime = self._enter()
+        strict = strict_flag(strict)
         self._s.finish()
         await runtime.drain()
         return self._s.report(strict)

@@ -31,7 +31,8 @@ from .outcomes import Outcome
 from .report import DispatchRecord, Report
 from .runtime import CallNode, Invocation, ToolBox, Tools
 
-__all__ = ["Runtime", "RuntimeFactory", "Step", "Tooling", "Tools", "TurnDriver", "journal_for", "turn_key_for"]
+__all__ = ["Runtime", "RuntimeFactory", "Step", "Tooling", "Tools", "TurnDriver", "journal_for", "strict_flag",
+           "turn_key_for"]
 
 
 
@@ -110,6 +111,13 @@ def _timeout(timeout: object) -> float | None:
     return float(timeout)
 
 
+def strict_flag(strict: object) -> bool:
+    """``finish(strict=...)``, checked: a truthy object by mistake would change what raises."""
+    if not isinstance(strict, bool):
+        raise InertTypeError(f"strict must be True or False, got {type(strict).__name__}")
+    return strict
+
+
 def turn_key_for(turn_key: object, journal: object) -> str:
     """The turn key; a unique one when none is given and nothing outlives the process."""
     if turn_key is None:
@@ -131,12 +139,16 @@ def journal_for(journal: Journal | str | os.PathLike[str] | None) -> tuple[Journ
 
     Raises:
         JournalError: the path or URI cannot be opened.
+        InertTypeError: ``journal`` is none of those.
     """
     if journal is None:
         return MemoryJournal(), None
     if isinstance(journal, (str, os.PathLike)):
         owned = open_journal(journal)
         return owned, owned
+    if not all(callable(getattr(journal, m, None)) for m in ("begin", "complete", "lookup", "entries")):
+        raise InertTypeError(f"journal must be a Journal (begin, complete, lookup, entries), the path of a SQLite "
+                             f"journal file or a PostgreSQL database, got {type(journal).__name__}")
     return journal, None
 
 

@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 from ..canonical import canonical_arguments
 from ..effects import EffectClass
-from ..errors import InertValueError, InFlightError, JournalError, StaleClaimError
+from ..errors import InertTypeError, InertValueError, InFlightError, JournalError, StaleClaimError
 from ..report import DispatchRecord
 from .postgres_connection import Timeouts, connect, connection_lost, failure, open_connection, psycopg_module, redact
 from .postgres_schema import check_schema
@@ -149,6 +149,9 @@ class PostgresJournal:
                  wait_seconds: float = 30.0, create: bool = False, connect_timeout: float = 5.0,
                  statement_timeout: float = 10.0, on_wait: Callable[[JournalEntry], None] | None = None,
                  pool_size: int = 4) -> None:
+        if not isinstance(dsn, str):
+            raise InertTypeError(f"PostgresJournal takes a DSN (a postgresql:// URI or a keyword/value "
+                                 f"connection string), got {type(dsn).__name__}")
         if not lease_seconds > 0:
             raise InertValueError(f"lease_seconds must be positive, not {lease_seconds!r}")
         if not wait_seconds >= 0:

@@ -21,7 +21,7 @@ from typing import Any, Self
 
 from ..canonical import canonical_arguments
 from ..effects import EffectClass
-from ..errors import InertValueError, JournalError, StaleClaimError
+from ..errors import InertTypeError, InertValueError, JournalError, StaleClaimError
 from ..report import DispatchRecord
 from .protocol import JournalEntry, new_entry, outcome_of, result_json, same_call, stored_json
 
@@ -195,6 +195,9 @@ class SqliteJournal:
     """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
+        if not isinstance(path, (str, os.PathLike)):
+            raise InertTypeError(f"SqliteJournal takes the path of a journal file (str or os.PathLike), "
+                                 f"got {type(path).__name__}")
         self.path = os.fspath(path)
         if os.path.isdir(self.path):
             raise JournalError(f"journal {self.path} is a directory: give the path of a journal file "
