@@ -2,7 +2,9 @@
 concluded at its deadline (or a read cancelled because its block was rejected) keeps its
 tool slot until its tool actually returns, so ``limits={"w": 1}`` never lets a second
 ``w`` run beside a first one still inside the tool (a limit guarding a non-thread-safe
-resource must hold). The caller still gets the timeout on time."""
+resource must hold). The caller still gets every timeout on time: a call waiting for a slot
+held past a deadline gives up at its own deadline without running, and an abort (a
+cleanup) never waits for a slot."""
 
 from __future__ import annotations
 
@@ -10,6 +12,8 @@ import asyncio
 import threading
 import time
 from typing import Any
+
+import pytest
 
 import inert
 from tools import WATCHDOG, block, finish_within
@@ -73,8 +77,15 @@ def test_a_timed_out_call_holds_its_tool_slot_until_its_tool_returns() -> None:
     assert not tool.second_started.wait(GRACE), "a second w ran beside the first, still inside the tool"
     tool.release.set()
     first, second = finish_within(orch).results
-    assert isinstance(first.error, inert.ToolTimeoutError) and (second.result, second.error) == (2, None)
+    assert isinstance(first.error, inert.ToolTimeoutError)
+    _ran_after_or_gave_up(second)
     assert tool.peak == 1
+
+
+def _ran_after_or_gave_up(call: inert.CallResult) -> None:
+    """The second call ran once the first's tool returned, or, if its own deadline passed
+    first while the slot was held past the first's deadline, it never ran at all."""
+    assert (call.result, call.error) == (2, None) or "could not start" in str(call.error), call
 
 
 def test_the_caller_still_gets_the_timeout_on_time() -> None:
@@ -106,7 +117,7 @@ def test_a_batch_limit_holds_across_sequences_past_a_timeout() -> None:
         assert not tool.second_started.wait(GRACE), "sequence 1's w ran beside sequence 0's, still inside"
         tool.release.set()
         assert isinstance(batch.finish(0, strict=False).results[0].error, inert.ToolTimeoutError)
-        assert batch.finish(1).results[0].result == 2
+        _ran_after_or_gave_up(batch.finish(1, strict=False).results[0])
     assert tool.peak == 1
 
 
@@ -129,7 +140,8 @@ def test_async_a_timed_out_plain_tool_holds_its_slot_until_its_thread_returns() 
         return await orch.finish(strict=False)
 
     first, second = _run(main()).results
-    assert isinstance(first.error, inert.ToolTimeoutError) and second.result == 2
+    assert isinstance(first.error, inert.ToolTimeoutError)
+    _ran_after_or_gave_up(second)
     assert tool.peak == 1
 
 
@@ -152,3 +164,128 @@ def test_async_a_cancelled_read_holds_its_slot_until_its_thread_returns() -> Non
     report = _run(main())
     assert [r.result for r in report.results] == [2] and len(report.discarded) == 1
     assert tool.peak == 1
+
+
+# -- a slot held past a deadline never holds the turn: the caller still gets every timeout --
+
+def test_a_call_behind_a_slot_held_past_a_deadline_times_out_without_running() -> None:
+    """The first w never returns (until the test ends); the second, committed, waits for its
+    slot: at its own deadline it fails without running, and finish() returns."""
+    tool = Guarded()
+    orch = inert.Orchestrator(_effects(), {"w": tool}, turn_key="t", limits={"w": 1}, timeout=0.1)
+    orch.draft([block("w", n=1), block("w", n=2)])
+    orch.verify(2)
+    try:
+        first, second = finish_within(orch).results
+    finally:
+        tool.release.set()
+    assert isinstance(first.error, inert.ToolTimeoutError) and "did not return" in str(first.error)
+    assert isinstance(second.error, inert.ToolTimeoutError) and "could not start" in str(second.error)
+    assert not tool.second_started.is_set() and tool.peak == 1
+
+
+def test_async_a_call_behind_a_slot_held_past_a_deadline_times_out_without_running() -> None:
+    tool = Guarded()
+
+    async def main() -> inert.Report:
+        orch = inert.AsyncOrchestrator(_effects(), {"w": tool}, turn_key="t", limits={"w": 1}, timeout=0.1)
+        await orch.draft([block("w", n=1), block("w", n=2)])
+        await orch.verify(2)
+        return await orch.finish(strict=False)
+
+    try:
+        _, second = _run(main()).results
+    finally:
+        tool.release.set()
+    assert "could not start" in str(second.error) and not tool.second_started.is_set()
+
+
+def test_a_batch_sequence_is_not_held_by_another_sequences_hung_tool() -> None:
+    tool = Guarded()
+    vocab = inert.Vocabulary([block("w", n=1), block("w", n=2)])
+    batch = inert.BatchOrchestrator(_effects(), {"w": tool}, vocab=vocab, limits={"w": 1}, timeout=0.1)
+    try:
+        batch.add(0, "a")
+        batch.add(1, "b")
+        batch.draft([0, 1], [[0], [1]])
+        batch.verify([0, 1], [1, 1])
+        [second] = finish_within(_Finish(batch, 1)).results
+        assert "could not start" in str(second.error)
+        finish_within(_Finish(batch, 0))
+    finally:
+        tool.release.set()
+        batch.close()
+
+
+class _Finish:
+    """``finish_within`` for one sequence of a batch."""
+
+    def __init__(self, batch: inert.BatchOrchestrator, seq: int) -> None:
+        self.batch, self.seq = batch, seq
+
+    def finish(self, strict: bool = False) -> inert.Report:
+        return self.batch.finish(self.seq, strict=strict)
+
+
+class HungCommit:
+    """A two-phase tool whose commit of n=1 never returns (until released)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.events: list[tuple[str, int]] = []
+        self.release = threading.Event()
+
+    def prepare(self, n: int) -> int:
+        with self.lock:
+            self.events.append(("prepare", n))
+        return n
+
+    def commit(self, prepared: int, *, idempotency_key: str) -> int:
+        if prepared == 1:
+            self.release.wait(3 * WATCHDOG)  # longer than the test waits for close()
+        with self.lock:
+            self.events.append(("commit", prepared))
+        return prepared
+
+    def abort(self, prepared: int) -> None:
+        with self.lock:
+            self.events.append(("abort", prepared))
+
+
+def test_an_abort_never_waits_for_a_slot_a_hung_commit_holds() -> None:
+    """Sequence 0's commit hangs past its deadline, keeping the only slot; sequence 1's call
+    is prepared and still undecided when the batch closes: its abort runs at once (a cleanup
+    needs no slot), and close() returns."""
+    tool = HungCommit()
+    vocab = inert.Vocabulary([block("t", n=1), block("t", n=2)])
+    effects = {"t": inert.ToolSpec("write", reads=lambda a: [a["n"]], writes=lambda a: [a["n"]])}
+    batch = inert.BatchOrchestrator(effects, {"t": tool}, vocab=vocab, limits={"t": 1}, timeout=0.1)
+    try:
+        batch.add(0, "a")
+        batch.add(1, "b")
+        batch.draft([1], [[1]])  # prepared first: it gives its slot back and waits for its block
+        _wait_until(lambda: ("prepare", 2) in tool.events)
+        batch.draft([0], [[0]])
+        batch.verify([0], [1])  # sequence 0 prepares and commits: the commit hangs
+        _wait_until(lambda: ("prepare", 1) in tool.events)
+        with pytest.warns(inert.TurnAbandonedWarning):
+            closed = _within(batch.close)
+        assert ("abort", 2) in tool.events and [d.name for d in closed[1].discarded] == ["t"]
+    finally:
+        tool.release.set()
+
+
+def _wait_until(condition: Any) -> None:
+    deadline = time.monotonic() + WATCHDOG
+    while not condition():
+        assert time.monotonic() < deadline, "the workers never got there"
+        time.sleep(0.01)
+
+
+def _within(fn: Any) -> Any:
+    out: list[Any] = []
+    worker = threading.Thread(target=lambda: out.append(fn()), daemon=True)
+    worker.start()
+    worker.join(WATCHDOG)
+    assert out, "it did not return: the batch hangs"
+    return out[0]

@@ -35,5 +35,5 @@ def retract(scheduler: Scheduler[CallRun], node: Node[CallRun]) -> tuple[list[No
     if node.state in (State.GATED, State.WAITING):
         return scheduler.cancel(node), False
     run.discarded = True
-    ready = scheduler.resume(node) if node.state is State.PREPARED else []  # its abort
+    ready = scheduler.resume(node, slot=False) if node.state is State.PREPARED else []  # its abort
     return ready + scheduler.abandon(node), True

@@ -24,7 +24,7 @@ import enum
 import heapq
 import itertools
 from collections import deque
-from collections.abc import Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from typing import Any, Generic, TypeVar
 
 from ..effects import EffectClass, Footprint
@@ -48,8 +48,8 @@ class State(enum.Enum):
 class Node(Generic[Owner]):
     """One call in stream order, from the moment its block closes."""
 
-    __slots__ = ("abandoned", "blockers", "dispatch", "early", "ghost", "key_waiters", "owner", "recurrences", "seq",
-                 "slot_kept", "state")
+    __slots__ = ("abandoned", "blockers", "dispatch", "early", "ghost", "has_slot", "key_waiters", "owner",
+                 "recurrences", "seq", "slot_kept", "slot_waits", "state")
 
     def __init__(self, dispatch: Dispatch, seq: int, owner: Owner) -> None:
         self.dispatch = dispatch
@@ -68,9 +68,13 @@ class Node(Generic[Owner]):
         self.abandoned = False
         """A read retracted while it runs: its result is discarded, so it holds no one back."""
         self.early = False
+        self.has_slot = False
+        """It holds one of its tool's slots (a call starts with one; an abort runs without)."""
         self.slot_kept = False
         """Finished at its deadline while its tool still runs: it keeps its tool slot until the
         tool returns (``give_slot_back``), so a limit guarding a resource holds."""
+        self.slot_waits = 0
+        """How many times it queued for a slot (tells one wait from the next)."""
 
     @property
     def bars(self) -> bool:
@@ -136,29 +140,48 @@ class Slots:
         self._limits = dict(limits or {})
         self._running: dict[str, int] = {}
         self._waiting: dict[str, list[tuple[int, Node[Any]]]] = {}
+        self._kept: dict[str, int] = {}  # slots kept by calls past their deadline, their tools still running
         self._arrivals = itertools.count()
 
     def free(self, tool: str) -> bool:
         limit = self._limits.get(tool)
         return limit is None or self._running.get(tool, 0) < limit
 
-    def take(self, tool: str) -> None:
+    def take(self, node: Node[Any]) -> None:
+        tool = node.dispatch.name
         self._running[tool] = self._running.get(tool, 0) + 1
+        node.has_slot = True
 
     def wait(self, node: Node[Any]) -> None:
+        node.slot_waits += 1
         heapq.heappush(self._waiting.setdefault(node.dispatch.name, []), (next(self._arrivals), node))
 
-    def release(self, tool: str) -> list[Node[Any]]:
-        """A call of ``tool`` gave its slot back: the calls that take slots now (marked running)."""
+    def keep(self, node: Node[Any]) -> None:
+        """Its call concluded at its deadline while its tool still runs: the slot stays taken."""
+        node.slot_kept = True
+        self._kept[node.dispatch.name] = self._kept.get(node.dispatch.name, 0) + 1
+
+    def held_past_deadlines(self, tool: str) -> bool:
+        """Whether every slot of ``tool`` is taken by a call past its deadline: a call waiting
+        for one may wait for ever (a tool that never returns), so its own deadline applies."""
+        return not self.free(tool) and self._kept.get(tool, 0) >= self._running.get(tool, 0)
+
+    def release(self, node: Node[Any]) -> list[Node[Any]]:
+        """``node`` gives its slot back: the calls that take slots now (marked running)."""
+        tool = node.dispatch.name
+        if node.slot_kept:
+            node.slot_kept = False
+            self._kept[tool] -= 1
+        node.has_slot = False
         self._running[tool] -= 1
         granted: list[Node[Any]] = []
         waiting = self._waiting.get(tool, [])
         while waiting and self.free(tool):
-            node = heapq.heappop(waiting)[1]
-            if node.state is State.WAITING:  # a call cancelled while it waited for the slot is skipped
-                node.state = State.RUNNING
-                self.take(tool)
-                granted.append(node)
+            waiter = heapq.heappop(waiting)[1]
+            if waiter.state is State.WAITING:  # a call cancelled or withdrawn while it waited is skipped
+                waiter.state = State.RUNNING
+                self.take(waiter)
+                granted.append(waiter)
         return granted
 
     def waiting(self) -> Iterable[Node[Any]]:
@@ -173,11 +196,13 @@ class Scheduler(Generic[Owner]):
         ordered: keep stream order between conflicting calls; only ``eager_unsafe`` turns it off.
         limits: tool name -> most calls of it running at once.
         slots: limits shared with other schedulers (a batch's); ``limits`` is then unused.
+        on_slot_wait: told of each call that queues for a tool slot (the runtime times the wait).
     """
 
     def __init__(self, *, ordered: bool = True, limits: dict[str, int] | None = None,
-                 slots: Slots | None = None) -> None:
+                 slots: Slots | None = None, on_slot_wait: Callable[[Node[Owner]], None] | None = None) -> None:
         self._ordered = ordered
+        self._on_slot_wait = on_slot_wait
         self._slots = slots if slots is not None else Slots(limits)
         self._seq = 0
         self._writer: dict[Hashable, Node[Owner]] = {}
@@ -190,6 +215,11 @@ class Scheduler(Generic[Owner]):
         self._by_key: dict[str, Node[Owner]] = {}  # commit key -> its latest call, while that call holds
         self.in_flight = 0
         """Permitted calls not yet done."""
+
+    @property
+    def slots(self) -> Slots:
+        """The per-tool limits it schedules under (shared in a batch)."""
+        return self._slots
 
     def add(self, dispatch: Dispatch, owner: Owner) -> Node[Owner]:
         """Places a call that just closed after every call scheduled before it."""
@@ -246,18 +276,30 @@ class Scheduler(Generic[Owner]):
             return []
         node.state = State.DONE
         self.in_flight -= 1
-        if keep_slot:
-            node.slot_kept = True
-            return self._released(node)
-        return self._released(node) + self._free_slot(node.dispatch.name)
+        ready = self._released(node)
+        if node.has_slot:
+            if keep_slot:
+                self._slots.keep(node)
+            else:
+                ready += self._slots.release(node)
+        return ready
 
     def give_slot_back(self, node: Node[Owner]) -> list[Node[Owner]]:
         """The tool of a call finished at its deadline returned: its slot is free at last.
         Returns the calls to start now (nothing if it kept no slot)."""
         if not node.slot_kept:
             return []
-        node.slot_kept = False
-        return self._free_slot(node.dispatch.name)
+        return self._slots.release(node)
+
+    def withdraw(self, node: Node[Owner], slot_wait: int) -> list[Node[Owner]]:
+        """A call gives up its wait for a tool slot (wait number ``slot_wait``) because every
+        slot is held by a call past its deadline: it ends without running, and no longer holds
+        anyone back. Returns the calls to start now; nothing if that wait is over already."""
+        if node.state is not State.WAITING or node.slot_waits != slot_wait or node.blockers > 0:
+            return []
+        node.state = State.DONE  # the slot queue skips it
+        self.in_flight -= 1
+        return self._released(node)
 
     def prepared(self, node: Node[Owner]) -> list[Node[Owner]]:
         """A two-phase call finished its first phase: it gives its tool slot back but still
@@ -266,18 +308,16 @@ class Scheduler(Generic[Owner]):
         if node.state is not State.RUNNING:
             return []
         node.state = State.PREPARED
-        return self._free_slot(node.dispatch.name)
+        return self._slots.release(node) if node.has_slot else []
 
-    def resume(self, node: Node[Owner]) -> list[Node[Owner]]:
-        """A prepared call's block was decided: its second phase runs once a tool slot is free."""
+    def resume(self, node: Node[Owner], *, slot: bool = True) -> list[Node[Owner]]:
+        """A prepared call's block was decided: its second phase runs, once a tool slot is free
+        if ``slot`` (a commit); an abort drops what was staged without waiting for one (no
+        tool that outlives its deadline may hold back a cleanup)."""
         if node.state is not State.PREPARED:
             return []
         node.state = State.WAITING
-        return self._try_start(node)
-
-    def _free_slot(self, tool: str) -> list[Node[Owner]]:
-        """Its slot goes to the next call waiting for it, which may be another scheduler's."""
-        return self._slots.release(tool)
+        return self._try_start(node, slot=slot)
 
     # -- internals --
 
@@ -343,13 +383,15 @@ class Scheduler(Generic[Owner]):
                     ready += self._try_start(waiter)
         return ready
 
-    def _try_start(self, node: Node[Owner]) -> list[Node[Owner]]:
+    def _try_start(self, node: Node[Owner], *, slot: bool = True) -> list[Node[Owner]]:
         if node.state is not State.WAITING or node.blockers > 0:
             return []
-        tool = node.dispatch.name
-        if not self._slots.free(tool):
-            self._slots.wait(node)
-            return []
+        if slot:
+            if not self._slots.free(node.dispatch.name):
+                self._slots.wait(node)
+                if self._on_slot_wait is not None:
+                    self._on_slot_wait(node)
+                return []
+            self._slots.take(node)
         node.state = State.RUNNING
-        self._slots.take(tool)
         return [node]

@@ -30,6 +30,7 @@ from ..telemetry import tool_span
 from . import lifecycle
 from .call import CallNode, CallRun, CallScheduler, Fate, abort_staged, journal_phase, stored_outcome
 from .pool import WorkerPool
+from .schedule import State
 from .tools import Invocation, enter_call
 
 __all__ = ["AsyncRuntime", "LoopError"]
@@ -59,7 +60,7 @@ class AsyncRuntime:
         self._turn_key = turn_key
         self.seq: int | None = None  # no batch runs on asyncio
         self._trace = trace
-        self._scheduler = CallScheduler(ordered=ordered, limits=limits)
+        self._scheduler = CallScheduler(ordered=ordered, limits=limits, on_slot_wait=self._slot_wait)
         self._pool = WorkerPool(max_workers, name="inert-async-tool")
         self._loop: asyncio.AbstractEventLoop | None = None
         self._idle: asyncio.Event | None = None
@@ -367,6 +368,45 @@ class AsyncRuntime:
             self._start(self._scheduler.finish(node, keep_slot=keep))
             if keep:
                 lingering.add_done_callback(lambda _: self._tool_returned(node))
+
+    def _slot_wait(self, node: CallNode) -> None:
+        """A call queued for a tool slot: as ``ThreadRuntime._slot_wait``, on the loop."""
+        timeout = node.dispatch.timeout
+        if timeout is not None and self._loop is not None:
+            self._loop.call_later(timeout, self._slot_wait_over, node, node.slot_waits)
+
+    def _slot_wait_over(self, node: CallNode, wait: int) -> None:
+        run = node.owner
+        if node.state is not State.WAITING or node.slot_waits != wait:
+            return  # it got its slot (or was retracted)
+        if not self._scheduler.slots.held_past_deadlines(node.dispatch.name):
+            self._slot_wait(node)  # calls within their deadlines hold the slots: wait on
+            return
+        ready = self._scheduler.withdraw(node, wait)
+        commit = run.started is not None  # a prepared call's commit; otherwise it never started
+        if not commit:
+            run.early, run.started = node.early, self.clock()
+            self._log.append(run)
+            if self._trace is not None:
+                self._trace.dispatch(run.record())
+        what = f"the commit of {run.dispatch.name!r}" if commit else repr(run.dispatch.name)
+        run.expire(ToolTimeoutError(
+            f"{what} could not start within {run.dispatch.timeout} s: every slot of its tool (limits=) is held by "
+            "a call past its deadline whose tool has not returned; it never ran"
+            + ("; what its prepare staged is dropped" if commit else "")), self.clock())
+        if self._trace is not None:
+            self._trace.result(run.record())
+        if commit:  # an abort needs no slot
+            self._late += 1
+            assert self._loop is not None
+            self._loop.create_task(self._drop_staged(run))
+        self._start(ready)
+
+    async def _drop_staged(self, run: CallRun) -> None:
+        try:
+            await self._abort(run)
+        finally:
+            self._late_done()
 
     def _tool_returned(self, node: CallNode) -> None:
         """The tool of a call concluded without it returned (on a worker thread or the loop)."""

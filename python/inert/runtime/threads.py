@@ -28,7 +28,7 @@ from ..telemetry import tool_span
 from . import lifecycle
 from .call import CallNode, CallRun, CallScheduler, Fate, abort_staged, journal_phase, stored_outcome
 from .pool import Deadlines, WorkerPool
-from .schedule import Slots
+from .schedule import Slots, State
 from .tools import Invocation
 
 __all__ = ["ThreadEngine", "ThreadRuntime"]
@@ -81,7 +81,7 @@ class ThreadRuntime:
         self._engine = engine if engine is not None else ThreadEngine(max_workers, limits)
         self._lock = self._engine.lock
         self._idle = threading.Condition(self._lock)
-        self._scheduler = CallScheduler(ordered=ordered, slots=self._engine.slots)
+        self._scheduler = CallScheduler(ordered=ordered, slots=self._engine.slots, on_slot_wait=self._slot_wait)
         self._pool = self._engine.pool
         self._deadlines = self._engine.deadlines
         self._log: list[CallRun] = []  # in the order the calls started
@@ -177,17 +177,19 @@ class ThreadRuntime:
         result: Any = None
         error: BaseException | None = None
         try:
-            must_run = run.begin(self._journal, self._turn_key)
-            with self._lock:
-                timed_out = run.settled
-                run.invoked = must_run and not timed_out
-            if timed_out:  # the deadline passed while the journal took the intent: do not run it now
-                return self._conclude(node)
-            if must_run:
-                with self._in_tool(node):
+            # In the tool from the intent on: a deadline that passes between the intent and the
+            # tool's call keeps the slot, which the tool then uses.
+            with self._in_tool(node):
+                must_run = run.begin(self._journal, self._turn_key)
+                with self._lock:
+                    timed_out = run.settled
+                    run.invoked = must_run and not timed_out
+                if timed_out:  # the deadline passed while the journal took the intent: do not run it now
+                    return self._conclude(node)
+                if must_run:
                     result = self._invoke(run)
-            else:
-                result, error = run.result, run.error
+                else:
+                    result, error = run.result, run.error
         except BaseException as exc:  # noqa: BLE001 - every path out of a call settles it, KeyboardInterrupt included
             error = exc
         # Settled by its deadline while the journal took the intent (and then failed): the
@@ -343,6 +345,41 @@ class ThreadRuntime:
                 return  # settled already, or queued or journaling its intent: its worker concludes it
         self._pool.abandon_one()  # its worker is stuck in the tool; the other calls keep their capacity
         self._pool.submit(lambda: _work(self._conclude(node)))  # not on the timer thread: the journal may block
+
+    def _slot_wait(self, node: CallNode) -> None:
+        """A call queued for a tool slot (lock held). A slot kept by a call past its deadline
+        comes back only when that tool returns, which may be never: the wait is checked at the
+        call's own deadline (live holders end by theirs, so waiting on them is not timed)."""
+        timeout = node.dispatch.timeout
+        if timeout is not None:
+            self._deadlines.add(timeout, partial(self._slot_wait_over, node, node.slot_waits))
+
+    def _slot_wait_over(self, node: CallNode, wait: int) -> None:
+        run = node.owner
+        with self._lock:
+            if node.state is not State.WAITING or node.slot_waits != wait:
+                return  # it got its slot (or was retracted)
+            if not self._engine.slots.held_past_deadlines(node.dispatch.name):
+                self._slot_wait(node)  # calls within their deadlines hold the slots: wait on
+                return
+            ready = self._scheduler.withdraw(node, wait)
+            commit = run.started is not None  # a prepared call's commit; otherwise it never started
+            if not commit:
+                run.early, run.started = node.early, self.clock()
+                self._log.append(run)
+            what = f"the commit of {run.dispatch.name!r}" if commit else repr(run.dispatch.name)
+            run.expire(ToolTimeoutError(
+                f"{what} could not start within {run.dispatch.timeout} s: every slot of its tool (limits=) is held "
+                "by a call past its deadline whose tool has not returned; it never ran"
+                + ("; what its prepare staged is dropped" if commit else "")), self.clock())
+            self._start(ready)
+            self._notify_if_idle()
+        if self._trace is not None:
+            if not commit:
+                self._trace.dispatch(run.record())
+            self._trace.result(run.record())
+        if commit:  # an abort needs no slot
+            self._pool.submit(self._abort_staged, run, run.prepared)
 
     def _conclude(self, node: CallNode) -> CallNode | None:
         """Journals the settled outcome, then lets later calls go; returns one of them for
