@@ -70,6 +70,12 @@ pub(super) struct Lexer {
     depth: u16,
     counting: bool,
     seen_text: bool,
+    /// `LeadingBracketOrBrace`: a tag's `]` came last, blanks aside (Mistral's
+    /// `[ARGS]`): a `[` or a string that follows is the arguments' value, so the
+    /// block ends with it even when it is no object.
+    after_tag: bool,
+    /// The string being read is such a value: its closing quote completes it.
+    string_value: bool,
 }
 
 /// What one byte did.
@@ -118,8 +124,9 @@ impl Lexer {
     /// `step` over `bytes`, outside strings and every one `quiet`.
     #[inline]
     pub(super) fn pass_quiet(&mut self, syntax: Syntax, bytes: &[u8]) {
-        if syntax != Syntax::Raw && !self.seen_text && !bytes.iter().all(u8::is_ascii_whitespace) {
+        if syntax != Syntax::Raw && (!self.seen_text || self.after_tag) && !bytes.iter().all(u8::is_ascii_whitespace) {
             self.seen_text = true;
+            self.after_tag = false;
         }
     }
 
@@ -137,6 +144,7 @@ impl Lexer {
                 self.escaped = true;
             } else if byte == self.quote {
                 self.quote = 0;
+                step.completed = std::mem::take(&mut self.string_value);
             }
             return step;
         }
@@ -144,6 +152,8 @@ impl Lexer {
         if is_quote {
             self.quote = byte;
             self.seen_text = true;
+            self.string_value = self.after_tag && !self.counting;
+            self.after_tag = false;
             return step;
         }
         step.outside = true;
@@ -152,11 +162,13 @@ impl Lexer {
         if !self.counting && opens {
             self.counting = match start {
                 StructStart::FirstBracket => true,
-                StructStart::LeadingBracketOrBrace => byte == b'{' || !self.seen_text,
+                StructStart::LeadingBracketOrBrace => byte == b'{' || !self.seen_text || self.after_tag,
             };
         }
         if !byte.is_ascii_whitespace() {
             self.seen_text = true;
+            // A tag's `]` outside the value: what follows it may be the arguments.
+            self.after_tag = !self.counting && byte == b']' && start == StructStart::LeadingBracketOrBrace;
         }
         if self.counting {
             if opens {
@@ -202,6 +214,11 @@ mod tests {
         let mistral = StructStart::LeadingBracketOrBrace;
         assert_eq!(completes_at(Syntax::Json, mistral, r#"get[ARGS]{"a": 1}"#), Some(16));
         assert_eq!(completes_at(Syntax::Json, mistral, r#"[{"name": "f"}]"#), Some(14));
+        // Arguments after a tag that are no object end with their value too.
+        assert_eq!(completes_at(Syntax::Json, mistral, r#"get[ARGS][{"a": 1}] x"#), Some(18));
+        assert_eq!(completes_at(Syntax::Json, mistral, r#"get[ARGS] "a]b" x"#), Some(14));
+        assert_eq!(completes_at(Syntax::Json, mistral, r#"get[CALL_ID]id9[ARGS][1]"#), Some(23));
+        assert_eq!(completes_at(Syntax::Json, mistral, r#"get[x] y "s" [1]"#), None, "text after the tag");
         assert_eq!(completes_at(Syntax::Json, StructStart::FirstBracket, r#"{"a": 1"#), None);
     }
 }
