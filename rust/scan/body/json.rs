@@ -30,6 +30,9 @@ impl Wire<'_> {
     fn into_call(self, text: &str, required: bool) -> Item {
         let raw = self.arguments.or(self.parameters);
         if required && raw.is_none() {
+            // A name that is no name says more (the formats that require arguments
+            // widen no names).
+            super::check_name(&self.name, "")?;
             return Err(Malformed::new(
                 MalformedKind::MissingArguments,
                 text.len(),

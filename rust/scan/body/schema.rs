@@ -92,11 +92,15 @@ impl Types {
         }
         for key in ["anyOf", "oneOf", "allOf"] {
             if let Some(Value::Array(branches)) = prop.get(key) {
-                branches.iter().for_each(|b| types.merge(Self::of_schema(b, depth + 1)));
+                for b in branches {
+                    types.merge(Self::of_schema(b, depth + 1));
+                }
             }
         }
         if let Some(Value::Array(values)) = prop.get("enum") {
-            values.iter().for_each(|v| types.add(Self::of_value(v)));
+            for v in values {
+                types.add(Self::of_value(v));
+            }
         }
         if let Some(v) = prop.get("const") {
             types.add(Self::of_value(v));
