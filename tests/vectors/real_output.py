@@ -430,6 +430,38 @@ def glm_cases(fmt: str) -> list[dict[str, Any]]:
             [C(CN_WEATHER), C(SH_WEATHER), M("unterminated")]),
         row("cut_inside_last_value_closer", fmt, two + third[: third.rindex("</arg_value>") + 5],
             [C(CN_WEATHER), C(SH_WEATHER), M("unterminated")]),
+        # The same with the request's schema, which lists `city` only: GLM passes `date` anyway.
+        row("cjk_values_schema_lacks_a_parameter", fmt, render(fmt, [CN_NOTE, CN_WEATHER]), [C(CN_NOTE), C(CN_WEATHER)],
+            schemas=CITY),
+        row("call_after_think_schema_lacks_a_parameter", fmt,
+            f"<think>I want to get the weather.</think>\n\nI will help you get the weather.\n{render(fmt, [CN_WEATHER])}",
+            [C(CN_WEATHER)], schemas=CITY),
+        row("calls_with_prose_between_schema_lacks_a_parameter", fmt,
+            f"I will check.\n{render(fmt, [CN_WEATHER])}\nAlso Shanghai.\n{render(fmt, [SH_WEATHER])}",
+            [C(CN_WEATHER), C(SH_WEATHER)], schemas=CITY),
+        row("cut_inside_last_call_schema_lacks_a_parameter", fmt, two + render(fmt, [SH_WEATHER])[:-len("01</arg_value>\n</tool_call>")],
+            [C(CN_WEATHER), C(SH_WEATHER), M("unterminated")], schemas=CITY),
+        row("closer_cut_schema_lacks_a_parameter", fmt, render(fmt, [CN_WEATHER]).removesuffix("</tool_call>"),
+            [C(CN_WEATHER)], schemas=CITY),
+    ]
+
+
+CITY = {"get_weather": {"type": "object", "properties": {"city": {"type": "string"}}}}
+
+
+def schema_lacks_cases(fmt: str) -> list[dict[str, Any]]:
+    """A parameter the request's schema does not list, passed anyway, is a parameter when
+    it closes and the call parses; spelled inside a value with text after it, it is text."""
+    if fmt not in XML_FORMATS:
+        return []
+    code = "x = 1\n" + param(fmt, "date", "2025-08-01") + "print(x)"
+    return [
+        row("parameter_the_schema_lacks", fmt, xml_call(fmt, "get_weather", [("city", "Paris"), ("date", "2025-08-01")]),
+            [C(("get_weather", {"city": "Paris", "date": "2025-08-01"}))], schemas=CITY),
+        row("parameter_the_schema_lacks_first", fmt, xml_call(fmt, "get_weather", [("date", "2025-08-01"), ("city", "Paris")]),
+            [C(("get_weather", {"date": "2025-08-01", "city": "Paris"}))], schemas=CITY),
+        row("parameter_the_schema_lacks_inside_code", fmt, xml_call(fmt, "get_weather", [("city", code)]),
+            [C(("get_weather", {"city": code}))], schemas=CITY),
     ]
 
 
@@ -532,4 +564,4 @@ def real_cases(fmt: str) -> list[dict[str, Any]]:
     return (reasoning_cases(fmt) + SPECIAL_REASONING.get(fmt, []) + end_of_turn_cases(fmt) + sibling_cases(fmt)
             + name_cases(fmt) + SPECIAL_NAMES.get(fmt, []) + string_arguments_cases(fmt) + xml_cases(fmt)
             + layout_cases(fmt) + MORE.get(fmt, []) + glm_cases(fmt) + dsml_cases(fmt) + minimax_line_cases(fmt)
-            + mistral_cases(fmt) + number_cases(fmt) + untyped_cases(fmt))
+            + mistral_cases(fmt) + number_cases(fmt) + untyped_cases(fmt) + schema_lacks_cases(fmt))
