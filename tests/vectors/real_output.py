@@ -303,6 +303,8 @@ def xml_cases(fmt: str) -> list[dict[str, Any]]:
                       "items": [{"status": "pending"}, 1]}))], schemas=TYPED),
         row("object_as_json_string", fmt, xml_call(fmt, "f", [("obj", '"{\\"k\\": 1}"')]),
             [C(("f", {"obj": {"k": 1}}))], schemas=TYPED),
+        row("array_written_escaped", fmt, xml_call(fmt, "f", [("items", '[{\\"status\\": \\"pending\\", \\"n\\": 1}]')]),
+            [C(("f", {"items": [{"status": "pending", "n": 1}]}))], schemas=TYPED),
         row("object_as_json_string_of_python_repr", fmt, xml_call(fmt, "f", [("obj", "\"{'k': 'v', 'n': 1}\"")]),
             [C(("f", {"obj": {"k": "v", "n": 1}}))], schemas=TYPED),
         row("non_finite_number", fmt, xml_call(fmt, "f", [("x", "1e999")]), [M("non_finite")], schemas=TYPED),

@@ -223,6 +223,11 @@ impl Schemas {
                     if let Some(v) = value.and_then(|v| Types::satisfied(bit, v)) {
                         return Ok(v);
                     }
+                    if value.is_none() && matches!(bit, Types::OBJECT | Types::ARRAY) {
+                        if let Some(v) = escaped(raw).and_then(|s| Types::satisfied(bit, &s)) {
+                            return Ok(v);
+                        }
+                    }
                 }
             }
         }
@@ -271,6 +276,16 @@ impl Schemas {
                 _ => false,
             }
     }
+}
+
+/// `raw` read as the inside of a JSON string, when it is escaped like one
+/// (`[{\"id\": 1}]`: models escape the quotes of JSON they write as a raw value).
+fn escaped(raw: &str) -> Option<Value> {
+    let text = raw.trim();
+    if !text.contains("\\\"") {
+        return None;
+    }
+    serde_json::from_str::<String>(&format!("\"{text}\"")).ok().map(Value::String)
 }
 
 /// `raw` as a JSON value, else as a Python literal; `None` when it is neither.
@@ -332,6 +347,12 @@ mod tests {
         assert_eq!(typed("n", "not json"), json!("not json"), "text that decodes to nothing stays text");
         assert_eq!(typed("u", "3"), json!(3), "an untyped parameter is decoded when it can be");
         assert_eq!(typed("e", "x"), json!("x"));
+        assert_eq!(
+            typed("a", r#"[{\"id\": \"1\", \"p\": \"C:\\\\x\"}]"#),
+            json!([{"id": "1", "p": "C:\\x"}]),
+            "escaped JSON"
+        );
+        assert_eq!(typed("s", r#"[{\"id\": 1}]"#), json!(r#"[{\"id\": 1}]"#), "a string stays as written");
         assert_eq!(schemas().typed("g", "n", "1", false).unwrap(), json!("1"), "no schema: text");
         for bad in ["1e999", "inf", "-Infinity", "[1, nan]"] {
             assert_eq!(schemas().typed("f", "n", bad, false).unwrap_err().kind, MalformedKind::NonFinite, "{bad}");
