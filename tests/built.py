@@ -46,9 +46,6 @@ be written there; in the other layouts the name's own syntax ends it (``to=funct
 is the name ``a``), so a bad name is not a layout the model can write.
 Kimi K2's name is its id (``invalid_id``, tested in the vectors)."""
 FLAWS["deepseek_v32"] += ["non_finite", "invalid_json"]  # its string="false" values are JSON
-# Mistral's block ends on its argument object's closing brace: arguments that are no object
-# never end it (and a later [TOOL_CALLS] is read as part of it), so that flaw is not built.
-FLAWS["mistral"].remove("arguments_not_object")
 for _f in ("deepseek_v31", "mistral", "kimi_k2"):
     FLAWS[_f].append("invalid_name")  # the name runs up to the next tag: any text fits
 

@@ -106,6 +106,8 @@ def test_a_value_holding_the_formats_own_tags_round_trips_with_a_schema(fmt: str
 BAD_OBJECTS = [('{"name": "b", "arguments": 7}', "arguments_not_object"), ('{"arguments": {}}', "missing_name"),
                ('{"name": "b", "arguments": {"x": 1e999}}', "non_finite"), ('{"name": "a b"}', "invalid_name"),
                ('{"name": "b", "arguments": {"x": }}', "invalid_json"), ("[1]", "invalid_json")]
+MISSING_ARGUMENTS = {"minimax": [('{"name": "b"}', "missing_arguments")]}
+"""MiniMax's template writes every call's arguments: a line without them is no whole call."""
 BAD_CALLS = [("calc(x=1e999)", "non_finite"), ("f(x=b'z')", "invalid_literal"), ("f(1)", "invalid_literal"),
              ("f(a=1, a=2)", "duplicate_argument")]
 WRAP = {"granite": ("<|tool_call|>[", ", ", "]"), "jamba": ("<tool_calls>[", ", ", "]</tool_calls>"),
@@ -127,7 +129,7 @@ def test_broken_siblings_keep_the_valid_calls_each_with_its_own_key(fmt: str, da
     open_, sep, close = WRAP[fmt]
     elements = data.draw(st.lists(st.one_of(
         st.tuples(names, st.dictionaries(keys, json_values, max_size=2)),
-        st.sampled_from(BAD_CALLS if fmt == "pythonic" else BAD_OBJECTS),
+        st.sampled_from(BAD_CALLS if fmt == "pythonic" else BAD_OBJECTS + MISSING_ARGUMENTS.get(fmt, [])),
     ), min_size=1, max_size=5))
     texts, want = [], []
     for e in elements:

@@ -1,7 +1,9 @@
 """The format vectors (tests/vectors/*.jsonl: layouts; tests/vectors/real/*.jsonl:
 what real models write): one-shot parse, and streaming in seeded random
 chunkings, both give exactly the expected calls, malformed blocks (with their
-kinds) and reasoning notices, in order."""
+kinds) and reasoning notices, in order; speculative runs (draft windows,
+corrupted drafts, corrections) release exactly what the one-shot stream does,
+and each committed call's streamed arguments parse to its arguments."""
 
 from __future__ import annotations
 
@@ -11,6 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_streaming import one_shot, speculated
 
 import inert
 from speculation import chunk
@@ -79,3 +84,17 @@ def test_vector(row: dict[str, Any]) -> None:
                     for o in outcomes if isinstance(o, inert.CallCommitted | inert.BlockMalformed)]
         assert len(streamed) == len(want) and comparable(streamed, want) == want, pieces
         assert len(s.notices()) == unopened, pieces
+
+
+@pytest.mark.parametrize("row", ROWS, ids=[f"{r['format']}-{r['case']}" for r in ROWS])
+@settings(max_examples=3, deadline=None)
+@given(data=st.data())
+def test_vector_streams_under_speculation_as_one_shot(row: dict[str, Any], data: st.DataObject) -> None:
+    raw = row["output"].encode()
+    final, outcomes = one_shot(raw, row["format"], **options(row))
+    calls = [o.call for o in outcomes if isinstance(o, inert.CallCommitted)]
+    clean = [i for i in sorted(final.starts) if i not in final.marks]
+    assert [final.starts[i]["function"]["name"] for i in clean] == [c.name for c in calls]
+    for i, call in zip(clean, calls, strict=True):
+        assert json.loads(final.arguments[i]) == call.arguments, (final.arguments[i], call.arguments)
+    assert speculated(raw, row["format"], data, final, **options(row)) == final

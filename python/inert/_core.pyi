@@ -46,6 +46,7 @@ _MalformedKind: TypeAlias = Literal[
     "invalid_id",
     "duplicate_argument",
     "non_finite",
+    "missing_arguments",
 ]
 
 @final

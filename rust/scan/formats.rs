@@ -47,6 +47,7 @@ fn delimited(name: &str, open: &[&str], close: &[&str], syntax: Syntax, body: Bo
         reasoning: Some(Reasoning::pair("<think>", "</think>")),
         name_chars: String::new(),
         framing: None,
+        arguments_required: false,
     }
 }
 
@@ -157,7 +158,12 @@ pub fn builtin(name: &str) -> Result<FormatSpec, CoreError> {
             Body::JsonObject,
         ),
         // Jamba writes an array, MiniMax one object per line; JsonObjects reads both.
-        "jamba" | "minimax" => delimited(name, &["<tool_calls>"], &["</tool_calls>"], Syntax::Json, Body::JsonObjects),
+        "jamba" => delimited(name, &["<tool_calls>"], &["</tool_calls>"], Syntax::Json, Body::JsonObjects),
+        // MiniMax's template writes every call's arguments: a line without them is no whole call.
+        "minimax" => FormatSpec {
+            arguments_required: true,
+            ..delimited(name, &["<tool_calls>"], &["</tool_calls>"], Syntax::Json, Body::JsonObjects)
+        },
         "xlam" => anchored(name, &["```json", "```", "</think>"], b"[", b"", Syntax::Json, Body::JsonObjects),
         // Phi-4-mini also writes `functools[…]`, which ends on its bracket.
         "phi4_mini_json" => FormatSpec {

@@ -70,6 +70,20 @@ pub(super) struct Lexer {
     depth: u16,
     counting: bool,
     seen_text: bool,
+    tagged: Tagged,
+}
+
+/// `LeadingBracketOrBrace` only: where the lexer stands relative to a tag's `]`
+/// (Mistral's `[ARGS]`), after which a `[` or a string is the arguments' value,
+/// so the block ends with it even when it is no object.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+enum Tagged {
+    #[default]
+    No,
+    /// A tag's `]` came last, blanks aside.
+    AfterTag,
+    /// In a string that is such a value: its closing quote completes it.
+    StringValue,
 }
 
 /// What one byte did.
@@ -118,8 +132,12 @@ impl Lexer {
     /// `step` over `bytes`, outside strings and every one `quiet`.
     #[inline]
     pub(super) fn pass_quiet(&mut self, syntax: Syntax, bytes: &[u8]) {
-        if syntax != Syntax::Raw && !self.seen_text && !bytes.iter().all(u8::is_ascii_whitespace) {
+        if syntax != Syntax::Raw
+            && (!self.seen_text || self.tagged == Tagged::AfterTag)
+            && !bytes.iter().all(u8::is_ascii_whitespace)
+        {
             self.seen_text = true;
+            self.tagged = Tagged::No;
         }
     }
 
@@ -137,6 +155,7 @@ impl Lexer {
                 self.escaped = true;
             } else if byte == self.quote {
                 self.quote = 0;
+                step.completed = std::mem::take(&mut self.tagged) == Tagged::StringValue;
             }
             return step;
         }
@@ -144,6 +163,8 @@ impl Lexer {
         if is_quote {
             self.quote = byte;
             self.seen_text = true;
+            let value = self.tagged == Tagged::AfterTag && !self.counting;
+            self.tagged = if value { Tagged::StringValue } else { Tagged::No };
             return step;
         }
         step.outside = true;
@@ -152,11 +173,16 @@ impl Lexer {
         if !self.counting && opens {
             self.counting = match start {
                 StructStart::FirstBracket => true,
-                StructStart::LeadingBracketOrBrace => byte == b'{' || !self.seen_text,
+                StructStart::LeadingBracketOrBrace => {
+                    byte == b'{' || !self.seen_text || self.tagged == Tagged::AfterTag
+                }
             };
         }
         if !byte.is_ascii_whitespace() {
             self.seen_text = true;
+            // A tag's `]` outside the value: what follows it may be the arguments.
+            let tag_end = !self.counting && byte == b']' && start == StructStart::LeadingBracketOrBrace;
+            self.tagged = if tag_end { Tagged::AfterTag } else { Tagged::No };
         }
         if self.counting {
             if opens {
@@ -202,6 +228,11 @@ mod tests {
         let mistral = StructStart::LeadingBracketOrBrace;
         assert_eq!(completes_at(Syntax::Json, mistral, r#"get[ARGS]{"a": 1}"#), Some(16));
         assert_eq!(completes_at(Syntax::Json, mistral, r#"[{"name": "f"}]"#), Some(14));
+        // Arguments after a tag that are no object end with their value too.
+        assert_eq!(completes_at(Syntax::Json, mistral, r#"get[ARGS][{"a": 1}] x"#), Some(18));
+        assert_eq!(completes_at(Syntax::Json, mistral, r#"get[ARGS] "a]b" x"#), Some(14));
+        assert_eq!(completes_at(Syntax::Json, mistral, "get[CALL_ID]id9[ARGS][1]"), Some(23));
+        assert_eq!(completes_at(Syntax::Json, mistral, r#"get[x] y "s" [1]"#), None, "text after the tag");
         assert_eq!(completes_at(Syntax::Json, StructStart::FirstBracket, r#"{"a": 1"#), None);
     }
 }

@@ -36,11 +36,13 @@ pub enum MalformedKind {
     DuplicateArgument,
     /// A number that JSON cannot hold (`1e999`, `inf`, `nan`).
     NonFinite,
+    /// A call object without the arguments its format always writes (MiniMax).
+    MissingArguments,
 }
 
 impl MalformedKind {
     /// Every kind, in declaration order.
-    pub const ALL: [Self; 13] = [
+    pub const ALL: [Self; 14] = [
         Self::Unterminated,
         Self::TooLarge,
         Self::InvalidUtf8,
@@ -54,6 +56,7 @@ impl MalformedKind {
         Self::InvalidId,
         Self::DuplicateArgument,
         Self::NonFinite,
+        Self::MissingArguments,
     ];
 
     /// The kind's stable name, as Python and traces spell it.
@@ -73,6 +76,7 @@ impl MalformedKind {
             Self::InvalidId => "invalid_id",
             Self::DuplicateArgument => "duplicate_argument",
             Self::NonFinite => "non_finite",
+            Self::MissingArguments => "missing_arguments",
         }
     }
 }

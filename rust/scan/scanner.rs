@@ -667,7 +667,12 @@ impl Scanner {
     }
 
     fn parse(&self, text: &[u8], body: Range<usize>, cut: bool) -> Vec<Item> {
-        let cx = Context { schemas: &self.schemas, name_chars: &self.spec.name_chars, cut };
+        let cx = Context {
+            schemas: &self.schemas,
+            name_chars: &self.spec.name_chars,
+            cut,
+            arguments_required: self.spec.arguments_required,
+        };
         let len = body.len();
         match std::str::from_utf8(&text[body]) {
             Err(e) => {

@@ -116,6 +116,9 @@ pub struct FormatSpec {
     pub name_chars: String,
     /// The format's message framing, hidden from streamed content (`None`: none).
     pub framing: Option<Framing>,
+    /// JSON call objects always write their arguments (MiniMax's template): an
+    /// object without them is `missing_arguments`, not a call with none.
+    pub arguments_required: bool,
 }
 
 impl FormatSpec {
@@ -260,6 +263,7 @@ impl FormatSpec {
             reasoning,
             name_chars: c.name_chars,
             framing: None,
+            arguments_required: false,
         };
         spec.check()?;
         Ok(spec)

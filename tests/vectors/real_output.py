@@ -303,6 +303,8 @@ def xml_cases(fmt: str) -> list[dict[str, Any]]:
                       "items": [{"status": "pending"}, 1]}))], schemas=TYPED),
         row("object_as_json_string", fmt, xml_call(fmt, "f", [("obj", '"{\\"k\\": 1}"')]),
             [C(("f", {"obj": {"k": 1}}))], schemas=TYPED),
+        row("array_written_escaped", fmt, xml_call(fmt, "f", [("items", '[{\\"status\\": \\"pending\\", \\"n\\": 1}]')]),
+            [C(("f", {"items": [{"status": "pending", "n": 1}]}))], schemas=TYPED),
         row("object_as_json_string_of_python_repr", fmt, xml_call(fmt, "f", [("obj", "\"{'k': 'v', 'n': 1}\"")]),
             [C(("f", {"obj": {"k": "v", "n": 1}}))], schemas=TYPED),
         row("non_finite_number", fmt, xml_call(fmt, "f", [("x", "1e999")]), [M("non_finite")], schemas=TYPED),
@@ -402,7 +404,166 @@ MORE: dict[str, list[dict[str, Any]]] = {
 }
 
 
+# -- what real models write, the rest: GLM edge cases, DSML typing, MiniMax lines, numbers ------------
+
+CN_WEATHER: Call = ("get_weather", {"city": "北京", "date": "2025-08-01"})
+CN_NOTE: Call = ("send_message", {"recipient": "张伟", "message": "明天下午三点开会，记得带伞☔。谢谢！"})
+SH_WEATHER: Call = ("get_weather", {"city": "上海", "date": "2025-08-01"})
+
+
+def glm_cases(fmt: str) -> list[dict[str, Any]]:
+    if fmt not in ("glm45", "glm47"):
+        return []
+    two = render(fmt, [CN_WEATHER, SH_WEATHER])
+    third = render(fmt, [CN_NOTE])
+    return [
+        row("cjk_values", fmt, render(fmt, [CN_NOTE, CN_WEATHER]), [C(CN_NOTE), C(CN_WEATHER)]),
+        row("call_after_think", fmt,
+            f"<think>用户想知道北京的天气，我应该调用 {render(fmt, [DELETE])} 不，应该用 get_weather。</think>\n"
+            f"好的，我来查询。\n{render(fmt, [CN_WEATHER])}", [C(CN_WEATHER)]),
+        row("calls_with_prose_between", fmt,
+            f"I will help you get the weather info.\n\n{render(fmt, [CN_WEATHER])}\n\n"
+            f"meanwhile, I will also check the weather in Shanghai.\n\n{render(fmt, [SH_WEATHER])}\nDone.",
+            [C(CN_WEATHER), C(SH_WEATHER)]),
+        # Cut inside the last call: inside a CJK value, inside a key, right after the name.
+        row("cut_inside_last_cjk_value", fmt, two + third[: third.index("记得")], [C(CN_WEATHER), C(SH_WEATHER), M("unterminated")]),
+        row("cut_inside_last_key", fmt, two + third[: third.index("recip") + 3], [C(CN_WEATHER), C(SH_WEATHER), M("unterminated")]),
+        row("cut_after_last_name", fmt, two + third[: third.index("send_message") + len("send_message")],
+            [C(CN_WEATHER), C(SH_WEATHER), M("unterminated")]),
+        row("cut_inside_last_value_closer", fmt, two + third[: third.rindex("</arg_value>") + 5],
+            [C(CN_WEATHER), C(SH_WEATHER), M("unterminated")]),
+        # The same with the request's schema, which lists `city` only: GLM passes `date` anyway.
+        row("cjk_values_schema_lacks_a_parameter", fmt, render(fmt, [CN_NOTE, CN_WEATHER]), [C(CN_NOTE), C(CN_WEATHER)],
+            schemas=CITY),
+        row("call_after_think_schema_lacks_a_parameter", fmt,
+            f"<think>I want to get the weather.</think>\n\nI will help you get the weather.\n{render(fmt, [CN_WEATHER])}",
+            [C(CN_WEATHER)], schemas=CITY),
+        row("calls_with_prose_between_schema_lacks_a_parameter", fmt,
+            f"I will check.\n{render(fmt, [CN_WEATHER])}\nAlso Shanghai.\n{render(fmt, [SH_WEATHER])}",
+            [C(CN_WEATHER), C(SH_WEATHER)], schemas=CITY),
+        row("cut_inside_last_call_schema_lacks_a_parameter", fmt, two + render(fmt, [SH_WEATHER])[:-len("01</arg_value>\n</tool_call>")],
+            [C(CN_WEATHER), C(SH_WEATHER), M("unterminated")], schemas=CITY),
+        row("closer_cut_schema_lacks_a_parameter", fmt, render(fmt, [CN_WEATHER]).removesuffix("</tool_call>"),
+            [C(CN_WEATHER)], schemas=CITY),
+    ]
+
+
+CITY = {"get_weather": {"type": "object", "properties": {"city": {"type": "string"}}}}
+
+
+def schema_lacks_cases(fmt: str) -> list[dict[str, Any]]:
+    """A parameter the request's schema does not list, passed anyway, is a parameter when
+    it closes and the call parses; spelled inside a value with text after it, it is text."""
+    if fmt not in XML_FORMATS:
+        return []
+    code = "x = 1\n" + param(fmt, "date", "2025-08-01") + "print(x)"
+    return [
+        row("parameter_the_schema_lacks", fmt, xml_call(fmt, "get_weather", [("city", "Paris"), ("date", "2025-08-01")]),
+            [C(("get_weather", {"city": "Paris", "date": "2025-08-01"}))], schemas=CITY),
+        row("parameter_the_schema_lacks_first", fmt, xml_call(fmt, "get_weather", [("date", "2025-08-01"), ("city", "Paris")]),
+            [C(("get_weather", {"date": "2025-08-01", "city": "Paris"}))], schemas=CITY),
+        row("parameter_the_schema_lacks_inside_code", fmt, xml_call(fmt, "get_weather", [("city", code)]),
+            [C(("get_weather", {"city": code}))], schemas=CITY),
+    ]
+
+
+MULTI = {"f": {"type": "object", "properties": {
+    "is": {"type": ["integer", "string"]}, "si": {"type": ["string", "integer"]},
+    "ns": {"anyOf": [{"type": "number"}, {"type": "string"}]}, "bs": {"anyOf": [{"type": "boolean"}, {"type": "string"}]},
+    "os": {"anyOf": [{"type": "object"}, {"type": "string"}]}, "nis": {"type": ["null", "integer", "string"]},
+}}}
+
+
+def dsml(name: str, params: list[tuple[str, str, bool]], close: bool = True) -> str:
+    """A DeepSeek V3.2 invoke with each value as written and its string= mark."""
+    body = "".join(f'<｜DSML｜parameter name="{k}" string="{str(s).lower()}">{v}</｜DSML｜parameter>\n' for k, v, s in params)
+    return f'<｜DSML｜invoke name="{name}">\n{body}' + ("</｜DSML｜invoke>\n" if close else "")
+
+
+def dsml_cases(fmt: str) -> list[dict[str, Any]]:
+    if fmt != "deepseek_v32":
+        return []
+    fc, end = "<｜DSML｜function_calls>\n", "</｜DSML｜function_calls>"
+    # The schema's types in its order: the first the value satisfies (string="true" or not).
+    typed = [("is", "42", True), ("si", "42", True), ("ns", "2.5", True), ("bs", "true", True),
+             ("os", '{"k": [1]}', True), ("nis", "7", False)]
+    fallback = [("is", "forty-two", True), ("si", "42", False), ("ns", "n/a", False), ("nis", "null", True)]
+    get = dsml("get_weather", [("city", "Paris", True)])
+    return [
+        row("several_types_take_the_first_the_value_satisfies", fmt, fc + dsml("f", typed) + end,
+            [C(("f", {"is": 42, "si": "42", "ns": 2.5, "bs": True, "os": {"k": [1]}, "nis": 7}))], schemas=MULTI),
+        row("several_types_fall_through_in_order", fmt, fc + dsml("f", fallback) + end,
+            [C(("f", {"is": "forty-two", "si": 42, "ns": "n/a", "nis": None}))], schemas=MULTI),
+        # The turn ends before the last invoke's closer: a whole body is a call, a cut one is not.
+        row("invoke_closer_missing_at_end_of_turn", fmt, fc + get + dsml("get_time", [("zone", "PST", True)], close=False),
+            [C(WEATHER), C(TIME)]),
+        row("invoke_cut_inside_its_value_at_end_of_turn", fmt,
+            fc + get + dsml("get_time", [("zone", "PST", True)], close=False)[:-len("ST</｜DSML｜parameter>\n")],
+            [C(WEATHER), M("unterminated")]),
+        row("section_closed_before_the_invoke", fmt, fc + get + dsml("get_time", [("zone", "PST", True)], close=False) + end,
+            [C(WEATHER), M("unterminated")]),
+    ]
+
+
+def minimax_line_cases(fmt: str) -> list[dict[str, Any]]:
+    if fmt != "minimax":
+        return []
+    lines = [obj(WEATHER), '{"name": "missing_args"}', '{"arguments": {"city": "Portland"}}', obj(TIME)]
+    return [
+        row("line_missing_name_or_arguments", fmt, "<tool_calls>\n" + "\n".join(lines) + "\n</tool_calls>",
+            [C(WEATHER), M("missing_arguments"), M("missing_name"), C(TIME)]),
+        row("empty_arguments_are_arguments", fmt, "<tool_calls>\n" + obj(LIST) + "\n" + obj(TIME) + "\n</tool_calls>",
+            [C(LIST), C(TIME)]),
+    ]
+
+
+def mistral_cases(fmt: str) -> list[dict[str, Any]]:
+    if fmt != "mistral":
+        return []
+    nxt = render(fmt, [TIME])
+    out = []
+    for slug, args, kind in [("string", '"Paris"', "arguments_not_object"), ("number", "7", "arguments_not_object"),
+                             ("array", '["Paris"]', "arguments_not_object"), ("bool", "true", "arguments_not_object"),
+                             ("objects", '[{"city": "Paris"}]', "arguments_not_object"),
+                             ("prose", "Paris please", "invalid_json")]:
+        out.append(row(f"arguments_{slug}_then_next_call", fmt, f"[TOOL_CALLS]get_weather[ARGS]{args}{nxt}",
+                       [M(kind), C(TIME)]))
+        if kind == "arguments_not_object":  # the block ends with its value: the prose after is prose
+            out.append(row(f"arguments_{slug}_then_prose_then_next_call", fmt,
+                           f"[TOOL_CALLS]get_weather[ARGS]{args} Let me also check the time. {nxt}", [M(kind), C(TIME)]))
+    return out
+
+
+BIG = 10**29 + 1
+BIG_ARGS = {"n": BIG, "m": -BIG, "l": [BIG, -BIG, 3], "o": {"k": -(10**40)}}
+BIG_SCHEMA = {"f": {"type": "object", "properties": {
+    "n": {"type": "integer"}, "m": {"type": "integer"}, "l": {"type": "array"}, "o": {"type": "object"}}}}
+
+
+def number_cases(fmt: str) -> list[dict[str, Any]]:
+    """Integers past 64 bits, positive and negative, stay exact (never 1e29)."""
+    extra = {"schemas": BIG_SCHEMA} if fmt in XML_FORMATS else {}
+    return [row("integers_past_64_bits", fmt, render(fmt, [("f", BIG_ARGS)]), [C(("f", BIG_ARGS))], **extra)]
+
+
+UNTYPED = [("n", "42"), ("flag", "true"), ("py", "True"), ("none", "None"), ("nul", "null"), ("obj", '{"a": 1}'),
+           ("html", "&lt;div&gt; &amp; <b>x</b>")]
+
+
+def untyped_cases(fmt: str) -> list[dict[str, Any]]:
+    """Without a schema a raw-text value is the text the model wrote: no guess at its type,
+    no entity decoding (see docs/formats.md)."""
+    if fmt not in XML_FORMATS:
+        return []
+    if fmt == "deepseek_v32":
+        written = [(k, v, True) for k, v in UNTYPED] + [("j", '{"a": 1}', False), ("k", "null", False)]
+        text = "<｜DSML｜function_calls>\n" + dsml("f", written) + "</｜DSML｜function_calls>"
+        return [row("untyped_values_follow_the_mark", fmt, text, [C(("f", {**dict(UNTYPED), "j": {"a": 1}, "k": None}))])]
+    return [row("untyped_values_are_text", fmt, xml_call(fmt, "f", UNTYPED), [C(("f", dict(UNTYPED)))])]
+
+
 def real_cases(fmt: str) -> list[dict[str, Any]]:
     return (reasoning_cases(fmt) + SPECIAL_REASONING.get(fmt, []) + end_of_turn_cases(fmt) + sibling_cases(fmt)
             + name_cases(fmt) + SPECIAL_NAMES.get(fmt, []) + string_arguments_cases(fmt) + xml_cases(fmt)
-            + layout_cases(fmt) + MORE.get(fmt, []))
+            + layout_cases(fmt) + MORE.get(fmt, []) + glm_cases(fmt) + dsml_cases(fmt) + minimax_line_cases(fmt)
+            + mistral_cases(fmt) + number_cases(fmt) + untyped_cases(fmt) + schema_lacks_cases(fmt))

@@ -25,8 +25,20 @@ struct Wire<'a> {
 
 impl Wire<'_> {
     /// The call; `text` is the JSON the wire was read from, for error offsets.
-    fn into_call(self, text: &str) -> Item {
+    /// `required`: the format always writes the arguments, so an object without
+    /// them is not a whole call (MiniMax's lines), never a call with none.
+    fn into_call(self, text: &str, required: bool) -> Item {
         let raw = self.arguments.or(self.parameters);
+        if required && raw.is_none() {
+            // A name that is no name says more (the formats that require arguments
+            // widen no names).
+            super::check_name(&self.name, "")?;
+            return Err(Malformed::new(
+                MalformedKind::MissingArguments,
+                text.len(),
+                format!("the call of {:?} has no \"arguments\"", self.name),
+            ));
+        }
         let raw_text = raw.map_or("{}", RawValue::get);
         let base = raw.map_or(0, |r| offset_in(text, r.get()));
         let mut call = arguments_call(self.name, raw_text).map_err(|m| m.shifted(base))?;
@@ -101,34 +113,40 @@ fn wire_error(text: &str, e: &serde_json::Error) -> Malformed {
 
 /// Exactly one call object.
 pub(super) fn object_call(text: &str) -> Item {
+    call_object(text, false)
+}
+
+/// One call object; `required`: its arguments must be written.
+fn call_object(text: &str, required: bool) -> Item {
     let wire: Wire<'_> = serde_json::from_str(text).map_err(|e| wire_error(text, &e))?;
-    wire.into_call(text)
+    wire.into_call(text, required)
 }
 
 /// The call object at `at` in `text`.
-fn element(text: &str, at: Range<usize>) -> Item {
-    object_call(&text[at.clone()]).map_err(|m| m.shifted(at.start))
+fn element(text: &str, at: Range<usize>, required: bool) -> Item {
+    call_object(&text[at.clone()], required).map_err(|m| m.shifted(at.start))
 }
 
 /// An array of call objects, or call objects separated by whitespace, `;` or `,`.
 /// Read in one pass while every object is a call object; from the first that is
 /// not, each element is split out and read on its own, so it keeps its siblings.
-pub(super) fn object_calls(text: &str, cut: bool) -> Vec<Item> {
+/// `required`: every call object must write its arguments (see `Wire::into_call`).
+pub(super) fn object_calls(text: &str, cut: bool, required: bool) -> Vec<Item> {
     let start = text.len() - text.trim_start().len();
     if !text[start..].starts_with('[') {
-        let (leading, rest) = leading_objects(text, start);
+        let (leading, rest) = leading_objects(text, start, required);
         let mut items: Vec<Item> = leading.into_iter().map(|(_, item)| item).collect();
-        items.extend(sequence(text, rest).into_iter().map(|r| element(text, r)));
+        items.extend(sequence(text, rest).into_iter().map(|r| element(text, r, required)));
         return items;
     }
     if let Ok(wires) = serde_json::from_str::<Vec<Wire<'_>>>(&text[start..]) {
-        return wires.into_iter().map(|w| w.into_call(text)).collect();
+        return wires.into_iter().map(|w| w.into_call(text, required)).collect();
     }
     let (elements, end) = array(text, start + 1);
-    let mut items: Vec<Item> = elements.into_iter().map(|r| element(text, r)).collect();
+    let mut items: Vec<Item> = elements.into_iter().map(|r| element(text, r, required)).collect();
     match end {
         // More after the array (MiniMax's lines, one of which was an array): read on, each its own item.
-        Some(end) => items.extend(sequence(text, end).into_iter().map(|r| element(text, r))),
+        Some(end) => items.extend(sequence(text, end).into_iter().map(|r| element(text, r, required))),
         // An array that never closed, after objects that all parsed: say so once.
         None if !cut && items.last().is_none_or(Result::is_ok) => {
             items.push(Err(Malformed::new(MalformedKind::Layout, text.len(), "the call array is not closed")));
@@ -144,7 +162,7 @@ pub(super) fn object_calls(text: &str, cut: bool) -> Vec<Item> {
 pub(super) fn object_item_starts(text: &str) -> Vec<usize> {
     let start = text.len() - text.trim_start().len();
     if !text[start..].starts_with('[') {
-        let (leading, rest) = leading_objects(text, start);
+        let (leading, rest) = leading_objects(text, start, false);
         let starts = leading.into_iter().map(|(at, _)| at);
         return starts.chain(sequence(text, rest).into_iter().map(|r| r.start)).collect();
     }
@@ -156,7 +174,7 @@ pub(super) fn object_item_starts(text: &str) -> Vec<usize> {
 
 /// The call objects of a sequence from `from`, each with where it starts, read in one
 /// pass up to the first that is not one; returns them and where the rest starts.
-fn leading_objects(text: &str, from: usize) -> (Vec<(usize, Item)>, usize) {
+fn leading_objects(text: &str, from: usize, required: bool) -> (Vec<(usize, Item)>, usize) {
     let mut items = Vec::new();
     let mut at = from;
     loop {
@@ -169,7 +187,7 @@ fn leading_objects(text: &str, from: usize) -> (Vec<(usize, Item)>, usize) {
         let mut stream = serde_json::Deserializer::from_str(&text[at..]).into_iter::<Wire<'_>>();
         match stream.next() {
             Some(Ok(wire)) => {
-                items.push((at, wire.into_call(text)));
+                items.push((at, wire.into_call(text, required)));
                 at += stream.byte_offset();
             }
             _ => return (items, at),
@@ -263,7 +281,7 @@ fn sequence(text: &str, from: usize) -> Vec<Range<usize>> {
     out
 }
 
-fn kind_of(v: &Value) -> &'static str {
+pub(super) fn kind_of(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",
@@ -306,11 +324,11 @@ mod tests {
 
     #[test]
     fn arrays_and_sequences() {
-        let arr = object_calls(r#"[{"name": "a"}, {"name": "b", "arguments": {"k": [1]}}]"#, false);
-        let seq = object_calls("{\"name\": \"a\"}\n{\"name\": \"b\", \"arguments\": {\"k\": [1]}}\n", false);
+        let arr = object_calls(r#"[{"name": "a"}, {"name": "b", "arguments": {"k": [1]}}]"#, false, false);
+        let seq = object_calls("{\"name\": \"a\"}\n{\"name\": \"b\", \"arguments\": {\"k\": [1]}}\n", false, false);
         assert_eq!(arr, seq);
-        assert_eq!(names(&object_calls(r#"{"name": "a"}; {"name": "b"}"#, false)), ["a", "b"]);
-        assert!(object_calls("[]", false).is_empty());
+        assert_eq!(names(&object_calls(r#"{"name": "a"}; {"name": "b"}"#, false, false)), ["a", "b"]);
+        assert!(object_calls("[]", false, false).is_empty());
     }
 
     #[test]
@@ -324,11 +342,11 @@ mod tests {
             (r#"[{"name": "a"}] tail"#, &["a", "!invalid_json"]),
         ];
         for (text, want) in cases {
-            assert_eq!(names(&object_calls(text, false)), want, "{text}");
+            assert_eq!(names(&object_calls(text, false, false)), want, "{text}");
         }
-        let cut = object_calls(r#"[{"name": "a"}, {"name": "b", "argu"#, true);
+        let cut = object_calls(r#"[{"name": "a"}, {"name": "b", "argu"#, true, false);
         assert_eq!(names(&cut), ["a", "!invalid_json"]);
-        let second = object_calls("{\"name\": \"a\"}\n{\"name\": \"b\", \"arguments\": {\"k\": }}", false);
+        let second = object_calls("{\"name\": \"a\"}\n{\"name\": \"b\", \"arguments\": {\"k\": }}", false, false);
         let err = second[1].as_ref().unwrap_err();
         assert_eq!((err.kind, err.offset), (MalformedKind::InvalidJson, 47));
     }
@@ -349,7 +367,7 @@ mod tests {
         ] {
             assert_eq!(object_item_starts(&text), starts, "{text:?}");
             // One start per item the parse reads (an array never closed adds one item, which has none).
-            let items = object_calls(&text, false);
+            let items = object_calls(&text, false, false);
             let unclosed = items.last().is_some_and(|i| i.as_ref().is_err_and(|m| m.kind == MalformedKind::Layout));
             assert_eq!(items.len() - usize::from(unclosed), starts.len(), "{text:?}");
         }

@@ -37,13 +37,15 @@ pub(crate) struct Context<'a> {
     /// read strictly (every value closed, every list element complete), and
     /// what is missing at its end is `unterminated`.
     pub(crate) cut: bool,
+    /// Every JSON call object must write its arguments (`FormatSpec::arguments_required`).
+    pub(crate) arguments_required: bool,
 }
 
 /// Parses the text of one block body into its items.
 pub(crate) fn parse(body: &Body, text: &str, cx: Context<'_>) -> Vec<Item> {
     let mut items = match body {
         Body::JsonObject => vec![json::object_call(text)],
-        Body::JsonObjects => json::object_calls(text, cx.cut),
+        Body::JsonObjects => json::object_calls(text, cx.cut, cx.arguments_required),
         Body::NameSepJson { sep } => vec![named::name_sep_json(text, sep)],
         Body::IdSepJson { sep } => vec![named::id_sep_json(text, sep)],
         Body::DeepSeekV3 => vec![named::deepseek_v3(text)],
@@ -89,7 +91,7 @@ pub(crate) fn item_starts(body: &Body, text: &str) -> Option<Vec<usize>> {
 /// block, completed with empty arguments, by the very parser that reads the block.
 pub(crate) fn head_call(body: &Body, text: &str, name_chars: &str) -> Option<(String, Option<String>)> {
     let schemas = Schemas::default();
-    let cx = Context { schemas: &schemas, name_chars, cut: false };
+    let cx = Context { schemas: &schemas, name_chars, cut: false, arguments_required: false };
     match parse(body, text, cx).into_iter().next()? {
         Ok(call) => Some((call.name, call.id)),
         Err(_) => None,

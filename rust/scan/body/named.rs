@@ -1,7 +1,7 @@
 //! Bodies that name the tool in plain text before a JSON argument object.
 
 use super::super::malformed::{Malformed, MalformedKind};
-use super::json::{arguments_call, object_calls, offset_in};
+use super::json::{arguments_call, kind_of, object_calls, offset_in};
 use super::{check_name, excerpt, Context, Item};
 
 fn layout(at: usize, message: impl Into<String>) -> Malformed {
@@ -81,7 +81,7 @@ pub(super) fn mistral(text: &str, cx: Context<'_>) -> Vec<Item> {
     let trimmed = text.trim_start();
     let base = offset_in(text, trimmed);
     if trimmed.starts_with('[') {
-        return object_calls(trimmed, cx.cut).into_iter().map(|i| i.map_err(|m| m.shifted(base))).collect();
+        return object_calls(trimmed, cx.cut, false).into_iter().map(|i| i.map_err(|m| m.shifted(base))).collect();
     }
     // `[ARGS]` says where the arguments start, whatever they are (an array is arguments
     // that are not an object, not part of the name); with control tokens stripped, the
@@ -96,6 +96,9 @@ pub(super) fn mistral(text: &str, cx: Context<'_>) -> Vec<Item> {
         return vec![Err(bad.shifted(base))];
     };
     let head = head.trim_end();
+    if let Some(bad) = leading_non_object(text, args) {
+        return vec![Err(bad.shifted(base))];
+    }
     let (name, id) = match head.split_once("[CALL_ID]") {
         Some((name, id)) => (name, Some(id.trim().to_owned())),
         None => (head, None),
@@ -104,6 +107,23 @@ pub(super) fn mistral(text: &str, cx: Context<'_>) -> Vec<Item> {
         call.id = id;
         call
     })]
+}
+
+/// Arguments that begin with a whole JSON value that is no object, with text
+/// after it: the model wrote its arguments and went on (prose, or the next call
+/// cut short), so the call is `arguments_not_object`, never `unterminated` for
+/// the text after it. A value alone is read as usual.
+fn leading_non_object(text: &str, args: &str) -> Option<Malformed> {
+    let mut values = serde_json::Deserializer::from_str(args).into_iter::<serde_json::Value>();
+    let value = values.next()?.ok().filter(|v| !v.is_object())?;
+    let rest = &args[values.byte_offset()..];
+    (!rest.trim().is_empty()).then(|| {
+        Malformed::new(
+            MalformedKind::ArgumentsNotObject,
+            offset_in(text, args) + (args.len() - args.trim_start().len()),
+            format!("the arguments must be a JSON object, got {} followed by {}", kind_of(&value), excerpt(rest)),
+        )
+    })
 }
 
 #[cfg(test)]
@@ -147,7 +167,7 @@ mod tests {
     #[test]
     fn mistral_layouts() {
         let schemas = Schemas::default();
-        let cx = Context { schemas: &schemas, name_chars: "", cut: false };
+        let cx = Context { schemas: &schemas, name_chars: "", cut: false, arguments_required: false };
         let first = |text: &str| mistral(text, cx).remove(0);
         assert_eq!(first("[{\"name\": \"a\", \"arguments\": {}}]").unwrap().name, "a");
         let c = first("get[CALL_ID]abc123[ARGS]{\"x\": 1}").unwrap();
@@ -158,5 +178,10 @@ mod tests {
         assert_eq!(first("toolname_no_args").unwrap_err().kind, MalformedKind::Layout);
         assert_eq!(first("get[ARGS][1, 2]").unwrap_err().kind, MalformedKind::ArgumentsNotObject, "not a name");
         assert_eq!(first("get[ARGS]7").unwrap_err().kind, MalformedKind::ArgumentsNotObject);
+        for prose_after in ["get[ARGS]7 Done.", "get[ARGS][1, 2] ok", "get[ARGS]\"x\" then", "get[ARGS]true\n"] {
+            let cut = Context { cut: true, ..cx };
+            let kind = |c| mistral(prose_after, c).remove(0).unwrap_err().kind;
+            assert_eq!((kind(cx), kind(cut)), (MalformedKind::ArgumentsNotObject, MalformedKind::ArgumentsNotObject));
+        }
     }
 }

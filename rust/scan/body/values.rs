@@ -64,6 +64,8 @@ struct Frame<'a> {
     given: Given,
     /// Candidate ends before this position were tried.
     cursor: usize,
+    /// A key the schema does not list: only its first closer may end its value.
+    strict: bool,
 }
 
 /// The set of schema parameters given so far, in O(1) per step: exact for a
@@ -85,6 +87,16 @@ impl Given {
         }
     }
 
+    /// With a key the schema does not list, in the fingerprint part.
+    fn with_key(self, key: &str) -> Self {
+        // FNV-1a of the key, then splitmix64's finaliser: an order-free fingerprint.
+        let mut z =
+            key.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        Self(self.0, self.1 ^ (z ^ (z >> 31)) ^ 1)
+    }
+
     fn has(self, index: u32, frames: &[Frame<'_>]) -> bool {
         if index < 128 {
             self.0 & 1 << index != 0
@@ -98,21 +110,30 @@ impl Given {
 /// tool's not given yet (the `first` opener of the list always does: there is
 /// no value before it to be text of); without, any, but one that ends a value
 /// whose closer is missing (`implicit`) only at the start of a line.
+///
+/// With a schema, an opener of a key the schema does not list, right after a
+/// value's closer, opens a parameter only strictly (`Known::strict`): its value
+/// must end at its own first closer and the rest of the call parse from there.
+/// Models do pass parameters their schema lacks (GLM's `date` beside `city`),
+/// while code that spells such a parameter inside a value has text after it,
+/// so the strict reading fails there and the opener stays text.
 pub(super) fn opens(
     tool: Option<&Tool>,
     key: &str,
     first: bool,
     given: impl FnOnce(u32) -> bool,
+    given_key: impl FnOnce(&str) -> bool,
     line_start: impl FnOnce() -> bool,
     implicit: bool,
 ) -> Option<Known> {
     if let Some(tool) = tool {
         return match tool.param(key) {
-            Some(p) => (!given(p.index)).then_some(Known(Some(p.index))),
-            None => first.then_some(Known(None)),
+            Some(p) => (!given(p.index)).then_some(Known { index: Some(p.index), strict: false }),
+            None if first => Some(Known { index: None, strict: false }),
+            None => (!implicit && !given_key(key)).then_some(Known { index: None, strict: true }),
         };
     }
-    (!implicit || line_start()).then_some(Known(None))
+    (!implicit || line_start()).then_some(Known { index: None, strict: false })
 }
 
 /// Whether byte `at` of `text` starts a line, blanks aside.
@@ -121,9 +142,13 @@ pub(super) fn line_start(text: &[u8], at: usize) -> bool {
 }
 
 /// How an accepted opener is known: as the schema's parameter `index`, or
-/// freely (no schema, or the first parameter of a list).
+/// freely (no schema, or the first parameter of a list); `strict` for a key the
+/// schema does not list (see `opens`).
 #[derive(Debug, Clone, Copy)]
-pub(super) struct Known(Option<u32>);
+pub(super) struct Known {
+    index: Option<u32>,
+    pub(super) strict: bool,
+}
 
 enum Top<'a> {
     Done,
@@ -192,11 +217,15 @@ impl<'a> Search<'a> {
             if !self.failed.contains(&state) {
                 match self.top(q, &frames) {
                     Top::Done => return Ok(frames.into_iter().map(|f| f.param).collect()),
-                    Top::Param(at, op, Known(index)) => {
+                    Top::Param(at, op, Known { index, strict }) => {
                         let start = at + op.len;
                         let param = Param { key: op.key, attrs: op.attrs, at, value: start..start };
-                        let given = index.map_or(state.1, |i| state.1.with(i));
-                        frames.push(Frame { q, param, index, given, cursor: start });
+                        let given = match index {
+                            Some(i) => state.1.with(i),
+                            None if strict => state.1.with_key(op.key),
+                            None => state.1,
+                        };
+                        frames.push(Frame { q, param, index, given, cursor: start, strict });
                     }
                     Top::Junk => {
                         self.failed.insert(state);
@@ -267,7 +296,8 @@ impl<'a> Search<'a> {
     fn acceptable(&self, op: &Opener<'_>, frames: &[Frame<'_>], at: usize, implicit: bool) -> Option<Known> {
         let given = given(frames);
         let line_start = || line_start(self.text.as_bytes(), at);
-        opens(self.tool, op.key, frames.is_empty(), |i| given.has(i, frames), line_start, implicit)
+        let given_key = |key: &str| frames.iter().any(|f| f.param.key == key);
+        opens(self.tool, op.key, frames.is_empty(), |i| given.has(i, frames), given_key, line_start, implicit)
     }
 
     /// Sets the innermost value's end to its next candidate and returns the
@@ -285,6 +315,10 @@ impl<'a> Search<'a> {
             // is not what the model wrote.
             let at = [close, open, end].into_iter().flatten().min()?;
             let frame_count = frames.len();
+            let last = &frames[frame_count - 1];
+            if last.strict && (close != Some(at) || last.cursor > last.param.value.start) {
+                return None; // a key the schema lacks ends at its first closer, or is no parameter
+            }
             frames[frame_count - 1].cursor = at + 1;
             let (value_end, next) = if close == Some(at) {
                 (at, at + self.layout.close.len())
@@ -328,10 +362,25 @@ mod tests {
 
     #[test]
     fn schema_openers_of_given_or_unknown_parameters_are_text() {
-        let text = "<parameter=path>\nx\n</parameter>\n<parameter=content>\n<parameter=path>\ny\n</parameter>\n<parameter=other>\nz\n</parameter>\n</function>";
+        let text = "<parameter=path>\nx\n</parameter>\n<parameter=content>\n<parameter=path>\ny\n</parameter>\n<parameter=other>\nz\n</parameter>\nend\n</parameter>\n</function>";
         let got = read(text, true).unwrap();
-        assert_eq!(got[1].1, "\n<parameter=path>\ny\n</parameter>\n<parameter=other>\nz\n");
+        assert_eq!(got[1].1, "\n<parameter=path>\ny\n</parameter>\n<parameter=other>\nz\n</parameter>\nend\n");
         assert_eq!(read(text, false).unwrap_err(), MalformedKind::DuplicateArgument, "without a schema: malformed");
+    }
+
+    #[test]
+    fn a_parameter_the_schema_lacks_is_one_when_it_closes_and_the_call_parses() {
+        // GLM-4.5 passes `date` beside the schema's `city`.
+        let text = "<parameter=path>\nx\n</parameter>\n<parameter=date>\n2025-08-01\n</parameter>\n<parameter=content>\nc\n</parameter>\n</function>";
+        let keys: Vec<String> = read(text, true).unwrap().into_iter().map(|(k, _)| k).collect();
+        assert_eq!(keys, ["path", "date", "content"]);
+        let twice = "<parameter=path>\nx\n</parameter>\n<parameter=d>\n1\n</parameter>\n<parameter=d>\n2\n</parameter>\n</function>";
+        let got = read(twice, true).unwrap();
+        assert_eq!(got.len(), 2, "a key the schema lacks opens once: never a duplicate: {got:?}");
+        let unclosed =
+            "<parameter=path>\nx\n</parameter>\n<parameter=d>\n1\n<parameter=content>\nc\n</parameter>\n</function>";
+        let keys: Vec<String> = read(unclosed, true).unwrap().into_iter().map(|(k, _)| k).collect();
+        assert_eq!(keys, ["path", "content"], "a key the schema lacks must close its own value");
     }
 
     #[test]

@@ -5,7 +5,7 @@
 use super::super::call::Call;
 use super::super::malformed::{Malformed, MalformedKind};
 use super::super::spec::Body;
-use super::schema::{decode, Schemas};
+use super::schema::Schemas;
 use super::values::{params, Layout, Opener};
 use super::{check_name, excerpt, Context, Item};
 use serde_json::{Map, Value};
@@ -132,9 +132,10 @@ impl Flavor {
         v.strip_suffix('\n').unwrap_or(v)
     }
 
-    /// Tool `name`'s parameter `key` (opener attributes `attrs`) written as `raw`.
-    /// `string="true"` values are text (decoded only when the schema rules
-    /// strings out), `string="false"` ones JSON.
+    /// Tool `name`'s parameter `key` (opener attributes `attrs`) written as `raw`,
+    /// typed by the schema (see `Schemas::typed`). `string="false"` values are
+    /// read as JSON (`Schemas::typed_json`); the marker decides where no schema
+    /// types the parameter.
     pub(super) fn value(
         self,
         schemas: &Schemas,
@@ -147,7 +148,7 @@ impl Flavor {
         if !self.string_false(attrs) {
             return schemas.typed(name, key, raw, self.marked);
         }
-        decode(raw)?.ok_or_else(|| {
+        schemas.typed_json(name, key, raw)?.ok_or_else(|| {
             Malformed::new(
                 MalformedKind::InvalidJson,
                 0,
@@ -232,7 +233,7 @@ mod tests {
     }
 
     fn cx(s: &Schemas) -> Context<'_> {
-        Context { schemas: s, name_chars: "", cut: false }
+        Context { schemas: s, name_chars: "", cut: false, arguments_required: false }
     }
 
     #[test]
@@ -306,7 +307,9 @@ mod tests {
         let s = schemas();
         let c = dsml("f\">\n<｜DSML｜parameter name=\"n\" string=\"true\">12</｜DSML｜parameter>\n<｜DSML｜parameter name=\"s\" string=\"false\">12</｜DSML｜parameter>\n", cx(&s))
             .unwrap();
-        assert_eq!((c.arguments["n"].clone(), c.arguments["s"].clone()), (json!(12), json!(12)));
+        // The schema decides: `n` is an integer whatever the marker says, and a plain
+        // string takes the text of a value marked as JSON.
+        assert_eq!((c.arguments["n"].clone(), c.arguments["s"].clone()), (json!(12), json!("12")));
         let prose = "g\">\n<｜DSML｜parameter name=\"p\" string=\"false\">Hello, world</｜DSML｜parameter>\n";
         assert_eq!(dsml(prose, cx(&s)).unwrap_err().kind, MalformedKind::InvalidJson);
     }

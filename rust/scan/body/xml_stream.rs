@@ -130,11 +130,16 @@ impl XmlArguments {
     }
 
     /// Whether the opener of `key` at `at` opens a parameter (`implicit`: it
-    /// would end a value whose closer is missing).
-    fn opens(&self, key: &str, at: usize, implicit: bool, schemas: &Schemas) -> bool {
+    /// would end a value whose closer is missing): `Some(true)` surely,
+    /// `Some(false)` only if its value ends at its first closer and the rest
+    /// parses (a key the schema lacks, see `values::opens`), which only the
+    /// commit can tell.
+    fn opens(&self, key: &str, at: usize, implicit: bool, schemas: &Schemas) -> Option<bool> {
         let text = || line_start(&self.text, at);
         let first = self.given.is_empty();
-        opens(schemas.tool(&self.name), key, first, |_| self.given.contains(key), text, implicit).is_some()
+        let given = |k: &str| self.given.contains(k);
+        opens(schemas.tool(&self.name), key, first, |_| self.given.contains(key), given, text, implicit)
+            .map(|k| !k.strict)
     }
 
     /// Between parameters: blanks, then an opener, or the end.
@@ -147,7 +152,7 @@ impl XmlArguments {
             return blanks > 0; // blanks that filled the window: look again past them
         }
         if let Some(op) = (self.layout().opener)(next) {
-            if self.opens(op.key, self.pos, false, schemas) {
+            if self.opens(op.key, self.pos, false, schemas) == Some(true) {
                 let op = Owned::of(&op);
                 self.open(&op, schemas, out);
                 return true;
@@ -210,7 +215,11 @@ impl XmlArguments {
             let next = after.trim_start();
             let p = at + (rest.len() - next.len());
             if let Some(op) = (layout.opener)(next) {
-                return if self.opens(op.key, p, false, schemas) { Tag::Ends { next: p } } else { Tag::Text };
+                return match self.opens(op.key, p, false, schemas) {
+                    Some(true) => Tag::Ends { next: p },
+                    Some(false) => Tag::Stop,
+                    None => Tag::Text,
+                };
             }
             if layout.end.is_some_and(|end| next.starts_with(end)) {
                 return Tag::Stop;
@@ -221,7 +230,11 @@ impl XmlArguments {
             return Tag::Stop;
         }
         if let Some(op) = (layout.opener)(rest) {
-            return if self.opens(op.key, at, true, schemas) { Tag::Ends { next: at } } else { Tag::Text };
+            return if self.opens(op.key, at, true, schemas) == Some(true) {
+                Tag::Ends { next: at }
+            } else {
+                Tag::Text
+            };
         }
         if layout.close.starts_with(rest) || self.may_open_or_end(rest) {
             self.wait(at, bad)
