@@ -158,9 +158,10 @@ class BatchOrchestrator:
     def close(self) -> dict[int, Report]:
         """Ends the batch. A sequence still in it is abandoned: its pending tokens are
         rejected, every call not committed yet is retracted (a prepared two-phase call is
-        aborted, journaled; an early read discarded), nothing new runs, and the calls already
-        committed are waited for, as ``finish`` waits. Then the shared workers stop and a
-        journal opened from a path is closed; every later call raises ``StreamFinishedError``.
+        aborted, journaled; an early read discarded), nothing new runs, and the calls still
+        running are waited for (a discarded read too), up to their deadlines, as ``finish``
+        waits. Then the shared workers stop and a journal opened from a path is closed; every
+        later call raises ``StreamFinishedError``.
         Leaving a ``with`` block, on an exception too, closes it.
 
         Returns:
@@ -173,16 +174,22 @@ class BatchOrchestrator:
         self._check_not_in_tool()
         if self._closed:
             return {}
+        self._closed = True  # first: nothing new starts while the open turns are abandoned
         reports: dict[int, Report] = {}
         retracted = 0
+        failure: BaseException | None = None
         try:
             for seq in list(self._turns):
-                retracted += self._abandon(seq, reports)
+                try:
+                    retracted += self._abandon(seq, reports)
+                except BaseException as exc:  # noqa: BLE001 - every other turn is still abandoned; raised below
+                    failure = failure or exc
         finally:
-            self._closed = True
             self._engine.close()
             if self._owned is not None:
                 self._owned.close()
+        if failure is not None:
+            raise failure
         if reports:
             warnings.warn(TurnAbandonedWarning(
                 f"the BatchOrchestrator was closed with {len(reports)} sequence(s) still in it "

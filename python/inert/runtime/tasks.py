@@ -280,12 +280,16 @@ class AsyncRuntime:
         except TimeoutError:
             if not deadline.expired():
                 raise
+            if not inspect.iscoroutinefunction(fn):
+                self._pool.abandon_one()  # its thread is still in the phase; the others keep their capacity
             if late is not None:
                 if not late.abandon():  # it returned meanwhile: its outcome is on its way here, dropped here
                     await self._drop_returned(run, work)
             elif phase == PREPARE:
                 self._late += 1
                 work.add_done_callback(lambda done: self._abort_late(run, done))
+            else:
+                work.add_done_callback(_retrieved)  # what a late commit or abort raises is no one's to log
             raise _TimedOut from None
 
     async def _drop_returned(self, run: CallRun, work: asyncio.Future[Any]) -> None:
@@ -542,6 +546,12 @@ def _unwrapped(outcome: T | _Raised) -> T:
     if isinstance(outcome, _Raised):
         raise outcome.exc
     return outcome
+
+
+def _retrieved(done: asyncio.Future[Any]) -> None:
+    """Reads a dropped future's exception, so asyncio does not log it as never retrieved."""
+    if not done.cancelled():
+        done.exception()
 
 
 async def _settled(future: asyncio.Future[Any]) -> None:

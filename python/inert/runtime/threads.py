@@ -256,6 +256,8 @@ class ThreadRuntime:
                 if run.invoked:
                     prepared = invocation.prepare(run.dispatch.arguments, run.current(), self)
                     staged = True
+                else:
+                    error = run.error  # its deadline passed while the journal took the intent: it never ran
             except BaseException as exc:  # noqa: BLE001 - every path out of a phase settles the call
                 error = exc
             if run.attempt:
@@ -297,9 +299,8 @@ class ThreadRuntime:
                 else:
                     self._journal.begin(run.phase_record(ABORT), self._turn_key)
                     with self._lock:
-                        run.invoked = not run.settled
-                    if run.invoked:
-                        invocation.abort(run.prepared, run.current(), self)
+                        run.invoked = True  # a cleanup: it runs even if its deadline passed meanwhile
+                    invocation.abort(run.prepared, run.current(), self)
                     error = CancelledCallError(
                         f"{run.dispatch.name!r} was prepared, then aborted: its block was rejected")
         except BaseException as exc:  # noqa: BLE001 - every path out of a phase settles the call

@@ -1,0 +1,166 @@
+"""Deadlines of two-phase tools' phases, found by attacking the runtimes: a deadline that
+passes while the journal takes a phase's intent neither skips an abort (a cleanup) nor
+records a prepare that never ran as done; a plain phase past its deadline under asyncio
+gives its worker up, so the turn's journal writes still get one; and a close that meets
+an error in one turn still abandons every other turn.
+
+The journal below is slow on purpose: a deadline of 0.1 s passes while it writes (0.3 s).
+On a machine so loaded that the timer fires later, these pass without testing anything;
+they never fail for it."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+import warnings
+from typing import Any
+
+import pytest
+
+import inert
+from tools import WATCHDOG, block, finish_within
+
+
+class SlowIntent(inert.MemoryJournal):
+    """Takes 0.3 s to record the intent of one phase."""
+
+    def __init__(self, phase: str) -> None:
+        super().__init__()
+        self.phase = phase
+
+    def begin(self, record: inert.DispatchRecord, turn_key: str) -> inert.JournalEntry | None:
+        if record.phase == self.phase:
+            time.sleep(0.3)
+        return super().begin(record, turn_key)
+
+    def phases(self) -> list[tuple[str, str | None]]:
+        return sorted((e.commit_key.split("/")[1], e.status) for e in self.entries() if "/" in e.commit_key)
+
+
+class Staged:
+    def __init__(self, hang_commit: bool = False) -> None:
+        self.ran: list[str] = []
+        self.hang = threading.Event() if hang_commit else None
+
+    def prepare(self, n: int) -> int:
+        self.ran.append("prepare")
+        return n
+
+    def commit(self, prepared: int, *, idempotency_key: str) -> int:
+        if self.hang is not None:
+            self.hang.wait(WATCHDOG)
+        self.ran.append("commit")
+        return prepared
+
+    def abort(self, prepared: int) -> None:
+        self.ran.append("abort")
+
+
+def test_an_abort_runs_even_if_its_deadline_passed_while_its_intent_was_written() -> None:
+    tool = Staged()
+    journal = SlowIntent("abort")
+    orch = inert.Orchestrator({"t": "write"}, {"t": tool}, turn_key="t", timeout=0.1, journal=journal)
+    orch.draft([block("t", n=1)])
+    for _ in range(int(WATCHDOG * 100)):
+        if tool.ran:
+            break
+        time.sleep(0.01)
+    orch.verify(0)  # rejected: the prepared call aborts
+    finish_within(orch)
+    for _ in range(int(WATCHDOG * 100)):  # the abort may finish after finish() returned at its deadline
+        if ("abort", "ok") in journal.phases():
+            break
+        time.sleep(0.01)
+    assert tool.ran == ["prepare", "abort"], "what the prepare staged was never dropped"
+    assert journal.phases() == [("abort", "ok"), ("prepare", "ok")]
+
+
+def test_a_prepare_that_never_ran_is_not_journaled_as_done() -> None:
+    tool = Staged()
+    journal = SlowIntent("prepare")
+    orch = inert.Orchestrator({"t": "write"}, {"t": tool}, turn_key="t", timeout=0.1, journal=journal)
+    orch.draft([block("t", n=1)])
+    orch.verify(1)
+    [call] = finish_within(orch).results
+    for _ in range(int(WATCHDOG * 100)):  # the worker journals the phase after the deadline concluded it
+        if journal.phases():
+            break
+        time.sleep(0.01)
+    assert isinstance(call.error, inert.ToolTimeoutError)
+    assert tool.ran == [] and journal.phases() == [("prepare", "error")]
+    assert inert.recover(journal).prepared == [], "recover must not ask to clean up what was never staged"
+
+
+def test_async_a_plain_phase_past_its_deadline_gives_its_worker_up() -> None:
+    """With one worker, a hung plain commit kept it, and the call's own outcome (journaled
+    through the same pool) queued behind it: finish() never returned."""
+    tool = Staged(hang_commit=True)
+
+    async def main() -> inert.Report:
+        orch = inert.AsyncOrchestrator({"t": "write"}, {"t": tool}, turn_key="t", timeout=0.2, max_workers=1)
+        await orch.draft([block("t", n=1)])
+        await orch.verify(1)
+        return await asyncio.wait_for(orch.finish(strict=False), WATCHDOG / 2)
+
+    try:
+        [call] = asyncio.run(main()).results
+    finally:
+        assert tool.hang is not None
+        tool.hang.set()
+    assert isinstance(call.error, inert.ToolTimeoutError)
+
+
+def test_a_close_that_meets_an_error_in_one_turn_still_abandons_the_others() -> None:
+    """Under warnings-as-errors, one turn's ReasoningWarning (a closer that closed nothing)
+    raised out of close() before the turns after it were abandoned: their prepared calls were
+    never aborted, and could never be."""
+    tool = Staged()
+    vocab = inert.Vocabulary(["</think>", "hi", block("t", n=1)])
+    batch = inert.BatchOrchestrator({"t": "write"}, {"t": tool}, vocab=vocab)
+    batch.add(0, "a")  # its template opened <think> in the prompt, undeclared
+    batch.add(1, "b")
+    batch.draft([0], [[0, 1]])
+    batch.verify([0], [2])
+    batch.draft([1], [[2]])  # sequence 1 prepares on draft tokens, undecided
+    for _ in range(int(WATCHDOG * 100)):
+        if tool.ran:
+            break
+        time.sleep(0.01)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(inert.ReasoningWarning):
+            batch.close()
+    assert tool.ran == ["prepare", "abort"]
+    with pytest.raises(inert.StreamFinishedError):
+        batch.finish(1)
+
+
+def test_close_from_a_second_thread_while_the_first_is_closing_returns_at_once() -> None:
+    started = threading.Event()
+    release = threading.Event()
+
+    def slow(n: int) -> int:
+        started.set()
+        release.wait(WATCHDOG)
+        return n
+
+    vocab = inert.Vocabulary([block("s", n=1)])
+    batch = inert.BatchOrchestrator({"s": "write"}, {"s": slow}, vocab=vocab)
+    batch.add(0, "a")
+    batch.draft([0], [[0]])
+    batch.verify([0], [1])
+    assert started.wait(WATCHDOG)
+    out: list[Any] = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", inert.TurnAbandonedWarning)
+        first = threading.Thread(target=lambda: out.append(batch.close()), daemon=True)
+        first.start()
+        for _ in range(int(WATCHDOG * 100)):  # the first close is waiting for the committed call
+            if len(batch) == 0:
+                break
+            time.sleep(0.01)
+        assert batch.close() == {}, "the second close has nothing to end"
+        release.set()
+        first.join(WATCHDOG)
+    assert list(out[0]) == [0] and [r.result for r in out[0][0].results] == [1]
