@@ -2,7 +2,9 @@
 ``tool_call_id`` of the tool's message. With streaming it is the id the call's deltas
 carried; without, the same scheme over the committed calls: the model's own id where
 the format writes one (and no earlier call took it), else ``call_<turn digest>_<n>``,
-``n`` counting the turn's committed calls. Unique within the turn either way."""
+``n`` counting the turn's committed calls. Unique within the turn either way. The two
+agree unless a call streamed and then turned out malformed (the streamer counted it) or a
+JSON call object carries an ``"id"`` of its own (only the parse reads it)."""
 
 from __future__ import annotations
 
