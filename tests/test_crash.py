@@ -17,9 +17,9 @@ import time
 from pathlib import Path
 
 import pytest
-from journals import admin_execute, dbname_of
 
 import inert
+from journals import admin_execute, dbname_of
 
 WORKER = Path(__file__).resolve().parent / "crash_worker.py"
 TRIALS = int(os.environ.get("INERT_CRASH_TRIALS", "30"))

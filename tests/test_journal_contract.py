@@ -11,9 +11,9 @@ import dataclasses
 from typing import Any
 
 import pytest
-from journals import Backend, close, record
 
 import inert
+from journals import Backend, close, record
 from tools import block
 
 

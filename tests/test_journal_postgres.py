@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from journals import Proxy, admin_execute, dbname_of, record
 
 import inert
 from inert.cli import main
+from journals import Proxy, admin_execute, dbname_of, record
 from tools import block
 
 Open = Callable[..., inert.PostgresJournal]

@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from journals import record
 
 import inert
 from inert.cli import main
+from journals import record
 from tools import block
 
 

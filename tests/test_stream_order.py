@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from test_streaming import PER_FORMAT
 
 import inert
 from render import render
 from speculation import Decoder, chunk, corruptions_for
+from streams import PER_FORMAT
 
 FORMATS = inert.formats()
 FRAGMENTS = ["[TOOL_CALLS]", "[ARGS]", "<x>", "{", "}", "[", "]", "(", ")", '"', ",", ";", "1", "f", " ", "\n",

@@ -11,21 +11,7 @@ import numpy as np
 import pytest
 
 import inert
-
-Released = tuple[str, str, list[dict[str, Any]]]
-
-
-def steps(fmt: str, pieces: list[Any], **kw: Any) -> list[Released]:
-    """What each accepted piece releases, one verify per piece, then finish's."""
-    s = inert.TokenStream(fmt, "turn", stream=True, **kw)
-    out = []
-    for p in pieces:
-        s.draft([p])
-        s.verify(1)
-        out.append(s.take_released())
-    s.finish()
-    out.append(s.take_released())
-    return out
+from streams import Released, steps
 
 
 def content(rs: list[Released]) -> list[str]:

@@ -9,13 +9,12 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from test_formats import calls_for
-from test_streaming import PER_FORMAT, Streamed, one_shot
-from test_streaming_cases import steps
 
 import inert
+from calls import calls_for
 from render import render, xml_call
 from speculation import Decoder, chunk
+from streams import PER_FORMAT, Streamed, one_shot, steps
 from tools import committed
 
 XML = ["qwen3_coder", "glm45", "glm47", "minimax_m2", "deepseek_v32"]

@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_streaming import Streamed, one_shot, speculated
 
 import inert
 from render import param, xml_call
+from streams import Streamed, one_shot, speculated
 
 XML = ["qwen3_coder", "glm45", "glm47", "minimax_m2", "deepseek_v32"]
 PER_FORMAT = settings(max_examples=max(60, settings().max_examples // 2))

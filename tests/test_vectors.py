@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_streaming import one_shot, speculated
 
 import inert
 from speculation import chunk
+from streams import one_shot, speculated
 
 VECTORS = Path(__file__).resolve().parent / "vectors"
 
