@@ -15,9 +15,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 GATE, SCHEDULE = "python/inert/gate.py", "python/inert/runtime/schedule.py"
-TESTS = ["tests/test_schedule_properties.py", "tests/test_runtime.py", "tests/test_runtime_properties.py",
-         "tests/test_orchestrator.py", "tests/test_properties.py", "tests/test_rejected_reads.py",
-         "tests/test_two_phase.py", "tests/test_outcome_order.py", "tests/test_batch_orchestrator.py"]
+TESTS = ["tests/runtime/test_schedule_properties.py", "tests/runtime/test_runtime.py", "tests/runtime/test_runtime_properties.py",
+         "tests/runtime/test_orchestrator.py", "tests/core/test_properties.py", "tests/runtime/test_rejected_reads.py",
+         "tests/runtime/test_two_phase.py", "tests/runtime/test_outcome_order.py", "tests/serving/test_batch_orchestrator.py"]
 
 MUTANTS: list[tuple[str, str, str, str]] = [
     ("writes let go early under read_eager", GATE,

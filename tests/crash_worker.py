@@ -1,5 +1,5 @@
 """A process that runs one turn against a journal and a world file, for the
-crash test (tests/test_crash.py), which SIGKILLs it at random points.
+crash test (tests/journal/test_crash.py), which SIGKILLs it at random points.
 
     python tests/crash_worker.py JOURNAL WORLD SEED
 

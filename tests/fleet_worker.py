@@ -1,4 +1,4 @@
-"""One worker of a fleet, for tests/test_fleet.py: it runs the turn every worker
+"""One worker of a fleet, for tests/journal/test_fleet.py: it runs the turn every worker
 runs (the same turn key, so the same commit keys) against a shared journal,
 and its tools append to one world file that all workers share: `append` (a
 write) a line per call, `put` (idempotent) a line per idempotency key, as a

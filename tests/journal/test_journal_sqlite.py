@@ -228,7 +228,7 @@ def run_isolated(code: str, *, drop_root_override: bool = False) -> subprocess.C
     if drop_root_override and os.geteuid() == 0:
         caps = "-dac_override,-dac_read_search"
         cmd = ["setpriv", f"--inh-caps={caps}", f"--bounding-set={caps}", "--", *cmd]
-    tests = str(Path(__file__).parent)
+    tests = str(Path(__file__).resolve().parents[1])
     env = {**os.environ, "PYTHONPATH": tests + os.pathsep + os.environ.get("PYTHONPATH", "")}
     return subprocess.run(cmd, capture_output=True, text=True, timeout=60, env=env, check=False)
 

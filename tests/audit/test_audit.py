@@ -11,7 +11,7 @@ import inert
 from inert.audit import SCHEMA, audit, read_trace
 from inert.cli import main
 
-FOREIGN = Path(__file__).resolve().parent / "traces" / "foreign_incident.jsonl"
+FOREIGN = Path(__file__).resolve().parents[1] / "traces" / "foreign_incident.jsonl"
 
 
 def test_a_foreign_stacks_trace_of_the_incident() -> None:

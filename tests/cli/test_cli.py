@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-FOREIGN = Path(__file__).resolve().parent / "traces" / "foreign_incident.jsonl"
+FOREIGN = Path(__file__).resolve().parents[1] / "traces" / "foreign_incident.jsonl"
 
 
 def inert(*args: str, stdout: int | None = subprocess.PIPE) -> subprocess.CompletedProcess[str]:

@@ -15,7 +15,7 @@ from typing import Any
 import inert
 from tools import require
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def example() -> Any:

@@ -33,7 +33,7 @@ class _DuringTheseTests(Sampler):
         return SamplingResult(Decision.RECORD_AND_SAMPLE, attributes)  # a sampled span keeps what this returns
 
     def get_description(self) -> str:
-        return "only during tests/test_telemetry.py"
+        return "only during tests/runtime/test_telemetry.py"
 
 
 class _OwnRandomIds(IdGenerator):

@@ -21,7 +21,7 @@ import pytest
 import inert
 from journals import admin_execute, dbname_of
 
-WORKER = Path(__file__).resolve().parent / "crash_worker.py"
+WORKER = Path(__file__).resolve().parents[1] / "crash_worker.py"
 TRIALS = int(os.environ.get("INERT_CRASH_TRIALS", "30"))
 ITEMS = 8
 

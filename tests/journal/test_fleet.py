@@ -17,7 +17,7 @@ import pytest
 
 import inert
 
-WORKER = Path(__file__).resolve().parent / "fleet_worker.py"
+WORKER = Path(__file__).resolve().parents[1] / "fleet_worker.py"
 WORKERS = 4
 ITEMS = 8
 

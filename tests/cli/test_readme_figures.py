@@ -11,7 +11,7 @@ import pytest
 
 from inert.cli import main
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 COMMAND = "inert simulate --plot docs/simulate.png"
 DEPTH_COMMAND = "inert simulate --depths --seeds 50 --plot docs/two_phase.png"
 

@@ -21,7 +21,7 @@ import inert
 from speculation import Decoder, tokenizations
 from tools import block
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
 from two_phase_files import WriteFile  # CI's mypy checks examples/ with the tests, so these are typed
 from two_phase_sqlite import Transfer, balances, create_bank
 

@@ -20,7 +20,7 @@ import inert
 from speculation import chunk
 from streams import one_shot, speculated
 
-VECTORS = Path(__file__).resolve().parent / "vectors"
+VECTORS = Path(__file__).resolve().parents[1] / "vectors"
 
 
 def load() -> list[dict[str, Any]]:
