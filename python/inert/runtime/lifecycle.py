@@ -11,10 +11,13 @@ lock, or its event loop) and starts the calls they return.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+from ..errors import ToolTimeoutError
 from .call import CallRun, Fate
 from .schedule import Node, Scheduler, State
 
-__all__ = ["confirm", "retract"]
+__all__ = ["SlotWait", "confirm", "retract", "slot_wait_over"]
 
 
 def confirm(scheduler: Scheduler[CallRun], node: Node[CallRun]) -> list[Node[CallRun]]:
@@ -37,3 +40,36 @@ def retract(scheduler: Scheduler[CallRun], node: Node[CallRun]) -> tuple[list[No
     run.discarded = True
     ready = scheduler.resume(node, slot=False) if node.state is State.PREPARED else []  # its abort
     return ready + scheduler.abandon(node), True
+
+
+@dataclass(frozen=True)
+class SlotWait:
+    """A call that gave up its wait for a tool slot: the calls to start now, and whether it
+    was a prepared call's commit (what its prepare staged must be dropped: the runtime runs
+    its abort, which needs no slot) rather than a call that never started (the runtime logs it)."""
+
+    ready: list[Node[CallRun]]
+    commit: bool
+
+
+def slot_wait_over(scheduler: Scheduler[CallRun], node: Node[CallRun], wait: int, now: float) -> SlotWait | None:
+    """A call's deadline passed while it waited (wait number ``wait``) for a tool slot. If
+    every slot is kept by a call past its deadline, whose tool may never return, the call
+    fails without running (``ToolTimeoutError``); returns ``None`` if it got its slot
+    meanwhile, or live calls hold the slots (they end by their own deadlines: the runtime
+    checks again at the next one)."""
+    run = node.owner
+    if node.state is not State.WAITING or node.slot_waits != wait:
+        return None
+    if not scheduler.slots.held_past_deadlines(node.dispatch.name):
+        return None
+    ready = scheduler.withdraw(node, wait)
+    commit = run.started is not None  # a prepared call's commit; otherwise it never started
+    if not commit:
+        run.early, run.started = node.early, now
+    what = f"the commit of {run.dispatch.name!r}" if commit else repr(run.dispatch.name)
+    run.expire(ToolTimeoutError(
+        f"{what} could not start within {run.dispatch.timeout} s: every slot of its tool (limits=) is held by a call "
+        "past its deadline whose tool has not returned; it never ran" + ("; what its prepare staged is dropped"
+                                                                        if commit else "")), now)
+    return SlotWait(ready, commit)

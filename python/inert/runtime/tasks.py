@@ -381,30 +381,22 @@ class AsyncRuntime:
 
     def _slot_wait_over(self, node: CallNode, wait: int) -> None:
         run = node.owner
-        if node.state is not State.WAITING or node.slot_waits != wait:
-            return  # it got its slot (or was retracted)
-        if not self._scheduler.slots.held_past_deadlines(node.dispatch.name):
-            self._slot_wait(node)  # calls within their deadlines hold the slots: wait on
+        over = lifecycle.slot_wait_over(self._scheduler, node, wait, self.clock())
+        if over is None:
+            if node.state is State.WAITING and node.slot_waits == wait:
+                self._slot_wait(node)  # calls within their deadlines hold the slots: wait on
             return
-        ready = self._scheduler.withdraw(node, wait)
-        commit = run.started is not None  # a prepared call's commit; otherwise it never started
-        if not commit:
-            run.early, run.started = node.early, self.clock()
+        if not over.commit:
             self._log.append(run)
             if self._trace is not None:
                 self._trace.dispatch(run.record())
-        what = f"the commit of {run.dispatch.name!r}" if commit else repr(run.dispatch.name)
-        run.expire(ToolTimeoutError(
-            f"{what} could not start within {run.dispatch.timeout} s: every slot of its tool (limits=) is held by "
-            "a call past its deadline whose tool has not returned; it never ran"
-            + ("; what its prepare staged is dropped" if commit else "")), self.clock())
         if self._trace is not None:
             self._trace.result(run.record())
-        if commit:  # an abort needs no slot
+        if over.commit:  # an abort needs no slot
             self._late += 1
             assert self._loop is not None
             self._loop.create_task(self._drop_staged(run))
-        self._start(ready)
+        self._start(over.ready)
 
     async def _drop_staged(self, run: CallRun) -> None:
         try:
