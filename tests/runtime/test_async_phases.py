@@ -9,6 +9,8 @@ import asyncio
 import threading
 from typing import Any
 
+import pytest
+
 import inert
 from tools import WATCHDOG, block
 
@@ -131,3 +133,51 @@ def test_current_call_in_every_phase_of_a_plain_two_phase_tool() -> None:
     assert [r.result for r in report.results] == ["done"]
     assert sorted(tool.seen) == sorted([("prepare", first), ("prepare", second), ("commit", first),
                                         ("abort", second)])
+
+
+@pytest.mark.parametrize("coroutine", [False, True], ids=["plain", "coroutine"])
+@pytest.mark.parametrize("phase", ["commit", "abort"])
+def test_a_phase_raising_generator_exit_is_recorded_not_hung(phase: str, coroutine: bool) -> None:
+    """A GeneratorExit set on a task's future is thrown into the awaiting task, where it
+    closes the coroutines it awaits instead of reaching their handlers: the call never
+    concluded and finish() waited for ever."""
+
+    def fail() -> None:
+        raise GeneratorExit("from the tool")
+
+    class Plain:
+        def prepare(self, n: int) -> int:
+            return n
+
+        def commit(self, prepared: int, *, idempotency_key: str) -> int:
+            fail()
+            return prepared
+
+        def abort(self, prepared: int) -> None:
+            fail()
+
+    class Coroutine:
+        async def prepare(self, n: int) -> int:
+            return n
+
+        async def commit(self, prepared: int, *, idempotency_key: str) -> int:
+            fail()
+            return prepared
+
+        async def abort(self, prepared: int) -> None:
+            fail()
+
+    tool = Coroutine() if coroutine else Plain()
+
+    async def main() -> inert.Report:
+        orch = inert.AsyncOrchestrator({"t": "write"}, {"t": tool}, turn_key="t")
+        await orch.draft([block("t", n=1)])
+        await orch.verify(1 if phase == "commit" else 0)
+        return await asyncio.wait_for(orch.finish(strict=False), WATCHDOG)
+
+    report = asyncio.run(main())
+    if phase == "commit":
+        [call] = report.results
+        assert isinstance(call.error, GeneratorExit)
+    else:
+        assert [d.name for d in report.discarded] == ["t"]

@@ -519,17 +519,19 @@ def _no_stop_iteration(fn: Callable[..., T], *args: Any) -> T:
 
 @dataclass(frozen=True)
 class _Raised:
-    """A KeyboardInterrupt or SystemExit from a tool, carried out of the task that ran it:
-    asyncio re-raises those two out of the event loop from any task that ends with one."""
+    """A KeyboardInterrupt, SystemExit or GeneratorExit from a tool, carried out of the task
+    that ran it: asyncio re-raises the first two out of the event loop from any task that
+    ends with one, and a GeneratorExit thrown into the awaiting task closes it instead of
+    reaching its handler (the call never concluded)."""
 
     exc: BaseException
 
 
 async def _carried(work: Awaitable[T]) -> T | _Raised:
-    """``work``'s result, or what it raised among the two exceptions asyncio lets escape."""
+    """``work``'s result, or what it raised among the exceptions asyncio cannot carry."""
     try:
         return await work
-    except (KeyboardInterrupt, SystemExit) as exc:
+    except (KeyboardInterrupt, SystemExit, GeneratorExit) as exc:
         return _Raised(exc)
 
 
