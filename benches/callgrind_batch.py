@@ -145,7 +145,7 @@ def main() -> None:
     p.add_argument("--short", type=int, default=4)
     p.add_argument("--long", type=int, default=16)
     p.add_argument("--top", type=int, default=25)
-    p.add_argument("--keep", type=Path, help="copy the long run's profile here (for callgrind_annotate)")
+    p.add_argument("--keep", type=Path, help="a folder to copy both profiles to (for callgrind_annotate)")
     a = p.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         short = run(a.rows, a.short, a.long, a.workload, Path(tmp, "short.out"))
@@ -155,7 +155,9 @@ def main() -> None:
               f"{per:,.0f} instructions per sequence-step (callgrind)")
         lo, hi = by_file(Path(tmp, "short.out")), by_file(Path(tmp, "long.out"))
         if a.keep:
-            shutil.copy(Path(tmp, "long.out"), a.keep)
+            a.keep.mkdir(parents=True, exist_ok=True)
+            for name in ("short.out", "long.out"):
+                shutil.copy(Path(tmp, name), a.keep / name)
     grouped: dict[str, float] = defaultdict(float)
     for f in set(lo) | set(hi):
         grouped[label(f)] += (hi.get(f, 0) - lo.get(f, 0)) / ((a.long - a.short) * a.rows)

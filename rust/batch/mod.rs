@@ -223,12 +223,18 @@ impl Batch {
 
     /// `draft` onto the rows' `slots`.
     fn draft_rows(&mut self, slots: &[usize], d: DraftRows<'_>) -> Result<BatchOutcomes, CoreError> {
-        let row = |i: usize| {
-            let n = d.lengths.map_or(d.width, |l| l[i]);
-            d.tokens[i * d.width..i * d.width + n].iter().map(|&id| TokenIn::Id(id))
-        };
+        let ids = |i: usize| &d.tokens[i * d.width..i * d.width + d.lengths.map_or(d.width, |l| l[i])];
+        let row = |i: usize| ids(i).iter().map(|&id| TokenIn::Id(id));
+        let dense = self.binding.vocab().dense_below();
         for (i, &slot) in slots.iter().enumerate() {
-            self.turns[slot].check_draft(row(i)).map_err(in_seq(d.seqs[i]))?;
+            let turn = &self.turns[slot];
+            // Ids below `dense` resolve: the row is checked without resolving them.
+            let check = if ids(i).iter().all(|&id| id < dense) {
+                turn.check_draft_dense(ids(i).len(), row(i))
+            } else {
+                turn.check_draft(row(i))
+            };
+            check.map_err(in_seq(d.seqs[i]))?;
         }
         let mut out = BatchOutcomes::default();
         for (i, &slot) in slots.iter().enumerate() {

@@ -1,8 +1,9 @@
 //! Token trees (EAGLE, Medusa): a step drafts a tree of candidate tokens, the
 //! verifier accepts one path from a root down, and every other node is rejected.
 //!
-//! Each node's state forks from its parent's: its checkpoint (scanner state,
-//! running key hash) continues the parent's, and its block table is a copy of
+//! Each node's state forks from its parent's: its checkpoint (scanner state)
+//! continues the parent's (the key hash is absorbed along the path a key is
+//! taken on, `KeyCursor`), and its block table is a copy of
 //! the parent's table advanced by the node's token. The nodes are scanned in
 //! depth-first order over the live window, which holds the path to the current
 //! node, so each node costs what one drafted token costs plus a copy of the
@@ -138,9 +139,8 @@ impl Turn {
 
         let first_ledger = self.ledger.len();
         for &t in tokens {
-            let (binding, ledger, _) = self.split(super::Drafting::Undecided);
-            if let Ok(r) = binding.resolve(t) {
-                ledger.append(r.drafted(), r.bytes.len());
+            if let Ok(r) = self.binding.resolve(t) {
+                self.ledger.append(r.drafted(), r.bytes.len());
             }
         }
         self.early.start(self.window.text().len());
@@ -155,7 +155,7 @@ impl Turn {
         shifts.resize_with(n, Vec::new);
         let mut node_out = Vec::new();
         for (node, depth) in depth_first(&parents) {
-            let (binding, _, mut live) = self.split(super::Drafting::Undecided);
+            let (binding, mut live) = self.split(super::Drafting::Undecided);
             live.window.retreat(depth);
             *live.blocks = match parents[node] {
                 Some(p) => tables[p as usize].clone(),
