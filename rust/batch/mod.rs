@@ -272,8 +272,14 @@ impl Batch {
                     .map_err(|_| CoreError::InvalidTokenId { index: i, value: id.to_string() }),
             }
         };
+        let dense = self.binding.vocab().dense_below();
         for (i, &slot) in slots.iter().enumerate() {
-            let check = correction(i).and_then(|c| self.turns[slot].check_verify(v.n_accepted[i], c));
+            let turn = &self.turns[slot];
+            let check = correction(i).and_then(|c| match c {
+                // An id below `dense` resolves: checked without resolving it.
+                Some(TokenIn::Id(id)) if id < dense => turn.check_verify_dense(v.n_accepted[i], c),
+                c => turn.check_verify(v.n_accepted[i], c),
+            });
             check.map_err(in_seq(v.seqs[i]))?;
         }
         let mut out = BatchOutcomes::default();

@@ -289,6 +289,15 @@ impl Turn {
         if self.tree.is_some() {
             return Err(CoreError::TreePending);
         }
+        self.check_room_dense(count, tokens)
+    }
+
+    /// `check_room` of `count` ids that each resolve (see `check_draft_dense`).
+    fn check_room_dense<'a>(
+        &self,
+        count: usize,
+        tokens: impl ExactSizeIterator<Item = TokenIn<'a>>,
+    ) -> Result<(), CoreError> {
         let bound =
             self.ledger.byte_len().saturating_add((count as u64).saturating_mul(self.binding.vocab().longest_piece()));
         if u32::try_from(bound).is_ok() && u32::try_from(self.ledger.len() + count).is_ok() {
@@ -361,6 +370,20 @@ impl Turn {
             self.check_room(std::iter::once(c))?;
         }
         Ok(())
+    }
+
+    /// `check_verify` of a correction id the caller found below the vocabulary's
+    /// `dense_below` (see `check_draft_dense`): the id is not resolved.
+    pub(crate) fn check_verify_dense(&self, n: usize, correction: Option<TokenIn<'_>>) -> Result<(), CoreError> {
+        self.check_open()?;
+        if self.tree.is_some() {
+            return Err(CoreError::TreePending);
+        }
+        self.ledger.check_decision(n)?;
+        match correction {
+            Some(c) => self.check_room_dense(1, std::iter::once(c)),
+            None => Ok(()),
+        }
     }
 
     /// Accepts the first `n` undecided tokens, rejects the rest, then appends
