@@ -9,7 +9,10 @@
 //! restore) cost more than the scanner's whole work on prose. Instead two
 //! running states are kept:
 //! - `settled`: the hash of a prefix of the accepted tokens. A rejection never
-//!   reaches it, so it only moves forward;
+//!   reaches it, so it only moves forward: to the accepted frontier whenever a
+//!   key's absorbing passes it, so a key taken in a drafted token that is then
+//!   rejected (a closer drafted and rejected step after step) costs the tokens
+//!   since the frontier, never the turn again;
 //! - `ahead`: the hash of a longer prefix, undecided tokens included (where the
 //!   last key was taken). A rejection or a tree's walk that drops any token of
 //!   it resets it to `settled`; an acceptance that keeps it whole settles it.
@@ -33,31 +36,49 @@ struct Prefix {
 pub(super) struct KeyCursor {
     settled: Prefix,
     ahead: Prefix,
+    /// Tokens absorbed over the turn (tests: each accepted token about once).
+    #[cfg(test)]
+    pub(super) absorbed: usize,
 }
 
 impl KeyCursor {
     pub(super) fn new(turn_key: &str) -> Self {
         let start = Prefix { hash: CommitHasher::new(turn_key), len: 0 };
+        #[cfg(test)]
+        return Self { settled: start, ahead: start, absorbed: 0 };
+        #[cfg(not(test))]
         Self { settled: start, ahead: start }
     }
 
-    /// The hash of the first `len` live tokens; `token(i)` is live token `i` as
-    /// drafted. `len` is at least the accepted tokens' count (keys are taken at
-    /// the newest token, or at the end of the turn).
-    pub(super) fn hash_of<'a>(&mut self, len: usize, token: impl Fn(usize) -> Drafted<'a>) -> CommitHasher {
-        debug_assert!(len >= self.settled.len, "a key before the settled prefix");
+    /// The hash of the first `len` live tokens, of which the first `accepted`
+    /// are accepted; `token(i)` is live token `i` as drafted. `len` is at least
+    /// `accepted` (keys are taken at the newest token, or at the end of the turn).
+    pub(super) fn hash_of<'a>(
+        &mut self,
+        len: usize,
+        accepted: usize,
+        token: impl Fn(usize) -> Drafted<'a>,
+    ) -> CommitHasher {
+        debug_assert!(len >= accepted && accepted >= self.settled.len, "a key before the accepted tokens");
         if self.ahead.len > len {
             self.ahead = self.settled;
         }
-        let Prefix { hash, len: from } = &mut self.ahead;
-        for i in *from..len {
+        let mut hash = self.ahead.hash;
+        for i in self.ahead.len..len {
             match token(i) {
                 Drafted::Id(id) => hash.absorb_id(id),
                 Drafted::Piece(piece) => hash.absorb_piece(piece),
             }
+            if i + 1 == accepted {
+                self.settled = Prefix { hash, len: accepted };
+            }
         }
-        *from = len;
-        *hash
+        #[cfg(test)]
+        {
+            self.absorbed += len.saturating_sub(self.ahead.len);
+        }
+        self.ahead = Prefix { hash, len };
+        hash
     }
 
     /// The live stream was cut back to `len` tokens, none of them accepted ones.

@@ -53,18 +53,29 @@ pub(super) struct Window {
     shifts: Vec<Shift>,
     /// The key hash over the live tokens, absorbed when a key needs it.
     keys: KeyCursor,
+    /// Live tokens accepted as of the last decision (`keep`, `rebase`): while a
+    /// token is scanned it is appended but not yet saved, so `accepted_len` would
+    /// count a drafted one as accepted, and the key hash would settle over it.
+    decided: usize,
 }
 
 impl Window {
     pub(super) fn new(base: Checkpoint, turn_key: &str) -> Self {
         let keys = KeyCursor::new(turn_key);
-        Self { text: Vec::new(), tokens: Vec::new(), base, undecided: Vec::new(), shifts: Vec::new(), keys }
+        let (text, tokens, undecided, shifts) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        Self { text, tokens, base, undecided, shifts, keys, decided: 0 }
+    }
+
+    /// Tokens the key hash absorbed over the turn (tests).
+    #[cfg(test)]
+    pub(super) fn keys_absorbed(&self) -> usize {
+        self.keys.absorbed
     }
 
     /// The key hash after live token `pos`; `ledger` holds the tokens as drafted.
     pub(super) fn hash_after(&mut self, pos: usize, ledger: &Ledger) -> CommitHasher {
         let tokens = &self.tokens;
-        self.keys.hash_of(pos + 1, |i| ledger.token(tokens[i].ledger_at as usize))
+        self.keys.hash_of(pos + 1, self.decided, |i| ledger.token(tokens[i].ledger_at as usize))
     }
 
     /// Live tokens: accepted, then undecided.
@@ -126,7 +137,8 @@ impl Window {
     pub(super) fn rebase(&mut self, checkpoint: Checkpoint) {
         debug_assert!(self.undecided.is_empty(), "rebase over undecided tokens");
         self.base = checkpoint;
-        self.keys.accept(self.tokens.len());
+        self.decided = self.tokens.len();
+        self.keys.accept(self.decided);
     }
 
     /// Saves the state after the token just appended.
@@ -169,6 +181,7 @@ impl Window {
         self.undecided.clear();
         self.drop_shifts(len);
         self.tokens.truncate(len);
+        self.decided = len;
         self.keys.accept(len);
         self.text.truncate(self.tokens.last().map_or(0, |t| t.text_end as usize));
     }
