@@ -223,12 +223,18 @@ impl Batch {
 
     /// `draft` onto the rows' `slots`.
     fn draft_rows(&mut self, slots: &[usize], d: DraftRows<'_>) -> Result<BatchOutcomes, CoreError> {
-        let row = |i: usize| {
-            let n = d.lengths.map_or(d.width, |l| l[i]);
-            d.tokens[i * d.width..i * d.width + n].iter().map(|&id| TokenIn::Id(id))
-        };
+        let ids = |i: usize| &d.tokens[i * d.width..i * d.width + d.lengths.map_or(d.width, |l| l[i])];
+        let row = |i: usize| ids(i).iter().map(|&id| TokenIn::Id(id));
+        let dense = self.binding.vocab().dense_below();
         for (i, &slot) in slots.iter().enumerate() {
-            self.turns[slot].check_draft(row(i)).map_err(in_seq(d.seqs[i]))?;
+            let turn = &self.turns[slot];
+            // Ids below `dense` resolve: the row is checked without resolving them.
+            let check = if ids(i).iter().all(|&id| id < dense) {
+                turn.check_draft_dense(ids(i).len(), row(i))
+            } else {
+                turn.check_draft(row(i))
+            };
+            check.map_err(in_seq(d.seqs[i]))?;
         }
         let mut out = BatchOutcomes::default();
         for (i, &slot) in slots.iter().enumerate() {
@@ -266,8 +272,14 @@ impl Batch {
                     .map_err(|_| CoreError::InvalidTokenId { index: i, value: id.to_string() }),
             }
         };
+        let dense = self.binding.vocab().dense_below();
         for (i, &slot) in slots.iter().enumerate() {
-            let check = correction(i).and_then(|c| self.turns[slot].check_verify(v.n_accepted[i], c));
+            let turn = &self.turns[slot];
+            let check = correction(i).and_then(|c| match c {
+                // An id below `dense` resolves: checked without resolving it.
+                Some(TokenIn::Id(id)) if id < dense => turn.check_verify_dense(v.n_accepted[i], c),
+                c => turn.check_verify(v.n_accepted[i], c),
+            });
             check.map_err(in_seq(v.seqs[i]))?;
         }
         let mut out = BatchOutcomes::default();

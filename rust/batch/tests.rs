@@ -226,3 +226,32 @@ fn the_same_rows_after_a_finish_or_an_add_are_resolved_again() {
         "a refused call is not remembered"
     );
 }
+
+/// Rows of ids below the vocabulary's dense prefix are checked without resolving
+/// them; an id past a hole in the vocabulary is resolved, and refused when it has
+/// no piece, in a draft and in a correction alike, changing nothing.
+#[test]
+fn ids_past_a_hole_in_the_vocabulary_are_checked_one_by_one() {
+    let mut v = VocabBuilder::default();
+    for (id, piece) in [(0u64, "a"), (1, "b"), (2, "c"), (5, "f")] {
+        v.insert(id, piece.as_bytes()).unwrap();
+    }
+    let vocab = Arc::new(v.build());
+    assert_eq!(vocab.dense_below(), 3);
+    let mut b = Batch::new(Binding::new(&TurnConfig::builtin("hermes", "", 1 << 20).unwrap(), vocab));
+    b.add(1, "a", false).unwrap();
+    b.add(2, "b", false).unwrap();
+    let rows = |tokens| DraftRows { seqs: &[1, 2], tokens, width: 2, lengths: None };
+    let refused = b.draft(rows(&[0, 1, 5, 3])).unwrap_err();
+    assert!(
+        matches!(&refused, CoreError::InSequence { seq: 2, error } if matches!(**error, CoreError::UnknownTokenId { id: 3, .. })),
+        "{refused:?}"
+    );
+    assert_eq!((b.turn(1).unwrap().ledger().len(), b.turn(2).unwrap().ledger().len()), (0, 0));
+    b.draft(rows(&[0, 1, 5, 2])).unwrap();
+    let verify = |c| VerifyRows { seqs: &[1, 2], n_accepted: &[2, 2], corrections: Some(c) };
+    assert!(b.verify(verify(&[0, 4])).is_err());
+    assert_eq!((b.turn(1).unwrap().undecided_len(), b.turn(2).unwrap().undecided_len()), (2, 2));
+    b.verify(verify(&[5, 1])).unwrap();
+    assert_eq!((b.turn(1).unwrap().accepted_text(), b.turn(2).unwrap().accepted_text()), (&b"abf"[..], &b"fcb"[..]));
+}

@@ -70,7 +70,7 @@ impl PyCall {
             arguments: object_to_py(py, &r.call.arguments)?.unbind(),
             raw_arguments: PyString::new(py, &r.call.raw_arguments).unbind(),
             call_id: r.call.id.as_deref().map(|id| PyString::new(py, id).unbind()),
-            commit_key: PyString::new(py, &r.key.to_string()).unbind(),
+            commit_key: PyString::new(py, r.key.text().as_str()).unbind(),
             start: r.span.start,
             end: r.span.end,
             record: r.clone(),

@@ -28,6 +28,7 @@
 use super::keys::{CommitHasher, CommitKey};
 use super::outcome::{CallRecord, MalformedRecord, Outcome, ReasoningRecord};
 use crate::scan::{BlockBody, Item as Parsed};
+use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::Arc;
 
@@ -85,14 +86,36 @@ struct Block {
 }
 
 /// The blocks that are not final, in stream order. At most one of them is open;
-/// ended ones wait for confirmation or acceptance. Cloned per node of a token
-/// tree: it holds only blocks not final yet, a handful at most.
+/// ended ones wait for confirmation or acceptance.
 #[derive(Debug, Default, Clone)]
 pub(super) struct BlockTable {
     blocks: Vec<Block>,
     next_id: u64,
     /// Ended blocks whose bodies wait unread: while there are any, none is announced.
     unread: usize,
+}
+
+/// What a token tree keeps of one node's table: the blocks from `from` on, where
+/// `from` is the first block a token could still change in its parent's table
+/// (`changeable_from`), and the counters. The blocks before `from` are the
+/// parent's, and no token on the node's branch changes them: a node keeps only
+/// what its token may have changed (the open block, the one awaiting
+/// confirmation, the blocks it pushed), not a copy of the whole table, which on
+/// a deep branch full of calls made a tree cost the square of its depth.
+#[derive(Debug, Default, Clone)]
+pub(super) struct TableTail {
+    from: usize,
+    blocks: Vec<Block>,
+    next_id: u64,
+    unread: usize,
+}
+
+#[cfg(test)]
+impl TableTail {
+    /// Blocks it holds: what a tree keeps of one node.
+    pub(super) fn len(&self) -> usize {
+        self.blocks.len()
+    }
 }
 
 impl Block {
@@ -290,21 +313,64 @@ impl BlockTable {
         }
     }
 
-    /// Whether `call`, announced on a tree branch, stays announced in this table (the
-    /// accepted path's): its block is announced here, or ended and only awaits
-    /// confirmation, which a rejected node gave. Rejecting only the confirming token
+    /// Retracts, in order, each of `announced` (the calls announced on a tree's
+    /// branches) that this table, the accepted path's, does not keep announced. A call
+    /// stays announced when its block is announced here, or ended and only awaits
+    /// confirmation, which a rejected node gave: rejecting only the confirming token
     /// never retracts a block whose own tokens are accepted (as `rollback` keeps it
-    /// for a linear draft), so the announcement is kept.
-    pub(super) fn keeps_announced(&mut self, call: &Arc<CallRecord>) -> bool {
-        let end = self
-            .blocks
-            .iter_mut()
-            .filter_map(|b| b.end.as_mut())
-            .find(|e| calls(&e.items).any(|c| Arc::ptr_eq(c, call)));
-        end.is_some_and(|end| {
-            end.announced |= end.confirmed_at.is_none();
-            end.announced
-        })
+    /// for a linear draft). The table's calls are indexed once, so a path with many
+    /// calls costs their number, not its square (one search of the table per call).
+    pub(super) fn retract_unkept(&mut self, announced: &[Arc<CallRecord>], out: &mut Vec<Outcome>) {
+        let mut at: HashMap<*const CallRecord, usize> = HashMap::new();
+        for (i, b) in self.blocks.iter().enumerate() {
+            if let Some(end) = &b.end {
+                for c in calls(&end.items) {
+                    at.entry(Arc::as_ptr(c)).or_insert(i);
+                }
+            }
+        }
+        for call in announced {
+            let end = at.get(&Arc::as_ptr(call)).and_then(|&i| self.blocks[i].end.as_mut());
+            let kept = end.is_some_and(|end| {
+                end.announced |= end.confirmed_at.is_none();
+                end.announced
+            });
+            if !kept {
+                out.push(Outcome::CallRetracted(call.clone()));
+            }
+        }
+    }
+
+    /// The first block a later token can change: the open block or the one awaiting
+    /// confirmation, the earlier of the two (every block after it was opened
+    /// later); the length when neither is. A token changes only those, and pushes
+    /// blocks after them: announcing, committing, reading unread bodies and
+    /// rolling back happen at a verify, never within a tree's walk. Scans back
+    /// past those two and any reasoning entries only (none of them changes).
+    pub(super) fn changeable_from(&self) -> usize {
+        let mut from = self.blocks.len();
+        for (i, b) in self.blocks.iter().enumerate().rev() {
+            match &b.end {
+                None => from = i,
+                Some(e) if e.confirmed_at.is_none() => from = i,
+                Some(_) if b.is_reasoning() => {}
+                Some(_) => break,
+            }
+        }
+        from
+    }
+
+    /// This table's blocks from `from` on, and its counters (see `TableTail`).
+    pub(super) fn tail_from(&self, from: usize) -> TableTail {
+        TableTail { from, blocks: self.blocks[from..].to_vec(), next_id: self.next_id, unread: self.unread }
+    }
+
+    /// Becomes the table `tail` was taken of: this table's blocks before
+    /// `tail.from` are that table's (a table on the same branch, or its parent's).
+    pub(super) fn restore(&mut self, tail: &TableTail) {
+        self.blocks.truncate(tail.from);
+        self.blocks.extend(tail.blocks.iter().cloned());
+        (self.next_id, self.unread) = (tail.next_id, tail.unread);
     }
 
     /// The live stream was cut back to `len` tokens: undoes what the dropped

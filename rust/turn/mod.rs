@@ -1,9 +1,10 @@
 //! One sequence's turn: tokens are drafted into the undecided window, the
 //! verifier decides them, and each step reports typed outcomes.
 //!
-//! - `window`: the live text and the state saved after each undecided token;
+//! - `window`: the live text and the scanner state saved after each undecided token;
 //! - `blocks`: the blocks not final yet and their lifecycle, folded into outcomes;
 //! - `keys`: commit keys, absorbed one token at a time;
+//! - `key_cursor`: the live stream's key hash, absorbed only when a key needs it;
 //! - `outcome`: what a step reports;
 //! - `binding`: what every turn of one format over one vocabulary shares;
 //! - `tree`: token trees (EAGLE, Medusa) drafted in one step, verified along one path.
@@ -15,6 +16,7 @@
 
 mod binding;
 mod blocks;
+mod key_cursor;
 pub mod keys;
 mod outcome;
 mod stream;
@@ -185,7 +187,7 @@ impl Turn {
     }
 
     fn start_at(binding: &Binding, turn_key: &str, scan: ScanState) -> Self {
-        let base = Checkpoint { scan, hash: CommitHasher::new(turn_key), ends: 0 };
+        let base = Checkpoint { scan, ends: 0 };
         let stream = binding.streams().then(|| {
             let spec = binding.format();
             Box::new(Streamer::new(&spec.body, &spec.name_chars, turn_key, scan.class()))
@@ -193,7 +195,7 @@ impl Turn {
         Self {
             binding: binding.clone(),
             ledger: Ledger::default(),
-            window: Window::new(base),
+            window: Window::new(base, turn_key),
             blocks: BlockTable::default(),
             scan_out: Vec::new(),
             tree: None,
@@ -273,6 +275,37 @@ impl Turn {
         self.check_room(tokens)
     }
 
+    /// `check_draft` of `count` ids that the caller found below the vocabulary's
+    /// `dense_below`, so each resolves: nothing is resolved here. The room is
+    /// bounded by the longest piece, and counted token by token (`tokens`) only
+    /// when that bound does not fit. A batch checks every row before drafting any,
+    /// and resolving each id twice cost a tenth of its step.
+    pub(crate) fn check_draft_dense<'a>(
+        &self,
+        count: usize,
+        tokens: impl ExactSizeIterator<Item = TokenIn<'a>>,
+    ) -> Result<(), CoreError> {
+        self.check_open()?;
+        if self.tree.is_some() {
+            return Err(CoreError::TreePending);
+        }
+        self.check_room_dense(count, tokens)
+    }
+
+    /// `check_room` of `count` ids that each resolve (see `check_draft_dense`).
+    fn check_room_dense<'a>(
+        &self,
+        count: usize,
+        tokens: impl ExactSizeIterator<Item = TokenIn<'a>>,
+    ) -> Result<(), CoreError> {
+        let bound =
+            self.ledger.byte_len().saturating_add((count as u64).saturating_mul(self.binding.vocab().longest_piece()));
+        if u32::try_from(bound).is_ok() && u32::try_from(self.ledger.len() + count).is_ok() {
+            return Ok(());
+        }
+        self.check_room(tokens)
+    }
+
     fn check_open(&self) -> Result<(), CoreError> {
         if self.finished {
             return Err(CoreError::Finished);
@@ -313,14 +346,14 @@ impl Turn {
     /// state after each token carried in a local from one token to the next.
     pub(crate) fn draft_checked<'a>(&mut self, tokens: impl Iterator<Item = TokenIn<'a>>, out: &mut Vec<Outcome>) {
         self.early.start(self.window.text().len());
-        let (binding, ledger, mut live) = self.split(Drafting::Undecided);
+        let (binding, mut live) = self.split(Drafting::Undecided);
         let mut cp = live.window.last();
         for t in tokens {
             let Ok(r) = binding.resolve(t) else {
                 debug_assert!(false, "draft of an unchecked token");
                 continue;
             };
-            let ledger_at = ledger.append(r.drafted(), r.bytes.len());
+            let ledger_at = live.ledger.append(r.drafted(), r.bytes.len());
             live.step(r, ledger_at, &mut cp, out);
             live.window.save(cp);
         }
@@ -337,6 +370,20 @@ impl Turn {
             self.check_room(std::iter::once(c))?;
         }
         Ok(())
+    }
+
+    /// `check_verify` of a correction id the caller found below the vocabulary's
+    /// `dense_below` (see `check_draft_dense`): the id is not resolved.
+    pub(crate) fn check_verify_dense(&self, n: usize, correction: Option<TokenIn<'_>>) -> Result<(), CoreError> {
+        self.check_open()?;
+        if self.tree.is_some() {
+            return Err(CoreError::TreePending);
+        }
+        self.ledger.check_decision(n)?;
+        match correction {
+            Some(c) => self.check_room_dense(1, std::iter::once(c)),
+            None => Ok(()),
+        }
     }
 
     /// Accepts the first `n` undecided tokens, rejects the rest, then appends
@@ -425,12 +472,12 @@ impl Turn {
     /// Appends one checked token as accepted: the verifier's own token is never
     /// undecided, so it saves no state, takes no decision and rolls nothing back.
     fn append_accepted(&mut self, token: TokenIn<'_>, out: &mut Vec<Outcome>) {
-        let (binding, ledger, mut live) = self.split(Drafting::Accepted);
+        let (binding, mut live) = self.split(Drafting::Accepted);
         let Ok(r) = binding.resolve(token) else {
             debug_assert!(false, "append of an unchecked token");
             return;
         };
-        let ledger_at = ledger.append_accepted(r.drafted(), r.bytes.len());
+        let ledger_at = live.ledger.append_accepted(r.drafted(), r.bytes.len());
         let mut cp = live.window.base();
         live.step(r, ledger_at, &mut cp, out);
         live.window.rebase(cp);
@@ -454,7 +501,7 @@ impl Turn {
             self.verify_into(0, None, out)?;
         }
         let from = out.len();
-        let (_, _, mut live) = self.split(Drafting::Accepted);
+        let (_, mut live) = self.split(Drafting::Accepted);
         let mut cp = live.window.base();
         let ended = live.scanner.finish(&cp.scan, live.window.text());
         if let Some(last) = live.window.len().checked_sub(1) {
@@ -486,10 +533,10 @@ impl Turn {
 
     /// The turn's parts borrowed apart, so a piece borrowed from the binding's
     /// vocabulary can advance the live state, with tokens as `drafting` says.
-    fn split(&mut self, drafting: Drafting) -> (&Binding, &mut Ledger, Live<'_>) {
+    fn split(&mut self, drafting: Drafting) -> (&Binding, Live<'_>) {
         let Self { binding, ledger, window, blocks, scan_out, early, .. } = self;
         let early = matches!(drafting, Drafting::Undecided).then_some(early);
-        (binding, ledger, Live { scanner: &binding.scanner, window, blocks, scan_out, early })
+        (binding, Live { scanner: &binding.scanner, ledger, window, blocks, scan_out, early })
     }
 }
 
@@ -502,9 +549,11 @@ enum Drafting {
     Accepted,
 }
 
-/// The state a token advances: the live stream and the blocks.
+/// The state a token advances: the ledger, the live stream and the blocks.
 struct Live<'t> {
     scanner: &'t Scanner,
+    /// Every token as drafted: what the key hash absorbs.
+    ledger: &'t mut Ledger,
     window: &'t mut Window,
     blocks: &'t mut BlockTable,
     scan_out: &'t mut Vec<ScanEvent>,
@@ -528,7 +577,6 @@ impl Live<'_> {
     #[inline(always)]
     #[allow(clippy::inline_always)]
     fn step(&mut self, r: Resolved<'_>, ledger_at: usize, cp: &mut Checkpoint, out: &mut Vec<Outcome>) {
-        cp.hash.absorb(r.bytes, r.id);
         cp.ends = 0;
         let (pos, bytes) = self.window.append(r.bytes, ledger_at);
         self.scanner.scan(&mut cp.scan, self.window.text(), bytes, r.role, self.scan_out);
@@ -550,7 +598,7 @@ impl Live<'_> {
     }
 
     /// Applies one scan event of the token at live position `pos`, whose state
-    /// after the token is `cp` (its hash is the key of every call ending there).
+    /// after the token is `cp` (the key hash after it keys every call ending there).
     fn record(&mut self, ev: ScanEvent, pos: usize, cp: &mut Checkpoint, out: &mut Vec<Outcome>) {
         match ev {
             ScanEvent::Opened { delimiter_start, body_start } => {
@@ -567,12 +615,14 @@ impl Live<'_> {
                         self.scanner.read_body(self.window.text(), body)
                     }
                     (body, first) => {
-                        self.blocks.end_unread(pos, confirmed, Unread { body, hash: cp.hash, first });
+                        let hash = self.window.hash_after(pos, self.ledger);
+                        self.blocks.end_unread(pos, confirmed, Unread { body, hash, first });
                         return;
                     }
                 };
+                let hash = self.window.hash_after(pos, self.ledger);
                 let next_key = || {
-                    let key = cp.hash.key(cp.ends);
+                    let key = hash.key(cp.ends);
                     cp.ends += 1;
                     key
                 };

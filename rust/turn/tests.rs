@@ -654,3 +654,27 @@ fn a_block_the_end_of_the_turn_cuts_keys_after_an_unread_one_in_its_token() {
         assert_ne!(keys(&out)[0], keys(&out)[1]);
     }
 }
+
+/// A closer drafted and rejected step after step (the verifier accepts one token of
+/// each draft) takes a key each time, in a token then rejected: the key hash
+/// absorbs the tokens since the accepted frontier, never the turn again. Settling
+/// only what a verify kept whole absorbed the whole turn once per step: 100 steps
+/// over a 500-token prefix took 55k tokens' absorbing.
+#[test]
+fn keys_taken_in_rejected_tokens_absorb_each_accepted_token_about_once() {
+    let mut t = Turn::new(&TurnConfig::builtin("hermes", "t", 1 << 20).unwrap(), [], []).unwrap();
+    let mut prefix: Vec<TokenIn<'_>> =
+        vec![TokenIn::Piece(b"<tool_call>"), TokenIn::Piece(br#"{"name": "f", "arguments": {"t": ""#)];
+    prefix.extend((0..500).map(|_| TokenIn::Piece(b"x")));
+    t.draft(&prefix).unwrap();
+    t.verify(prefix.len(), None).unwrap();
+    let window = [TokenIn::Piece(b"yy"), TokenIn::Piece(br#""}}</tool_call>"#)];
+    for _ in 0..100 {
+        let out = t.draft(&window).unwrap();
+        assert!(matches!(out.as_slice(), [Outcome::CallClosed(_)]), "{out:?}");
+        let out = t.verify(1, None).unwrap();
+        assert!(matches!(out.as_slice(), [Outcome::CallRetracted(_)]), "{out:?}");
+    }
+    let (absorbed, live) = (t.window.keys_absorbed(), t.window.len());
+    assert!(absorbed <= 2 * live + 200, "absorbed {absorbed} tokens for {live} live tokens");
+}

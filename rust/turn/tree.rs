@@ -1,12 +1,15 @@
 //! Token trees (EAGLE, Medusa): a step drafts a tree of candidate tokens, the
 //! verifier accepts one path from a root down, and every other node is rejected.
 //!
-//! Each node's state forks from its parent's: its checkpoint (scanner state,
-//! running key hash) continues the parent's, and its block table is a copy of
-//! the parent's table advanced by the node's token. The nodes are scanned in
-//! depth-first order over the live window, which holds the path to the current
-//! node, so each node costs what one drafted token costs plus a copy of the
-//! (small) table of blocks not final yet. A block closing on any branch is
+//! Each node's state forks from its parent's: its checkpoint (scanner state)
+//! continues the parent's (the key hash is absorbed along the path a key is
+//! taken on, `KeyCursor`), and its block table is the parent's table advanced
+//! by the node's token. The nodes are scanned in depth-first order over the live
+//! window, which holds the path to the current node, and over one live block
+//! table: a node keeps only the blocks its token may have changed (`TableTail`),
+//! and the table is restored from them when the walk steps back to a node with
+//! another child. So each node costs what one drafted token costs, whatever the
+//! depth and however many calls its branch holds. A block closing on any branch is
 //! announced (`CallClosed`) with the key of its own path, once, whichever
 //! branches share it.
 //!
@@ -16,7 +19,7 @@
 //! every other announced call is retracted. The ledger records every node, in
 //! the order drafted; P's are accepted, the rest rejected.
 
-use super::blocks::BlockTable;
+use super::blocks::{BlockTable, TableTail};
 use super::outcome::{CallRecord, Outcome};
 use super::window::{Checkpoint, Shift};
 use super::{TokenIn, Turn};
@@ -33,8 +36,9 @@ pub(super) struct Tree {
     first_ledger: usize,
     /// The state after each node, on its own path.
     checkpoints: Vec<Checkpoint>,
-    /// The blocks not final after each node, on its own path.
-    tables: Vec<BlockTable>,
+    /// The blocks not final after each node, on its own path: what its token may
+    /// have changed over its parent's table.
+    tails: Vec<TableTail>,
     /// The blocks before the tree: where every root's path starts.
     base: BlockTable,
     /// Every call announced on some branch, once each, in the order announced.
@@ -138,29 +142,32 @@ impl Turn {
 
         let first_ledger = self.ledger.len();
         for &t in tokens {
-            let (binding, ledger, _) = self.split(super::Drafting::Undecided);
-            if let Ok(r) = binding.resolve(t) {
-                ledger.append(r.drafted(), r.bytes.len());
+            if let Ok(r) = self.binding.resolve(t) {
+                self.ledger.append(r.drafted(), r.bytes.len());
             }
         }
         self.early.start(self.window.text().len());
-        let base = std::mem::take(&mut self.blocks);
+        let base = self.blocks.clone();
+        let base_tail = base.tail_from(base.changeable_from());
         let n = tokens.len();
         let mut checkpoints = Vec::with_capacity(n);
-        let mut tables: Vec<BlockTable> = Vec::with_capacity(n);
+        let mut tails: Vec<TableTail> = Vec::with_capacity(n);
         checkpoints.resize(n, self.window.base());
-        tables.resize_with(n, BlockTable::default);
+        tails.resize_with(n, TableTail::default);
+        // The node whose table `self.blocks` holds (None: the base's).
+        let mut last: Option<u32> = None;
         let mut announced: Vec<Arc<CallRecord>> = Vec::new();
         let mut shifts: Vec<Vec<Shift>> = Vec::new();
         shifts.resize_with(n, Vec::new);
         let mut node_out = Vec::new();
         for (node, depth) in depth_first(&parents) {
-            let (binding, _, mut live) = self.split(super::Drafting::Undecided);
+            let (binding, mut live) = self.split(super::Drafting::Undecided);
             live.window.retreat(depth);
-            *live.blocks = match parents[node] {
-                Some(p) => tables[p as usize].clone(),
-                None => base.clone(),
-            };
+            // Visited right after its parent (a first child), the table is the parent's already.
+            if last != parents[node] {
+                live.blocks.restore(parents[node].map_or(&base_tail, |p| &tails[p as usize]));
+            }
+            let from = live.blocks.changeable_from();
             let Ok(r) = binding.resolve(tokens[node]) else {
                 debug_assert!(false, "a checked token failed to resolve");
                 continue;
@@ -180,11 +187,12 @@ impl Turn {
                 out.push(o);
             }
             checkpoints[node] = live.window.last();
-            tables[node] = std::mem::take(live.blocks);
+            tails[node] = live.blocks.tail_from(from);
+            last = Some(node as u32);
         }
         self.window.retreat(0);
         self.blocks = base.clone();
-        self.tree = Some(Box::new(Tree { parents, first_ledger, checkpoints, tables, base, announced, shifts }));
+        self.tree = Some(Box::new(Tree { parents, first_ledger, checkpoints, tails, base, announced, shifts }));
         Ok(())
     }
 
@@ -246,17 +254,15 @@ impl Turn {
                 self.window.shift(pos, s.at as usize, s.class);
             }
         }
-        self.blocks = match path.last() {
-            Some(&leaf) => std::mem::take(&mut tree.tables[leaf]),
-            None => std::mem::take(&mut tree.base),
-        };
+        // The path's table: the base's, advanced by each node's tail in turn.
+        let mut blocks = std::mem::take(&mut tree.base);
+        for &node in path {
+            blocks.restore(&tree.tails[node]);
+        }
+        self.blocks = blocks;
         self.ledger.decide_only(path.iter().map(|&node| tree.first_ledger + node));
         self.window.keep(self.window.len());
-        for call in &tree.announced {
-            if !self.blocks.keeps_announced(call) {
-                out.push(Outcome::CallRetracted(call.clone()));
-            }
-        }
+        self.blocks.retract_unkept(&tree.announced, out);
         let from = out.len();
         self.read_unread(out);
         self.correct(correction, out);

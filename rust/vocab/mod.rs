@@ -37,6 +37,10 @@ pub struct Vocab {
     /// run to its first empty slot and finds every id with the piece.
     by_piece: Vec<u32>,
     len: usize,
+    /// Every id below it has a piece: a window of such ids resolves, checked by its largest.
+    dense: u64,
+    /// The longest piece: bounds the bytes a window of `n` ids adds without resolving them.
+    longest: u64,
 }
 
 /// Builds a `Vocab`: insertions may replace earlier ones (a special token
@@ -80,7 +84,10 @@ impl VocabBuilder {
     #[must_use]
     pub fn build(self) -> Vocab {
         let len = self.spans.iter().filter(|s| **s != ABSENT).count();
-        let mut vocab = Vocab { bytes: self.bytes, spans: self.spans, by_piece: Vec::new(), len };
+        let dense = self.spans.iter().position(|s| *s == ABSENT).unwrap_or(self.spans.len()) as u64;
+        let longest = self.spans.iter().filter(|s| **s != ABSENT).map(|s| u64::from(s.end - s.start)).max();
+        let longest = longest.unwrap_or(0);
+        let mut vocab = Vocab { bytes: self.bytes, spans: self.spans, by_piece: Vec::new(), len, dense, longest };
         let size = (len * 2).next_power_of_two().max(16);
         let mut table = vec![0u32; size];
         for (id, span) in vocab.spans.iter().enumerate() {
@@ -109,6 +116,18 @@ impl Vocab {
     #[must_use]
     pub fn len(&self) -> usize {
         self.len
+    }
+
+    /// Every id below this one has a piece (`piece` succeeds for it).
+    #[must_use]
+    pub fn dense_below(&self) -> u64 {
+        self.dense
+    }
+
+    /// The length of the longest piece.
+    #[must_use]
+    pub fn longest_piece(&self) -> u64 {
+        self.longest
     }
 
     /// The piece of `id`.

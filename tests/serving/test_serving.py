@@ -344,6 +344,77 @@ def test_a_batch_gives_each_sequence_what_a_lone_stream_gives(ops: list[Any], ki
     assert len(batch) == 0
 
 
+# A model's output for the ragged-batch property: prose, whole calls and calls whose
+# closer comes in two tokens ("</tool" "_call>"), as ids of PIECES.
+PROSE_IDS = [9, 10, 11]
+CALL_IDS = [0, 2, 3, 5, 6, 8, 1]
+SPLIT_CALL_IDS = [0, 2, 4, 5, 7, 8, 15, 16]
+segment_st = st.one_of(st.lists(st.sampled_from(PROSE_IDS), min_size=1, max_size=12),
+                       st.just(CALL_IDS), st.just(SPLIT_CALL_IDS))
+model_st = st.lists(segment_st, max_size=12).map(lambda segs: [i for seg in segs for i in seg])
+
+
+def committed(outcomes: list[inert.Outcome]) -> list[tuple[Any, ...]]:
+    """The committed calls and malformed blocks, less block ids (a rejected opener takes one)."""
+    out: list[tuple[Any, ...]] = []
+    for o in outcomes:
+        if isinstance(o, inert.CallCommitted):
+            out.append((o.kind, o.call.name, o.call.arguments, o.call.span, o.call.commit_key))
+        elif isinstance(o, inert.BlockMalformed):
+            out.append((o.kind, o.malformed.kind, o.malformed.span, o.malformed.commit_key))
+    return out
+
+
+@given(st.data())
+def test_a_ragged_batch_commits_what_its_accepted_tokens_alone_commit(data: st.DataObject) -> None:
+    """Sequences of very different lengths, each step a different draft length and
+    acceptance per sequence (none, some, all; wrong tokens after the accepted ones; a
+    correction or none; some sequences idle): rollbacks and key hashes land at every
+    place in a window. Each sequence commits exactly the calls (keys included) that a
+    lone stream drafting only its accepted tokens commits, its keys are the commit_key
+    of its accepted ids, and its accepted text is theirs."""
+    models = data.draw(st.lists(model_st, min_size=1, max_size=6))
+    batch = inert.StreamBatch("hermes", VOCAB)
+    accepted: list[list[int]] = [[] for _ in models]
+    got: list[list[inert.Outcome]] = [[] for _ in models]
+    for seq in range(len(models)):
+        batch.add(seq, f"k{seq}")
+    while any(len(a) < len(m) for a, m in zip(accepted, models, strict=True)):
+        k = data.draw(st.integers(1, 8))
+        rows = [s for s, m in enumerate(models) if len(accepted[s]) < len(m) and data.draw(st.booleans())]
+        if not rows:
+            continue
+        tokens = np.full((len(rows), k), -1, dtype=np.int64)
+        lengths, counts, corrections = [], [], []
+        for r, s in enumerate(rows):
+            rest = models[s][len(accepted[s]):]
+            n = data.draw(st.integers(0, k))
+            good = data.draw(st.integers(0, min(n, len(rest))))
+            wrong = data.draw(st.lists(st.integers(0, N - 1), min_size=n - good, max_size=n - good))
+            tokens[r, :n] = rest[:good] + wrong
+            take = data.draw(st.integers(0, good))
+            fix = rest[take] if take < len(rest) and data.draw(st.booleans()) else -1
+            lengths.append(n)
+            counts.append(take)
+            corrections.append(fix)
+            accepted[s] += rest[:take] + ([fix] if fix >= 0 else [])
+        for s, out in batch.draft(np.array(rows), tokens, np.array(lengths)).items():
+            got[s] += out
+        for s, out in batch.verify(np.array(rows), np.array(counts), np.array(corrections)).items():
+            got[s] += out
+    for s in range(len(models)):
+        assert batch.accepted_text(s) == b"".join(VOCAB.piece(i) for i in accepted[s])
+        got[s] += batch.finish(s)
+        clean = inert.TokenStream("hermes", f"k{s}", vocab=VOCAB)
+        want = clean.draft(accepted[s]) + clean.verify(len(accepted[s])) + clean.finish()
+        assert committed(got[s]) == committed(want)
+        for o in got[s]:
+            if isinstance(o, inert.CallCommitted):
+                c = o.call
+                keys = [inert.commit_key(f"k{s}", accepted[s][: c.end], i) for i in range(4)]
+                assert c.commit_key in keys
+
+
 def test_batch_mistakes_raise_and_change_nothing() -> None:
     batch = inert.StreamBatch("hermes", VOCAB)
     batch.add(1, "a")

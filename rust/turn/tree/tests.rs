@@ -291,3 +291,24 @@ fn rejecting_the_tree_that_confirmed_a_call_keeps_its_announcement() {
         assert_eq!(rest, vec![Outcome::CallCommitted(c.clone())], "finish_pending={finish_pending}");
     }
 }
+
+/// A deep chain full of calls keeps what each node changed, not a copy of its
+/// parent's table: the blocks the tree holds grow with its nodes. Each node once
+/// held its path's whole table (every call on the path is awaiting acceptance),
+/// so this chain held about nodes^2 / 10 blocks (400k here), and drafting it cost
+/// as much in time and memory.
+#[test]
+fn a_deep_chain_of_calls_keeps_blocks_in_proportion_to_its_nodes() {
+    let config = TurnConfig::builtin("hermes", "t", 1 << 20).unwrap();
+    let mut t = Turn::with_vocab(&config, std::sync::Arc::default());
+    let call: [&'static [u8]; 5] = [b"<tool_call>", br#"{"name": "f", "arguments": {}}"#, b"</tool_call>", b" ", b"x"];
+    let n = 2000;
+    let tokens: Vec<TokenIn<'static>> = (0..n).map(|i| TokenIn::Piece(call[i % call.len()])).collect();
+    let parents: Vec<i64> = (0..n as i64).map(|i| i - 1).collect();
+    let drafted = t.draft_tree(&tokens, &parents).unwrap();
+    assert_eq!(drafted.len(), n / call.len(), "every call on the chain is announced");
+    let held: usize = t.tree.as_ref().unwrap().tails.iter().map(TableTail::len).sum();
+    assert!(held <= 2 * n, "the tree holds {held} blocks for {n} nodes");
+    let out = t.verify_path(&(0..n).collect::<Vec<_>>(), None).unwrap();
+    assert_eq!(committed(&out).len(), n / call.len(), "the path commits every call on it");
+}

@@ -1,0 +1,98 @@
+//! The commit-key hash of the live stream, absorbed lazily: a token is hashed
+//! only when a key at or after it is needed, and then once, in bulk with the
+//! tokens before it.
+//!
+//! A key is `commit_key(turn_key, tokens[..end], ordinal)`: the hash of every
+//! live token through the one a block ended in. Most tokens end no block, and
+//! a drafted token may be rejected before any key needs it, so hashing each
+//! token as it is drafted (and saving the hash with it, for a rollback to
+//! restore) cost more than the scanner's whole work on prose. Instead two
+//! running states are kept:
+//! - `settled`: the hash of a prefix of the accepted tokens. A rejection never
+//!   reaches it, so it only moves forward: to the accepted frontier whenever a
+//!   key's absorbing passes it, so a key taken in a drafted token that is then
+//!   rejected (a closer drafted and rejected step after step) costs the tokens
+//!   since the frontier, never the turn again;
+//! - `ahead`: the hash of a longer prefix, undecided tokens included (where the
+//!   last key was taken). A rejection or a tree's walk that drops any token of
+//!   it resets it to `settled`; an acceptance that keeps it whole settles it.
+//!
+//! Each accepted token is absorbed once over the turn (a rescan after a
+//! rejection absorbs at most the undecided tokens again); the keys are byte for
+//! byte what absorbing every token as drafted gave (`keys.rs`, tested against
+//! the `siphasher` crate; `turn::tests` compare with a hasher fed token by token).
+
+use super::keys::CommitHasher;
+use crate::ledger::Drafted;
+
+#[derive(Debug, Clone, Copy)]
+struct Prefix {
+    hash: CommitHasher,
+    /// Live tokens absorbed.
+    len: usize,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub(super) struct KeyCursor {
+    settled: Prefix,
+    ahead: Prefix,
+    /// Tokens absorbed over the turn (tests: each accepted token about once).
+    #[cfg(test)]
+    pub(super) absorbed: usize,
+}
+
+impl KeyCursor {
+    pub(super) fn new(turn_key: &str) -> Self {
+        let start = Prefix { hash: CommitHasher::new(turn_key), len: 0 };
+        #[cfg(test)]
+        return Self { settled: start, ahead: start, absorbed: 0 };
+        #[cfg(not(test))]
+        Self { settled: start, ahead: start }
+    }
+
+    /// The hash of the first `len` live tokens, of which the first `accepted`
+    /// are accepted; `token(i)` is live token `i` as drafted. `len` is at least
+    /// `accepted` (keys are taken at the newest token, or at the end of the turn).
+    pub(super) fn hash_of<'a>(
+        &mut self,
+        len: usize,
+        accepted: usize,
+        token: impl Fn(usize) -> Drafted<'a>,
+    ) -> CommitHasher {
+        debug_assert!(len >= accepted && accepted >= self.settled.len, "a key before the accepted tokens");
+        if self.ahead.len > len {
+            self.ahead = self.settled;
+        }
+        let mut hash = self.ahead.hash;
+        for i in self.ahead.len..len {
+            match token(i) {
+                Drafted::Id(id) => hash.absorb_id(id),
+                Drafted::Piece(piece) => hash.absorb_piece(piece),
+            }
+            if i + 1 == accepted {
+                self.settled = Prefix { hash, len: accepted };
+            }
+        }
+        #[cfg(test)]
+        {
+            self.absorbed += len.saturating_sub(self.ahead.len);
+        }
+        self.ahead = Prefix { hash, len };
+        hash
+    }
+
+    /// The live stream was cut back to `len` tokens, none of them accepted ones.
+    #[inline]
+    pub(super) fn truncate(&mut self, len: usize) {
+        if self.ahead.len > len {
+            self.ahead = self.settled;
+        }
+    }
+
+    /// The first `len` live tokens are accepted (and no more are live).
+    #[inline]
+    pub(super) fn accept(&mut self, len: usize) {
+        self.truncate(len);
+        self.settled = self.ahead;
+    }
+}
