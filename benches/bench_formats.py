@@ -33,7 +33,7 @@ def transcript(fmt: str) -> bytes:
 
 def pieces(fmt: str) -> list[bytes]:
     data = transcript(fmt)
-    return [data[i:i + 4] for i in range(0, len(data), 4)]
+    return [data[i : i + 4] for i in range(0, len(data), 4)]
 
 
 @pytest.mark.parametrize("length", list(LENGTHS))
@@ -65,7 +65,6 @@ def test_format_step(benchmark: object, fmt: str, length: str) -> None:
     benchmark.pedantic(run, rounds=ROUNDS, iterations=1, warmup_rounds=2)  # type: ignore[attr-defined]
     record(benchmark, f"fmt:{fmt}@{length}", per=STEPS)
     FORMAT_MEDIANS[(fmt, length)] = benchmark.stats.stats.median / STEPS  # type: ignore[attr-defined]
-
 
 
 PARSE_BYTES = 64 << 10

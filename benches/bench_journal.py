@@ -31,7 +31,7 @@ import inert
 from conftest import JOURNAL_NOTES, THROUGHPUT, record
 
 WRITES = 20
-BLOCKS = [f'<tool_call>{json.dumps({"name": "put", "arguments": {"i": i}})}</tool_call>' for i in range(WRITES)]
+BLOCKS = [f"<tool_call>{json.dumps({'name': 'put', 'arguments': {'i': i}})}</tool_call>" for i in range(WRITES)]
 PAIRS_PER_WORKER = {"sqlite": 60, "postgres": 150}
 _turns = itertools.count()
 _keys = itertools.count()
@@ -104,8 +104,9 @@ def test_intent_and_outcome(benchmark: Any, kind: str, tmp_path: Path, request: 
 
 @pytest.mark.parametrize("workers", [1, 8])
 @pytest.mark.parametrize("kind", ["sqlite", "postgres"])
-def test_pairs_per_second(benchmark: Any, kind: str, workers: int, tmp_path: Path,
-                          request: pytest.FixtureRequest) -> None:
+def test_pairs_per_second(
+    benchmark: Any, kind: str, workers: int, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
     """``workers`` threads, each with its own journal on one store, each
     journaling ``PAIRS_PER_WORKER`` intent + outcome pairs on its own keys."""
     journals = [journal_of(kind, tmp_path, request) for _ in range(workers)]

@@ -91,9 +91,10 @@ def peer_step(rows: int, steps: int, rounds: int) -> float | None:
     if not PEER_BIN.exists():
         return None
     piece = {i: b.VOCAB.piece(i).decode() for i in set(b.STREAM_IDS)}
-    chunks = [[
-        "".join(piece[int(i)] for i in tokens[r, :6]) + piece[int(corrections[r])] for r in range(rows)
-    ] for tokens, corrections in b.speculative(rows, steps)]
+    chunks = [
+        ["".join(piece[int(i)] for i in tokens[r, :6]) + piece[int(corrections[r])] for r in range(rows)]
+        for tokens, corrections in b.speculative(rows, steps)
+    ]
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
         json.dump({"rounds": rounds, "steps": chunks}, f)
     try:
@@ -114,13 +115,17 @@ def main() -> None:
     peer = peer_step(a.rows, a.steps, a.rounds)
     print(f"{a.rows} sequences x 8-token drafts (6 accepted + correction), {a.steps} steps, best of {a.rounds}")
     print(f"  {'inert StreamBatch':<42} {batch * 1e6:9.1f} us/step  {batch * 1e6 / a.rows:7.3f} us/seq-step")
-    print(f"  {'Python loop over TokenStreams':<42} {loop * 1e6:9.1f} us/step  {loop * 1e6 / a.rows:7.3f} us/seq-step"
-          f"   loop / batch = {loop / batch:5.2f}")
+    print(
+        f"  {'Python loop over TokenStreams':<42} {loop * 1e6:9.1f} us/step  {loop * 1e6 / a.rows:7.3f} us/seq-step"
+        f"   loop / batch = {loop / batch:5.2f}"
+    )
     if peer is None:
         print(f"  peer: {PEER_BIN} not built (see this file's docstring)")
     else:
-        print(f"  {'tool-parser 1.10 QwenParser (accepted text)':<42} {peer * 1e6:9.1f} us/step  "
-              f"{peer * 1e6 / a.rows:7.3f} us/seq-step   peer / batch = {peer / batch:5.2f}")
+        print(
+            f"  {'tool-parser 1.10 QwenParser (accepted text)':<42} {peer * 1e6:9.1f} us/step  "
+            f"{peer * 1e6 / a.rows:7.3f} us/seq-step   peer / batch = {peer / batch:5.2f}"
+        )
 
 
 if __name__ == "__main__":

@@ -96,7 +96,7 @@ def _turn(calls: int) -> Callable[[], inert.Orchestrator]:
     def build() -> inert.Orchestrator:
         orch = orchestrator()
         for start in range(0, len(tokens), 512):
-            window = tokens[start:start + 512]
+            window = tokens[start : start + 512]
             orch.draft(window)
             orch.verify(len(window))
         return orch
@@ -120,12 +120,12 @@ def test_eight_thousand_tiny_blocks(benchmark: Any) -> None:
     """Model output alone: 8000 blocks of an unknown tool (writes with unknown footprints,
     each a barrier), drafted in windows, accepted, finished."""
     text = '<tool_call>{"name": "x"}</tool_call>' * 8000
-    pieces = [text[i:i + 48] for i in range(0, len(text), 48)]
+    pieces = [text[i : i + 48] for i in range(0, len(text), 48)]
 
     def turn() -> inert.Report:
         orch = inert.Orchestrator({}, {"x": lambda: None}, turn_key="tiny")
         for start in range(0, len(pieces), 64):
-            window = pieces[start:start + 64]
+            window = pieces[start : start + 64]
             orch.draft(window)
             orch.verify(len(window))
         return orch.finish()

@@ -78,8 +78,10 @@ def model_steps(rounds: int, start: int = 0) -> list[Step]:
     """One sequence's speculative steps for ``rounds`` rounds from stream position
     ``start`` on (`draft_window`): the accepted text is the model's output, so its
     blocks close."""
-    return [(np.array(w, dtype=np.int32), np.int32(c))
-            for w, c in (draft_window(at) for at in range(start, start + rounds * STEPS * 7, 7))]
+    return [
+        (np.array(w, dtype=np.int32), np.int32(c))
+        for w, c in (draft_window(at) for at in range(start, start + rounds * STEPS * 7, 7))
+    ]
 
 
 @pytest.mark.parametrize("vocab", ["none", "shared_150k"])

@@ -98,7 +98,7 @@ def call_stepper(draft: Callable[..., object], verify: Callable[..., object]) ->
     def run() -> None:
         p = position[0]
         for _ in range(STEPS):
-            window = tokens[p:p + K]
+            window = tokens[p : p + K]
             draft(window)
             verify(6, window[6])
             p += 7

@@ -32,8 +32,8 @@ def primed(stream: bool, accepted: int) -> inert.TokenStream:
     s = inert.TokenStream("hermes", "turn", vocab=VOCAB, stream=stream)
     ids = np.array((STREAM_IDS * (accepted // len(STREAM_IDS) + 1))[:accepted], dtype=np.int32)
     for start in range(0, accepted, 1024):
-        s.draft(ids[start:start + 1024])
-        s.verify(len(ids[start:start + 1024]))
+        s.draft(ids[start : start + 1024])
+        s.verify(len(ids[start : start + 1024]))
         s.take_released()
     return s
 
@@ -49,8 +49,14 @@ def test_token_stream_step(benchmark: object, mode: str, accepted: int) -> None:
 
 @pytest.mark.parametrize("mode", ["off", "on"])
 def test_orchestrator_step(benchmark: object, mode: str) -> None:
-    orch = inert.Orchestrator({"search": "read_only"}, {"search": lambda q: q}, format="hermes", turn_key="t",
-                              vocab=VOCAB, stream=mode == "on")
+    orch = inert.Orchestrator(
+        {"search": "read_only"},
+        {"search": lambda q: q},
+        format="hermes",
+        turn_key="t",
+        vocab=VOCAB,
+        stream=mode == "on",
+    )
     run = numpy_steps(orch, model_steps(rounds=32))
     benchmark.group = "streaming: Orchestrator, numpy k=8"  # type: ignore[attr-defined]
     benchmark.pedantic(run, rounds=30, iterations=1, warmup_rounds=2)  # type: ignore[attr-defined]
@@ -66,13 +72,13 @@ VALUES = {"code": "    total += item.price * item.count  # a < b\n", "tags": "</
 def whole_turn(fmt: str, raw: bytes, token: int, window: int, *, stream: bool = True) -> Callable[[], None]:
     """One benchmark round: a turn of ``raw`` cut into ``token``-byte pieces, ``window`` of them
     drafted and accepted per step, what each step released taken, as a server would."""
-    pieces = [raw[i:i + token] for i in range(0, len(raw), token)]
+    pieces = [raw[i : i + token] for i in range(0, len(raw), token)]
 
     def run() -> None:
         s = inert.TokenStream(fmt, "t", stream=stream, max_block_bytes=1 << 24)
         for i in range(0, len(pieces), window):
-            s.draft(pieces[i:i + window])
-            s.verify(len(pieces[i:i + window]))
+            s.draft(pieces[i : i + window])
+            s.verify(len(pieces[i : i + window]))
             if s.has_released:
                 s.take_released()
         s.finish()
@@ -80,8 +86,10 @@ def whole_turn(fmt: str, raw: bytes, token: int, window: int, *, stream: bool = 
     return run
 
 
-@pytest.mark.parametrize(("kind", "kb", "mode"), [("code", 16, "on"), ("code", 256, "on"), ("code", 256, "off"),
-                                                  ("tags", 16, "on"), ("tags", 256, "on")])
+@pytest.mark.parametrize(
+    ("kind", "kb", "mode"),
+    [("code", 16, "on"), ("code", 256, "on"), ("code", 256, "off"), ("tags", 16, "on"), ("tags", 256, "on")],
+)
 def test_xml_value(benchmark: object, kind: str, kb: int, mode: str) -> None:
     unit = VALUES[kind]
     text = xml_call("qwen3_coder", "write_file", [("path", "a.py"), ("content", unit * (kb * 1024 // len(unit)))])

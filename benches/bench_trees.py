@@ -41,8 +41,10 @@ def main() -> None:
     for n in (int(s) for s in a.sizes.split(",")):
         before = rss()
         seconds = chain(n)
-        print(f"chain of {n:6d} nodes ({n // len(CALL)} calls): {seconds:8.3f} s  {seconds / n * 1e6:8.1f} us/node  "
-              f"resident memory +{(rss() - before) / 2**20:7.1f} MB")
+        print(
+            f"chain of {n:6d} nodes ({n // len(CALL)} calls): {seconds:8.3f} s  {seconds / n * 1e6:8.1f} us/node  "
+            f"resident memory +{(rss() - before) / 2**20:7.1f} MB"
+        )
 
 
 if __name__ == "__main__":

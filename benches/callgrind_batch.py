@@ -69,8 +69,11 @@ def run(rows: int, measured: int, total: int, kind: str, out: Path) -> int:
     if kind != "loop":
         # Only the two calls of a step: setup (a 150k vocabulary, hashed with random seeds)
         # would otherwise add noise of the order of the difference.
-        cmd += ["--collect-atstart=no", "--toggle-collect=*PyStreamBatch::__pymethod_draft__*",
-                "--toggle-collect=*PyStreamBatch::__pymethod_verify__*"]
+        cmd += [
+            "--collect-atstart=no",
+            "--toggle-collect=*PyStreamBatch::__pymethod_draft__*",
+            "--toggle-collect=*PyStreamBatch::__pymethod_verify__*",
+        ]
     env = dict(os.environ, PYTHONHASHSEED="0")
     res = subprocess.run([*cmd, sys.executable, "-c", script], capture_output=True, text=True, check=False, env=env)
     m = re.search(r"Collected : (\d+)", res.stderr)
@@ -130,9 +133,16 @@ def label(path: str) -> str:
     """A short name: the core's files by their path under rust/, everything else by library."""
     if "/rust/" in path and ".cargo" not in path:
         return "inert " + path.split("/rust/", 1)[1]
-    for lib, name in (("pyo3", "pyo3"), ("/rustc/", "Rust std/core"), (".cargo/registry", "crates"),
-                      ("libc", "libc"), ("python3", "CPython"), ("Python", "CPython"), ("numpy", "numpy"),
-                      ("_core", "inert (no line tables)")):
+    for lib, name in (
+        ("pyo3", "pyo3"),
+        ("/rustc/", "Rust std/core"),
+        (".cargo/registry", "crates"),
+        ("libc", "libc"),
+        ("python3", "CPython"),
+        ("Python", "CPython"),
+        ("numpy", "numpy"),
+        ("_core", "inert (no line tables)"),
+    ):
         if lib in path:
             return name
     return Path(path).name or path
@@ -151,8 +161,10 @@ def main() -> None:
         short = run(a.rows, a.short, a.long, a.workload, Path(tmp, "short.out"))
         long = run(a.rows, a.long, a.long, a.workload, Path(tmp, "long.out"))
         per = (long - short) / ((a.long - a.short) * a.rows)
-        print(f"{a.workload}: {a.rows} sequences x 8-token drafts, 6 accepted + correction: "
-              f"{per:,.0f} instructions per sequence-step (callgrind)")
+        print(
+            f"{a.workload}: {a.rows} sequences x 8-token drafts, 6 accepted + correction: "
+            f"{per:,.0f} instructions per sequence-step (callgrind)"
+        )
         lo, hi = by_file(Path(tmp, "short.out")), by_file(Path(tmp, "long.out"))
         if a.keep:
             a.keep.mkdir(parents=True, exist_ok=True)

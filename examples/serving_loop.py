@@ -58,10 +58,10 @@ def main(n_seqs: int = 16, k: int = 6, seed: int = 0) -> dict[int, list[inert.Ca
         tokens = np.full((len(seqs), k), -1, dtype=np.int32)  # -1: padding past a row's length
         lengths = np.zeros(len(seqs), dtype=np.int64)
         for row, seq in enumerate(seqs):
-            draft = targets[seq][pos[seq]:pos[seq] + k].copy()
+            draft = targets[seq][pos[seq] : pos[seq] + k].copy()
             if len(draft) and rng.random() < 0.3:  # the draft model guesses wrong somewhere
                 draft[rng.integers(len(draft))] = rng.integers(1000, 100_000)
-            tokens[row, :len(draft)] = draft
+            tokens[row, : len(draft)] = draft
             lengths[row] = len(draft)
         for outcomes in batch.draft(seqs, tokens, lengths).values():
             early_reads.update(o.call.commit_key for o in outcomes if isinstance(o, inert.CallClosed))
@@ -70,8 +70,8 @@ def main(n_seqs: int = 16, k: int = 6, seed: int = 0) -> dict[int, list[inert.Ca
         n_accepted = np.zeros(len(seqs), dtype=np.int64)
         corrections = np.full(len(seqs), -1, dtype=np.int64)
         for row, seq in enumerate(seqs):
-            want = targets[seq][pos[seq]:pos[seq] + lengths[row]]
-            wrong = np.flatnonzero(tokens[row, :lengths[row]] != want)
+            want = targets[seq][pos[seq] : pos[seq] + lengths[row]]
+            wrong = np.flatnonzero(tokens[row, : lengths[row]] != want)
             n_accepted[row] = wrong[0] if len(wrong) else lengths[row]
             nxt = pos[seq] + n_accepted[row]
             if nxt < len(targets[seq]):

@@ -17,21 +17,33 @@ from inert.openai import chunk
 Token = str | bytes | int
 
 
-def chunks(orch: inert.Orchestrator, engine: Iterable[tuple[list[Token], int, Token | None]], *,
-           id: str, model: str, created: int) -> Iterator[Any]:
+def chunks(
+    orch: inert.Orchestrator,
+    engine: Iterable[tuple[list[Token], int, Token | None]],
+    *,
+    id: str,
+    model: str,
+    created: int,
+) -> Iterator[Any]:
     """The ``ChatCompletionChunk``s of one streamed turn. ``engine`` yields each
     speculative step: the draft window, how many of it the target accepted, its correction."""
     first = True
     for window, n_accepted, correction in engine:
-        orch.draft(window)                        # drafts release nothing
+        orch.draft(window)  # drafts release nothing
         step = orch.verify(n_accepted, correction)
         if step.content or step.reasoning or step.tool_call_deltas:
             yield chunk(step, id=id, model=model, created=created, role=first)
             first = False
-    report = orch.finish()                       # the calls ran; report.tail: what the end released
+    report = orch.finish()  # the calls ran; report.tail: what the end released
     assert report.tail is not None
-    yield chunk(report.tail, id=id, model=model, created=created, role=first,
-                finish_reason="tool_calls" if report.results else "stop")
+    yield chunk(
+        report.tail,
+        id=id,
+        model=model,
+        created=created,
+        role=first,
+        finish_reason="tool_calls" if report.results else "stop",
+    )
 
 
 def sse(stream: Iterable[Any]) -> Iterator[str]:
@@ -51,8 +63,9 @@ def engine() -> Iterator[tuple[list[Token], int, Token | None]]:
 
 def main() -> list[Any]:
     effects = inert.EffectTable({"get_weather": "read_only"})
-    orch = inert.Orchestrator(effects, {"get_weather": lambda city: f"rain in {city}"}, format="hermes",
-                              turn_key="req-7/turn-1", stream=True)
+    orch = inert.Orchestrator(
+        effects, {"get_weather": lambda city: f"rain in {city}"}, format="hermes", turn_key="req-7/turn-1", stream=True
+    )
     out = list(chunks(orch, engine(), id="chatcmpl-7", model="qwen3", created=1_700_000_000))
     for event in sse(out):
         print(event, end="")

@@ -54,8 +54,10 @@ class Transfer:
 
     def commit(self, staged: Staged, *, idempotency_key: str) -> str:
         try:
-            staged.db.execute("INSERT INTO transfers (key, source, target, amount) VALUES (?, ?, ?, ?)",
-                              (idempotency_key, staged.source, staged.target, staged.amount))
+            staged.db.execute(
+                "INSERT INTO transfers (key, source, target, amount) VALUES (?, ?, ?, ?)",
+                (idempotency_key, staged.source, staged.target, staged.amount),
+            )
             staged.db.execute("COMMIT")
         finally:
             staged.db.close()
@@ -71,8 +73,9 @@ class Transfer:
 def create_bank(path: str | Path, balances: dict[str, int]) -> None:
     with sqlite3.connect(path) as db:
         db.execute("CREATE TABLE IF NOT EXISTS accounts (name TEXT PRIMARY KEY, balance INTEGER NOT NULL)")
-        db.execute("CREATE TABLE IF NOT EXISTS transfers (key TEXT PRIMARY KEY, source TEXT, target TEXT,"
-                   " amount INTEGER)")
+        db.execute(
+            "CREATE TABLE IF NOT EXISTS transfers (key TEXT PRIMARY KEY, source TEXT, target TEXT, amount INTEGER)"
+        )
         db.executemany("INSERT OR REPLACE INTO accounts VALUES (?, ?)", balances.items())
     db.close()
 

@@ -24,8 +24,16 @@ from render import ANCHORED, XML_FORMATS, j, param, xml_call
 LISTS = {"pythonic", "granite", "jamba", "xlam", "phi4_mini_json", "minimax"}
 """Formats whose calls share one block (a list): each call is an item with its index."""
 
-JSON_OBJECTS = {"hermes": "arguments", "llama3_json": "parameters", "internlm": "parameters", "granite": "arguments",
-                "jamba": "arguments", "xlam": "arguments", "phi4_mini_json": "arguments", "minimax": "arguments"}
+JSON_OBJECTS = {
+    "hermes": "arguments",
+    "llama3_json": "parameters",
+    "internlm": "parameters",
+    "granite": "arguments",
+    "jamba": "arguments",
+    "xlam": "arguments",
+    "phi4_mini_json": "arguments",
+    "minimax": "arguments",
+}
 """Formats that write each call as one JSON object, and the field holding its arguments."""
 
 NAMED = {"mistral", "deepseek_v3", "deepseek_v31", "kimi_k2", "openai"}
@@ -73,7 +81,7 @@ def _args_text(item: Item) -> str:
     if item.flaw == "non_finite":
         return j({**item.arguments, "n": 0}).replace('"n": 0', f'"n": {item.detail}')
     if item.flaw == "invalid_json":
-        return j(item.arguments)[:-1] + (', ' if item.arguments else '') + '"n" 1}'  # a value without its colon
+        return j(item.arguments)[:-1] + (", " if item.arguments else "") + '"n" 1}'  # a value without its colon
     return j(item.arguments)
 
 
@@ -120,8 +128,10 @@ def item_text(fmt: str, item: Item, i: int) -> str:
     """The text of item ``i`` of the output (its call, without the list's or section's frame)."""
     if fmt in JSON_OBJECTS:
         obj = _object(fmt, item)
-        return {"hermes": f"<tool_call>\n{obj}\n</tool_call>",
-                "internlm": f"<|action_start|><|plugin|>\n{obj}<|action_end|>"}.get(fmt, obj)
+        return {
+            "hermes": f"<tool_call>\n{obj}\n</tool_call>",
+            "internlm": f"<|action_start|><|plugin|>\n{obj}<|action_end|>",
+        }.get(fmt, obj)
     name, args = _name(item), _args_text(item)
     match fmt:
         case "mistral":
@@ -192,7 +202,8 @@ keys = st.from_regex(r"[a-z][a-z0-9_]{0,5}", fullmatch=True).filter(lambda k: k 
 json_values = st.recursive(
     st.one_of(st.none(), st.booleans(), st.integers(-(2**53), 2**53), st.text(max_size=6)),
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=2),
-    max_leaves=4)
+    max_leaves=4,
+)
 xml_values = st.text(st.characters(blacklist_characters="\r", blacklist_categories=["Cs"]), min_size=1, max_size=8)
 
 
@@ -203,10 +214,16 @@ def items(draw: Any, fmt: str, flaw: str | None) -> Item:
     arguments = draw(st.dictionaries(keys, value, min_size=min_size, max_size=2))
     if fmt in XML_FORMATS:
         # A value holding its own closer is a case of its own (the look-alike properties).
-        closer = {"qwen3_coder": "</parameter>", "glm45": "</arg_value>", "glm47": "</arg_value>",
-                  "minimax_m2": "</parameter>", "deepseek_v32": "</｜DSML｜parameter>"}[fmt]
-        arguments = {k: v for k, v in arguments.items() if closer not in v and "<" not in v and v.strip() == v} \
-            or {"k": "v"}
+        closer = {
+            "qwen3_coder": "</parameter>",
+            "glm45": "</arg_value>",
+            "glm47": "</arg_value>",
+            "minimax_m2": "</parameter>",
+            "deepseek_v32": "</｜DSML｜parameter>",
+        }[fmt]
+        arguments = {k: v for k, v in arguments.items() if closer not in v and "<" not in v and v.strip() == v} or {
+            "k": "v"
+        }
     name = draw(names)
     detail = ""
     match flaw:

@@ -27,7 +27,7 @@ def transcript() -> str:
     calls = []
     for i in range(ITEMS):
         name = "append" if i % 2 == 0 else "put"
-        calls.append(f'<tool_call>{json.dumps({"name": name, "arguments": {"item": i}})}</tool_call>')
+        calls.append(f"<tool_call>{json.dumps({'name': name, 'arguments': {'item': i}})}</tool_call>")
     return "Doing the work.\n" + "\n".join(calls)
 
 
@@ -55,24 +55,28 @@ def main(journal: str, world: str, seed: int) -> None:
         time.sleep(rng.random() * 0.01)
         return f"put {item}"
 
-    effects = {"append": inert.ToolSpec("write", reads="item", writes="item"),
-               "put": inert.ToolSpec("idempotent", reads="item", writes="item")}
+    effects = {
+        "append": inert.ToolSpec("write", reads="item", writes="item"),
+        "put": inert.ToolSpec("idempotent", reads="item", writes="item"),
+    }
     print("turn", flush=True)  # the test times its kill from here: the turn, not the interpreter's start
     t0 = time.perf_counter()
     shared = inert.PostgresJournal(journal, lease_seconds=0.5) if inert.journal.is_dsn(journal) else None
-    orch = inert.Orchestrator(effects, {"append": append, "put": put}, turn_key="crash-turn",
-                              journal=shared or journal, max_workers=4)
+    orch = inert.Orchestrator(
+        effects, {"append": append, "put": put}, turn_key="crash-turn", journal=shared or journal, max_workers=4
+    )
     data = transcript().encode()
-    pieces = [data[i:i + 7] for i in range(0, len(data), 7)]
+    pieces = [data[i : i + 7] for i in range(0, len(data), 7)]
     for i in range(0, len(pieces), 8):
-        orch.draft(pieces[i:i + 8])
-        orch.verify(len(pieces[i:i + 8]))
+        orch.draft(pieces[i : i + 8])
+        orch.verify(len(pieces[i : i + 8]))
         time.sleep(rng.random() * 0.003)
     report = orch.finish(strict=False)
     if shared is not None:
         shared.close()
-    results = [[r.name, r.arguments["item"], None if r.error is None else type(r.error).__name__]
-               for r in report.results]
+    results = [
+        [r.name, r.arguments["item"], None if r.error is None else type(r.error).__name__] for r in report.results
+    ]
     print(json.dumps({"elapsed": time.perf_counter() - t0, "results": results}))
 
 

@@ -61,14 +61,19 @@ def main(journal_spec: str, world: str, worker: str) -> None:
     journal: Any = journal_spec
     if inert.journal.is_dsn(journal_spec):
         journal = inert.PostgresJournal(journal_spec, worker=worker, wait_seconds=60)
-    effects = {"append": inert.ToolSpec("write", reads="item", writes="item"),
-               "put": inert.ToolSpec("idempotent", reads="item", writes="item")}
-    calls = [f'<tool_call>{json.dumps({"name": "append" if i % 2 == 0 else "put", "arguments": {"item": i}})}'
-             "</tool_call>" for i in range(ITEMS)]
+    effects = {
+        "append": inert.ToolSpec("write", reads="item", writes="item"),
+        "put": inert.ToolSpec("idempotent", reads="item", writes="item"),
+    }
+    calls = [
+        f"<tool_call>{json.dumps({'name': 'append' if i % 2 == 0 else 'put', 'arguments': {'item': i}})}</tool_call>"
+        for i in range(ITEMS)
+    ]
     print("ready", flush=True)
     sys.stdin.readline()
-    orch = inert.Orchestrator(effects, {"append": append, "put": put}, turn_key="fleet-turn", journal=journal,
-                              max_workers=4)
+    orch = inert.Orchestrator(
+        effects, {"append": append, "put": put}, turn_key="fleet-turn", journal=journal, max_workers=4
+    )
     orch.draft(calls)
     orch.verify(len(calls))
     report = orch.finish(strict=False)

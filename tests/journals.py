@@ -38,8 +38,9 @@ def postgres_required() -> bool:
 def _unavailable(reason: str) -> NoReturn:
     if postgres_required():
         pytest.fail(f"PostgreSQL is required under CI and {reason}", pytrace=False)
-    pytest.skip(f"no PostgreSQL for the journal tests: {reason} "
-                "(start a throwaway server: . .ci/postgres.sh && postgres_start)")
+    pytest.skip(
+        f"no PostgreSQL for the journal tests: {reason} (start a throwaway server: . .ci/postgres.sh && postgres_start)"
+    )
 
 
 def with_database(dsn: str, dbname: str, **query: str) -> str:
@@ -47,8 +48,7 @@ def with_database(dsn: str, dbname: str, **query: str) -> str:
     parts = urllib.parse.urlsplit(dsn)
     q = dict(urllib.parse.parse_qsl(parts.query))
     q.update(query)
-    return urllib.parse.urlunsplit((parts.scheme, parts.netloc, "/" + dbname, urllib.parse.urlencode(q, safe="/"),
-                                    ""))
+    return urllib.parse.urlunsplit((parts.scheme, parts.netloc, "/" + dbname, urllib.parse.urlencode(q, safe="/"), ""))
 
 
 @pytest.fixture(scope="session")
@@ -108,8 +108,9 @@ def dbname_of(dsn: str) -> str:
 
 
 def record(key: str, name: str = "f", effect: str = "write", **arguments: Any) -> inert.DispatchRecord:
-    return inert.DispatchRecord(key, name, dict(arguments), inert.EffectClass(effect), inert.Footprint(None, None),
-                                (0, 1), False)
+    return inert.DispatchRecord(
+        key, name, dict(arguments), inert.EffectClass(effect), inert.Footprint(None, None), (0, 1), False
+    )
 
 
 @dataclass

@@ -19,18 +19,28 @@ ANCHORED = {"llama3_json", "pythonic", "xlam"}
 """Whole-message formats: the calls must open the message."""
 
 CLOSER = {
-    "hermes": "</tool_call>", "qwen3_coder": "</tool_call>",
-    "deepseek_v3": "<｜tool▁call▁end｜><｜tool▁calls▁end｜>", "deepseek_v31": "<｜tool▁call▁end｜><｜tool▁calls▁end｜>",
+    "hermes": "</tool_call>",
+    "qwen3_coder": "</tool_call>",
+    "deepseek_v3": "<｜tool▁call▁end｜><｜tool▁calls▁end｜>",
+    "deepseek_v31": "<｜tool▁call▁end｜><｜tool▁calls▁end｜>",
     "deepseek_v32": "</｜DSML｜invoke>\n</｜DSML｜function_calls>",
-    "kimi_k2": "<|tool_call_end|><|tool_calls_section_end|>", "glm45": "</tool_call>", "glm47": "</tool_call>",
-    "openai": "<|call|>", "internlm": "<|action_end|>", "jamba": "</tool_calls>", "phi4_mini_json": "<|/tool_call|>",
-    "minimax": "</tool_calls>", "minimax_m2": "</invoke>\n</minimax:tool_call>",
+    "kimi_k2": "<|tool_call_end|><|tool_calls_section_end|>",
+    "glm45": "</tool_call>",
+    "glm47": "</tool_call>",
+    "openai": "<|call|>",
+    "internlm": "<|action_end|>",
+    "jamba": "</tool_calls>",
+    "phi4_mini_json": "<|/tool_call|>",
+    "minimax": "</tool_calls>",
+    "minimax_m2": "</invoke>\n</minimax:tool_call>",
 }
 """What ends a rendering's last call, for formats whose calls end on a closer (the others end on a bracket)."""
 
 THINK = ("<think>", "</think>")
 REASONING: dict[str, tuple[str, str] | None] = {
-    "mistral": ("[THINK]", "[/THINK]"), "openai": ("<|channel|>analysis<|message|>", "<|end|>"), "granite": None,
+    "mistral": ("[THINK]", "[/THINK]"),
+    "openai": ("<|channel|>analysis<|message|>", "<|end|>"),
+    "granite": None,
 }
 """Each format's reasoning delimiters by default (``THINK`` unless listed)."""
 

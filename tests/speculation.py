@@ -15,7 +15,10 @@ NAMES = ["lookup", "save", "put", "nope"]
 TRICKY = ["</tool_call>", "<tool_call>", '\\"', "é☃𝄞", "{}", "[", "\n", "}", "\\\\"]
 
 json_scalars = st.one_of(
-    st.none(), st.booleans(), st.integers(-(2**53), 2**53), st.sampled_from(TRICKY),
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**53), 2**53),
+    st.sampled_from(TRICKY),
     st.text(st.characters(codec="utf-8"), max_size=8),
 )
 json_values = st.recursive(
@@ -38,11 +41,13 @@ def blocks(draw: Any) -> str:
 
 
 prose = st.sampled_from(["", "Sure. ", "x < y ", "<tool", "call> ", "\n", "é ", "</tool_call> "])
-malformed_blocks = st.sampled_from([
-    '<tool_call>{"name": "save", "arguments": [1]}</tool_call>',
-    '<tool_call>{"name": "save" "arguments": {}}</tool_call>',
-    "<tool_call>not json</tool_call>",
-])
+malformed_blocks = st.sampled_from(
+    [
+        '<tool_call>{"name": "save", "arguments": [1]}</tool_call>',
+        '<tool_call>{"name": "save" "arguments": {}}</tool_call>',
+        "<tool_call>not json</tool_call>",
+    ]
+)
 
 
 @st.composite
@@ -78,7 +83,17 @@ def corruptions_for(fmt: str) -> list[bytes]:
     from render import render
 
     call = render(fmt, [("f", {"k": "v"})]).encode()
-    return [*CORRUPTIONS, call, call[:len(call) // 2], call[len(call) // 2:], call[:12], call[-12:], b"]", b")", b"\n"]
+    return [
+        *CORRUPTIONS,
+        call,
+        call[: len(call) // 2],
+        call[len(call) // 2 :],
+        call[:12],
+        call[-12:],
+        b"]",
+        b")",
+        b"\n",
+    ]
 
 
 @dataclass
@@ -91,13 +106,17 @@ class Decoder:
     accepted: list[bytes] = field(default_factory=list)
     corruptions: list[bytes] = field(default_factory=lambda: list(CORRUPTIONS))
 
-    def run(self, draft: Callable[[list[bytes]], Any], verify: Callable[[int, bytes | None], Any],
-            before_verify: Callable[[list[bytes]], None] | None = None) -> None:
+    def run(
+        self,
+        draft: Callable[[list[bytes]], Any],
+        verify: Callable[[int, bytes | None], Any],
+        before_verify: Callable[[list[bytes]], None] | None = None,
+    ) -> None:
         pos = 0
         while pos < len(self.target):
             k = self.draw(st.integers(1, 8))
             window = []
-            for tok in self.target[pos:pos + k]:
+            for tok in self.target[pos : pos + k]:
                 wrong = self.draw(st.integers(0, 5)) == 0
                 window.append(self.draw(st.sampled_from(self.corruptions)) if wrong else tok)
             draft(window)
@@ -144,13 +163,15 @@ class AcceptanceWatch:
                 if self.ran.count(key) > self._accepted[key]:
                     self.problems.append(f"{key} ran before its block was accepted")
             return "ok"
+
         return run
 
     def accepting(self, pieces: list[bytes]) -> None:
         import inert
 
-        calls = [self.key(p.name, p.arguments) for p in inert.parse(b"".join(pieces), self.fmt)
-                 if isinstance(p, inert.Call)]
+        calls = [
+            self.key(p.name, p.arguments) for p in inert.parse(b"".join(pieces), self.fmt) if isinstance(p, inert.Call)
+        ]
         with self._lock:
             self._accepted.clear()
             self._accepted.update(calls)

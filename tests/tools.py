@@ -20,7 +20,7 @@ import inert
 
 def block(name: str, **arguments: Any) -> str:
     """One Hermes tool-call block."""
-    return f'<tool_call>{json.dumps({"name": name, "arguments": arguments})}</tool_call>'
+    return f"<tool_call>{json.dumps({'name': name, 'arguments': arguments})}</tool_call>"
 
 
 def peak_overlap(records: Iterable[inert.DispatchRecord]) -> int:
@@ -28,8 +28,12 @@ def peak_overlap(records: Iterable[inert.DispatchRecord]) -> int:
     the runtime recorded. Exact, not a measurement: a call that another call's end lets
     go is started (under the runtime's lock) after that end is recorded, and calls let
     go together are all started before any of them can record its end."""
-    edges = sorted(e for r in records if r.started is not None and r.finished is not None
-                   for e in ((r.started, 1), (r.finished, -1)))  # at a tie an end (-1) sorts first
+    edges = sorted(
+        e
+        for r in records
+        if r.started is not None and r.finished is not None
+        for e in ((r.started, 1), (r.finished, -1))
+    )  # at a tie an end (-1) sorts first
     peak = running = 0
     for _, delta in edges:
         running += delta
@@ -42,8 +46,13 @@ class HeldJournal:
     journaled (``completed_at[tool]`` says when, on the runtimes' clock), and the outcomes
     of the tool named ``hold`` wait, before they are written, until ``release`` is set."""
 
-    def __init__(self, inner: inert.Journal, hold: str | None = None, release: threading.Event | None = None,
-                 watchdog: float = 30.0) -> None:
+    def __init__(
+        self,
+        inner: inert.Journal,
+        hold: str | None = None,
+        release: threading.Event | None = None,
+        watchdog: float = 30.0,
+    ) -> None:
         self.inner, self.hold, self.watchdog = inner, hold, watchdog
         self.release = release if release is not None else threading.Event()
         self.completing = threading.Event()

@@ -31,7 +31,6 @@ __all__ = [
 KEY_PREFIX: str
 """The version prefix of every commit key (``"ck1-"``)."""
 
-
 _MalformedKind: TypeAlias = Literal[
     "unterminated",
     "too_large",
@@ -492,9 +491,7 @@ class StreamBatch:
         Raises:
             UnknownSequenceError: ``seq`` is not in the batch.
         """
-    def draft(
-        self, seqs: _Ids, tokens: _TokenRows, lengths: _Ids | None = None
-    ) -> dict[int, list[_Outcome]]:
+    def draft(self, seqs: _Ids, tokens: _TokenRows, lengths: _Ids | None = None) -> dict[int, list[_Outcome]]:
         """Drafts row ``i`` of ``tokens`` (a ``(len(seqs), k)`` integer array) onto ``seqs[i]``:
         its first ``lengths[i]`` ids, or all ``k``. Padding past a row's length is ignored
         (-1 is fine there).
@@ -533,9 +530,7 @@ class StreamBatch:
         Raises:
             UnknownSequenceError; otherwise as ``TokenStream.draft_tree``.
         """
-    def verify_path(
-        self, seq: int | SupportsIndex, path: _Ids, correction: _Token | None = None
-    ) -> list[_Outcome]:
+    def verify_path(self, seq: int | SupportsIndex, path: _Ids, correction: _Token | None = None) -> list[_Outcome]:
         """``TokenStream.verify_path`` on sequence ``seq``.
 
         Raises:

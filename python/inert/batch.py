@@ -68,11 +68,17 @@ class BatchOrchestrator:
         reasoning: tuple[str, str] | EllipsisType | None = ...,
         stream: bool = False,
     ) -> None:
-        self._tooling = Tooling.build(effects, tools, policy=policy, timeout=timeout, limits=limits,
-                                      max_workers=max_workers, threads_only=True)
+        self._tooling = Tooling.build(
+            effects, tools, policy=policy, timeout=timeout, limits=limits, max_workers=max_workers, threads_only=True
+        )
         self._batch = _core.StreamBatch(
-            format, vocab, schemas=schemas if schemas is not None else self._tooling.effects.schemas,
-            max_block_bytes=max_block_bytes, reasoning=reasoning, stream=stream)
+            format,
+            vocab,
+            schemas=schemas if schemas is not None else self._tooling.effects.schemas,
+            max_block_bytes=max_block_bytes,
+            reasoning=reasoning,
+            stream=stream,
+        )
         self._streaming = stream
         self.journal, self._owned = journal_for(journal)
         self._engine = ThreadEngine(self._tooling.workers, self._tooling.limits)
@@ -97,8 +103,9 @@ class BatchOrchestrator:
         if not isinstance(turn_key, str):
             raise InertTypeError(f"turn_key must be a str, got {type(turn_key).__name__}")
         self._batch.add(seq, turn_key, in_reasoning=in_reasoning)
-        runtime = ThreadRuntime(self.journal, turn_key, ordered=self._tooling.policy != "eager_unsafe",
-                                engine=self._engine, seq=int(seq))
+        runtime = ThreadRuntime(
+            self.journal, turn_key, ordered=self._tooling.policy != "eager_unsafe", engine=self._engine, seq=int(seq)
+        )
         self._turns[int(seq)] = TurnDriver(self._tooling, runtime)
 
     def draft(self, seqs: Ids, tokens: TokenRows, lengths: Ids | None = None) -> dict[int, Step]:
@@ -121,8 +128,9 @@ class BatchOrchestrator:
         if not self._streaming:
             return self._apply(outcomes)
         released = self._batch.take_released(seqs)
-        return {seq: self._turns[seq].apply(outcomes.get(seq, []), released.get(seq))
-                for seq in {**outcomes, **released}}
+        return {
+            seq: self._turns[seq].apply(outcomes.get(seq, []), released.get(seq)) for seq in {**outcomes, **released}
+        }
 
     def draft_tree(self, seq: int | SupportsIndex, tokens: Tokens, parents: Ids) -> Step:
         """``Orchestrator.draft_tree`` on sequence ``seq``."""
@@ -191,11 +199,15 @@ class BatchOrchestrator:
         if failure is not None:
             raise failure
         if reports:
-            warnings.warn(TurnAbandonedWarning(
-                f"the BatchOrchestrator was closed with {len(reports)} sequence(s) still in it "
-                f"({', '.join(map(str, sorted(reports)))}): their turns were abandoned and {retracted} call(s) not "
-                "yet committed were retracted (prepared two-phase calls aborted); close() returns their reports. "
-                "finish(seq) each sequence first to end its turn"), stacklevel=2)
+            warnings.warn(
+                TurnAbandonedWarning(
+                    f"the BatchOrchestrator was closed with {len(reports)} sequence(s) still in it "
+                    f"({', '.join(map(str, sorted(reports)))}): their turns were abandoned and {retracted} call(s) not "
+                    "yet committed were retracted (prepared two-phase calls aborted); close() returns their reports. "
+                    "finish(seq) each sequence first to end its turn"
+                ),
+                stacklevel=2,
+            )
         return reports
 
     def _abandon(self, seq: int, reports: dict[int, Report]) -> int:
@@ -216,8 +228,9 @@ class BatchOrchestrator:
     def __enter__(self) -> Self:
         return self
 
-    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
-                 traceback: TracebackType | None) -> None:
+    def __exit__(
+        self, kind: type[BaseException] | None, value: BaseException | None, traceback: TracebackType | None
+    ) -> None:
         self.close()
 
     def _released_of(self, seq: int | SupportsIndex) -> Released | None:
@@ -231,8 +244,10 @@ class BatchOrchestrator:
         """Refuses a call after ``close()`` (its workers are gone: a call could never
         run, and ``finish`` would wait for it forever) and a tool calling back in."""
         if self._closed:
-            raise StreamFinishedError("the BatchOrchestrator is closed (its workers are stopped): finish every "
-                                      "sequence before close(), and make a new batch for new ones")
+            raise StreamFinishedError(
+                "the BatchOrchestrator is closed (its workers are stopped): finish every "
+                "sequence before close(), and make a new batch for new ones"
+            )
         self._check_not_in_tool()
 
     def _check_not_in_tool(self) -> None:

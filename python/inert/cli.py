@@ -45,7 +45,8 @@ def _verdict(run: DemoRun) -> list[str]:
     return [
         f"dispatched {len(r.dispatch_log)}, committed {len(r.results)}, discarded reads {len(r.discarded)}",
         f"violations: {found}",
-        "world matches the accepted stream" if not run.divergences
+        "world matches the accepted stream"
+        if not run.divergences
         else f"world diverges in {len(run.divergences)} place(s)",
     ]
 
@@ -55,17 +56,25 @@ def _two_phase_section(run: DemoRun) -> list[str]:
     staged = {d.commit_key for d in r.discarded if d.name == "create_report"}
     aborted = [d for d in r.discarded if d.commit_key in staged]
     committed = [c.arguments.get("name") for c in r.results if c.name == "create_report"]
-    phases = (f"A's phases: {SLIP!r} prepared on the draft, never in resources, aborted; "
-              + ", ".join(repr(n) for n in committed) + " committed once, after the verifier accepted A's block"
-              if two_phase_ok(run) else "A's phases went wrong: " + "; ".join(run.phase_problems or run.divergences))
+    phases = (
+        f"A's phases: {SLIP!r} prepared on the draft, never in resources, aborted; "
+        + ", ".join(repr(n) for n in committed)
+        + " committed once, after the verifier accepted A's block"
+        if two_phase_ok(run)
+        else "A's phases went wrong: " + "; ".join(run.phase_problems or run.divergences)
+    )
     title = "read_eager with A a two-phase create: prepare on the draft, commit on acceptance, abort on rejection"
     return [
         "",
         title,
         "-" * len(title),
-        *textwrap.wrap("A's prepare stages the report in a table of its own connection, which no other connection "
-                       "can see; its commit copies the report into resources; its abort drops it.", width=110,
-                       initial_indent="  ", subsequent_indent="  "),
+        *textwrap.wrap(
+            "A's prepare stages the report in a table of its own connection, which no other connection "
+            "can see; its commit copies the report into resources; its abort drops it.",
+            width=110,
+            initial_indent="  ",
+            subsequent_indent="  ",
+        ),
         "",
         "operations against the database (LOOK and ACCEPT: what the decode loop saw and did, logged with them)",
         *(f"  {line}" for line in _ops(run)),
@@ -77,7 +86,8 @@ def _two_phase_section(run: DemoRun) -> list[str]:
         f"  dispatched {len(r.dispatch_log)}, committed {len(r.results)}, aborted prepares {len(aborted)}, "
         f"discarded reads {len(r.discarded) - len(aborted)}",
         f"  violations: {', '.join(sorted({v.kind for v in r.violations})) or 'none'}",
-        "  world matches the accepted stream" if not run.divergences
+        "  world matches the accepted stream"
+        if not run.divergences
         else f"  world diverges in {len(run.divergences)} place(s)",
         *textwrap.wrap(phases, width=110, initial_indent="  ", subsequent_indent="    "),
     ]
@@ -130,17 +140,28 @@ def render_demo(runs: list[DemoRun]) -> str:
 def _demo_verdict(runs: list[DemoRun]) -> str:
     unsafe, safe, *staged = runs
     if demo_ok(runs):
-        return ("inert kept the rejected tokens inert; the unsafe run showed the incident in the database "
-                "and every divergence of it was named"
-                + ("; with A a two-phase create, its prepare ran on the draft, the draft's name never reached the "
-                   "database, and A committed once, after the verifier accepted it" if staged else ""))
+        return (
+            "inert kept the rejected tokens inert; the unsafe run showed the incident in the database "
+            "and every divergence of it was named"
+            + (
+                "; with A a two-phase create, its prepare ran on the draft, the draft's name never reached the "
+                "database, and A committed once, after the verifier accepted it"
+                if staged
+                else ""
+            )
+        )
     why = []
     if safe.report.violations or safe.divergences:
         why.append("inert's run diverged from the accepted stream")
     if not unsafe.shows_incident:
-        missing = [what for what, shown in (("the misspelled row did not persist", "reprots/q3" in unsafe.stray_rows),
-                                            ("C's read did not return the deleted row", bool(unsafe.stale_reads)))
-                   if not shown]
+        missing = [
+            what
+            for what, shown in (
+                ("the misspelled row did not persist", "reprots/q3" in unsafe.stray_rows),
+                ("C's read did not return the deleted row", bool(unsafe.stale_reads)),
+            )
+            if not shown
+        ]
         why.append("the unsafe run did not show the incident (" + "; ".join(missing) + ")")
     if unsafe.unexplained:
         why.append(f"{len(unsafe.unexplained)} divergence(s) of the unsafe run went unnamed")
@@ -159,11 +180,22 @@ def _demo_json(runs: list[DemoRun]) -> dict[str, Any]:
             "two_phase": run.two_phase,
             "operations": run.operations,
             "rows": run.rows,
-            "accepted": [{"name": c.name, "arguments": c.arguments, "commit_key": c.commit_key, "result": c.result,
-                          "error": None if c.error is None else repr(c.error), "early": c.early} for c in r.results],
+            "accepted": [
+                {
+                    "name": c.name,
+                    "arguments": c.arguments,
+                    "commit_key": c.commit_key,
+                    "result": c.result,
+                    "error": None if c.error is None else repr(c.error),
+                    "early": c.early,
+                }
+                for c in r.results
+            ],
             "discarded": [{"name": d.name, "arguments": d.arguments, "commit_key": d.commit_key} for d in r.discarded],
-            "violations": [{"kind": v.kind, "tool": v.tool, "span": v.span, "commit_key": v.commit_key,
-                            "message": v.message} for v in r.violations],
+            "violations": [
+                {"kind": v.kind, "tool": v.tool, "span": v.span, "commit_key": v.commit_key, "message": v.message}
+                for v in r.violations
+            ],
             "divergences": run.divergences,
             "unexplained": run.unexplained,
             "shows_incident": run.shows_incident,
@@ -176,8 +208,9 @@ def _demo_json(runs: list[DemoRun]) -> dict[str, Any]:
 def _audit_text(turns: list[TurnAudit]) -> str:
     out = []
     for t in turns:
-        out.append(f"turn {t.turn!r}: {len(t.dispatched)} dispatched, {len(t.accepted)} accepted, "
-                   f"{len(t.findings)} finding(s)")
+        out.append(
+            f"turn {t.turn!r}: {len(t.dispatched)} dispatched, {len(t.accepted)} accepted, {len(t.findings)} finding(s)"
+        )
         for v in t.findings:
             out += textwrap.wrap(f"[{v.kind}] {v.message}", width=110, initial_indent="  ", subsequent_indent="    ")
     found = sum(len(t.findings) for t in turns)
@@ -186,18 +219,46 @@ def _audit_text(turns: list[TurnAudit]) -> str:
 
 
 def _audit_json(turns: list[TurnAudit]) -> dict[str, Any]:
-    return {"ok": not any(t.findings for t in turns), "turns": [
-        {"turn": t.turn, "dispatched": len(t.dispatched), "accepted": len(t.accepted),
-         "findings": [{"kind": v.kind, "tool": v.tool, "span": v.span, "commit_key": v.commit_key,
-                       "other_key": v.other_key, "message": v.message} for v in t.findings]}
-        for t in turns]}
+    return {
+        "ok": not any(t.findings for t in turns),
+        "turns": [
+            {
+                "turn": t.turn,
+                "dispatched": len(t.dispatched),
+                "accepted": len(t.accepted),
+                "findings": [
+                    {
+                        "kind": v.kind,
+                        "tool": v.tool,
+                        "span": v.span,
+                        "commit_key": v.commit_key,
+                        "other_key": v.other_key,
+                        "message": v.message,
+                    }
+                    for v in t.findings
+                ],
+            }
+            for t in turns
+        ],
+    }
 
 
 def _entry_json(e: JournalEntry) -> dict[str, Any]:
-    return {"commit_key": e.commit_key, "turn_key": e.turn_key, "tool": e.tool, "effect": e.effect,
-            "arguments": e.arguments, "fingerprint": e.fingerprint, "intent_at": e.intent_at, "status": e.status,
-            "result": e.result, "error": e.error, "finished_at": e.finished_at, "worker": e.worker,
-            "lease_expires_at": e.lease_expires_at}
+    return {
+        "commit_key": e.commit_key,
+        "turn_key": e.turn_key,
+        "tool": e.tool,
+        "effect": e.effect,
+        "arguments": e.arguments,
+        "fingerprint": e.fingerprint,
+        "intent_at": e.intent_at,
+        "status": e.status,
+        "result": e.result,
+        "error": e.error,
+        "finished_at": e.finished_at,
+        "worker": e.worker,
+        "lease_expires_at": e.lease_expires_at,
+    }
 
 
 def _recover_text(name: str) -> str:
@@ -206,11 +267,12 @@ def _recover_text(name: str) -> str:
     flying = f", {len(rec.in_flight)} in flight" if rec.in_flight else ""
     staged = f", {len(rec.prepared)} prepared and never committed or aborted" if rec.prepared else ""
     out = [f"{shown}: {len(rec.in_doubt)} in doubt{flying}, {len(rec.completed)} completed{staged}"]
-    for title, entries in (("in doubt (may or may not have happened; not run again)", rec.in_doubt),
-                           ("in flight (a live worker holds it; its outcome is still to come)", rec.in_flight),
-                           ("prepared, never committed or aborted (two-phase tools: staged state to clean up)",
-                            rec.prepared),
-                           ("completed", rec.completed)):
+    for title, entries in (
+        ("in doubt (may or may not have happened; not run again)", rec.in_doubt),
+        ("in flight (a live worker holds it; its outcome is still to come)", rec.in_flight),
+        ("prepared, never committed or aborted (two-phase tools: staged state to clean up)", rec.prepared),
+        ("completed", rec.completed),
+    ):
         if entries:
             out.append(title)
             for e in entries:
@@ -238,27 +300,40 @@ def _simulate(args: argparse.Namespace) -> int:
     out: dict[str, Any] = {"seeds": args.seeds, "safe": not leaks, "summaries": [s.as_json() for s in summaries]}
     if not args.json:
         _emit(f"inert simulate: {len(workloads)} workloads x 4 policies x {args.seeds} seeds (virtual time)")
-        header = f"{'workload':<22} {'policy':<13} {'p50 ms':>8} {'p90 ms':>8} {'p99 ms':>8} {'saved':>8} " \
-                 f"{'wasted':>7} {'orphans':>8} {'stale':>6} {'diverged':>9}"
+        header = (
+            f"{'workload':<22} {'policy':<13} {'p50 ms':>8} {'p90 ms':>8} {'p99 ms':>8} {'saved':>8} "
+            f"{'wasted':>7} {'orphans':>8} {'stale':>6} {'diverged':>9}"
+        )
         _emit(header)
         _emit("-" * len(header))
         last = None
         for s in summaries:
             name = s.workload if s.workload != last else ""
             last = s.workload
-            _emit(f"{name:<22} {s.policy:<13} {s.p50 * 1e3:8.1f} {s.p90 * 1e3:8.1f} {s.p99 * 1e3:8.1f} "
-                  f"{s.saved_p50 * 1e3:8.1f} {s.wasted_reads:7.2f} {s.orphans:8d} {s.stale_reads:6d} {s.diverged:9d}")
-        _emit("saved: median ms saved against end_of_turn on the same seeds; wasted: speculative reads and two-phase\n"
-              "prepares discarded per turn; orphans, stale reads and diverged worlds are counted over all seeds.")
+            _emit(
+                f"{name:<22} {s.policy:<13} {s.p50 * 1e3:8.1f} {s.p90 * 1e3:8.1f} {s.p99 * 1e3:8.1f} "
+                f"{s.saved_p50 * 1e3:8.1f} {s.wasted_reads:7.2f} {s.orphans:8d} {s.stale_reads:6d} {s.diverged:9d}"
+            )
+        _emit(
+            "saved: median ms saved against end_of_turn on the same seeds; wasted: speculative reads and two-phase\n"
+            "prepares discarded per turn; orphans, stale reads and diverged worlds are counted over all seeds."
+        )
         unsafe = sum(s.orphans + s.stale_reads + s.diverged for s in summaries if s.policy in unsafe_policies)
-        _emit("end_of_turn, defer and read_eager: no orphans, no stale reads, no diverged world"
-              if not leaks else f"VIOLATION: {len(leaks)} safe-policy rows corrupted the world")
+        _emit(
+            "end_of_turn, defer and read_eager: no orphans, no stale reads, no diverged world"
+            if not leaks
+            else f"VIOLATION: {len(leaks)} safe-policy rows corrupted the world"
+        )
         _emit(f"eager_unsafe: {unsafe} corruptions")
     if args.plot:
         shown = next((w for w in workloads if w.agent.name == "incident"), workloads[0])
         sweep = plot_alpha_sweep(shown, args.plot, seeds=args.seeds)
-        out["plot"] = {"path": args.plot, "workload": shown.name, "seeds": args.seeds,
-                       "points": [{"alpha": a, **s.as_json()} for a, ss in sweep.items() for s in ss]}
+        out["plot"] = {
+            "path": args.plot,
+            "workload": shown.name,
+            "seeds": args.seeds,
+            "points": [{"alpha": a, **s.as_json()} for a, ss in sweep.items() for s in ss],
+        }
         if not args.json:
             _emit("\n".join(["", *sweep_lines(shown, sweep, args.seeds), f"wrote {args.plot}"]))
     if args.json:
@@ -275,8 +350,7 @@ def _simulate_depths(args: argparse.Namespace, workloads: list[Any]) -> int:
     depths = args.depths or list(DEPTHS)  # --depths alone: the default depths
     points = depth_sweep(workloads, depths, seeds=args.seeds)
     safe = not any(p.corruptions for p in points)
-    out: dict[str, Any] = {"seeds": args.seeds, "depths": depths, "safe": safe,
-                           "points": [p.as_json() for p in points]}
+    out: dict[str, Any] = {"seeds": args.seeds, "depths": depths, "safe": safe, "points": [p.as_json() for p in points]}
     if not args.json:
         _emit("\n".join(depth_lines(points)))
     if args.plot:
@@ -293,6 +367,7 @@ def _json_text(value: Any) -> str:
     """``value`` as JSON, with floats no JSON can spell (a sum of huge latencies that
     overflowed to infinity, a tool's NaN result in a journal) written as ``null``:
     ``NaN`` and ``Infinity`` would break every reader; what JSON has no type for, as its repr."""
+
     def finite(v: Any) -> Any:
         if isinstance(v, float) and not math.isfinite(v):
             return None
@@ -301,6 +376,7 @@ def _json_text(value: Any) -> str:
         if isinstance(v, (list, tuple)):
             return [finite(x) for x in v]
         return v
+
     return json.dumps(finite(value), indent=2, allow_nan=False, default=repr)
 
 
@@ -311,7 +387,8 @@ def _depths(text: str) -> list[int]:
         depths = []
     if not depths or any(not 1 <= d <= 1024 for d in depths):
         raise argparse.ArgumentTypeError(
-            f"must be draft depths between 1 and 1024, separated by commas (4,8,16), got {text!r}")
+            f"must be draft depths between 1 and 1024, separated by commas (4,8,16), got {text!r}"
+        )
     return sorted(set(depths))
 
 
@@ -370,22 +447,41 @@ def _main(argv: Sequence[str] | None) -> int:
     aud.add_argument("trace", metavar="TRACE", help="an inert.trace/2 JSONL file, from inert or any stack")
     aud.add_argument("--json", action="store_true", help="machine-readable output")
     rec = sub.add_parser("recover", help="list a journal's dispatches: in doubt, in flight and completed (read-only)")
-    rec.add_argument("journal", metavar="PATH|DSN", help="a SQLite journal file, or a PostgreSQL database: a "
-                     "postgresql:// URI or a 'host=... dbname=...' connection string")
+    rec.add_argument(
+        "journal",
+        metavar="PATH|DSN",
+        help="a SQLite journal file, or a PostgreSQL database: a "
+        "postgresql:// URI or a 'host=... dbname=...' connection string",
+    )
     rec.add_argument("--json", action="store_true", help="machine-readable output")
     jrn = sub.add_parser("journal", help="manage a journal").add_subparsers(dest="action", required=True)
     jinit = jrn.add_parser("init", help="create a journal's tables (PostgreSQL: once per database, before workers)")
-    jinit.add_argument("journal", metavar="DSN|PATH", help="a PostgreSQL database (a postgresql:// URI or a "
-                       "'host=... dbname=...' connection string), or a SQLite journal file")
+    jinit.add_argument(
+        "journal",
+        metavar="DSN|PATH",
+        help="a PostgreSQL database (a postgresql:// URI or a "
+        "'host=... dbname=...' connection string), or a SQLite journal file",
+    )
     sim = sub.add_parser("simulate", help="what each dispatch policy costs and risks, on virtual time")
     sim.add_argument("--workloads", metavar="TOML", help="custom workloads (default: the built-in ones)")
     sim.add_argument("--seeds", type=_seeds, default=100, help="turns per workload and policy (default 100)")
     sim.add_argument("--json", action="store_true", help="machine-readable output")
-    sim.add_argument("--plot", metavar="PNG", help="write the figure of what was simulated: latency against "
-                     "acceptance rate, or with --depths the saving against draft depth (needs matplotlib)")
-    sim.add_argument("--depths", metavar="K,K,...", type=_depths, nargs="?", const=[], default=None,
-                     help="instead of the policy table: what read_eager saves against defer at each draft depth "
-                          "(default 4,8,16,32,64), for the built-in drafters and two-phase agents or --workloads")
+    sim.add_argument(
+        "--plot",
+        metavar="PNG",
+        help="write the figure of what was simulated: latency against "
+        "acceptance rate, or with --depths the saving against draft depth (needs matplotlib)",
+    )
+    sim.add_argument(
+        "--depths",
+        metavar="K,K,...",
+        type=_depths,
+        nargs="?",
+        const=[],
+        default=None,
+        help="instead of the policy table: what read_eager saves against defer at each draft depth "
+        "(default 4,8,16,32,64), for the built-in drafters and two-phase agents or --workloads",
+    )
     args = parser.parse_args(argv)
 
     try:
@@ -413,10 +509,16 @@ def _main(argv: Sequence[str] | None) -> int:
         if args.command == "recover":
             if args.json:
                 r = recover(args.journal)
-                _emit(_json_text({"in_doubt": [_entry_json(e) for e in r.in_doubt],
-                                  "in_flight": [_entry_json(e) for e in r.in_flight],
-                                  "prepared": [_entry_json(e) for e in r.prepared],
-                                  "completed": [_entry_json(e) for e in r.completed]}))
+                _emit(
+                    _json_text(
+                        {
+                            "in_doubt": [_entry_json(e) for e in r.in_doubt],
+                            "in_flight": [_entry_json(e) for e in r.in_flight],
+                            "prepared": [_entry_json(e) for e in r.prepared],
+                            "completed": [_entry_json(e) for e in r.completed],
+                        }
+                    )
+                )
             else:
                 _emit(_recover_text(args.journal))
             return 0

@@ -155,8 +155,10 @@ class _World:
         try:
             with db:
                 db.execute("CREATE TABLE IF NOT EXISTS resources (name TEXT PRIMARY KEY, body TEXT)")
-                db.execute("CREATE TABLE IF NOT EXISTS ops "
-                           "(seq INTEGER PRIMARY KEY, run TEXT, t_ms REAL, op TEXT, name TEXT, outcome TEXT)")
+                db.execute(
+                    "CREATE TABLE IF NOT EXISTS ops "
+                    "(seq INTEGER PRIMARY KEY, run TEXT, t_ms REAL, op TEXT, name TEXT, outcome TEXT)"
+                )
                 db.execute("DELETE FROM resources")
                 db.execute("DELETE FROM ops WHERE run = ?", (run,))
                 db.executemany("INSERT INTO resources VALUES (?, ?)", SEED_ROWS.items())
@@ -180,8 +182,9 @@ class _World:
 
     def log(self, db: sqlite3.Connection, op: str, name: str, outcome: str) -> None:
         t_ms = (time.perf_counter() - self.t0) * 1000
-        db.execute("INSERT INTO ops (run, t_ms, op, name, outcome) VALUES (?, ?, ?, ?, ?)",
-                   (self.run, t_ms, op, name, outcome))
+        db.execute(
+            "INSERT INTO ops (run, t_ms, op, name, outcome) VALUES (?, ?, ?, ?, ?)", (self.run, t_ms, op, name, outcome)
+        )
 
     def note(self, op: str, name: str, outcome: str) -> None:
         """Logs what the decode loop did or saw, from a connection of its own."""
@@ -238,7 +241,8 @@ class _World:
             ops = [
                 {"t_ms": round(t, 1), "op": op, "name": name, "outcome": outcome}
                 for t, op, name, outcome in db.execute(
-                    "SELECT t_ms, op, name, outcome FROM ops WHERE run = ? ORDER BY seq", (self.run,))
+                    "SELECT t_ms, op, name, outcome FROM ops WHERE run = ? ORDER BY seq", (self.run,)
+                )
             ]
             rows = dict(db.execute("SELECT name, body FROM resources ORDER BY name"))
         finally:
@@ -336,7 +340,8 @@ def _open_demo_db(path: Path) -> sqlite3.Connection:
         db.close()
         raise InertValueError(
             f"{path}: holds tables that are not the demo's ({', '.join(foreign)}); "
-            "the demo rewrites its database, so pass a new file or one an earlier demo wrote")
+            "the demo rewrites its database, so pass a new file or one an earlier demo wrote"
+        )
     return db
 
 
@@ -374,8 +379,11 @@ def _decode_staged(orch: Orchestrator, world: _World, phases: _Phases) -> int:
     while pos < len(target):
         window = target[pos : pos + WINDOW]
         steps.append(step := orch.draft(window))
-        closed = [o.call.arguments.get("name", "") for o in step.outcomes
-                  if isinstance(o, CallClosed) and o.call.name == "create_report"]
+        closed = [
+            o.call.arguments.get("name", "")
+            for o in step.outcomes
+            if isinstance(o, CallClosed) and o.call.name == "create_report"
+        ]
         for name in closed:
             phases.wait(name, "prepare")
             world.note("ACCEPT", name, ACCEPTING)
@@ -443,8 +451,11 @@ def _judge(run: DemoRun) -> None:
         run.stray_rows.append(name)
         run.divergences.append(divergence)
         run.named[divergence] = [
-            f"[{v.kind}] {v.message}" for r in run.report.dispatch_log if r.commit_key in orphan_keys
-            and r.arguments.get("name") == name for v in violations if v.commit_key == r.commit_key
+            f"[{v.kind}] {v.message}"
+            for r in run.report.dispatch_log
+            if r.commit_key in orphan_keys and r.arguments.get("name") == name
+            for v in violations
+            if v.commit_key == r.commit_key
         ]
     for result in run.report.results:
         if result.name != "read_report" or result.commit_key not in reads:
@@ -455,8 +466,11 @@ def _judge(run: DemoRun) -> None:
         divergence = f"read_report answered {result.result!r}, stale against the accepted stream"
         run.stale_reads.append(result.commit_key)
         run.divergences.append(divergence)
-        run.named[divergence] = [f"[{v.kind}] {v.message}" for v in violations
-                                 if v.kind == "stale_read" and v.commit_key == result.commit_key]
+        run.named[divergence] = [
+            f"[{v.kind}] {v.message}"
+            for v in violations
+            if v.kind == "stale_read" and v.commit_key == result.commit_key
+        ]
     run.unexplained = [d for d in run.divergences if not run.named[d]]
 
 
@@ -472,12 +486,16 @@ def run_policy(policy: str, db_path: Path, trace: str | Path | None = None, *, t
         "read_report": ToolSpec(EffectClass.READ_ONLY, reads="name"),
     }
     create: Any = _StagedCreate(world, phases) if two_phase else world.create_report
-    tools: dict[str, Callable[..., Any]] = {"create_report": create, "delete_report": world.delete_report,
-                                            "read_report": world.read_report}
+    tools: dict[str, Callable[..., Any]] = {
+        "create_report": create,
+        "delete_report": world.delete_report,
+        "read_report": world.read_report,
+    }
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # eager_unsafe warns by design; here it is the point
-        orch = Orchestrator(effects, tools, format="hermes", turn_key=f"demo-{name}", policy=policy, trace=trace,
-                            max_workers=8)
+        orch = Orchestrator(
+            effects, tools, format="hermes", turn_key=f"demo-{name}", policy=policy, trace=trace, max_workers=8
+        )
     reads = 0
     try:
         reads = _decode_staged(orch, world, phases) if two_phase else _decode(orch)
@@ -519,5 +537,10 @@ def demo_ok(runs: list[DemoRun]) -> bool:
     """inert's runs match the accepted stream (the two-phase one with A's phases as they must be),
     the unsafe run showed the incident in the database, and every divergence of the unsafe run is named."""
     unsafe, safe, *staged = runs
-    return (not safe.report.violations and not safe.divergences
-            and unsafe.shows_incident and not unsafe.unexplained and all(two_phase_ok(r) for r in staged))
+    return (
+        not safe.report.violations
+        and not safe.divergences
+        and unsafe.shows_incident
+        and not unsafe.unexplained
+        and all(two_phase_ok(r) for r in staged)
+    )

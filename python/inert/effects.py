@@ -140,7 +140,8 @@ class ToolSpec:
         _check_types(speculate, timeout, max_concurrency)
         if speculate and effect is not EffectClass.READ_ONLY:
             raise EffectTableError(
-                f"speculate=True needs a read-only tool; a {effect.value} tool runs only after acceptance")
+                f"speculate=True needs a read-only tool; a {effect.value} tool runs only after acceptance"
+            )
         if timeout is not None and timeout <= 0:
             raise EffectTableError(f"timeout must be a positive number of seconds, got {timeout!r}")
         if max_concurrency is not None and max_concurrency < 1:
@@ -236,11 +237,16 @@ class EffectTable:
     ) -> None:
         self.default = ToolSpec(EffectClass.parse(default))
         # Another table's entries copy too (its items() are what a mapping's would be).
-        entries = (mapping.items() if isinstance(mapping, EffectTable) else
-                   _mapping(mapping if mapping is not None else {}, "EffectTable: mapping",
-                            "tool names to effects").items())
+        entries = (
+            mapping.items()
+            if isinstance(mapping, EffectTable)
+            else _mapping(
+                mapping if mapping is not None else {}, "EffectTable: mapping", "tool names to effects"
+            ).items()
+        )
         self.schemas: dict[str, Mapping[str, Any]] = dict(
-            _mapping(schemas if schemas is not None else {}, "EffectTable: schemas", "tool names to JSON schemas"))
+            _mapping(schemas if schemas is not None else {}, "EffectTable: schemas", "tool names to JSON schemas")
+        )
         """Tool name -> JSON schema of its parameters, used to type XML-style arguments."""
         self._specs: dict[str, ToolSpec] = {}
         for name, entry in entries:
@@ -320,8 +326,10 @@ class EffectTable:
         for i, tool in enumerate(_tools(tools, "from_mcp")):
             data = tool.model_dump(by_alias=True) if hasattr(tool, "model_dump") else tool
             if not isinstance(data, Mapping):
-                raise InertTypeError(f"from_mcp: tools[{i}] is {type(tool).__name__}; pass MCP Tool objects or dicts "
-                                     "with name, annotations and inputSchema")
+                raise InertTypeError(
+                    f"from_mcp: tools[{i}] is {type(tool).__name__}; pass MCP Tool objects or dicts "
+                    "with name, annotations and inputSchema"
+                )
             name = _tool_name(data, f"from_mcp: tools[{i}]")
             schema = data.get("inputSchema")
             if isinstance(schema, Mapping):
@@ -348,8 +356,10 @@ class EffectTable:
         for i, tool in enumerate(_tools(tools, "from_openai")):
             fn = tool.get("function", tool) if isinstance(tool, Mapping) else None
             if not isinstance(fn, Mapping):
-                raise InertTypeError(f"from_openai: tools[{i}] is {type(tool).__name__}; pass OpenAI tool dicts "
-                                     '({"type": "function", "function": {"name": ..., "parameters": ...}})')
+                raise InertTypeError(
+                    f"from_openai: tools[{i}] is {type(tool).__name__}; pass OpenAI tool dicts "
+                    '({"type": "function", "function": {"name": ..., "parameters": ...}})'
+                )
             name = _tool_name(fn, f"from_openai: tools[{i}]")
             mapping[name] = EffectClass.WRITE
             if isinstance(fn.get("parameters"), Mapping):
@@ -388,8 +398,11 @@ class EffectTable:
         for name, entry in tools.items():
             if isinstance(entry, dict):
                 mapping[name] = ToolSpec(
-                    entry.get("effect", EffectClass.WRITE), entry.get("reads"), entry.get("writes"),
-                    speculate=entry.get("speculate"), timeout=entry.get("timeout"),
+                    entry.get("effect", EffectClass.WRITE),
+                    entry.get("reads"),
+                    entry.get("writes"),
+                    speculate=entry.get("speculate"),
+                    timeout=entry.get("timeout"),
                     max_concurrency=entry.get("max_concurrency"),
                 )
             else:

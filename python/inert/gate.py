@@ -92,8 +92,13 @@ class Gate:
         PolicyError: ``policy`` is not one of ``POLICIES``.
     """
 
-    def __init__(self, effects: EffectTable, policy: str = "read_eager", timeout: float | None = None,
-                 two_phase: frozenset[str] = frozenset()) -> None:
+    def __init__(
+        self,
+        effects: EffectTable,
+        policy: str = "read_eager",
+        timeout: float | None = None,
+        two_phase: frozenset[str] = frozenset(),
+    ) -> None:
         if policy not in POLICIES:
             raise PolicyError(f"unknown policy {policy!r}; use one of {', '.join(POLICIES)}")
         self.effects = effects
@@ -151,8 +156,9 @@ class Gate:
         """The accepted stream's calls, as reconciliation reads them; with their OpenAI
         tool-call ids when ``turn_key`` is given."""
         ids = tool_call_ids(self.committed, turn_key) if turn_key is not None else [None] * len(self.committed)
-        return [AcceptedCall(c.commit_key, c.name, c.arguments, c.span, i) for c, i in zip(self.committed, ids,
-                                                                                          strict=True)]
+        return [
+            AcceptedCall(c.commit_key, c.name, c.arguments, c.span, i) for c, i in zip(self.committed, ids, strict=True)
+        ]
 
     def _dispatch(self, call: Call) -> Dispatch:
         spec = self.effects.spec(call.name)

@@ -45,12 +45,17 @@ def _released(step: object, caller: str) -> tuple[str, str, Sequence[Any]]:
     content = getattr(step, "content", None)
     reasoning = getattr(step, "reasoning", None)
     deltas = getattr(step, "tool_call_deltas", None)
-    if (not isinstance(content, str) or not isinstance(reasoning, str)
-            or not isinstance(deltas, Sequence) or isinstance(deltas, (str, bytes))
-            or not all(isinstance(d, dict) for d in deltas)):
+    if (
+        not isinstance(content, str)
+        or not isinstance(reasoning, str)
+        or not isinstance(deltas, Sequence)
+        or isinstance(deltas, (str, bytes))
+        or not all(isinstance(d, dict) for d in deltas)
+    ):
         raise InertTypeError(
             f"inert.openai.{caller}(step): expected a Step (what an orchestrator built with stream=True "
-            f"returns from verify, or report.tail), got {type(step).__name__}")
+            f"returns from verify, or report.tail), got {type(step).__name__}"
+        )
     return content, reasoning, deltas
 
 
@@ -64,8 +69,16 @@ def _int(value: object, what: str) -> int:
     raise InertTypeError(f"inert.openai.chunk: {what} must be an int, got {type(value).__name__}")
 
 
-def chunk(step: Step, *, id: str, model: str, created: int, index: int = 0,
-          finish_reason: str | None = None, role: bool = False) -> ChatCompletionChunk:
+def chunk(
+    step: Step,
+    *,
+    id: str,
+    model: str,
+    created: int,
+    index: int = 0,
+    finish_reason: str | None = None,
+    role: bool = False,
+) -> ChatCompletionChunk:
     """The ``ChatCompletionChunk`` of one step.
 
     Args:
@@ -88,8 +101,9 @@ def chunk(step: Step, *, id: str, model: str, created: int, index: int = 0,
             raise InertTypeError(f"inert.openai.chunk: {name} must be a str, got {type(value).__name__}")
     created, index = _int(created, "created"), _int(index, "index")
     if finish_reason is not None and not isinstance(finish_reason, str):
-        raise InertTypeError(f"inert.openai.chunk: finish_reason must be a str or None, got "
-                             f"{type(finish_reason).__name__}")
+        raise InertTypeError(
+            f"inert.openai.chunk: finish_reason must be a str or None, got {type(finish_reason).__name__}"
+        )
     if not isinstance(role, bool):
         raise InertTypeError(f"inert.openai.chunk: role must be a bool, got {type(role).__name__}")
     _released(step, "chunk")  # before the openai import, so the mistake is named either way
@@ -100,7 +114,12 @@ def chunk(step: Step, *, id: str, model: str, created: int, index: int = 0,
         raise InertError(f"inert.openai.chunk needs the openai package: pip install 'inert[openai]' ({e})") from None
     if role:
         d["role"] = "assistant"
-    return ChatCompletionChunk.model_validate({
-        "id": id, "model": model, "created": created, "object": "chat.completion.chunk",
-        "choices": [{"index": index, "delta": d, "finish_reason": finish_reason}],
-    })
+    return ChatCompletionChunk.model_validate(
+        {
+            "id": id,
+            "model": model,
+            "created": created,
+            "object": "chat.completion.chunk",
+            "choices": [{"index": index, "delta": d, "finish_reason": finish_reason}],
+        }
+    )

@@ -74,14 +74,28 @@ class Session:
         in_reasoning: bool = False,
         stream: bool = False,
     ) -> None:
-        self.tooling = Tooling.build(effects, tools, policy=policy, timeout=timeout, limits=limits,
-                                     max_workers=max_workers, threads_only=threads_only, two_phase=two_phase)
+        self.tooling = Tooling.build(
+            effects,
+            tools,
+            policy=policy,
+            timeout=timeout,
+            limits=limits,
+            max_workers=max_workers,
+            threads_only=threads_only,
+            two_phase=two_phase,
+        )
         self.effects = self.tooling.effects
         self.turn_key = turn_key_for(turn_key, journal)
         self.stream = _core.TokenStream(
-            format, self.turn_key, vocab=vocab, special_tokens=special_tokens,
-            schemas=schemas if schemas is not None else self.effects.schemas, max_block_bytes=max_block_bytes,
-            reasoning=reasoning, in_reasoning=in_reasoning, stream=stream,
+            format,
+            self.turn_key,
+            vocab=vocab,
+            special_tokens=special_tokens,
+            schemas=schemas if schemas is not None else self.effects.schemas,
+            max_block_bytes=max_block_bytes,
+            reasoning=reasoning,
+            in_reasoning=in_reasoning,
+            stream=stream,
         )
         self.streaming = stream
         self.tail: Step | None = None
@@ -97,8 +111,13 @@ class Session:
         if self.trace is not None:
             self.trace.emit("turn_start", format=self.stream.format, policy=policy)
         self.runtime = runtime(
-            self.journal, self.turn_key, ordered=self.tooling.policy != "eager_unsafe", limits=self.tooling.limits,
-            max_workers=self.tooling.workers, trace=self.trace)
+            self.journal,
+            self.turn_key,
+            ordered=self.tooling.policy != "eager_unsafe",
+            limits=self.tooling.limits,
+            max_workers=self.tooling.workers,
+            trace=self.trace,
+        )
         self.driver = TurnDriver(self.tooling, self.runtime, self.trace)
         self.gate = self.driver.gate
 
@@ -106,7 +125,8 @@ class Session:
         if running_for() is self.runtime:
             raise ReentrancyError(
                 "a tool called back into the orchestrator that is running it; draft, verify and finish "
-                "belong to the inference loop, not to its tools")
+                "belong to the inference loop, not to its tools"
+            )
 
     def draft(self, tokens: Tokens) -> Step:
         outcomes = self.stream.draft(tokens)
@@ -166,16 +186,23 @@ class Session:
         if self.trace is not None:
             self.trace.close()
             if self.trace.failure is not None:
-                warnings.warn(f"turn {self.turn_key!r}: {self.trace.failure}; the audit trail is incomplete",
-                              TraceWarning, stacklevel=4)
+                warnings.warn(
+                    f"turn {self.turn_key!r}: {self.trace.failure}; the audit trail is incomplete",
+                    TraceWarning,
+                    stacklevel=4,
+                )
         if self._owned is not None:
             self._owned.close()
 
 
 def _warn_abandoned(turn_key: str) -> None:
-    warnings.warn(TurnAbandonedWarning(
-        f"turn {turn_key!r} left its with block without finish(): it was abandoned (every call not yet "
-        "committed retracted, nothing new run); call finish() to end a turn"), stacklevel=3)
+    warnings.warn(
+        TurnAbandonedWarning(
+            f"turn {turn_key!r} left its with block without finish(): it was abandoned (every call not yet "
+            "committed retracted, nothing new run); call finish() to end a turn"
+        ),
+        stacklevel=3,
+    )
 
 
 def _open_trace(path: str | os.PathLike[str], turn_key: str) -> TraceWriter:
@@ -300,10 +327,25 @@ class Orchestrator(_TurnView):
         stream: bool = False,
     ) -> None:
         self._s = Session(
-            effects, tools, runtime=ThreadRuntime, format=format, turn_key=turn_key, policy=policy, vocab=vocab,
-            special_tokens=special_tokens, schemas=schemas, max_block_bytes=max_block_bytes,
-            max_workers=max_workers, timeout=timeout, limits=limits, journal=journal, trace=trace, threads_only=True,
-            reasoning=reasoning, in_reasoning=in_reasoning, stream=stream,
+            effects,
+            tools,
+            runtime=ThreadRuntime,
+            format=format,
+            turn_key=turn_key,
+            policy=policy,
+            vocab=vocab,
+            special_tokens=special_tokens,
+            schemas=schemas,
+            max_block_bytes=max_block_bytes,
+            max_workers=max_workers,
+            timeout=timeout,
+            limits=limits,
+            journal=journal,
+            trace=trace,
+            threads_only=True,
+            reasoning=reasoning,
+            in_reasoning=in_reasoning,
+            stream=stream,
         )
 
     def draft(self, tokens: Tokens) -> Step:
@@ -399,8 +441,9 @@ class Orchestrator(_TurnView):
     def __enter__(self) -> Self:
         return self
 
-    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
-                 traceback: TracebackType | None) -> None:
+    def __exit__(
+        self, kind: type[BaseException] | None, value: BaseException | None, traceback: TracebackType | None
+    ) -> None:
         if self.close() is not None and kind is None:
             _warn_abandoned(self.turn_key)
 
@@ -438,10 +481,24 @@ class AsyncOrchestrator(_TurnView):
         stream: bool = False,
     ) -> None:
         self._s = Session(
-            effects, tools, runtime=AsyncRuntime, format=format, turn_key=turn_key, policy=policy, vocab=vocab,
-            special_tokens=special_tokens, schemas=schemas, max_block_bytes=max_block_bytes,
-            max_workers=max_workers, timeout=timeout, limits=limits, journal=journal, trace=trace,
-            reasoning=reasoning, in_reasoning=in_reasoning, stream=stream,
+            effects,
+            tools,
+            runtime=AsyncRuntime,
+            format=format,
+            turn_key=turn_key,
+            policy=policy,
+            vocab=vocab,
+            special_tokens=special_tokens,
+            schemas=schemas,
+            max_block_bytes=max_block_bytes,
+            max_workers=max_workers,
+            timeout=timeout,
+            limits=limits,
+            journal=journal,
+            trace=trace,
+            reasoning=reasoning,
+            in_reasoning=in_reasoning,
+            stream=stream,
         )
 
     def _enter(self) -> AsyncRuntime:
@@ -492,7 +549,8 @@ class AsyncOrchestrator(_TurnView):
     async def __aenter__(self) -> Self:
         return self
 
-    async def __aexit__(self, kind: type[BaseException] | None, value: BaseException | None,
-                        traceback: TracebackType | None) -> None:
+    async def __aexit__(
+        self, kind: type[BaseException] | None, value: BaseException | None, traceback: TracebackType | None
+    ) -> None:
         if await self.close() is not None and kind is None:
             _warn_abandoned(self.turn_key)

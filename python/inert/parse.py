@@ -52,5 +52,6 @@ def parse(
         InertValueError: empty reasoning delimiters, or ``in_reasoning=True``
             with reasoning off.
     """
-    return _core.parse(text, format, schemas=schemas, max_block_bytes=max_block_bytes, reasoning=reasoning,
-                       in_reasoning=in_reasoning)
+    return _core.parse(
+        text, format, schemas=schemas, max_block_bytes=max_block_bytes, reasoning=reasoning, in_reasoning=in_reasoning
+    )

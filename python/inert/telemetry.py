@@ -65,8 +65,9 @@ def tool_span(record: DispatchRecord) -> Iterator[SpanResult]:
     if _content:
         attributes["gen_ai.tool.call.arguments"] = _json(record.arguments)
     # The SDK's own exception recording calls str() on the exception; do it here, safely.
-    with tracer.start_as_current_span(f"execute_tool {record.name}", attributes=attributes,
-                                      record_exception=False, set_status_on_exception=False) as span:
+    with tracer.start_as_current_span(
+        f"execute_tool {record.name}", attributes=attributes, record_exception=False, set_status_on_exception=False
+    ) as span:
         try:
             yield out
         except BaseException as exc:

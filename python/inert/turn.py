@@ -31,10 +31,17 @@ from .outcomes import Outcome
 from .report import DispatchRecord, Report
 from .runtime import CallNode, Invocation, ToolBox, Tools
 
-__all__ = ["Runtime", "RuntimeFactory", "Step", "Tooling", "Tools", "TurnDriver", "journal_for", "strict_flag",
-           "turn_key_for"]
-
-
+__all__ = [
+    "Runtime",
+    "RuntimeFactory",
+    "Step",
+    "Tooling",
+    "Tools",
+    "TurnDriver",
+    "journal_for",
+    "strict_flag",
+    "turn_key_for",
+]
 
 
 Released = tuple[str, str, list[dict[str, Any]]]
@@ -126,7 +133,8 @@ def turn_key_for(turn_key: object, journal: object) -> str:
             raise InertValueError(
                 "a journal that outlives the process needs turn_key=: the commit key (the idempotency key) "
                 "derives from it, so give each turn its own stable key (a request id plus the turn number), "
-                "the same key when a crashed turn is retried")
+                "the same key when a crashed turn is retried"
+            )
         return f"turn-{uuid.uuid4().hex}"
     if not isinstance(turn_key, str):
         raise InertTypeError(f"turn_key must be a str, got {type(turn_key).__name__}")
@@ -147,8 +155,10 @@ def journal_for(journal: Journal | str | os.PathLike[str] | None) -> tuple[Journ
         owned = open_journal(journal)
         return owned, owned
     if not all(callable(getattr(journal, m, None)) for m in ("begin", "complete", "lookup", "entries")):
-        raise InertTypeError(f"journal must be a Journal (begin, complete, lookup, entries), the path of a SQLite "
-                             f"journal file or a PostgreSQL database, got {type(journal).__name__}")
+        raise InertTypeError(
+            f"journal must be a Journal (begin, complete, lookup, entries), the path of a SQLite "
+            f"journal file or a PostgreSQL database, got {type(journal).__name__}"
+        )
     return journal, None
 
 
@@ -175,8 +185,16 @@ _NOTHING = Step(())
 class RuntimeFactory(Protocol):
     """Builds a turn's runtime (``ThreadRuntime``, ``AsyncRuntime``, or the simulator's)."""
 
-    def __call__(self, journal: Journal, turn_key: str, *, ordered: bool, limits: dict[str, int], max_workers: int,
-                 trace: TraceWriter | None) -> Runtime: ...
+    def __call__(
+        self,
+        journal: Journal,
+        turn_key: str,
+        *,
+        ordered: bool,
+        limits: dict[str, int],
+        max_workers: int,
+        trace: TraceWriter | None,
+    ) -> Runtime: ...
 
 
 @dataclass(frozen=True)
@@ -193,9 +211,18 @@ class Tooling:
     workers: int
 
     @classmethod
-    def build(cls, effects: EffectTable | Mapping[str, EffectLike] | None, tools: Tools | None, *, policy: str,
-              timeout: float | None, limits: Mapping[str, int] | None, max_workers: int, threads_only: bool,
-              two_phase: frozenset[str] | None = None) -> Tooling:
+    def build(
+        cls,
+        effects: EffectTable | Mapping[str, EffectLike] | None,
+        tools: Tools | None,
+        *,
+        policy: str,
+        timeout: float | None,
+        limits: Mapping[str, int] | None,
+        max_workers: int,
+        threads_only: bool,
+        two_phase: frozenset[str] | None = None,
+    ) -> Tooling:
         """Checks the arguments an orchestrator takes.
 
         Raises:
@@ -213,13 +240,21 @@ class Tooling:
                 if inv.is_async:
                     raise InertTypeError(
                         f"tool {name!r} is a coroutine function, which worker threads cannot await: "
-                        "use AsyncOrchestrator")
+                        "use AsyncOrchestrator"
+                    )
         _warn_unknown_tools(table, box)
         # Which tools prepare, then commit or abort: the tool box knows, unless the runtime
         # runs tools of its own (the simulator's) and says.
         phased = two_phase if two_phase is not None else frozenset(box.two_phase())
-        tooling = cls(table, box, policy, _timeout(timeout), phased, _limits(table, limits),
-                      _positive_int(max_workers, "max_workers"))
+        tooling = cls(
+            table,
+            box,
+            policy,
+            _timeout(timeout),
+            phased,
+            _limits(table, limits),
+            _positive_int(max_workers, "max_workers"),
+        )
         tooling.gate()  # checks the policy now
         if policy == "eager_unsafe":
             warnings.warn(
@@ -297,11 +332,14 @@ class TurnDriver:
         report.notices = list(notices)
         if report.notices:
             first = report.notices[0]
-            warnings.warn(ReasoningWarning(
-                f"{len(report.notices)} reasoning closer(s) arrived while the turn was not in reasoning (the "
-                f"first at tokens {first.start}-{first.end}): the chat template opened the section in the prompt, "
-                "so calls before it may have been thoughts, and ran; pass in_reasoning=True for this template"),
-                stacklevel=4)
+            warnings.warn(
+                ReasoningWarning(
+                    f"{len(report.notices)} reasoning closer(s) arrived while the turn was not in reasoning (the "
+                    f"first at tokens {first.start}-{first.end}): the chat template opened the section in the prompt, "
+                    "so calls before it may have been thoughts, and ran; pass in_reasoning=True for this template"
+                ),
+                stacklevel=4,
+            )
         report.tail = tail if tail is not None else _NOTHING
         if self.trace is not None:
             self.trace.emit("turn_end", violations=len(report.violations))

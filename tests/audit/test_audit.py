@@ -17,8 +17,11 @@ FOREIGN = Path(__file__).resolve().parents[1] / "traces" / "foreign_incident.jso
 def test_a_foreign_stacks_trace_of_the_incident() -> None:
     run17, run18 = audit(FOREIGN)
     kinds = sorted((v.kind, v.tool, v.commit_key) for v in run17.findings)
-    assert kinds == [("orphan", "create_report", "k-a1"), ("orphan", "delete_report", "k-b1"),
-                     ("stale_read", "read_report", "k-c2")]
+    assert kinds == [
+        ("orphan", "create_report", "k-a1"),
+        ("orphan", "delete_report", "k-b1"),
+        ("stale_read", "read_report", "k-c2"),
+    ]
     assert [d.commit_key for d in run17.report.discarded] == ["k-c1"], "the draft read is waste, not a violation"
     (divergence,) = run18.findings
     assert (divergence.kind, divergence.commit_key, divergence.other_key) == ("key_divergence", "acc-1", "draft-1")
@@ -44,11 +47,21 @@ def test_inerts_own_trace_rebuilds_both_streams(tmp_path: Path) -> None:
     assert staged.findings == [] and len(staged.accepted) == 3 and len(staged.dispatched) == 4
     events = [row for _, row in read_trace(trace)]
     kinds = {e["event"] for e in events}
-    assert {"turn_start", "draft", "verify", "call_closed", "call_committed", "call_retracted", "dispatch", "result",
-            "turn_end"} <= kinds
+    assert {
+        "turn_start",
+        "draft",
+        "verify",
+        "call_closed",
+        "call_committed",
+        "call_retracted",
+        "dispatch",
+        "result",
+        "turn_end",
+    } <= kinds
     assert all(e["v"] == SCHEMA for e in events)
     drafted = "".join(
-        t for e in events if e["event"] == "draft" and e["turn"] == "demo-read_eager" for t in e["tokens"])
+        t for e in events if e["event"] == "draft" and e["turn"] == "demo-read_eager" for t in e["tokens"]
+    )
     assert "reprots/q3" in drafted, "the dispatched stream (the draft) is in the trace"
 
 
@@ -75,18 +88,36 @@ def test_bad_traces_are_refused(tmp_path: Path) -> None:
     assert main(["audit", str(bad)]) == 2
 
 
-DISPATCH = {"v": SCHEMA, "turn": "t", "event": "dispatch", "t": 1.0, "commit_key": "k", "name": "f",
-            "effect": "write", "span": [0, 1], "early": False}
+DISPATCH = {
+    "v": SCHEMA,
+    "turn": "t",
+    "event": "dispatch",
+    "t": 1.0,
+    "commit_key": "k",
+    "name": "f",
+    "effect": "write",
+    "span": [0, 1],
+    "early": False,
+}
 
 
-@pytest.mark.parametrize(("change", "named"), [
-    ({"turn": 7}, '"turn"'), ({"turn": None}, '"turn"'), ({"event": ["dispatch"]}, '"event"'),
-    ({"early": "no"}, "early must be true or false"), ({"early": 1}, "early must be true or false"),
-    ({"commit_key": 5}, "commit_key must be a string"), ({"t": "1.5"}, "a time must be a number"),
-    ({"t": True}, "a time must be a number"),
-], ids=["turn-int", "turn-null", "event-list", "early-text", "early-int", "key-int", "t-text", "t-bool"])
-def test_a_field_of_the_wrong_type_is_refused_with_its_line(tmp_path: Path, change: dict[str, object],
-                                                            named: str) -> None:
+@pytest.mark.parametrize(
+    ("change", "named"),
+    [
+        ({"turn": 7}, '"turn"'),
+        ({"turn": None}, '"turn"'),
+        ({"event": ["dispatch"]}, '"event"'),
+        ({"early": "no"}, "early must be true or false"),
+        ({"early": 1}, "early must be true or false"),
+        ({"commit_key": 5}, "commit_key must be a string"),
+        ({"t": "1.5"}, "a time must be a number"),
+        ({"t": True}, "a time must be a number"),
+    ],
+    ids=["turn-int", "turn-null", "event-list", "early-text", "early-int", "key-int", "t-text", "t-bool"],
+)
+def test_a_field_of_the_wrong_type_is_refused_with_its_line(
+    tmp_path: Path, change: dict[str, object], named: str
+) -> None:
     """Each was read as something else (``str(7)``, ``bool("no")``, ``float("1.5")``) and the
     trace audited as though it said so."""
     bad = tmp_path / "bad.jsonl"
@@ -96,18 +127,38 @@ def test_a_field_of_the_wrong_type_is_refused_with_its_line(tmp_path: Path, chan
     assert named in str(caught.value)
 
 
-@pytest.mark.parametrize(("event", "change"), [
-    ("result", {"commit_key": 5}), ("result", {"replayed": "yes"}), ("result", {"error": 123}),
-    ("result", {"commit_key": "no-dispatch", "t": "soon"}), ("result", {"commit_key": "no-dispatch", "replayed": 0}),
-    ("discard", {"commit_key": 5}), ("discard", {"t": "later"}), ("call_committed", {"t": "later"}),
-    ("turn_start", {"t": None}), ("turn_end", {"t": [1]}),
-], ids=lambda v: v if isinstance(v, str) else "-".join(f"{k}={v[k]}" for k in v))
-def test_an_event_of_the_wrong_type_is_refused_whatever_it_matches(tmp_path: Path, event: str,
-                                                                     change: dict[str, object]) -> None:
+@pytest.mark.parametrize(
+    ("event", "change"),
+    [
+        ("result", {"commit_key": 5}),
+        ("result", {"replayed": "yes"}),
+        ("result", {"error": 123}),
+        ("result", {"commit_key": "no-dispatch", "t": "soon"}),
+        ("result", {"commit_key": "no-dispatch", "replayed": 0}),
+        ("discard", {"commit_key": 5}),
+        ("discard", {"t": "later"}),
+        ("call_committed", {"t": "later"}),
+        ("turn_start", {"t": None}),
+        ("turn_end", {"t": [1]}),
+    ],
+    ids=lambda v: v if isinstance(v, str) else "-".join(f"{k}={v[k]}" for k in v),
+)
+def test_an_event_of_the_wrong_type_is_refused_whatever_it_matches(
+    tmp_path: Path, event: str, change: dict[str, object]
+) -> None:
     """A result no dispatch takes, and events the audit reads nothing else of, were not checked."""
     bad = tmp_path / "bad.jsonl"
-    row = {"v": SCHEMA, "turn": "t", "event": event, "t": 2.0, "commit_key": "k", "name": "f", "ok": True,
-           "span": [0, 1], **change}
+    row = {
+        "v": SCHEMA,
+        "turn": "t",
+        "event": event,
+        "t": 2.0,
+        "commit_key": "k",
+        "name": "f",
+        "ok": True,
+        "span": [0, 1],
+        **change,
+    }
     bad.write_text(json.dumps(DISPATCH) + "\n" + json.dumps(row) + "\n")
     with pytest.raises(inert.InertValueError, match=r"bad\.jsonl:2: "):
         audit(bad)
@@ -130,8 +181,9 @@ def test_turn_runs_are_named_apart_from_a_key_spelled_like_a_run(tmp_path: Path)
 
 
 @pytest.mark.parametrize("text", ["", "\n\n  \n"], ids=["empty", "blank-lines"])
-def test_a_trace_with_no_events_is_refused_not_clean(tmp_path: Path, text: str,
-                                                     capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_trace_with_no_events_is_refused_not_clean(
+    tmp_path: Path, text: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     empty = tmp_path / "empty.jsonl"
     empty.write_text(text)
     with pytest.raises(inert.InertValueError, match="nothing to audit"):

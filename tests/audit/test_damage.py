@@ -20,16 +20,20 @@ from tools import block
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "inert", *args], capture_output=True, text=True, timeout=120,
-                          check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "inert", *args], capture_output=True, text=True, timeout=120, check=False
+    )
 
 
-@pytest.mark.parametrize(("column", "value"), [
-    ("result", "["),  # no JSON
-    ("result", "1" * 5000),  # an int past Python's 4300-digit limit
-    ("result", "[" * 100_000 + "]" * 100_000),  # deeper than the parser recurses
-    ("arguments", b"\xff\x00"),  # no UTF-8
-])
+@pytest.mark.parametrize(
+    ("column", "value"),
+    [
+        ("result", "["),  # no JSON
+        ("result", "1" * 5000),  # an int past Python's 4300-digit limit
+        ("result", "[" * 100_000 + "]" * 100_000),  # deeper than the parser recurses
+        ("arguments", b"\xff\x00"),  # no UTF-8
+    ],
+)
 def test_a_journal_damaged_by_hand_is_a_journal_error(tmp_path: Path, column: str, value: str | bytes) -> None:
     path = tmp_path / "j.sqlite"
     orch = inert.Orchestrator({"t": "write"}, {"t": lambda: "ok"}, turn_key="tk", journal=path)
@@ -55,9 +59,19 @@ def test_a_journal_damaged_by_hand_is_a_journal_error(tmp_path: Path, column: st
 
 def test_a_trace_result_with_a_phase_no_writer_makes_names_its_line(tmp_path: Path) -> None:
     head = {"v": "inert.trace/2", "turn": "t", "commit_key": "k1"}
-    rows = [{**head, "event": "dispatch", "t": 1.0, "name": "w", "arguments": {}, "effect": "write",
-             "span": [0, 1], "early": False},
-            {**head, "event": "result", "t": 2.0, "ok": True, "error": None, "phase": "bogus"}]
+    rows = [
+        {
+            **head,
+            "event": "dispatch",
+            "t": 1.0,
+            "name": "w",
+            "arguments": {},
+            "effect": "write",
+            "span": [0, 1],
+            "early": False,
+        },
+        {**head, "event": "result", "t": 2.0, "ok": True, "error": None, "phase": "bogus"},
+    ]
     trace = tmp_path / "t.jsonl"
     trace.write_text("".join(json.dumps(r) + "\n" for r in rows))
     done = cli("audit", str(trace))
@@ -82,8 +96,12 @@ def test_a_batch_used_after_close_refuses_before_anything_changes() -> None:
     batch.add(1, "k1")
     with pytest.warns(inert.TurnAbandonedWarning):
         assert list(batch.close()) == [1]  # the close ended sequence 1's turn
-    for call in (lambda: batch.draft([1], [[0]]), lambda: batch.verify([1], [1]), lambda: batch.finish(1),
-                 lambda: batch.add(2, "k2")):
+    for call in (
+        lambda: batch.draft([1], [[0]]),
+        lambda: batch.verify([1], [1]),
+        lambda: batch.finish(1),
+        lambda: batch.add(2, "k2"),
+    ):
         with pytest.raises(inert.StreamFinishedError, match="closed"):
             call()
     assert len(batch) == 0
@@ -111,9 +129,10 @@ def test_simulate_json_stays_json_when_figures_overflow(tmp_path: Path) -> None:
     printed ``Infinity``, which no JSON reader takes."""
     workloads = tmp_path / "w.toml"
     workloads.write_text(
-        '[models.m]\nalpha = 0.5\nverify_s = 1e308\ndraft_s = 1e308\n[agents.a]\n'
-        "transcript = '''<tool_call>{\"name\": \"get\", \"arguments\": {\"key\": \"a\"}}</tool_call>'''\n"
-        '[agents.a.tools.get]\nkind = "read"\nmedian_s = 0.05\n[[workloads]]\nmodel = "m"\nagent = "a"\n')
+        "[models.m]\nalpha = 0.5\nverify_s = 1e308\ndraft_s = 1e308\n[agents.a]\n"
+        'transcript = \'\'\'<tool_call>{"name": "get", "arguments": {"key": "a"}}</tool_call>\'\'\'\n'
+        '[agents.a.tools.get]\nkind = "read"\nmedian_s = 0.05\n[[workloads]]\nmodel = "m"\nagent = "a"\n'
+    )
     done = cli("simulate", "--workloads", str(workloads), "--seeds", "2", "--json")
     assert done.returncode == 0, done.stderr
 

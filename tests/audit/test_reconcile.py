@@ -6,8 +6,16 @@ import inert
 
 
 def rec(key: str, name: str, effect: str, started: float, finished: float, **fp: object) -> dict[str, object]:
-    return {"commit_key": key, "name": name, "arguments": {"n": 1}, "effect": effect, "started": started,
-            "finished": finished, "span": (0, 1), "footprint": {"reads": fp.get("reads"), "writes": fp.get("writes")}}
+    return {
+        "commit_key": key,
+        "name": name,
+        "arguments": {"n": 1},
+        "effect": effect,
+        "started": started,
+        "finished": finished,
+        "span": (0, 1),
+        "footprint": {"reads": fp.get("reads"), "writes": fp.get("writes")},
+    }
 
 
 def acc(key: str, name: str) -> dict[str, object]:
@@ -41,16 +49,20 @@ def test_same_call_under_two_keys_is_a_key_divergence() -> None:
 
 
 def test_stale_read_uses_start_and_finish_times() -> None:
-    log = [rec("k1", "del", "idempotent", 0.0, 0.08, reads=["q2"], writes=["q2"]),
-           rec("k2", "read", "read_only", 0.01, 0.011, reads=["q2"])]
+    log = [
+        rec("k1", "del", "idempotent", 0.0, 0.08, reads=["q2"], writes=["q2"]),
+        rec("k2", "read", "read_only", 0.01, 0.011, reads=["q2"]),
+    ]
     report = inert.reconcile(log, [acc("k1", "del"), acc("k2", "read")])
     (v,) = report.violations
     assert (v.kind, v.tool, v.commit_key, v.other_key) == ("stale_read", "read", "k2", "k1")
 
 
 def test_disjoint_footprints_may_overlap_in_time() -> None:
-    log = [rec("k1", "w", "write", 0, 1, reads=["a"], writes=["a"]),
-           rec("k2", "w", "write", 0.5, 1, reads=["b"], writes=["b"])]
+    log = [
+        rec("k1", "w", "write", 0, 1, reads=["a"], writes=["a"]),
+        rec("k2", "w", "write", 0.5, 1, reads=["b"], writes=["b"]),
+    ]
     assert inert.reconcile(log, [acc("k1", "w"), acc("k2", "w")]).consistent
 
 
@@ -60,8 +72,10 @@ def test_unknown_footprints_conflict() -> None:
 
 
 def test_duplicates_and_divergent_arguments() -> None:
-    log = [rec("k1", "w", "write", 0, 1, writes=["a"], reads=["a"]),
-           rec("k1", "w", "write", 2, 3, writes=["a"], reads=["a"])]
+    log = [
+        rec("k1", "w", "write", 0, 1, writes=["a"], reads=["a"]),
+        rec("k1", "w", "write", 2, 3, writes=["a"], reads=["a"]),
+    ]
     report = inert.reconcile(log, [acc("k1", "w")])
     assert kinds(report) == ["duplicate"]
     changed = {**acc("k1", "w"), "arguments": {"n": 2}}

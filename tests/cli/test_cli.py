@@ -16,8 +16,14 @@ FOREIGN = Path(__file__).resolve().parents[1] / "traces" / "foreign_incident.jso
 
 
 def inert(*args: str, stdout: int | None = subprocess.PIPE) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "inert", *args], stdout=stdout, stderr=subprocess.PIPE, text=True,
-                          timeout=120, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "inert", *args],
+        stdout=stdout,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=120,
+        check=False,
+    )
 
 
 def into_closed_pipe(*args: str) -> subprocess.CompletedProcess[str]:
@@ -31,13 +37,16 @@ def into_closed_pipe(*args: str) -> subprocess.CompletedProcess[str]:
         os.close(write_end)
 
 
-@pytest.mark.parametrize(("args", "code"), [
-    (("audit", str(FOREIGN)), 1),
-    (("audit", str(FOREIGN), "--json"), 1),
-    (("demo",), 0),
-    (("simulate", "--seeds", "2"), 0),
-    (("--help",), 0),
-])
+@pytest.mark.parametrize(
+    ("args", "code"),
+    [
+        (("audit", str(FOREIGN)), 1),
+        (("audit", str(FOREIGN), "--json"), 1),
+        (("demo",), 0),
+        (("simulate", "--seeds", "2"), 0),
+        (("--help",), 0),
+    ],
+)
 def test_a_closed_stdout_ends_the_output_quietly(args: tuple[str, ...], code: int) -> None:
     done = into_closed_pipe(*args)
     assert done.stderr == "", "no 'Broken pipe', no traceback"
@@ -54,6 +63,7 @@ def assert_refused(done: subprocess.CompletedProcess[str], *names: str) -> None:
 
 
 # -- inert demo --
+
 
 def test_demo_refuses_a_file_that_is_not_sqlite(tmp_path: Path) -> None:
     text = tmp_path / "notes.txt"
@@ -95,6 +105,7 @@ def test_demo_on_a_path_it_cannot_use(tmp_path: Path, where: str) -> None:
 
 # -- inert audit (the output path; what audit reads is checked in test_audit.py) --
 
+
 def test_audit_of_a_missing_file(tmp_path: Path) -> None:
     assert_refused(inert("audit", str(tmp_path / "missing.jsonl")), "inert audit", "missing.jsonl")
 
@@ -102,8 +113,10 @@ def test_audit_of_a_missing_file(tmp_path: Path) -> None:
 # -- inert simulate --
 
 MODEL = "[models.m]\nalpha = 0.8\n"
-AGENT = ("[agents.a]\ntranscript = '''<tool_call>{\"name\": \"get\", \"arguments\": {\"key\": \"x\"}}</tool_call>'''\n"
-         "[agents.a.tools.get]\nkind = \"read\"\nmedian_s = 0.01\n")
+AGENT = (
+    '[agents.a]\ntranscript = \'\'\'<tool_call>{"name": "get", "arguments": {"key": "x"}}</tool_call>\'\'\'\n'
+    '[agents.a.tools.get]\nkind = "read"\nmedian_s = 0.01\n'
+)
 
 WRITE = AGENT.replace('"read"', '"write"')
 
@@ -125,33 +138,38 @@ BAD_WORKLOADS: dict[str, tuple[str | bytes, str]] = {
     "negative-draft": ("[models.m]\nalpha = 0.8\ndraft_s = -1\n" + AGENT, "models.m.draft_s"),
     "negative-latency": (MODEL + AGENT.replace("0.01", "-0.01"), "agents.a.tools.get.median_s"),
     "p99-below-median": (MODEL + AGENT + "p99_s = 0.001\n", "agents.a.tools.get.p99_s"),
-    "adaptive-string": ("[models.m]\nalpha = 0.8\nadaptive = \"yes\"\n" + AGENT, "models.m.adaptive"),
+    "adaptive-string": ('[models.m]\nalpha = 0.8\nadaptive = "yes"\n' + AGENT, "models.m.adaptive"),
     "unknown-model-field": ("[models.m]\nalpha = 0.8\nwindow = 4\n" + AGENT, "models.m.window"),
     "unknown-top-level": ("[model.m]\nalpha = 0.8\n", "model"),
-    "missing-transcript": (MODEL + "[agents.a.tools.get]\nkind = \"read\"\nmedian_s = 0.01\n", "agents.a.transcript"),
-    "unknown-format": (MODEL + AGENT.replace("[agents.a]\n", "[agents.a]\nformat = \"hermess\"\n"), "agents.a.format"),
-    "tools-not-a-table": (MODEL + "[agents.x]\ntranscript = \"hi\"\ntools = 3\n", "agents.x.tools"),
-    "row-not-a-string": (MODEL + AGENT.replace("[agents.a.tools.get]", "rows = { x = 1 }\n[agents.a.tools.get]"),
-                         "agents.a.rows.x"),
-    "unknown-workload-model": (MODEL + AGENT + "[[workloads]]\nmodel = \"nope\"\nagent = \"a\"\n",
-                               "workloads[0].model"),
-    "workload-missing-agent": (MODEL + AGENT + "[[workloads]]\nmodel = \"m\"\n", "workloads[0].agent"),
+    "missing-transcript": (MODEL + '[agents.a.tools.get]\nkind = "read"\nmedian_s = 0.01\n', "agents.a.transcript"),
+    "unknown-format": (MODEL + AGENT.replace("[agents.a]\n", '[agents.a]\nformat = "hermess"\n'), "agents.a.format"),
+    "tools-not-a-table": (MODEL + '[agents.x]\ntranscript = "hi"\ntools = 3\n', "agents.x.tools"),
+    "row-not-a-string": (
+        MODEL + AGENT.replace("[agents.a.tools.get]", "rows = { x = 1 }\n[agents.a.tools.get]"),
+        "agents.a.rows.x",
+    ),
+    "unknown-workload-model": (MODEL + AGENT + '[[workloads]]\nmodel = "nope"\nagent = "a"\n', "workloads[0].model"),
+    "workload-missing-agent": (MODEL + AGENT + '[[workloads]]\nmodel = "m"\n', "workloads[0].agent"),
     "prepare-on-a-read": (MODEL + AGENT + "prepare = { median_s = 0.1 }\n", "agents.a.tools.get.prepare"),
     "prepare-not-a-table": (MODEL + WRITE + "prepare = 0.1\n", "agents.a.tools.get.prepare"),
     "prepare-missing-median": (MODEL + WRITE + "prepare = { p99_s = 0.1 }\n", "agents.a.tools.get.prepare.median_s"),
     "prepare-negative": (MODEL + WRITE + "prepare = { median_s = -0.1 }\n", "agents.a.tools.get.prepare.median_s"),
-    "prepare-p99-below-median": (MODEL + WRITE + "prepare = { median_s = 0.1, p99_s = 0.01 }\n",
-                                 "agents.a.tools.get.prepare.p99_s"),
+    "prepare-p99-below-median": (
+        MODEL + WRITE + "prepare = { median_s = 0.1, p99_s = 0.01 }\n",
+        "agents.a.tools.get.prepare.p99_s",
+    ),
     "prepare-unknown-field": (MODEL + WRITE + "prepare = { median = 0.1 }\n", "agents.a.tools.get.prepare.median"),
     "call-accuracy-above-one": ("[models.m]\nalpha = 0.8\ncall_accuracy = 1.2\n" + AGENT, "models.m.call_accuracy"),
-    "whole-calls-string": ("[models.m]\nalpha = 0.8\nwhole_calls = \"yes\"\n" + AGENT, "models.m.whole_calls"),
+    "whole-calls-string": ('[models.m]\nalpha = 0.8\nwhole_calls = "yes"\n' + AGENT, "models.m.whole_calls"),
     "empty": ("", "nothing to simulate"),
     "only-comments": ("# no workloads yet\n", "nothing to simulate"),
     "empty-tables": ("[models]\n[agents]\n", "nothing to simulate"),
     "empty-models-table": ("[models]\n", "nothing to simulate"),
     "empty-workload-list": ("workloads = []\n" + MODEL + AGENT, "nothing to simulate"),
-    "negative-verify-per-token": ("[models.m]\nalpha = 0.8\nverify_per_token_s = -0.001\n" + AGENT,
-                                  "models.m.verify_per_token_s"),
+    "negative-verify-per-token": (
+        "[models.m]\nalpha = 0.8\nverify_per_token_s = -0.001\n" + AGENT,
+        "models.m.verify_per_token_s",
+    ),
 }
 
 
@@ -168,8 +186,11 @@ def test_simulate_refuses_a_bad_workload_file_naming_the_file_and_the_field(tmp_
 
 def test_simulate_runs_a_good_workload_file(tmp_path: Path) -> None:
     path = tmp_path / "good.toml"
-    path.write_text("[models.m]\nalpha = 0.8\nk = 4\nverify_s = 0.004\nalpha_decay = 1.0\nadaptive = true\n"
-                    + AGENT + "p99_s = 0.05\n[[workloads]]\nmodel = \"m\"\nagent = \"a\"\n")
+    path.write_text(
+        "[models.m]\nalpha = 0.8\nk = 4\nverify_s = 0.004\nalpha_decay = 1.0\nadaptive = true\n"
+        + AGENT
+        + 'p99_s = 0.05\n[[workloads]]\nmodel = "m"\nagent = "a"\n'
+    )
     done = inert("simulate", "--workloads", str(path), "--seeds", "3")
     assert done.returncode == 0, done.stderr
     assert "m / a" in done.stdout
@@ -195,5 +216,6 @@ def test_simulate_refuses_a_missing_workload_file(tmp_path: Path) -> None:
 
 def test_simulate_refuses_a_plot_into_a_missing_folder(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib", reason="the optional plot extra (matplotlib) is not installed")
-    assert_refused(inert("simulate", "--seeds", "2", "--plot", str(tmp_path / "no" / "x.png")), "inert simulate",
-                   "--plot")
+    assert_refused(
+        inert("simulate", "--seeds", "2", "--plot", str(tmp_path / "no" / "x.png")), "inert simulate", "--plot"
+    )

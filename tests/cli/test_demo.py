@@ -48,7 +48,10 @@ def test_cli_exit_code_and_json(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert main(["demo", "--db", str(db), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["ok"] and [(r["policy"], r["two_phase"]) for r in out["runs"]] == [
-        ("eager_unsafe", False), ("read_eager", False), ("read_eager", True)]
+        ("eager_unsafe", False),
+        ("read_eager", False),
+        ("read_eager", True),
+    ]
     assert out["runs"][2]["phase_problems"] == []
     with sqlite3.connect(db) as con:
         runs = {r for (r,) in con.execute("SELECT DISTINCT run FROM ops")}
@@ -56,8 +59,9 @@ def test_cli_exit_code_and_json(tmp_path: Path, capsys: pytest.CaptureFixture[st
 
 
 def test_module_entry_point_prints_the_table() -> None:
-    done = subprocess.run([sys.executable, "-m", "inert", "demo"], capture_output=True, text=True, timeout=60,
-                          check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "inert", "demo"], capture_output=True, text=True, timeout=60, check=False
+    )
     assert done.returncode == 0, done.stderr
     assert "operations against the database" in done.stdout and "[stale_read]" in done.stdout
 
@@ -133,7 +137,8 @@ def test_verdict_comes_from_what_the_database_saw(monkeypatch: pytest.MonkeyPatc
 
 
 def test_cli_exits_1_and_says_why_when_the_incident_did_not_show(
-        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     _read_sees_the_delete(monkeypatch)
     assert main(["demo"]) == 1
     out = capsys.readouterr().out
@@ -143,9 +148,14 @@ def test_cli_exits_1_and_says_why_when_the_incident_did_not_show(
 # -- A as a two-phase create --
 
 TWO_PHASE_OPS = [
-    ("PREPARE", SLIP), ("LOOK", SLIP), ("ABORT", SLIP),
-    ("PREPARE", "reports/q3"), ("ACCEPT", "reports/q3"), ("COMMIT", "reports/q3"),
-    ("DELETE", "reports/q2"), ("SELECT", "reports/q2"),
+    ("PREPARE", SLIP),
+    ("LOOK", SLIP),
+    ("ABORT", SLIP),
+    ("PREPARE", "reports/q3"),
+    ("ACCEPT", "reports/q3"),
+    ("COMMIT", "reports/q3"),
+    ("DELETE", "reports/q2"),
+    ("SELECT", "reports/q2"),
 ]
 
 
@@ -153,7 +163,8 @@ def test_two_phase_create_prepares_on_the_draft_and_commits_only_the_accepted_na
     staged = runs[2]
     assert (staged.policy, staged.two_phase) == ("read_eager", True)
     assert [(o["op"], o["name"]) for o in staged.operations] == TWO_PHASE_OPS, (
-        "A's prepare ran on the draft, the draft's name was aborted, A committed after the verifier accepted it")
+        "A's prepare ran on the draft, the draft's name was aborted, A committed after the verifier accepted it"
+    )
     look = next(o for o in staged.operations if o["op"] == "LOOK")
     assert look["outcome"].startswith("not in resources"), "another connection never saw the draft's name"
     assert staged.rows == {"reports/q1": "Q1 revenue flat", "reports/q3": "Q3 revenue up 4%"}
@@ -215,7 +226,8 @@ def _commit_on_close(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.mark.parametrize("fault", [_leak_the_draft_name, _commit_on_close])
 def test_the_verdict_fails_if_the_draft_name_leaks_or_a_commit_precedes_acceptance(
-        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str], fault: Any) -> None:
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str], fault: Any
+) -> None:
     fault(monkeypatch)
     staged = run_policy("read_eager", tmp_path / "w.sqlite", two_phase=True)
     assert not two_phase_ok(staged)

@@ -170,9 +170,9 @@ def test_custom_workloads_from_toml(tmp_path: Path) -> None:
     path.write_text(
         "[models.fast]\nalpha = 0.7\nk = 4\nverify_s = 0.004\n"
         "[agents.lookup]\n"
-        "transcript = '''<tool_call>{\"name\": \"get\", \"arguments\": {\"key\": \"a\"}}</tool_call> ok'''\n"
-        "rows = { a = \"1\" }\n"
-        "[agents.lookup.tools.get]\nkind = \"read\"\nmedian_s = 0.05\np99_s = 0.4\n"
+        'transcript = \'\'\'<tool_call>{"name": "get", "arguments": {"key": "a"}}</tool_call> ok\'\'\'\n'
+        'rows = { a = "1" }\n'
+        '[agents.lookup.tools.get]\nkind = "read"\nmedian_s = 0.05\np99_s = 0.4\n'
     )
     (w,) = load_workloads(path)
     assert (w.model.alpha, w.agent.name, w.agent.tools["get"].effect) == (0.7, "lookup", inert.EffectClass.READ_ONLY)
@@ -183,8 +183,9 @@ def test_custom_workloads_from_toml(tmp_path: Path) -> None:
         load_workloads(bad)
 
 
-def test_plot_without_matplotlib_fails_before_the_sweep(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
-                                                        capsys: pytest.CaptureFixture[str]) -> None:
+def test_plot_without_matplotlib_fails_before_the_sweep(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     import sys
 
     import inert.simulate
@@ -217,7 +218,8 @@ class _Figures:
 
 
 def test_plot_honours_seeds_and_shows_each_policy_and_each_corruption_apart(
-        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     pytest.importorskip("matplotlib", reason="the optional plot extra (matplotlib) is not installed")
     from inert.simulate import plot
 
@@ -240,8 +242,11 @@ def test_plot_honours_seeds_and_shows_each_policy_and_each_corruption_apart(
     assert len(set(styles.values())) == len(POLICIES), "every policy's curve has its own line style and marker"
     bars = {c.get_label(): [b.get_height() for b in c] for c in right.containers}
     unsafe = [p for p in points if p["policy"] == "eager_unsafe"]
-    assert bars == {"orphans": [p["orphans"] for p in unsafe], "stale reads": [p["stale_reads"] for p in unsafe],
-                    "diverged worlds": [p["diverged"] for p in unsafe]}, "one bar per kind, never added up"
+    assert bars == {
+        "orphans": [p["orphans"] for p in unsafe],
+        "stale reads": [p["stale_reads"] for p in unsafe],
+        "diverged worlds": [p["diverged"] for p in unsafe],
+    }, "one bar per kind, never added up"
 
 
 def test_plot_prints_the_numbers_it_draws(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -257,8 +262,8 @@ def test_two_phase_tools_from_toml(tmp_path: Path) -> None:
     path.write_text(
         "[models.deep]\nalpha = 0.7\nk = 32\nverify_per_token_s = 0.0007\ncall_accuracy = 0.9\nwhole_calls = true\n"
         "[agents.pay]\n"
-        "transcript = '''<tool_call>{\"name\": \"pay\", \"arguments\": {\"key\": \"a\", \"n\": 1}}</tool_call>'''\n"
-        "[agents.pay.tools.pay]\nkind = \"write\"\nmedian_s = 0.04\nprepare = { median_s = 0.3, p99_s = 1.2 }\n"
+        'transcript = \'\'\'<tool_call>{"name": "pay", "arguments": {"key": "a", "n": 1}}</tool_call>\'\'\'\n'
+        '[agents.pay.tools.pay]\nkind = "write"\nmedian_s = 0.04\nprepare = { median_s = 0.3, p99_s = 1.2 }\n'
     )
     (w,) = load_workloads(path)
     pay = w.agent.tools["pay"]
@@ -283,8 +288,9 @@ def test_depth_sweep_json_and_table(capsys: pytest.CaptureFixture[str]) -> None:
     assert "defer and read_eager: no orphans, no stale reads, no diverged world" in text
 
 
-def test_depth_plot_draws_each_drafter_and_its_verify_step(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
-                                                           capsys: pytest.CaptureFixture[str]) -> None:
+def test_depth_plot_draws_each_drafter_and_its_verify_step(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     pytest.importorskip("matplotlib", reason="the optional plot extra (matplotlib) is not installed")
     import numpy as np  # matplotlib's own dependency
 
@@ -296,8 +302,9 @@ def test_depth_plot_draws_each_drafter_and_its_verify_step(monkeypatch: pytest.M
     (fig,) = figures.saved
     top = fig.axes[0]
     # get_ydata is typed ArrayLike; a plotted line holds an ndarray, which asarray returns as it is
-    saved = {line.get_label(): list(np.asarray(line.get_ydata()))
-             for line in top.get_lines() if line.get_linestyle() == "-"}
+    saved = {
+        line.get_label(): list(np.asarray(line.get_ydata())) for line in top.get_lines() if line.get_linestyle() == "-"
+    }
     drawn: dict[str, list[float]] = {p["drafter"]: [] for p in points if p["agent"] == DEPTH_AGENTS[0]}
     for p in points:
         if p["agent"] == DEPTH_AGENTS[0]:

@@ -40,7 +40,8 @@ def assert_no_later_than(eager: PlayedTurn, patient: PlayedTurn, what: str) -> N
         return
     assert held_by_a_call_it_does_not_conflict_with(eager.report), (
         f"{what}: {eager.outcome.latency:.4f} s against {patient.outcome.latency:.4f} s, and no call of the "
-        "slower turn was held by a call it does not conflict with")
+        "slower turn was held by a call it does not conflict with"
+    )
 
 
 def assert_phases(workload: Workload, played: PlayedTurn, seed: int) -> None:
@@ -70,21 +71,38 @@ def _with_latencies(agent: Agent, prepare: Latency, commit: Latency) -> Agent:
     return replace(agent, tools=tools)
 
 
-latencies = st.builds(lambda median, tail: Latency(median, median * tail),
-                      st.floats(0.0005, 0.5), st.floats(1.0, 5.0))
+latencies = st.builds(lambda median, tail: Latency(median, median * tail), st.floats(0.0005, 0.5), st.floats(1.0, 5.0))
 
 models = st.builds(
     lambda alpha, k, verify, per_token, accuracy, whole: ModelProfile(
-        "random", alpha=alpha, k=k, verify_s=verify, draft_s=0.0004, verify_per_token_s=per_token,
-        call_accuracy=accuracy, whole_calls=whole),
-    st.floats(0.3, 1.0), st.sampled_from([1, 2, 4, 5, 8, 16, 24, 32, 64]), st.floats(0.001, 0.03),
-    st.sampled_from([0.0, 0.00002, 0.0007]), st.none() | st.floats(0.3, 1.0), st.booleans())
+        "random",
+        alpha=alpha,
+        k=k,
+        verify_s=verify,
+        draft_s=0.0004,
+        verify_per_token_s=per_token,
+        call_accuracy=accuracy,
+        whole_calls=whole,
+    ),
+    st.floats(0.3, 1.0),
+    st.sampled_from([1, 2, 4, 5, 8, 16, 24, 32, 64]),
+    st.floats(0.001, 0.03),
+    st.sampled_from([0.0, 0.00002, 0.0007]),
+    st.none() | st.floats(0.3, 1.0),
+    st.booleans(),
+)
 
 
-@given(model=models, agent=st.sampled_from(["coding-staged", "payments"]), prepare=latencies, commit=latencies,
-       seed=st.integers(0, 2**31))
+@given(
+    model=models,
+    agent=st.sampled_from(["coding-staged", "payments"]),
+    prepare=latencies,
+    commit=latencies,
+    seed=st.integers(0, 2**31),
+)
 def test_random_two_phase_turns_never_corrupt_and_every_prepare_ends_once(
-        model: ModelProfile, agent: str, prepare: Latency, commit: Latency, seed: int) -> None:
+    model: ModelProfile, agent: str, prepare: Latency, commit: Latency, seed: int
+) -> None:
     workload = Workload(model, _with_latencies(AGENTS[agent], prepare, commit))
     played = {policy: play_turn(workload, policy, seed) for policy in SAFE}
     for policy, turn in played.items():
@@ -119,8 +137,11 @@ def test_a_prepare_on_a_rejected_draft_holds_the_corrected_call() -> None:
     assert eager.outcome.latency > defer.outcome.latency + 0.5
     slipped = next(r for r in eager.report.dispatch_log if r.discarded and r.name == "pay_invoice")
     assert slipped.phase == "abort" and slipped.arguments["invoice"] == "INV-1042"
-    corrected = next(r for r in eager.report.dispatch_log
-                     if not r.discarded and r.name == "pay_invoice" and r.arguments["invoice"] == "INV-1042")
+    corrected = next(
+        r
+        for r in eager.report.dispatch_log
+        if not r.discarded and r.name == "pay_invoice" and r.arguments["invoice"] == "INV-1042"
+    )
     assert corrected.started == slipped.finished, "the corrected payment started when the slipped one returned"
     assert corrected.started is not None and corrected.started > eager.accepted_at[corrected.commit_key] + 0.5
     assert held_by_a_call_it_does_not_conflict_with(eager.report)

@@ -12,7 +12,7 @@ def test_import_and_a_turn_under_optimize_2() -> None:
     code = (
         "import inert\n"
         "orch = inert.Orchestrator({'f': 'read_only'}, {'f': lambda: 1}, turn_key='t')\n"
-        "orch.draft(['<tool_call>{\"name\": \"f\"}</tool_call>'])\n"
+        'orch.draft([\'<tool_call>{"name": "f"}</tool_call>\'])\n'
         "orch.verify(1)\n"
         "assert orch.finish().results[0].result == 1\n"
         "assert inert.Orchestrator.__doc__ is None\n"

@@ -154,7 +154,11 @@ def test_a_closer_and_a_short_call_in_one_token_wait_together() -> None:
     assert s.draft([both]) == []
     out = s.verify(1)
     assert [(o.kind, o.call.name) for o in out if not isinstance(o, inert.BlockMalformed)] == [
-        ("call_closed", "save"), ("call_closed", "g"), ("call_committed", "save"), ("call_committed", "g")]
+        ("call_closed", "save"),
+        ("call_closed", "g"),
+        ("call_committed", "save"),
+        ("call_committed", "g"),
+    ]
     accepted.append(both)
     alone = inert.TokenStream("hermes", "t")
     assert committed(out) == committed(alone.draft(accepted) + alone.verify(len(accepted)))

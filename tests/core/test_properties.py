@@ -28,8 +28,11 @@ def view(item: inert.Call | inert.Malformed | inert.ReasoningUnopened) -> tuple[
 
 def accepted(outcomes: list[inert.Outcome]) -> list[tuple[Any, ...]]:
     """What the accepted stream holds: committed calls and malformed blocks, in order."""
-    return [view(o.call) if isinstance(o, inert.CallCommitted) else view(o.malformed)
-            for o in outcomes if isinstance(o, (inert.CallCommitted, inert.BlockMalformed))]
+    return [
+        view(o.call) if isinstance(o, inert.CallCommitted) else view(o.malformed)
+        for o in outcomes
+        if isinstance(o, (inert.CallCommitted, inert.BlockMalformed))
+    ]
 
 
 @given(st.data())
@@ -63,8 +66,12 @@ def test_writes_wait_for_acceptance_and_results_match_the_accepted_text(data: st
     target = data.draw(tokenizations(text))
     policy = data.draw(st.sampled_from(["read_eager", "defer"]))
     watch = AcceptanceWatch("hermes")
-    tools = {"lookup": lambda **kw: "read", "save": watch.tool("save"), "put": watch.tool("put"),
-             "nope": watch.tool("nope")}
+    tools = {
+        "lookup": lambda **kw: "read",
+        "save": watch.tool("save"),
+        "put": watch.tool("put"),
+        "nope": watch.tool("nope"),
+    }
     with pytest.warns(UserWarning, match="'nope' has a callable but no entry in the effect table"):
         orch = inert.Orchestrator(EFFECTS, tools, turn_key="turn-p", policy=policy)
 
@@ -107,7 +114,7 @@ def test_arbitrary_bytes_never_raise_and_keep_the_outcome_grammar(
     outcomes: list[inert.Outcome] = []
     verdicts = verdicts or [8]
     for i, piece_start in enumerate(range(0, len(pieces), 4)):
-        outcomes += stream.draft(pieces[piece_start:piece_start + 4])
+        outcomes += stream.draft(pieces[piece_start : piece_start + 4])
         outcomes += stream.verify(min(verdicts[i % len(verdicts)], stream.pending_len))
     outcomes += stream.finish()
     assert_outcome_grammar(outcomes)
@@ -115,8 +122,11 @@ def test_arbitrary_bytes_never_raise_and_keep_the_outcome_grammar(
     if stream.accepted_text().startswith(b"<tool_call>"):
         # The block opened by the accepted first tokens ends by the end of the turn: as a
         # call, or malformed (unterminated when it never closed); never left open in silence.
-        firsts = [o.call if isinstance(o, inert.CallCommitted) else o.malformed for o in outcomes
-                  if isinstance(o, (inert.CallCommitted, inert.BlockMalformed))]
+        firsts = [
+            o.call if isinstance(o, inert.CallCommitted) else o.malformed
+            for o in outcomes
+            if isinstance(o, (inert.CallCommitted, inert.BlockMalformed))
+        ]
         assert any(f.start == 0 for f in firsts), outcomes
 
 

@@ -34,8 +34,11 @@ class LiveCalls:
         retracted = {o.call.commit_key for o in outcomes if isinstance(o, inert.CallRetracted)}
         assert retracted == may_retract, f"retracted {retracted}, rejected tokens reach {may_retract}"
         for o in outcomes:
-            key = o.call.commit_key if isinstance(o, (inert.CallClosed, inert.CallCommitted, inert.CallRetracted)) \
+            key = (
+                o.call.commit_key
+                if isinstance(o, (inert.CallClosed, inert.CallCommitted, inert.CallRetracted))
                 else None
+            )
             if isinstance(o, inert.CallClosed):
                 assert key not in self.calls, f"two live calls share the key {key}"
                 self.calls[o.call.commit_key] = o.call
@@ -47,7 +50,7 @@ class LiveCalls:
     def check(self) -> None:
         for key, call in self.calls.items():
             assert call.end <= len(self.pieces), f"{call} outlived its tokens"
-            ordinals = [inert.commit_key(TURN, self.pieces[:call.end], i) for i in range(8)]
+            ordinals = [inert.commit_key(TURN, self.pieces[: call.end], i) for i in range(8)]
             assert key in ordinals, f"{call} is not keyed by the live tokens through its block"
 
     def reaching(self, cut: int) -> set[str]:
@@ -59,7 +62,8 @@ class LiveCalls:
 @PER_FORMAT
 @given(data=st.data())
 def test_after_every_step_live_calls_are_keyed_by_live_tokens_and_rejected_blocks_retracted(
-        fmt: str, data: st.DataObject) -> None:
+    fmt: str, data: st.DataObject
+) -> None:
     out = data.draw(outputs(fmt))
     raw = out.text.encode()
     target = chunk(raw, data.draw(st.lists(st.integers(0, len(raw)), max_size=30))) or [raw]
@@ -106,5 +110,5 @@ def test_a_block_closed_by_the_first_rejected_token_is_retracted(fmt: str) -> No
         committed = [o.call.commit_key for o in outcomes if isinstance(o, inert.CallCommitted)]
         assert committed == [c.commit_key for c in again if c.end < call.end], f"{fmt}: {outcomes}"
         # Its block is open again: drafting the same closing token closes it with the same key.
-        reclosed = [o.call.commit_key for o in stream.draft(pieces[call.end - 1:]) if isinstance(o, inert.CallClosed)]
+        reclosed = [o.call.commit_key for o in stream.draft(pieces[call.end - 1 :]) if isinstance(o, inert.CallClosed)]
         assert call.commit_key in reclosed

@@ -168,7 +168,8 @@ def test_one_stream_used_from_threads_never_crashes() -> None:
     assert states.count("accepted") == s.accepted_len and states.count("undecided") == s.pending_len
 
 
-@pytest.mark.parametrize("pieces", [["<tool_call>", "{", '"name": "f"}', "</tool_call>"],
-                                    ["<", "tool_call>{\"name\":\"f\"}</", "tool_call>"]])
+@pytest.mark.parametrize(
+    "pieces", [["<tool_call>", "{", '"name": "f"}', "</tool_call>"], ["<", 'tool_call>{"name":"f"}</', "tool_call>"]]
+)
 def test_delimiters_split_at_any_byte(pieces: list[str]) -> None:
     assert kinds(inert.TokenStream().draft(pieces)) == ["call_closed"]

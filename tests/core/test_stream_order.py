@@ -21,9 +21,33 @@ from speculation import Decoder, chunk, corruptions_for
 from streams import PER_FORMAT
 
 FORMATS = inert.formats()
-FRAGMENTS = ["[TOOL_CALLS]", "[ARGS]", "<x>", "{", "}", "[", "]", "(", ")", '"', ",", ";", "1", "f", " ", "\n",
-             "<tool_call>", "</tool_call>", '{"name": "g", "arguments": {}}', "[g(a=1)]", "<|tool_call|>",
-             "<|/tool_call|>", "functools[", "<think>", "</think>"]
+FRAGMENTS = [
+    "[TOOL_CALLS]",
+    "[ARGS]",
+    "<x>",
+    "{",
+    "}",
+    "[",
+    "]",
+    "(",
+    ")",
+    '"',
+    ",",
+    ";",
+    "1",
+    "f",
+    " ",
+    "\n",
+    "<tool_call>",
+    "</tool_call>",
+    '{"name": "g", "arguments": {}}',
+    "[g(a=1)]",
+    "<|tool_call|>",
+    "<|/tool_call|>",
+    "functools[",
+    "<think>",
+    "</think>",
+]
 
 Final = tuple[str, str | None, str]
 
@@ -41,16 +65,28 @@ def finals(outcomes: list[inert.Outcome]) -> list[Final]:
 
 def parsed(found: list[inert.Call | inert.Malformed | inert.ReasoningUnopened]) -> list[Final]:
     """The one-shot parse, as ``finals`` reads a stream (which lists notices apart)."""
-    return [("call", p.name, json.dumps(p.arguments, sort_keys=True)) if isinstance(p, inert.Call)
-            else ("malformed", str(p.kind), str(p.offset)) for p in found if not isinstance(p, inert.ReasoningUnopened)]
+    return [
+        ("call", p.name, json.dumps(p.arguments, sort_keys=True))
+        if isinstance(p, inert.Call)
+        else ("malformed", str(p.kind), str(p.offset))
+        for p in found
+        if not isinstance(p, inert.ReasoningUnopened)
+    ]
 
 
 @st.composite
 def outputs(draw: Any, fmt: str) -> str:
     """Rendered calls with fragments of call syntax spliced in anywhere."""
-    calls = draw(st.lists(st.tuples(st.sampled_from(["f", "g", "h"]),
-                                    st.dictionaries(st.sampled_from(["a", "b"]), st.sampled_from(["x", "yy" * 9]),
-                                                    max_size=2)), min_size=1, max_size=3))
+    calls = draw(
+        st.lists(
+            st.tuples(
+                st.sampled_from(["f", "g", "h"]),
+                st.dictionaries(st.sampled_from(["a", "b"]), st.sampled_from(["x", "yy" * 9]), max_size=2),
+            ),
+            min_size=1,
+            max_size=3,
+        )
+    )
     text = render(fmt, calls)
     for _ in range(draw(st.integers(0, 4))):
         at = draw(st.integers(0, len(text)))
@@ -79,24 +115,37 @@ def test_any_grouping_reports_the_one_shot_parse_in_its_order(fmt: str, data: st
 # helper) the later block went out first: in parse, and stepwise in a stream, though not
 # in one verify. The llama3_json and pythonic cases are the same shape in other formats.
 CASES = [
-    ("mistral", ['[TOOL_CALLS]f[ARGS]{"a": 1', "}[TOOL_CALLS]<x>[TOOL_CALLS]g"], 1 << 20,
-     [("call", "f"), ("malformed", "invalid_name"), ("malformed", "unterminated")]),
-    ("mistral", ['[TOOL_CALLS]a[ARGS]{}[TOOL_CALLS]b[ARGS]{"x": "yyyyyyyyyyyyyyyy"}'], 20,
-     [("call", "a"), ("malformed", "too_large")]),
-    ("llama3_json", ['{"name": "f", "parameters": {}', '}; {"name": 1}'], 1 << 20,
-     [("call", "f"), ("malformed", "invalid_json")]),
+    (
+        "mistral",
+        ['[TOOL_CALLS]f[ARGS]{"a": 1', "}[TOOL_CALLS]<x>[TOOL_CALLS]g"],
+        1 << 20,
+        [("call", "f"), ("malformed", "invalid_name"), ("malformed", "unterminated")],
+    ),
+    (
+        "mistral",
+        ['[TOOL_CALLS]a[ARGS]{}[TOOL_CALLS]b[ARGS]{"x": "yyyyyyyyyyyyyyyy"}'],
+        20,
+        [("call", "a"), ("malformed", "too_large")],
+    ),
+    (
+        "llama3_json",
+        ['{"name": "f", "parameters": {}', '}; {"name": 1}'],
+        1 << 20,
+        [("call", "f"), ("malformed", "invalid_json")],
+    ),
     ("pythonic", ["[f(a=1), g(b=", "2)]"], 1 << 20, [("call", "f"), ("call", "g")]),
 ]
 
 
 @pytest.mark.parametrize(("fmt", "pieces", "limit", "want"), CASES)
-def test_one_token_ending_two_blocks_reports_them_in_order(fmt: str, pieces: list[str], limit: int,
-                                                           want: list[tuple[str, str]]) -> None:
+def test_one_token_ending_two_blocks_reports_them_in_order(
+    fmt: str, pieces: list[str], limit: int, want: list[tuple[str, str]]
+) -> None:
     assert [f[:2] for f in parsed(inert.parse("".join(pieces), fmt, max_block_bytes=limit))] == want
     for grouped in (False, True):
         stream = inert.TokenStream(fmt, "t", max_block_bytes=limit)
         outcomes: list[inert.Outcome] = []
-        for group in ([pieces] if grouped else [[p] for p in pieces]):
+        for group in [pieces] if grouped else [[p] for p in pieces]:
             outcomes += stream.draft(group) + stream.verify(len(group))
         outcomes += stream.finish()
         assert [f[:2] for f in finals(outcomes)] == want, f"grouped={grouped}"

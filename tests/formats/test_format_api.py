@@ -9,9 +9,27 @@ import pytest
 import inert
 from tools import as_call, as_calls, closed
 
-NINETEEN = ["hermes", "qwen3_coder", "llama3_json", "pythonic", "mistral", "deepseek_v3", "deepseek_v31",
-            "deepseek_v32", "kimi_k2", "glm45", "glm47", "openai", "granite", "internlm", "jamba", "xlam",
-            "phi4_mini_json", "minimax", "minimax_m2"]
+NINETEEN = [
+    "hermes",
+    "qwen3_coder",
+    "llama3_json",
+    "pythonic",
+    "mistral",
+    "deepseek_v3",
+    "deepseek_v31",
+    "deepseek_v32",
+    "kimi_k2",
+    "glm45",
+    "glm47",
+    "openai",
+    "granite",
+    "internlm",
+    "jamba",
+    "xlam",
+    "phi4_mini_json",
+    "minimax",
+    "minimax_m2",
+]
 
 
 def test_formats_lists_all_nineteen() -> None:
@@ -24,10 +42,19 @@ def test_unknown_format_lists_every_known_one() -> None:
     assert all(name in str(info.value) for name in NINETEEN)
 
 
-QWEN = ("<tool_call>\n<function=book>\n<parameter=nights>\n3\n</parameter>\n<parameter=city>\nOslo\n</parameter>\n"
-        "</function>\n</tool_call>")
-OPENAI_TOOLS: list[dict[str, Any]] = [{"type": "function", "function": {"name": "book", "parameters": {
-    "type": "object", "properties": {"nights": {"type": "integer"}, "city": {"type": "string"}}}}}]
+QWEN = (
+    "<tool_call>\n<function=book>\n<parameter=nights>\n3\n</parameter>\n<parameter=city>\nOslo\n</parameter>\n"
+    "</function>\n</tool_call>"
+)
+OPENAI_TOOLS: list[dict[str, Any]] = [
+    {
+        "type": "function",
+        "function": {
+            "name": "book",
+            "parameters": {"type": "object", "properties": {"nights": {"type": "integer"}, "city": {"type": "string"}}},
+        },
+    }
+]
 
 
 def test_schemas_type_raw_values() -> None:
@@ -48,9 +75,9 @@ def test_orchestrator_takes_schemas_from_an_openai_tool_list() -> None:
 
 def test_calls_of_one_block_are_accepted_together() -> None:
     ran: list[str] = []
-    orch = inert.Orchestrator({"a": "write", "b": "write"},
-                              {"a": lambda: ran.append("a"), "b": lambda: ran.append("b")},
-                              format="jamba")
+    orch = inert.Orchestrator(
+        {"a": "write", "b": "write"}, {"a": lambda: ran.append("a"), "b": lambda: ran.append("b")}, format="jamba"
+    )
     text = '<tool_calls>[{"name": "a", "arguments": {}}, {"name": "b", "arguments": {}}]</tool_calls>'
     step = orch.draft([text[:-3], text[-3:]])
     assert [c.index for c in closed(step.outcomes)] == [0, 1]
@@ -80,15 +107,21 @@ def test_end_of_turn_confirms_a_structural_block() -> None:
 
 
 def test_call_ids() -> None:
-    kimi = ("<|tool_calls_section_begin|><|tool_call_begin|>functions.f:3<|tool_call_argument_begin|>{}"
-            "<|tool_call_end|><|tool_calls_section_end|>")
+    kimi = (
+        "<|tool_calls_section_begin|><|tool_call_begin|>functions.f:3<|tool_call_argument_begin|>{}"
+        "<|tool_call_end|><|tool_calls_section_end|>"
+    )
     assert as_call(inert.parse(kimi, "kimi_k2")[0]).call_id == "functions.f:3"
 
 
 def test_special_token_ids_of_other_formats() -> None:
-    special = {163595: "<|tool_calls_section_begin|>", 163596: "<|tool_calls_section_end|>",
-               163597: "<|tool_call_begin|>",
-               163598: "<|tool_call_argument_begin|>", 163599: "<|tool_call_end|>"}
+    special = {
+        163595: "<|tool_calls_section_begin|>",
+        163596: "<|tool_calls_section_end|>",
+        163597: "<|tool_call_begin|>",
+        163598: "<|tool_call_argument_begin|>",
+        163599: "<|tool_call_end|>",
+    }
     vocab = {1: "functions.f:0", 2: '{"q": "<|tool_call_end|>"}'}
     s = inert.TokenStream("kimi_k2", vocab=vocab, special_tokens=special)
     outcomes = s.draft([163595, 163597, 1, 163598, 2, 163599, 163596])
@@ -119,13 +152,16 @@ def test_custom_format_with_a_separator_body() -> None:
     assert as_call(inert.parse('<c>f|{"a": 1}</c>', spec)[0]).arguments == {"a": 1}
 
 
-@pytest.mark.parametrize(("spec", "words"), [
-    ({"name": "x", "body": "json_object"}, "call_open"),
-    ({"name": "x", "call_open": ["<c>"], "body": "yaml"}, "unknown body"),
-    ({"name": "x", "call_open": ["<c>"], "body": "json_object", "colour": "red"}, "unknown field `colour`"),
-    ({"name": "x", "call_open": [""], "body": "json_object"}, "empty"),
-    ({"call_open": ["<c>"], "body": "json_object"}, "missing field `name`"),
-])
+@pytest.mark.parametrize(
+    ("spec", "words"),
+    [
+        ({"name": "x", "body": "json_object"}, "call_open"),
+        ({"name": "x", "call_open": ["<c>"], "body": "yaml"}, "unknown body"),
+        ({"name": "x", "call_open": ["<c>"], "body": "json_object", "colour": "red"}, "unknown field `colour`"),
+        ({"name": "x", "call_open": [""], "body": "json_object"}, "empty"),
+        ({"call_open": ["<c>"], "body": "json_object"}, "missing field `name`"),
+    ],
+)
 def test_bad_custom_formats_say_what_is_wrong(spec: dict[str, Any], words: str) -> None:
     with pytest.raises(inert.FormatSpecError, match=words) as info:
         inert.TokenStream(spec)
@@ -137,7 +173,7 @@ def test_format_must_be_a_name_or_a_dict() -> None:
         inert.TokenStream(42)  # type: ignore[arg-type]
 
 
-THINKING = "<think>maybe <tool_call>{\"name\": \"rm\"}</tool_call></think><tool_call>{\"name\": \"ls\"}</tool_call>"
+THINKING = '<think>maybe <tool_call>{"name": "rm"}</tool_call></think><tool_call>{"name": "ls"}</tool_call>'
 
 
 def test_reasoning_sections_hold_thoughts_not_calls() -> None:
@@ -155,7 +191,7 @@ def test_reasoning_sections_hold_thoughts_not_calls() -> None:
 
 
 def test_a_reasoning_closer_that_closed_nothing_is_a_notice() -> None:
-    text = "thinking</think><tool_call>{\"name\": \"ls\"}</tool_call>"
+    text = 'thinking</think><tool_call>{"name": "ls"}</tool_call>'
     found = inert.parse(text)
     assert isinstance(found[0], inert.ReasoningUnopened) and found[0].kind == "reasoning_unopened"
     assert [type(f).__name__ for f in found] == ["ReasoningUnopened", "Call"]
@@ -174,8 +210,13 @@ def test_a_reasoning_closer_that_closed_nothing_is_a_notice() -> None:
 
 
 def test_a_kimi_section_token_ends_reasoning_its_spelling_does_not() -> None:
-    special = {163595: "<|tool_calls_section_begin|>", 163596: "<|tool_calls_section_end|>",
-               163597: "<|tool_call_begin|>", 163598: "<|tool_call_argument_begin|>", 163599: "<|tool_call_end|>"}
+    special = {
+        163595: "<|tool_calls_section_begin|>",
+        163596: "<|tool_calls_section_end|>",
+        163597: "<|tool_call_begin|>",
+        163598: "<|tool_call_argument_begin|>",
+        163599: "<|tool_call_end|>",
+    }
     vocab = {1: "<think>I will read it.", 2: "functions.read:0", 3: '{"path": "/a"}'}
     s = inert.TokenStream("kimi_k2", vocab=vocab, special_tokens=special)
     outcomes = s.draft([1, 163595, 163597, 2, 163598, 3, 163599, 163596]) + s.verify(8)
@@ -199,8 +240,16 @@ def test_custom_formats_widen_names_and_choose_reasoning() -> None:
     assert [c.name for c in as_calls(inert.parse(text, spec))] == ["fs/read"]
     found = inert.parse(text, CUSTOM)
     assert [c.kind if isinstance(c, inert.Malformed) else as_call(c).name for c in found] == ["x", "invalid_name"]
-    kimi_like = {"name": "k", "section_open": ["<s>"], "section_close": ["</s>"], "call_open": ["<c>"],
-                 "call_close": ["</c>"], "body": "id_sep_json", "sep": "|", "calls_end_reasoning": True}
+    kimi_like = {
+        "name": "k",
+        "section_open": ["<s>"],
+        "section_close": ["</s>"],
+        "call_open": ["<c>"],
+        "call_close": ["</c>"],
+        "body": "id_sep_json",
+        "sep": "|",
+        "calls_end_reasoning": True,
+    }
     assert as_call(inert.parse('<s><c>functions.f:0|{"a": 1}</c></s>', kimi_like)[0]).call_id == "functions.f:0"
     armed = {"name": "a", "anchor": {"arm": ["CALL:"], "starts": "[", "at_start": False}, "body": "json_objects"}
     assert inert.parse('[{"name": "f"}]', armed) == []
@@ -210,8 +259,13 @@ def test_custom_formats_widen_names_and_choose_reasoning() -> None:
 
 
 def test_a_batch_reads_reasoning_as_its_streams_do() -> None:
-    pieces = ["</think>", "<think>maybe ", '<tool_call>{"name": "rm"}</tool_call>', "</think>",
-              '<tool_call>{"name": "ls"}</tool_call>']
+    pieces = [
+        "</think>",
+        "<think>maybe ",
+        '<tool_call>{"name": "rm"}</tool_call>',
+        "</think>",
+        '<tool_call>{"name": "ls"}</tool_call>',
+    ]
     batch = inert.StreamBatch("hermes", inert.Vocabulary(pieces))
     batch.add(1, "t")
     out = [batch.draft([1], [list(range(len(pieces)))]), batch.verify([1], [len(pieces)])]

@@ -18,6 +18,8 @@ from speculation import AcceptanceWatch, Decoder, chunk, corruptions_for
 from tools import committed, malformed
 
 FORMATS = inert.formats()
+
+
 @st.composite
 def outputs(draw: Any, fmt: str) -> tuple[str, Calls]:
     calls = draw(calls_for(fmt))
@@ -116,7 +118,7 @@ def test_every_key_is_the_key_of_the_tokens_through_its_block(fmt: str, data: st
             if isinstance(o, inert.CallRetracted):
                 continue  # checked when it closed; its tokens are gone now
             item = o.malformed if isinstance(o, inert.BlockMalformed) else o.call
-            ordinals = [inert.commit_key("turn-k", live[:item.end], i) for i in range(8)]
+            ordinals = [inert.commit_key("turn-k", live[: item.end], i) for i in range(8)]
             assert item.commit_key in ordinals, f"{o} is not keyed by its tokens"
 
     def draft(window: list[bytes]) -> None:
@@ -124,7 +126,7 @@ def test_every_key_is_the_key_of_the_tokens_through_its_block(fmt: str, data: st
         check(stream.draft(window))
 
     def verify(n: int, correction: bytes | None) -> None:
-        del live[len(live) - stream.pending_len + n:]
+        del live[len(live) - stream.pending_len + n :]
         live.extend([correction] if correction is not None else [])
         check(stream.verify(n, correction))
 

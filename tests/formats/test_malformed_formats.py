@@ -24,8 +24,11 @@ FORMATS = inert.formats()
 
 def accepted(outcomes: list[inert.Outcome]) -> list[Any]:
     """What the accepted stream holds, calls and malformed blocks, in stream order."""
-    return [o.call if isinstance(o, inert.CallCommitted) else o.malformed
-            for o in outcomes if isinstance(o, (inert.CallCommitted, inert.BlockMalformed))]
+    return [
+        o.call if isinstance(o, inert.CallCommitted) else o.malformed
+        for o in outcomes
+        if isinstance(o, (inert.CallCommitted, inert.BlockMalformed))
+    ]
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
@@ -48,7 +51,8 @@ def test_a_stream_under_rollback_reads_what_was_built(fmt: str, data: st.DataObj
     stream = inert.TokenStream(fmt, "t")
     outcomes: list[inert.Outcome] = []
     Decoder(target, data.draw, corruptions=corruptions_for(fmt)).run(
-        lambda w: outcomes.extend(stream.draft(w)), lambda n, c: outcomes.extend(stream.verify(n, c)))
+        lambda w: outcomes.extend(stream.draft(w)), lambda n, c: outcomes.extend(stream.verify(n, c))
+    )
     outcomes.extend(stream.finish())
     assert stream.accepted_text() == raw
     assert seen(accepted(outcomes)) == out.expected
@@ -74,7 +78,10 @@ def test_one_bad_call_in_a_list_keeps_the_others_with_their_indexes(fmt: str) ->
     opening, between, closing = FRAMES[fmt]
     text = opening + between.join(item_text(fmt, it, i) for i, it in enumerate(items)) + closing
     assert seen(inert.parse(text, fmt)) == [
-        ("call", 0, "a", '{"x": 1}'), ("malformed", 1, flaw), ("call", 2, "c", "{}")]
+        ("call", 0, "a", '{"x": 1}'),
+        ("malformed", 1, flaw),
+        ("call", 2, "c", "{}"),
+    ]
 
 
 @pytest.mark.parametrize("by_id", [False, True])

@@ -5,6 +5,7 @@ broken siblings, reasoning sections, closers cut by the end of the turn, names."
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
@@ -48,8 +49,13 @@ def items(found: list[Any]) -> list[tuple[str, str]]:
 
 
 def stream_items(outcomes: list[inert.Outcome]) -> list[tuple[str, str]]:
-    return items([o.call if isinstance(o, inert.CallCommitted) else o.malformed
-                  for o in outcomes if isinstance(o, inert.CallCommitted | inert.BlockMalformed)])
+    return items(
+        [
+            o.call if isinstance(o, inert.CallCommitted) else o.malformed
+            for o in outcomes
+            if isinstance(o, inert.CallCommitted | inert.BlockMalformed)
+        ]
+    )
 
 
 # -- raw-text XML: a value holding the format's own tags round-trips when the schema is known ------
@@ -62,11 +68,19 @@ LONE = {
     "glm47": ["<arg_key>", "</arg_key>", "<tool_call>", "</tool_call>"],
     "minimax_m2": ["</invoke>", '<invoke name="x">', "<minimax:tool_call>", "</minimax:tool_call>"],
     "deepseek_v32": [
-        "</｜DSML｜invoke>", '<｜DSML｜invoke name="x">', "<｜DSML｜function_calls>", "</｜DSML｜function_calls>",
+        "</｜DSML｜invoke>",
+        '<｜DSML｜invoke name="x">',
+        "<｜DSML｜function_calls>",
+        "</｜DSML｜function_calls>",
     ],
 }
-OPENER = {"qwen3_coder": "<parameter={}>", "glm45": "<arg_key>{}</arg_key>", "glm47": "<arg_key>{}</arg_key>",
-          "minimax_m2": "", "deepseek_v32": ""}
+OPENER = {
+    "qwen3_coder": "<parameter={}>",
+    "glm45": "<arg_key>{}</arg_key>",
+    "glm47": "<arg_key>{}</arg_key>",
+    "minimax_m2": "",
+    "deepseek_v32": "",
+}
 
 
 @st.composite
@@ -88,6 +102,9 @@ def xml_call_with_own_tags(draw: Any, fmt: str) -> tuple[str, str, dict[str, str
             st.builds(OPENER[fmt].format, usable) if OPENER[fmt] else st.just(" "),
         )
         args[key] = "a" + "".join(draw(st.lists(piece, max_size=5))) + "z"
+        # A closer followed by an opener reads as a parameter the schema does not list (as real
+        # GLM and Qwen output writes one), by the rule: such text is structure, not a value's.
+        assume(fmt != "qwen3_coder" or not re.search(r"</parameter>\s*<parameter=", args[key]))
     schema = {name: {"type": "object", "properties": {k: {"type": "string"} for k in params}}}
     return xml_call(fmt, name, list(args.items())), name, args, schema
 
@@ -103,16 +120,31 @@ def test_a_value_holding_the_formats_own_tags_round_trips_with_a_schema(fmt: str
 
 # -- a section or list with broken calls keeps its valid ones, each with its own key ----------------
 
-BAD_OBJECTS = [('{"name": "b", "arguments": 7}', "arguments_not_object"), ('{"arguments": {}}', "missing_name"),
-               ('{"name": "b", "arguments": {"x": 1e999}}', "non_finite"), ('{"name": "a b"}', "invalid_name"),
-               ('{"name": "b", "arguments": {"x": }}', "invalid_json"), ("[1]", "invalid_json")]
+BAD_OBJECTS = [
+    ('{"name": "b", "arguments": 7}', "arguments_not_object"),
+    ('{"arguments": {}}', "missing_name"),
+    ('{"name": "b", "arguments": {"x": 1e999}}', "non_finite"),
+    ('{"name": "a b"}', "invalid_name"),
+    ('{"name": "b", "arguments": {"x": }}', "invalid_json"),
+    ("[1]", "invalid_json"),
+]
 MISSING_ARGUMENTS = {"minimax": [('{"name": "b"}', "missing_arguments")]}
 """MiniMax's template writes every call's arguments: a line without them is no whole call."""
-BAD_CALLS = [("calc(x=1e999)", "non_finite"), ("f(x=b'z')", "invalid_literal"), ("f(1)", "invalid_literal"),
-             ("f(a=1, a=2)", "duplicate_argument")]
-WRAP = {"granite": ("<|tool_call|>[", ", ", "]"), "jamba": ("<tool_calls>[", ", ", "]</tool_calls>"),
-        "xlam": ("[", ", ", "]"), "phi4_mini_json": ("functools[", ", ", "]"), "mistral": ("[TOOL_CALLS][", ", ", "]"),
-        "minimax": ("<tool_calls>\n", "\n", "\n</tool_calls>"), "pythonic": ("[", ", ", "]")}
+BAD_CALLS = [
+    ("calc(x=1e999)", "non_finite"),
+    ("f(x=b'z')", "invalid_literal"),
+    ("f(1)", "invalid_literal"),
+    ("f(a=1, a=2)", "duplicate_argument"),
+]
+WRAP = {
+    "granite": ("<|tool_call|>[", ", ", "]"),
+    "jamba": ("<tool_calls>[", ", ", "]</tool_calls>"),
+    "xlam": ("[", ", ", "]"),
+    "phi4_mini_json": ("functools[", ", ", "]"),
+    "mistral": ("[TOOL_CALLS][", ", ", "]"),
+    "minimax": ("<tool_calls>\n", "\n", "\n</tool_calls>"),
+    "pythonic": ("[", ", ", "]"),
+}
 
 
 def py(value: Any) -> str:
@@ -127,16 +159,25 @@ def py(value: Any) -> str:
 @given(data=st.data())
 def test_broken_siblings_keep_the_valid_calls_each_with_its_own_key(fmt: str, data: st.DataObject) -> None:
     open_, sep, close = WRAP[fmt]
-    elements = data.draw(st.lists(st.one_of(
-        st.tuples(names, st.dictionaries(keys, json_values, max_size=2)),
-        st.sampled_from(BAD_CALLS if fmt == "pythonic" else BAD_OBJECTS + MISSING_ARGUMENTS.get(fmt, [])),
-    ), min_size=1, max_size=5))
+    elements = data.draw(
+        st.lists(
+            st.one_of(
+                st.tuples(names, st.dictionaries(keys, json_values, max_size=2)),
+                st.sampled_from(BAD_CALLS if fmt == "pythonic" else BAD_OBJECTS + MISSING_ARGUMENTS.get(fmt, [])),
+            ),
+            min_size=1,
+            max_size=5,
+        )
+    )
     texts, want = [], []
     for e in elements:
         if isinstance(e[1], dict):
             n, a = e[0], e[1]
-            texts.append(f"{n}(" + ", ".join(f"{k}={py(v)}" for k, v in a.items()) + ")" if fmt == "pythonic"
-                         else json.dumps({"name": n, "arguments": a}))
+            texts.append(
+                f"{n}(" + ", ".join(f"{k}={py(v)}" for k, v in a.items()) + ")"
+                if fmt == "pythonic"
+                else json.dumps({"name": n, "arguments": a})
+            )
             want.append((n, json.dumps(a, sort_keys=True)))
         else:
             texts.append(e[0])
@@ -146,8 +187,11 @@ def test_broken_siblings_keep_the_valid_calls_each_with_its_own_key(fmt: str, da
     pieces = chunked(data, text)
     outcomes = streamed(fmt, pieces)
     assert stream_items(outcomes) == want
-    found = [o.call if isinstance(o, inert.CallCommitted) else o.malformed
-             for o in outcomes if isinstance(o, inert.CallCommitted | inert.BlockMalformed)]
+    found = [
+        o.call if isinstance(o, inert.CallCommitted) else o.malformed
+        for o in outcomes
+        if isinstance(o, inert.CallCommitted | inert.BlockMalformed)
+    ]
     assert len({f.commit_key for f in found}) == len(found)
     for f in found:
         ordinal = f.index  # every item of the one block ends in the same token
@@ -155,6 +199,7 @@ def test_broken_siblings_keep_the_valid_calls_each_with_its_own_key(fmt: str, da
 
 
 # -- a call inside reasoning is a thought: it never surfaces, not even as a speculative close -------
+
 
 def plain_calls(fmt: str) -> st.SearchStrategy[Calls]:
     value = safe if fmt in XML_FORMATS else json_values
@@ -181,7 +226,8 @@ def test_calls_inside_reasoning_never_surface(fmt: str, data: st.DataObject) -> 
     outcomes: list[inert.Outcome] = []
     stream = inert.TokenStream(fmt, "t", in_reasoning=in_prompt)
     Decoder(pieces, data.draw).run(
-        lambda w: outcomes.extend(stream.draft(w)), lambda n, corr: outcomes.extend(stream.verify(n, corr)))
+        lambda w: outcomes.extend(stream.draft(w)), lambda n, corr: outcomes.extend(stream.verify(n, corr))
+    )
     outcomes += stream.finish()
     assert [(x.name, json.dumps(x.arguments, sort_keys=True)) for x in committed(outcomes)] == want
     assert not malformed(outcomes)
@@ -189,6 +235,7 @@ def test_calls_inside_reasoning_never_surface(fmt: str, data: st.DataObject) -> 
 
 
 # -- the end of the turn confirms a cut block whose body is complete; a cut body is unterminated --
+
 
 @pytest.mark.parametrize("fmt", sorted(CLOSER))
 @given(data=st.data())

@@ -80,8 +80,11 @@ def test_vector(row: dict[str, Any]) -> None:
         pieces = chunk(raw, [rng.randrange(len(raw) + 1) for _ in range(rng.randrange(1, 12))]) or [raw]
         s = inert.TokenStream(fmt, **options(row))
         outcomes = s.draft(pieces) + s.verify(len(pieces)) + s.finish()
-        streamed = [item(o.call) if isinstance(o, inert.CallCommitted) else item(o.malformed)
-                    for o in outcomes if isinstance(o, inert.CallCommitted | inert.BlockMalformed)]
+        streamed = [
+            item(o.call) if isinstance(o, inert.CallCommitted) else item(o.malformed)
+            for o in outcomes
+            if isinstance(o, inert.CallCommitted | inert.BlockMalformed)
+        ]
         assert len(streamed) == len(want) and comparable(streamed, want) == want, pieces
         assert len(s.notices()) == unopened, pieces
 

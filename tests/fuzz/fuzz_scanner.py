@@ -28,15 +28,33 @@ with atheris.instrument_imports():
 
 FORMATS = inert.formats()
 # Seeds the fuzzer's bytes with each format's delimiters so it reaches block bodies and reasoning.
-PREFIXES = [b"", b"<tool_call>", b"[TOOL_CALLS]", b"<|python_tag|>{", b"[", b"<|tool_call|>[", b"<tool_calls>",
-            "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>".encode(), b"<|tool_calls_section_begin|><|tool_call_begin|>",
-            "<｜DSML｜function_calls><｜DSML｜invoke name=\"".encode(), b"<minimax:tool_call><invoke name=\"",
-            b"to=functions.", b"<|action_start|><|plugin|>", b"<|action_start|> <|plugin|>", b"functools[",
-            b"<function_calls>", b"<think>", b"</think>", b"[THINK]", b"<|channel|>analysis<|message|>",
-            b"<tool_call>\n<function=f>\n<parameter=a>\n"]
+PREFIXES = [
+    b"",
+    b"<tool_call>",
+    b"[TOOL_CALLS]",
+    b"<|python_tag|>{",
+    b"[",
+    b"<|tool_call|>[",
+    b"<tool_calls>",
+    "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>".encode(),
+    b"<|tool_calls_section_begin|><|tool_call_begin|>",
+    '<｜DSML｜function_calls><｜DSML｜invoke name="'.encode(),
+    b'<minimax:tool_call><invoke name="',
+    b"to=functions.",
+    b"<|action_start|><|plugin|>",
+    b"<|action_start|> <|plugin|>",
+    b"functools[",
+    b"<function_calls>",
+    b"<think>",
+    b"</think>",
+    b"[THINK]",
+    b"<|channel|>analysis<|message|>",
+    b"<tool_call>\n<function=f>\n<parameter=a>\n",
+]
 # Half the runs know the tool "f": raw-text XML values are then read by the schema rules.
-SCHEMAS = {"f": {"type": "object", "properties": {"a": {"type": "string"}, "n": {"type": "integer"},
-                                                  "o": {"type": "object"}}}}
+SCHEMAS = {
+    "f": {"type": "object", "properties": {"a": {"type": "string"}, "n": {"type": "integer"}, "o": {"type": "object"}}}
+}
 MAX_BLOCK = 512
 
 
@@ -70,17 +88,19 @@ def one_input(data: bytes) -> None:
     fdp = atheris.FuzzedDataProvider(data)
     fmt = FORMATS[fdp.ConsumeIntInRange(0, len(FORMATS) - 1)]
     text = PREFIXES[fdp.ConsumeIntInRange(0, len(PREFIXES) - 1)] + fdp.ConsumeBytes(fdp.ConsumeIntInRange(0, 2048))
-    kw = {"schemas": SCHEMAS if fdp.ConsumeBool() else None,
-          "in_reasoning": fmt != "granite" and fdp.ConsumeBool()}  # granite has no reasoning delimiters
+    kw = {
+        "schemas": SCHEMAS if fdp.ConsumeBool() else None,
+        "in_reasoning": fmt != "granite" and fdp.ConsumeBool(),
+    }  # granite has no reasoning delimiters
     stream = inert.TokenStream(fmt, "fuzz", max_block_bytes=MAX_BLOCK, **kw)
     outcomes: list[inert.Outcome] = []
     accepted = b""
     pos = 0
     while pos < len(text) and fdp.remaining_bytes() > 0:
-        window = [text[pos:pos + fdp.ConsumeIntInRange(1, 16)]]
+        window = [text[pos : pos + fdp.ConsumeIntInRange(1, 16)]]
         while len(window) < fdp.ConsumeIntInRange(1, 8) and pos + sum(map(len, window)) < len(text):
             start = pos + sum(map(len, window))
-            window.append(text[start:start + fdp.ConsumeIntInRange(1, 16)])
+            window.append(text[start : start + fdp.ConsumeIntInRange(1, 16)])
         outcomes += stream.draft(window)
         n = fdp.ConsumeIntInRange(0, len(window))
         outcomes += stream.verify(n)
@@ -90,8 +110,11 @@ def one_input(data: bytes) -> None:
     assert stream.accepted_text() == accepted
     incremental = committed(outcomes)
     found = inert.parse(accepted, fmt, max_block_bytes=MAX_BLOCK, **kw)
-    one_shot = [("malformed", p.kind) if isinstance(p, inert.Malformed) else (p.name, p.arguments)
-                for p in found if not isinstance(p, inert.ReasoningUnopened)]
+    one_shot = [
+        ("malformed", p.kind) if isinstance(p, inert.Malformed) else (p.name, p.arguments)
+        for p in found
+        if not isinstance(p, inert.ReasoningUnopened)
+    ]
     if incremental != one_shot:
         raise AssertionError(f"{fmt}: incremental {incremental} != one-shot {one_shot} for {accepted!r}")
     if len(stream.notices()) != sum(isinstance(p, inert.ReasoningUnopened) for p in found):

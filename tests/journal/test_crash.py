@@ -29,8 +29,12 @@ pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL is POSI
 
 
 def start(journal: Path | str, world: Path, seed: int) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, str(WORKER), str(journal), str(world), str(seed)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, str(WORKER), str(journal), str(world), str(seed)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def world_calls(world: Path) -> list[tuple[str, int]]:
@@ -74,8 +78,9 @@ class Store:
 
 
 @pytest.mark.parametrize("kind, trials", [("sqlite", TRIALS), ("postgres", max(1, TRIALS // 3))])
-def test_sigkill_at_random_points_then_recover_and_restart(kind: str, trials: int, tmp_path: Path,
-                                                           request: pytest.FixtureRequest) -> None:
+def test_sigkill_at_random_points_then_recover_and_restart(
+    kind: str, trials: int, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
     store = Store(kind, tmp_path, request)
     done = start(store.fresh("warm"), tmp_path / "warm.txt", 0)
     out, err = done.communicate(timeout=60)
@@ -122,8 +127,9 @@ def test_sigkill_at_random_points_then_recover_and_restart(kind: str, trials: in
             else:
                 assert n == 1, f"trial {trial}: {call} happened {n} times after restart"
         final = inert.recover(journal)
-        assert {entry_call(e) for e in final.in_doubt} == doubt_writes, \
+        assert {entry_call(e) for e in final.in_doubt} == doubt_writes, (
             "only the writes in doubt at the crash stay in doubt"
+        )
         results = json.loads(out.splitlines()[-1])["results"]
         assert [tuple(r[:2]) for r in results] == [("append" if i % 2 == 0 else "put", i) for i in range(ITEMS)]
         assert all(r[2] in (None, "InDoubtError") for r in results)

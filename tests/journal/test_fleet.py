@@ -23,14 +23,23 @@ ITEMS = 8
 
 
 @pytest.mark.parametrize("kind", ["sqlite", "postgres"])
-def test_workers_racing_on_the_same_keys_run_each_effect_once(kind: str, tmp_path: Path,
-                                                              request: pytest.FixtureRequest) -> None:
+def test_workers_racing_on_the_same_keys_run_each_effect_once(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
     journal = str(tmp_path / "j.sqlite") if kind == "sqlite" else request.getfixturevalue("postgres_dsn")
     if kind == "sqlite":
         inert.SqliteJournal(journal).close()
     world = tmp_path / "world.txt"
-    procs = [subprocess.Popen([sys.executable, str(WORKER), journal, str(world), f"w{i}"], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(WORKERS)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, str(WORKER), journal, str(world), f"w{i}"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for i in range(WORKERS)
+    ]
     try:
         for p in procs:
             assert p.stdout is not None and p.stdout.readline().strip() == "ready"
@@ -58,12 +67,15 @@ def test_workers_racing_on_the_same_keys_run_each_effect_once(kind: str, tmp_pat
     rec = inert.recover(journal)
     assert len(rec.completed) == ITEMS and rec.in_doubt == [] and rec.in_flight == []
     for worker_results in results:
-        assert [(name, item) for name, item, _, _ in worker_results] == \
-            [("append" if i % 2 == 0 else "put", i) for i in range(ITEMS)]
+        assert [(name, item) for name, item, _, _ in worker_results] == [
+            ("append" if i % 2 == 0 else "put", i) for i in range(ITEMS)
+        ]
         for name, item, result, error in worker_results:
             if kind == "postgres":  # every worker gets the one outcome, whoever ran it
-                assert error is None and result == f"{'appended' if name == 'append' else 'put'} {item} by " \
-                                                   f"{who[f'{name} {item}']}"
+                assert (
+                    error is None
+                    and result == f"{'appended' if name == 'append' else 'put'} {item} by {who[f'{name} {item}']}"
+                )
             elif name == "append":  # no leases: a write another process is running reads as in doubt
                 assert error in (None, "InDoubtError"), error
             else:  # and an idempotent call is run again, with its key, which the service honours; the

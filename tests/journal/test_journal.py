@@ -64,7 +64,8 @@ def crash_before_outcome(path: Path, key_args: dict[str, Any], tool: str, effect
     j = inert.SqliteJournal(path)
     key = inert.commit_key("t1", [block(tool, **key_args)])
     record = inert.DispatchRecord(
-        key, tool, key_args, inert.EffectClass(effect), inert.Footprint(None, None), (0, 1), False)
+        key, tool, key_args, inert.EffectClass(effect), inert.Footprint(None, None), (0, 1), False
+    )
     assert j.begin(record, "t1") is None
     j.close()
     return key
@@ -86,8 +87,12 @@ def test_idempotent_in_doubt_runs_again_with_the_same_key(tmp_path: Path) -> Non
     path = tmp_path / "j.sqlite"
     key = crash_before_outcome(path, {"n": 1}, "put", "idempotent")
     keys: list[str] = []
-    report = turn(path, {"put": lambda n, idempotency_key: keys.append(idempotency_key)}, {"put": "idempotent"},
-                  [block("put", n=1)])
+    report = turn(
+        path,
+        {"put": lambda n, idempotency_key: keys.append(idempotency_key)},
+        {"put": "idempotent"},
+        [block("put", n=1)],
+    )
     assert keys == [key] and report.results[0].error is None
     assert inert.recover(path).in_doubt == []
 
@@ -115,8 +120,9 @@ def test_timeouts_are_recorded_and_in_doubt(tmp_path: Path, release: threading.E
         order.append("slow returned")
 
     effects = {"slow": inert.ToolSpec("write", timeout=0.05), "after": "write"}
-    report = turn(path, {"slow": slow, "after": lambda: order.append("after")}, effects,
-                  [block("slow"), block("after")])
+    report = turn(
+        path, {"slow": slow, "after": lambda: order.append("after")}, effects, [block("slow"), block("after")]
+    )
     assert order == ["after"], "finish() returned while the timed-out tool still runs; the call after it ran"
     assert isinstance(report.results[0].error, inert.ToolTimeoutError)
     slow_run, after = report.dispatch_log
@@ -143,8 +149,9 @@ def test_per_tool_concurrency_limit(release: threading.Event) -> None:
     release.set()
     assert peak_overlap(orch.finish().dispatch_log) == 2
     held = threading.Event()
-    orch = inert.Orchestrator({"fetch": inert.ToolSpec("read_only", reads="i")},
-                              {"fetch": lambda i: held.wait(WATCHDOG)}, limits={"fetch": 1})
+    orch = inert.Orchestrator(
+        {"fetch": inert.ToolSpec("read_only", reads="i")}, {"fetch": lambda i: held.wait(WATCHDOG)}, limits={"fetch": 1}
+    )
     orch.draft([block("fetch", i=i) for i in range(3)])
     orch.verify(3)
     held.set()
@@ -158,8 +165,10 @@ def test_the_same_tokens_under_two_turn_keys_are_two_calls(tmp_path: Path) -> No
     assert inert.commit_key("conversation-1", [text]) != inert.commit_key("conversation-2", [text])
     path = tmp_path / "j.sqlite"
     paid: list[int] = []
-    reports = [turn(path, {"pay": lambda amount: paid.append(amount)}, {"pay": "write"}, [text], turn_key=key)
-               for key in ("conversation-1", "conversation-2")]
+    reports = [
+        turn(path, {"pay": lambda amount: paid.append(amount)}, {"pay": "write"}, [text], turn_key=key)
+        for key in ("conversation-1", "conversation-2")
+    ]
     assert paid == [5, 5], "the second conversation's write was skipped as a replay of the first's"
     keys = [r.results[0].commit_key for r in reports]
     assert keys == [inert.commit_key("conversation-1", [text]), inert.commit_key("conversation-2", [text])]
@@ -178,8 +187,10 @@ def test_speculate_false_keeps_a_read_until_acceptance() -> None:
 
 
 def test_mcp_open_world_reads_do_not_speculate() -> None:
-    tools = [{"name": "web", "annotations": {"readOnlyHint": True}},
-             {"name": "local", "annotations": {"readOnlyHint": True, "openWorldHint": False}}]
+    tools = [
+        {"name": "web", "annotations": {"readOnlyHint": True}},
+        {"name": "local", "annotations": {"readOnlyHint": True, "openWorldHint": False}},
+    ]
     table = inert.EffectTable.from_mcp(tools, trusted=True)
     assert [table.spec(n).speculate for n in ("web", "local")] == [False, True]
 

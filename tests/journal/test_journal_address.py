@@ -30,10 +30,20 @@ def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     return rc, out, err
 
 
-@pytest.mark.parametrize("name", [
-    "postgresql://u@h/db", "postgres://u@h/db", "host=h dbname=db", "dbname=db", "  host = h   dbname = db ",
-    "host=/var/run/postgresql dbname='my db' user=me", "service=prod", "host='x'dbname=y", "port=5432",
-])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "postgresql://u@h/db",
+        "postgres://u@h/db",
+        "host=h dbname=db",
+        "dbname=db",
+        "  host = h   dbname = db ",
+        "host=/var/run/postgresql dbname='my db' user=me",
+        "service=prod",
+        "host='x'dbname=y",
+        "port=5432",
+    ],
+)
 def test_a_uri_or_a_libpq_connection_string_names_a_database(name: str) -> None:
     assert inert.journal.is_dsn(name)
 
@@ -44,8 +54,9 @@ def test_a_path_names_a_file(name: str) -> None:
     assert not inert.journal.is_dsn(Path("host=h dbname=db")), "a PathLike is always a file"
 
 
-def test_a_connection_string_is_a_postgres_journal_not_a_file(workdir: Path,
-                                                             capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_connection_string_is_a_postgres_journal_not_a_file(
+    workdir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """The issue: each of these made (or looked for) a local file named after the DSN."""
     with pytest.raises(inert.JournalError, match=r"PostgreSQL journal host=127\.0\.0\.1 .*cannot connect"):
         inert.Orchestrator({"f": "write"}, {"f": lambda: 1}, journal=UNANSWERED, turn_key="t")
@@ -59,8 +70,9 @@ def test_a_connection_string_is_a_postgres_journal_not_a_file(workdir: Path,
     assert list(workdir.iterdir()) == [], "no file was created"
 
 
-def test_a_connection_strings_password_never_reaches_a_message(workdir: Path,
-                                                               capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_connection_strings_password_never_reaches_a_message(
+    workdir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     secret = UNANSWERED + " password='s3 cret'"
     with pytest.raises(inert.JournalError) as caught:
         inert.PostgresJournal(secret)
@@ -85,8 +97,9 @@ AMBIGUOUS: list[tuple[str, str]] = [
 
 
 @pytest.mark.parametrize(("name", "why"), [a for a in AMBIGUOUS if a[1]])
-def test_a_name_that_reads_as_neither_is_refused_and_creates_nothing(workdir: Path, name: str, why: str,
-                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_name_that_reads_as_neither_is_refused_and_creates_nothing(
+    workdir: Path, name: str, why: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     refused = rf"neither a PostgreSQL database nor a file path.*{why}.*pathlib\.Path\(name\)"
     calls: list[Any] = []
     with pytest.raises(inert.InertValueError, match=refused) as caught:
@@ -110,10 +123,19 @@ def test_a_typo_in_a_keyword_is_a_database_error_not_a_file(workdir: Path) -> No
 def test_a_file_whose_name_looks_like_a_setting_is_given_as_a_path(workdir: Path) -> None:
     for name in (Path("run=3.sqlite"), "./run=4.sqlite"):
         with inert.SqliteJournal(name) as j:
-            assert j.begin(inert.DispatchRecord("ck1-a", "f", {}, inert.EffectClass.WRITE,
-                                                inert.Footprint(None, None), (0, 1), False), "t") is None
+            assert (
+                j.begin(
+                    inert.DispatchRecord(
+                        "ck1-a", "f", {}, inert.EffectClass.WRITE, inert.Footprint(None, None), (0, 1), False
+                    ),
+                    "t",
+                )
+                is None
+            )
         assert inert.recover(name).in_doubt
         inert.Orchestrator({"f": "read_only"}, {"f": lambda: 1}, journal=name, turn_key="t").finish()
     assert sorted(p.name for p in workdir.iterdir() if not p.name.endswith(("-wal", "-shm"))) == [
-        "run=3.sqlite", "run=4.sqlite"]
+        "run=3.sqlite",
+        "run=4.sqlite",
+    ]
     assert os.path.exists(workdir / "run=3.sqlite")

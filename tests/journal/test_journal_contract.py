@@ -17,8 +17,9 @@ from journals import Backend, close, record
 from tools import block
 
 
-def turn(journal: Any, tools: dict[str, Any], effects: dict[str, Any], blocks: list[str],
-         turn_key: str = "t1") -> inert.Report:
+def turn(
+    journal: Any, tools: dict[str, Any], effects: dict[str, Any], blocks: list[str], turn_key: str = "t1"
+) -> inert.Report:
     orch = inert.Orchestrator(effects, tools, turn_key=turn_key, journal=journal)
     orch.draft(blocks)
     orch.verify(len(blocks))
@@ -31,7 +32,13 @@ def test_intent_before_the_call_outcome_after(backend: Backend) -> None:
     assert j.begin(r, "t1") is None, "a new key: the tool runs"
     (e,) = j.entries()
     assert (e.commit_key, e.turn_key, e.tool, e.effect, e.arguments, e.status) == (
-        "ck1-a", "t1", "send", "write", {"to": "ana", "body": "héllo"}, None)
+        "ck1-a",
+        "t1",
+        "send",
+        "write",
+        {"to": "ana", "body": "héllo"},
+        None,
+    )
     assert len(e.fingerprint) == 64 and e.fingerprint == inert.journal.fingerprint({"body": "héllo", "to": "ana"})
     r = dataclasses.replace(r, result={"id": [1, 2], "note": "ünïcode"})
     j.complete(r, "ok")
@@ -85,8 +92,9 @@ def test_recorded_errors_are_replayed_not_rerun(backend: Backend) -> None:
     assert entry.status == "error" and entry.error == "ValueError: card declined"
 
 
-@pytest.mark.parametrize("other", [{"name": "f", "amount": 6}, {"name": "g", "amount": 5}],
-                         ids=["other arguments", "other tool"])
+@pytest.mark.parametrize(
+    "other", [{"name": "f", "amount": 6}, {"name": "g", "amount": 5}], ids=["other arguments", "other tool"]
+)
 def test_the_same_key_for_another_call_is_a_conflict(backend: Backend, other: dict[str, Any]) -> None:
     j = backend.open()
     assert j.begin(record("ck1-c", "f", amount=5), "t1") is None

@@ -58,8 +58,12 @@ def lapsed(dsn: str) -> Callable[[], bool]:
 
 
 def backend_pids(admin: str, worker: str) -> list[int]:
-    return [r[0] for r in admin_execute(admin, "SELECT pid FROM pg_stat_activity WHERE application_name = %s",
-                                        (f"inert {worker}",))]
+    return [
+        r[0]
+        for r in admin_execute(
+            admin, "SELECT pid FROM pg_stat_activity WHERE application_name = %s", (f"inert {worker}",)
+        )
+    ]
 
 
 def in_thread(fn: Callable[[], Any]) -> tuple[threading.Thread, dict[str, Any]]:
@@ -85,6 +89,7 @@ def turn(journal: Any, tools: dict[str, Any], effects: dict[str, Any], blocks: l
 
 # -- the schema: explicit, versioned, never forced on a database --
 
+
 def test_a_database_without_a_journal_is_refused_and_left_alone(postgres_admin: str, postgres_db: str) -> None:
     refused = r"holds no inert journal; create it once with `inert journal init DSN`"
     with pytest.raises(inert.JournalError, match=refused):
@@ -96,8 +101,9 @@ def test_a_database_without_a_journal_is_refused_and_left_alone(postgres_admin: 
     assert tables(postgres_admin, postgres_db) == set()
 
 
-def test_other_tables_are_joined_only_when_asked(postgres_admin: str, postgres_db: str,
-                                                 capsys: pytest.CaptureFixture[str]) -> None:
+def test_other_tables_are_joined_only_when_asked(
+    postgres_admin: str, postgres_db: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     admin_execute(postgres_admin, "CREATE TABLE orders (id int)", dbname=dbname_of(postgres_db))
     with pytest.raises(inert.JournalError, match="holds no inert journal"):
         inert.PostgresJournal(postgres_db)
@@ -123,7 +129,8 @@ def test_create_true_makes_the_schema_once_when_workers_race(postgres_admin: str
         assert "error" not in out, out.get("error")
         out["value"].close()
     assert admin_execute(postgres_admin, "SELECT key, value FROM inert_meta", dbname=dbname_of(postgres_db)) == [
-        ("schema_version", "1")]
+        ("schema_version", "1")
+    ]
 
 
 def test_a_partial_schema_is_refused_and_init_completes_it(postgres_admin: str, postgres_dsn: str) -> None:
@@ -134,10 +141,13 @@ def test_a_partial_schema_is_refused_and_init_completes_it(postgres_admin: str, 
     inert.PostgresJournal(postgres_dsn).close()
 
 
-@pytest.mark.parametrize("version, message", [("2", "schema version 2 is newer than this inert knows"),
-                                              ("two", "no readable schema_version")])
-def test_a_newer_or_unknown_schema_version_is_refused(postgres_admin: str, postgres_dsn: str, version: str,
-                                                      message: str, capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    "version, message",
+    [("2", "schema version 2 is newer than this inert knows"), ("two", "no readable schema_version")],
+)
+def test_a_newer_or_unknown_schema_version_is_refused(
+    postgres_admin: str, postgres_dsn: str, version: str, message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     admin_execute(postgres_admin, "UPDATE inert_meta SET value = %s", (version,), dbname=dbname_of(postgres_dsn))
     with pytest.raises(inert.JournalError, match=message):
         inert.PostgresJournal(postgres_dsn)
@@ -151,6 +161,7 @@ def test_a_newer_or_unknown_schema_version_is_refused(postgres_admin: str, postg
 
 # -- a key that a live worker holds --
 
+
 def test_a_second_worker_waits_for_a_live_holder_and_gets_its_outcome(open_pg: Open) -> None:
     holder = open_pg(worker="A")
     key = inert.commit_key("t1", [block("send", n=1)])
@@ -159,8 +170,7 @@ def test_a_second_worker_waits_for_a_live_holder_and_gets_its_outcome(open_pg: O
     waiting = threading.Event()
     runs: list[int] = []
     other = open_pg(worker="B", on_wait=lambda e: waiting.set())
-    t, out = in_thread(lambda: turn(other, {"send": lambda n: runs.append(n)}, {"send": "write"},
-                                    [block("send", n=1)]))
+    t, out = in_thread(lambda: turn(other, {"send": lambda n: runs.append(n)}, {"send": "write"}, [block("send", n=1)]))
     assert waiting.wait(10), "B never started waiting"
     r = dataclasses.replace(r, result="sent by A")
     holder.complete(r, "ok")
@@ -182,8 +192,9 @@ def test_past_the_deadline_the_waiter_gets_in_flight_error(open_pg: Open, postgr
     assert isinstance(caught.value, RuntimeError) and isinstance(caught.value, inert.InertError)
     assert "inert recover" in str(caught.value)
     runs: list[int] = []
-    report = turn(open_pg(worker="C", wait_seconds=0), {"send": lambda n: runs.append(n)}, {"send": "write"},
-                  [block("send", n=1)])
+    report = turn(
+        open_pg(worker="C", wait_seconds=0), {"send": lambda n: runs.append(n)}, {"send": "write"}, [block("send", n=1)]
+    )
     assert runs == [] and isinstance(report.results[0].error, inert.InFlightError)
     rec = inert.recover(postgres_dsn)
     assert [e.worker for e in rec.in_flight] == ["A"] and rec.in_doubt == [], "in flight is not in doubt"
@@ -195,8 +206,13 @@ def test_a_running_call_renews_its_lease_and_stays_live(open_pg: Open) -> None:
     (first,) = holder.entries()
     assert first.in_flight and first.lease_expires_at is not None
     # Past the first lease's end, the call is still live, because it was renewed.
-    wait_until(lambda: time.time() > first.lease_expires_at + 0.2  # type: ignore[operator]
-               and holder.entries()[0].lease_expires_at > first.lease_expires_at)  # type: ignore[operator]
+    first_end = first.lease_expires_at
+
+    def renewed() -> bool:
+        now_end = holder.entries()[0].lease_expires_at
+        return time.time() > first_end + 0.2 and now_end is not None and now_end > first_end
+
+    wait_until(renewed)
     with pytest.raises(inert.InFlightError):
         open_pg(worker="B", wait_seconds=0).begin(record("ck1-a"), "t1")
 
@@ -248,13 +264,18 @@ def freeze_past_lease(admin: str, dsn: str, key: str) -> None:
     """The holder of ``key`` froze (a GC pause, a stopped VM) past its lease: its lease
     ends now on the server's clock. The holder's heartbeat cannot renew it meanwhile:
     the workers these tests freeze lease for an hour, so their first beat is 20 minutes off."""
-    admin_execute(admin, "UPDATE inert_journal SET lease_until = clock_timestamp() - interval '1 second'"
-                  " WHERE commit_key = %s", (key,), dbname=dbname_of(dsn))
+    admin_execute(
+        admin,
+        "UPDATE inert_journal SET lease_until = clock_timestamp() - interval '1 second' WHERE commit_key = %s",
+        (key,),
+        dbname=dbname_of(dsn),
+    )
 
 
 @pytest.mark.parametrize("b_finishes_first", [True, False])
 def test_a_holder_frozen_past_its_lease_cannot_overwrite_the_worker_that_took_over(
-        postgres_admin: str, open_pg: Open, postgres_dsn: str, b_finishes_first: bool) -> None:
+    postgres_admin: str, open_pg: Open, postgres_dsn: str, b_finishes_first: bool
+) -> None:
     """Issue 27, item 4: A froze past its lease, B took the key over and records "B"; A
     wakes and completes. A's outcome must not replace B's (nor land while B still runs):
     A gets StaleClaimError, and every replay returns B's result."""
@@ -280,8 +301,9 @@ def test_a_holder_frozen_past_its_lease_cannot_overwrite_the_worker_that_took_ov
     assert replay is not None and replay.result == "B"
 
 
-def test_a_worker_does_not_take_a_key_over_from_its_own_running_call(postgres_admin: str, open_pg: Open,
-                                                                    postgres_dsn: str) -> None:
+def test_a_worker_does_not_take_a_key_over_from_its_own_running_call(
+    postgres_admin: str, open_pg: Open, postgres_dsn: str
+) -> None:
     """Its lease lapsed (renewals failed) while the call still runs in this process: a second
     call of the same worker on that key waits for it, as for any live holder. Taking it over
     would put both calls under one worker's claims, and the stale one's outcome would land."""
@@ -296,8 +318,9 @@ def test_a_worker_does_not_take_a_key_over_from_its_own_running_call(postgres_ad
     assert (done.worker, done.result) == ("A", "A")
 
 
-def test_a_stale_holder_cannot_record_an_error_or_a_timeout_either(postgres_admin: str, open_pg: Open,
-                                                                   postgres_dsn: str) -> None:
+def test_a_stale_holder_cannot_record_an_error_or_a_timeout_either(
+    postgres_admin: str, open_pg: Open, postgres_dsn: str
+) -> None:
     a = open_pg(worker="A", lease_seconds=3600)
     put = record("ck1-put", "put", "idempotent")
     assert a.begin(put, "t1") is None
@@ -312,8 +335,9 @@ def test_a_stale_holder_cannot_record_an_error_or_a_timeout_either(postgres_admi
     assert (done.status, done.result, done.error) == ("ok", "B", None)
 
 
-def test_a_holder_whose_lease_lapsed_records_its_outcome_if_nobody_took_over(postgres_admin: str, open_pg: Open,
-                                                                            postgres_dsn: str) -> None:
+def test_a_holder_whose_lease_lapsed_records_its_outcome_if_nobody_took_over(
+    postgres_admin: str, open_pg: Open, postgres_dsn: str
+) -> None:
     """The claim, not the lease, decides: a write in doubt is never taken over, so the
     worker that ran it still records what happened."""
     a = open_pg(worker="A", lease_seconds=3600)
@@ -344,8 +368,7 @@ def test_only_a_claim_records_an_outcome_but_a_read_may_run_again(open_pg: Open,
     a.complete(dataclasses.replace(read, result=1), "ok")
     assert a.begin(read, "t1") is not None  # replayed; the runtime runs a recurring read again
     a.complete(dataclasses.replace(read, result=2), "ok")
-    assert {e.commit_key: e.result for e in inert.recover(postgres_dsn).completed} == {"ck1-send": "A",
-                                                                                      "ck1-read": 2}
+    assert {e.commit_key: e.result for e in inert.recover(postgres_dsn).completed} == {"ck1-send": "A", "ck1-read": 2}
 
 
 def test_the_heartbeat_runs_only_while_keys_are_held(open_pg: Open) -> None:
@@ -359,8 +382,9 @@ def test_the_heartbeat_runs_only_while_keys_are_held(open_pg: Open) -> None:
     assert not beat.is_alive(), "a journal dropped without close() leaves no thread behind"
 
 
-def test_a_worker_journals_its_concurrent_calls_on_at_most_pool_size_connections(postgres_admin: str,
-                                                                                  open_pg: Open) -> None:
+def test_a_worker_journals_its_concurrent_calls_on_at_most_pool_size_connections(
+    postgres_admin: str, open_pg: Open
+) -> None:
     j = open_pg(worker="A", pool_size=2)
     start = threading.Barrier(6)
 
@@ -397,8 +421,10 @@ def test_a_waiter_does_not_hold_the_connection_its_holder_needs(open_pg: Open) -
 
 # -- connections lost, servers gone: nothing hangs, the call says it is in doubt --
 
-def test_a_connection_lost_mid_call_is_reopened_and_the_outcome_recorded(postgres_admin: str, open_pg: Open,
-                                                                         postgres_dsn: str) -> None:
+
+def test_a_connection_lost_mid_call_is_reopened_and_the_outcome_recorded(
+    postgres_admin: str, open_pg: Open, postgres_dsn: str
+) -> None:
     j = open_pg(worker="A")
     r = record("ck1-a")
     assert j.begin(r, "t1") is None
@@ -418,11 +444,17 @@ def test_a_network_drop_mid_call_leaves_it_in_doubt_and_says_so(open_pg: Open, p
     proxy.cut()
     t0 = time.monotonic()
     r = dataclasses.replace(r, result="sent")
-    with pytest.raises(inert.JournalError, match=r"could not record the outcome of 'send' under key ck1-a; it stays "
-                                                 r"in doubt.*unreachable"):
+    with pytest.raises(
+        inert.JournalError,
+        match=r"could not record the outcome of 'send' under key ck1-a; it stays "
+        r"in doubt.*unreachable",
+    ):
         j.complete(r, "ok")
-    with pytest.raises(inert.JournalError, match=r"could not record the intent of 'send' under key ck1-b \(the tool "
-                                                 r"was not run\)"):
+    with pytest.raises(
+        inert.JournalError,
+        match=r"could not record the intent of 'send' under key ck1-b \(the tool "
+        r"was not run\)",
+    ):
         j.begin(record("ck1-b", "send"), "t1")
     assert time.monotonic() - t0 < 10, "bounded by the connect timeout"
     wait_until(lapsed(postgres_dsn))  # it stopped renewing the key it could not complete
@@ -442,8 +474,9 @@ def test_a_database_gone_before_a_call_fails_the_call_not_the_turn(open_pg: Open
     assert "the tool was not run" in str(report.results[0].error)
 
 
-def test_a_lock_held_elsewhere_is_bounded_by_the_statement_timeout(postgres_admin: str, open_pg: Open,
-                                                                    postgres_dsn: str) -> None:
+def test_a_lock_held_elsewhere_is_bounded_by_the_statement_timeout(
+    postgres_admin: str, open_pg: Open, postgres_dsn: str
+) -> None:
     import psycopg
 
     j = open_pg(worker="A", statement_timeout=0.3)
@@ -489,9 +522,10 @@ def test_a_drop_mid_call_through_an_orchestrator_does_not_hang(open_pg: Open, po
 
 # -- recovery: read-only, in doubt and in flight apart --
 
-def test_recover_lists_in_doubt_and_in_flight_apart_without_writing(postgres_admin: str, open_pg: Open,
-                                                                    postgres_dsn: str,
-                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+
+def test_recover_lists_in_doubt_and_in_flight_apart_without_writing(
+    postgres_admin: str, open_pg: Open, postgres_dsn: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     done = open_pg(worker="A")
     r = record("ck1-done", "f")
     assert done.begin(r, "t1") is None
@@ -550,6 +584,7 @@ def test_an_unreachable_database_is_a_message_not_a_traceback(capsys: pytest.Cap
 
 # -- naming a journal --
 
+
 def test_journal_takes_a_postgres_uri_under_either_scheme(postgres_dsn: str) -> None:
     for dsn in (postgres_dsn, postgres_dsn.replace("postgresql://", "postgres://", 1)):
         report = turn(dsn, {"f": lambda n: n * 2}, {"f": "write"}, [block("f", n=21)])
@@ -564,9 +599,13 @@ def keyword_form(dsn: str) -> str:
     return make_conninfo("", **conninfo_to_dict(dsn))
 
 
-def test_a_keyword_value_connection_string_is_the_shared_journal(postgres_admin: str, postgres_db: str,
-                                                                 tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_keyword_value_connection_string_is_the_shared_journal(
+    postgres_admin: str,
+    postgres_db: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     """Issue 27, item 6: 'host=... dbname=...' named a local SQLite file of that name, so a
     fleet lost its shared journal without a word. It is the PostgreSQL database, through
     the CLI, the API and recovery alike."""
@@ -597,8 +636,9 @@ def test_without_psycopg_the_message_names_the_extra(monkeypatch: pytest.MonkeyP
         inert.Orchestrator({"f": "write"}, {}, journal="postgresql://u@127.0.0.1:1/db", turn_key="t")
 
 
-@pytest.mark.parametrize("kw", [{"lease_seconds": 0}, {"lease_seconds": -1}, {"wait_seconds": -0.5},
-                                {"pool_size": 0}, {"pool_size": 1.5}])
+@pytest.mark.parametrize(
+    "kw", [{"lease_seconds": 0}, {"lease_seconds": -1}, {"wait_seconds": -0.5}, {"pool_size": 0}, {"pool_size": 1.5}]
+)
 def test_leases_waits_and_pools_must_make_sense(kw: dict[str, float]) -> None:
     with pytest.raises(inert.InertValueError):
         inert.PostgresJournal("postgresql://u@127.0.0.1:1/db", **kw)  # type: ignore[arg-type]

@@ -52,9 +52,11 @@ def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 
 # -- two processes on one file: the claim decides who records an outcome --
 
+
 @pytest.mark.parametrize("b_finishes_first", [True, False])
-def test_a_slow_process_cannot_overwrite_the_process_that_ran_its_key_again(tmp_path: Path,
-                                                                             b_finishes_first: bool) -> None:
+def test_a_slow_process_cannot_overwrite_the_process_that_ran_its_key_again(
+    tmp_path: Path, b_finishes_first: bool
+) -> None:
     """Issue 27, item 4, on one host: process A runs an idempotent call; process B meets
     its key with no outcome (no leases here: in doubt), takes it over and runs it again,
     recording "B". A's late outcome must not replace B's: A gets StaleClaimError, and
@@ -144,6 +146,7 @@ def test_a_version_1_journal_is_migrated_and_still_read(tmp_path: Path) -> None:
 
 # -- opening a journal for writing --
 
+
 def test_a_directory_is_refused_naming_it(tmp_path: Path) -> None:
     with pytest.raises(inert.JournalError, match=f"{tmp_path}.* is a directory"):
         inert.SqliteJournal(tmp_path)
@@ -157,8 +160,9 @@ def test_a_missing_folder_says_so(tmp_path: Path) -> None:
         inert.SqliteJournal(path)
 
 
-@pytest.mark.parametrize("content", [b"not a database at all\n" * 40, b"SQLite format 3\x00" + b"\xff" * 200],
-                         ids=["text", "bad header"])
+@pytest.mark.parametrize(
+    "content", [b"not a database at all\n" * 40, b"SQLite format 3\x00" + b"\xff" * 200], ids=["text", "bad header"]
+)
 def test_a_file_that_is_not_a_database_is_refused_and_left_alone(tmp_path: Path, content: bytes) -> None:
     path = tmp_path / "j.sqlite"
     path.write_bytes(content)
@@ -239,13 +243,16 @@ def test_a_read_only_journal_says_so(tmp_path: Path) -> None:
     journal_with_entries(path, n=1)
     path.chmod(0o444)
     before = path.read_bytes()
-    done = run_isolated(f"""
+    done = run_isolated(
+        f"""
         import inert
         try:
             inert.SqliteJournal({str(path)!r})
         except inert.JournalError as e:
             print("JournalError:", e)
-    """, drop_root_override=True)
+    """,
+        drop_root_override=True,
+    )
     assert done.returncode == 0, done.stderr
     assert f"JournalError: journal {path}" in done.stdout and "read-only" in done.stdout, done.stdout
     assert "inert recover" in done.stdout
@@ -284,6 +291,7 @@ def test_a_failed_commit_reports_its_own_cause(tmp_path: Path) -> None:
 
 # -- recovery reads without writing --
 
+
 def test_recover_changes_nothing_in_a_closed_journal(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "j.sqlite"
     journal_with_entries(path, n=3, complete=False)
@@ -309,8 +317,9 @@ def test_recover_reads_intents_still_in_the_wal_without_changing_it(tmp_path: Pa
     assert "j.sqlite-wal" in before
     assert [e.commit_key for e in inert.recover(path).in_doubt] == ["ck1-0", "ck1-1", "ck1-2"]
     after = snapshot(path)
-    assert {k: v for k, v in after.items() if k != "j.sqlite-shm"} == \
-        {k: v for k, v in before.items() if k != "j.sqlite-shm"}
+    assert {k: v for k, v in after.items() if k != "j.sqlite-shm"} == {
+        k: v for k, v in before.items() if k != "j.sqlite-shm"
+    }
     worker.close()
 
 
@@ -338,8 +347,13 @@ def test_recover_refuses_what_is_not_a_journal(tmp_path: Path, capsys: pytest.Ca
     rc, out, err = cli(capsys, "recover", str(path))
     assert rc == 2 and out == "" and "Traceback" not in err
     assert err.startswith("inert recover: ") and str(path) in err
-    assert {"empty": "empty file", "text": "not a SQLite database", "other database": "holds other tables (users)",
-            "database without tables": "holds no tables", "directory": "is a directory"}[kind] in err
+    assert {
+        "empty": "empty file",
+        "text": "not a SQLite database",
+        "other database": "holds other tables (users)",
+        "database without tables": "holds no tables",
+        "directory": "is a directory",
+    }[kind] in err
     if kind != "directory":
         assert snapshot(path) == before and not Path(f"{path}-wal").exists()
 

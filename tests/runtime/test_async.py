@@ -35,7 +35,9 @@ def test_coroutine_and_plain_tools() -> None:
 
     report = run(main())
     assert [(r.name, r.result, r.early) for r in report.results] == [
-        ("fetch", "body of a", True), ("save", "saved p", False)]
+        ("fetch", "body of a", True),
+        ("save", "saved p", False),
+    ]
 
 
 def test_rejected_speculative_read_is_cancelled() -> None:
@@ -77,8 +79,10 @@ def test_stream_order_under_asyncio() -> None:
             if key == "b":
                 read_b.set()
 
-        effects = {"write": inert.ToolSpec("write", reads="key", writes="key"),
-                   "read": inert.ToolSpec("read_only", reads="key")}
+        effects = {
+            "write": inert.ToolSpec("write", reads="key", writes="key"),
+            "read": inert.ToolSpec("read_only", reads="key"),
+        }
         orch = inert.AsyncOrchestrator(effects, {"write": write, "read": read})
         step = await orch.draft([block("write", key="a"), block("read", key="a"), block("read", key="b")])
         assert [d.arguments["key"] for d in step.dispatched] == ["a", "b"]  # both let go; "a" must still wait
@@ -100,8 +104,9 @@ def test_async_timeout_and_journal(tmp_path: Any) -> None:
         await asyncio.Event().wait()  # nobody sets it: only inert's deadline ends the call
 
     async def main() -> inert.Report:
-        orch = inert.AsyncOrchestrator({"hang": inert.ToolSpec("write", timeout=0.05)}, {"hang": hang},
-                                       journal=tmp_path / "j.sqlite", turn_key="t")
+        orch = inert.AsyncOrchestrator(
+            {"hang": inert.ToolSpec("write", timeout=0.05)}, {"hang": hang}, journal=tmp_path / "j.sqlite", turn_key="t"
+        )
         await orch.draft([block("hang")])
         await orch.verify(1)
         return await asyncio.wait_for(orch.finish(strict=False), WATCHDOG)
@@ -143,6 +148,7 @@ def test_async_bad_input_raises_and_changes_nothing() -> None:
 def test_a_plain_tool_raising_stop_iteration_is_recorded_not_hung() -> None:
     """``next()`` on an empty iterator in a plain tool: asyncio cannot set StopIteration on
     the future its thread completes, which then never completed and finish() hung."""
+
     def find(who: str) -> dict[str, str]:
         return next(u for u in [{"name": "ana"}] if u["name"] == who)
 

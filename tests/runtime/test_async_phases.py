@@ -131,8 +131,7 @@ def test_current_call_in_every_phase_of_a_plain_two_phase_tool() -> None:
     report = asyncio.run(main())
     first, second = inert.commit_key("t", calls[:1]), inert.commit_key("t", calls)
     assert [r.result for r in report.results] == ["done"]
-    assert sorted(tool.seen) == sorted([("prepare", first), ("prepare", second), ("commit", first),
-                                        ("abort", second)])
+    assert sorted(tool.seen) == sorted([("prepare", first), ("prepare", second), ("commit", first), ("abort", second)])
 
 
 @pytest.mark.parametrize("coroutine", [False, True], ids=["plain", "coroutine"])

@@ -32,13 +32,24 @@ def _streamed(steps: list[inert.Step]) -> dict[str, dict[str, Any]]:
     return {ids[i]: json.loads(text[i]) for i in ids}
 
 
-@pytest.mark.parametrize("fmt,calls", [
-    ("hermes", CALLS),
-    ("hermes", [block("f", a=0)[:-len("</tool_call>")] + ", }</tool_call>", *CALLS]),  # a malformed call streams first
-    ("kimi_k2", ["<|tool_calls_section_begin|><|tool_call_begin|>functions.f:0<|tool_call_argument_begin|>"
-                 '{"a": 1}<|tool_call_end|><|tool_call_begin|>functions.f:1<|tool_call_argument_begin|>{"a": 2}'
-                 "<|tool_call_end|><|tool_calls_section_end|>"]),
-])
+@pytest.mark.parametrize(
+    "fmt,calls",
+    [
+        ("hermes", CALLS),
+        (
+            "hermes",
+            [block("f", a=0)[: -len("</tool_call>")] + ", }</tool_call>", *CALLS],
+        ),  # a malformed call streams first
+        (
+            "kimi_k2",
+            [
+                "<|tool_calls_section_begin|><|tool_call_begin|>functions.f:0<|tool_call_argument_begin|>"
+                '{"a": 1}<|tool_call_end|><|tool_call_begin|>functions.f:1<|tool_call_argument_begin|>{"a": 2}'
+                "<|tool_call_end|><|tool_calls_section_end|>"
+            ],
+        ),
+    ],
+)
 def test_results_carry_the_ids_their_deltas_carried(fmt: str, calls: list[str]) -> None:
     orch = inert.Orchestrator({"f": "read_only"}, {"f": lambda a: a}, format=fmt, turn_key="t", stream=True)
     steps = []
@@ -70,8 +81,10 @@ def test_results_carry_ids_without_streaming_too() -> None:
 
 
 def test_the_models_own_ids_are_kept_without_streaming() -> None:
-    section = ("<|tool_calls_section_begin|><|tool_call_begin|>functions.f:0<|tool_call_argument_begin|>"
-               '{"a": 1}<|tool_call_end|><|tool_calls_section_end|>')
+    section = (
+        "<|tool_calls_section_begin|><|tool_call_begin|>functions.f:0<|tool_call_argument_begin|>"
+        '{"a": 1}<|tool_call_end|><|tool_calls_section_end|>'
+    )
     orch = inert.Orchestrator({"f": "read_only"}, {"f": lambda a: a}, format="kimi_k2", turn_key="t")
     orch.draft([section])
     orch.verify(1)

@@ -51,8 +51,9 @@ def test_a_deadline_passing_while_the_journal_is_locked_still_ends_the_call(tmp_
     when begin() then failed, nobody concluded the call and finish() waited forever."""
     path = tmp_path / "journal.sqlite"
     ran: list[str] = []
-    orch = inert.Orchestrator({"send": inert.ToolSpec("write", timeout=0.05)}, {"send": ran.append},
-                              turn_key="t", journal=str(path))
+    orch = inert.Orchestrator(
+        {"send": inert.ToolSpec("write", timeout=0.05)}, {"send": ran.append}, turn_key="t", journal=str(path)
+    )
     other = sqlite3.connect(path, isolation_level=None, timeout=0)
     other.execute("BEGIN IMMEDIATE")  # another process holds the write lock
     try:

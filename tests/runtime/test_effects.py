@@ -11,7 +11,11 @@ from inert import EffectClass, EffectTable, Footprint, ToolSpec
 def test_classify_and_default() -> None:
     t = EffectTable({"a": "read_only", "b": EffectClass.IDEMPOTENT, "c": ToolSpec("write")})
     assert [t.classify(n) for n in "abcz"] == [
-        EffectClass.READ_ONLY, EffectClass.IDEMPOTENT, EffectClass.WRITE, EffectClass.WRITE]
+        EffectClass.READ_ONLY,
+        EffectClass.IDEMPOTENT,
+        EffectClass.WRITE,
+        EffectClass.WRITE,
+    ]
     assert "a" in t and "z" not in t
 
 
@@ -55,23 +59,32 @@ def test_from_mcp() -> None:
     assert EffectTable.from_mcp(tools).classify("search") is EffectClass.WRITE, "hints are untrusted by default"
     t = EffectTable.from_mcp(tools, trusted=True, overrides={"rm": "idempotent"})
     assert [t.classify(n) for n in ("search", "put", "rm")] == [
-        EffectClass.READ_ONLY, EffectClass.IDEMPOTENT, EffectClass.IDEMPOTENT]
+        EffectClass.READ_ONLY,
+        EffectClass.IDEMPOTENT,
+        EffectClass.IDEMPOTENT,
+    ]
 
 
 def test_from_openai() -> None:
-    tools = [{"type": "function", "function": {"name": "get", "parameters": {}}},
-             {"type": "function", "function": {"name": "set"}}]
+    tools = [
+        {"type": "function", "function": {"name": "get", "parameters": {}}},
+        {"type": "function", "function": {"name": "set"}},
+    ]
     t = EffectTable.from_openai(tools, {"get": "read_only"})
     assert (t.classify("get"), t.classify("set")) == (EffectClass.READ_ONLY, EffectClass.WRITE)
 
 
 def test_from_toml(tmp_path: Path) -> None:
     path = tmp_path / "effects.toml"
-    path.write_text('default = "idempotent"\n[tools]\nget = "read_only"\n'
-                    '[tools.rm]\neffect = "write"\nwrites = ["path"]\n')
+    path.write_text(
+        'default = "idempotent"\n[tools]\nget = "read_only"\n[tools.rm]\neffect = "write"\nwrites = ["path"]\n'
+    )
     t = EffectTable.from_toml(path)
     assert (t.classify("get"), t.classify("rm"), t.classify("other")) == (
-        EffectClass.READ_ONLY, EffectClass.WRITE, EffectClass.IDEMPOTENT)
+        EffectClass.READ_ONLY,
+        EffectClass.WRITE,
+        EffectClass.IDEMPOTENT,
+    )
     assert t.spec("rm").footprint({"path": "/x"}).writes == frozenset({"/x"})
 
 
@@ -82,24 +95,39 @@ def test_from_mcp_untrusted_hints_never_weaken_safety() -> None:
         McpTool(name="sync", annotations={"idempotentHint": True, "destructiveHint": False}),
     ]
     t = EffectTable.from_mcp(tools)
-    assert [t.classify(n) for n in ("put", "get", "sync")] == [EffectClass.WRITE] * 3, \
+    assert [t.classify(n) for n in ("put", "get", "sync")] == [EffectClass.WRITE] * 3, (
         "an untrusted server cannot make a write re-runnable after a crash"
+    )
     t = EffectTable.from_mcp(tools, overrides={"put": "idempotent", "get": "read_only"})
-    assert (t.classify("put"), t.classify("get"), t.classify("sync")) == \
-        (EffectClass.IDEMPOTENT, EffectClass.READ_ONLY, EffectClass.WRITE), "only the caller says otherwise"
+    assert (t.classify("put"), t.classify("get"), t.classify("sync")) == (
+        EffectClass.IDEMPOTENT,
+        EffectClass.READ_ONLY,
+        EffectClass.WRITE,
+    ), "only the caller says otherwise"
 
 
 def test_from_mcp_contradictory_hints_resolve_to_the_safer_class() -> None:
     tools = [
         {"name": "wipe", "annotations": {"readOnlyHint": True, "destructiveHint": True}},
-        {"name": "wipe_again", "annotations": {"readOnlyHint": True, "destructiveHint": True, "idempotentHint": True,
-                                               "openWorldHint": False}},
+        {
+            "name": "wipe_again",
+            "annotations": {
+                "readOnlyHint": True,
+                "destructiveHint": True,
+                "idempotentHint": True,
+                "openWorldHint": False,
+            },
+        },
         {"name": "look", "annotations": {"readOnlyHint": True, "destructiveHint": False, "openWorldHint": False}},
         {"name": "rm", "annotations": {"destructiveHint": True, "idempotentHint": True}},
     ]
     t = EffectTable.from_mcp(tools, trusted=True)
-    assert [t.classify(n) for n in ("wipe", "wipe_again", "look", "rm")] == \
-        [EffectClass.WRITE, EffectClass.WRITE, EffectClass.READ_ONLY, EffectClass.IDEMPOTENT]
+    assert [t.classify(n) for n in ("wipe", "wipe_again", "look", "rm")] == [
+        EffectClass.WRITE,
+        EffectClass.WRITE,
+        EffectClass.READ_ONLY,
+        EffectClass.IDEMPOTENT,
+    ]
     assert not t.spec("wipe").speculate and t.spec("look").speculate
 
 
@@ -112,8 +140,12 @@ def test_from_mcp_keeps_input_schemas_to_type_xml_arguments() -> None:
     assert t.schemas == {"count": schema}
     seen: list[Any] = []
     orch = inert.Orchestrator(t, {"count": lambda **a: seen.append(a)}, format="qwen3_coder", turn_key="mcp-schema")
-    orch.draft(["<tool_call>\n<function=count>\n<parameter=n>\n3\n</parameter>\n"
-                "<parameter=tags>\n[\"a\"]\n</parameter>\n</function>\n</tool_call>"])
+    orch.draft(
+        [
+            "<tool_call>\n<function=count>\n<parameter=n>\n3\n</parameter>\n"
+            '<parameter=tags>\n["a"]\n</parameter>\n</function>\n</tool_call>'
+        ]
+    )
     orch.verify(1)
     orch.finish()
     assert seen == [{"n": 3, "tags": ["a"]}], "the schema types raw XML values"

@@ -84,8 +84,9 @@ def test_idempotent_tools_get_the_commit_key_only_if_they_name_it() -> None:
     def bridge(**arguments: Any) -> None:  # a plain bridge forwards what it gets to a server
         seen["bridge"] = (arguments, inert.current_call())
 
-    orch = inert.Orchestrator({"put": "idempotent", "bridge": "idempotent"}, {"put": put, "bridge": bridge},
-                              turn_key="k")
+    orch = inert.Orchestrator(
+        {"put": "idempotent", "bridge": "idempotent"}, {"put": put, "bridge": bridge}, turn_key="k"
+    )
     orch.draft([block("put", v=1), block("bridge", v=2)])
     orch.verify(2)
     report = orch.finish()
@@ -159,8 +160,9 @@ def test_unknown_footprints_serialise_writes(release: threading.Event) -> None:
 def test_a_write_missing_its_key_argument_serialises_with_every_call(release: threading.Event) -> None:
     """Its footprint cannot be computed, so it is unknown: it overlaps everything, even
     writes of other keys, instead of conflicting with nothing."""
-    orch = inert.Orchestrator({"w": ToolSpec("write", reads="key", writes="key")},
-                              {"w": lambda **_: release.wait(WATCHDOG)})
+    orch = inert.Orchestrator(
+        {"w": ToolSpec("write", reads="key", writes="key")}, {"w": lambda **_: release.wait(WATCHDOG)}
+    )
     orch.draft([block("w", key="a"), block("w"), block("w", key="b")])
     orch.verify(3)
     release.set()
@@ -272,8 +274,8 @@ def test_rejected_tokens_drafted_again_recur_their_key_without_a_violation() -> 
     with pytest.warns(UserWarning, match="'nope' has a callable but no entry in the effect table"):
         orch = inert.Orchestrator({"lookup": "read_only"}, {"lookup": lookup, "nope": lambda **_: "w"})
     text = block("lookup") + block("nope")
-    orch.draft([text])                 # the read starts speculatively and blocks
-    orch.verify(0, text)               # rejected, then the same text arrives as the correction
+    orch.draft([text])  # the read starts speculatively and blocks
+    orch.verify(0, text)  # rejected, then the same text arrives as the correction
     release.set()
     report = orch.finish()
     assert [(r.name, r.error) for r in report.results] == [("lookup", None), ("nope", None)]
@@ -379,7 +381,7 @@ def test_a_read_closed_by_the_correction_runs_as_committed_not_early() -> None:
     result says so every time (it used to depend on whether its thread started first)."""
     for _ in range(20):
         orch = inert.Orchestrator({"get": "read_only"}, {"get": lambda k: k})
-        orch.draft([block("get", k="a")[:-len("</tool_call>")]])
+        orch.draft([block("get", k="a")[: -len("</tool_call>")]])
         step = orch.verify(1, correction="</tool_call>")
         assert [r.name for r in step.dispatched] == ["get"]
         report = orch.finish()

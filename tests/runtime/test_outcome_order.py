@@ -13,8 +13,10 @@ import inert
 from tools import HeldJournal, block
 
 WATCHDOG = 30.0  # seconds a blocked wait may take before the test calls it a hang
-EFFECTS = {"first": inert.ToolSpec("write", reads="k", writes="k"),
-           "second": inert.ToolSpec("write", reads="k", writes="k")}
+EFFECTS = {
+    "first": inert.ToolSpec("write", reads="k", writes="k"),
+    "second": inert.ToolSpec("write", reads="k", writes="k"),
+}
 BLOCKS = [block("first", k="a"), block("second", k="a")]
 
 
@@ -47,8 +49,9 @@ def check_order(report: inert.Report, journal: HeldJournal) -> None:
     lets it go first records its start before the held ``complete`` can return."""
     first, second = report.dispatch_log
     assert (first.name, second.name) == ("first", "second")
-    assert second.started is not None and second.started >= journal.completed_at["first"], \
+    assert second.started is not None and second.started >= journal.completed_at["first"], (
         "the later conflicting call started before the earlier call's outcome was journaled"
+    )
     assert [r.error for r in report.results] == [None, None] and report.violations == []
 
 

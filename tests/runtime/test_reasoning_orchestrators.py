@@ -65,7 +65,7 @@ def test_a_closer_that_closed_nothing_is_a_notice_and_a_warning() -> None:
     assert saved == ["thought", "real"], "without in_reasoning the thought is a call"
     [notice] = report.notices
     assert isinstance(notice, inert.ReasoningUnopened)
-    assert THOUGHT_THEN_CALL[notice.start:notice.end] == "</think>"
+    assert THOUGHT_THEN_CALL[notice.start : notice.end] == "</think>"
 
 
 def test_reasoning_off_and_own_delimiters() -> None:
@@ -105,7 +105,7 @@ def test_batch_sequences_say_each_whether_their_prompt_opened_reasoning() -> Non
             two = batch.finish(2)
     assert [r.arguments["k"] for r in one.results] == ["real"] and one.notices == []
     assert [r.arguments["k"] for r in two.results] == ["thought", "real"]
-    assert [text[n.start:n.end] for n in two.notices] == [b"</think>"]
+    assert [text[n.start : n.end] for n in two.notices] == [b"</think>"]
     assert sorted(saves.saved) == ["real", "real", "thought"]
 
 

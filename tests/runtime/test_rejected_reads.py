@@ -14,10 +14,12 @@ WAIT = 10.0  # a hang guard only: every wait below is released by an event the t
 
 
 def _effects() -> inert.EffectTable:
-    return inert.EffectTable({
-        "get": inert.ToolSpec("read_only", reads="key"),
-        "put": inert.ToolSpec("write", writes="key"),
-    })
+    return inert.EffectTable(
+        {
+            "get": inert.ToolSpec("read_only", reads="key"),
+            "put": inert.ToolSpec("write", writes="key"),
+        }
+    )
 
 
 def test_a_rejected_running_read_does_not_hold_a_later_write() -> None:
@@ -119,7 +121,6 @@ def test_a_rejected_prepare_holds_the_next_prepare_until_it_aborts() -> None:
     report = orch.finish()
     assert tool.log == ["prepare 1", "abort 1", "prepare 2", "commit 2"]
     assert [c.arguments for c in report.accepted] == [{"key": "k", "value": 2}]
-
 
 
 def test_a_rejected_call_of_unknown_footprint_bars_no_one() -> None:

@@ -23,8 +23,6 @@ def run_turn(orch: inert.Orchestrator, *texts: str, accept: bool = True) -> iner
     return finish_within(orch)
 
 
-
-
 # -- hangs --
 
 
@@ -82,10 +80,11 @@ def _cycle() -> list[Any]:
     return c
 
 
-@pytest.mark.parametrize("result", [_cycle(), 10**5000, _Cycle(), {"deep": _cycle()}, {1: "a", "1": "b"},
-                                    [{"x": {None: 1, "null": 2}}]],
-                         ids=["cycle", "huge-int", "repr-raises", "nested-cycle", "keys-one-as-json",
-                              "nested-keys-one-as-json"])
+@pytest.mark.parametrize(
+    "result",
+    [_cycle(), 10**5000, _Cycle(), {"deep": _cycle()}, {1: "a", "1": "b"}, [{"x": {None: 1, "null": 2}}]],
+    ids=["cycle", "huge-int", "repr-raises", "nested-cycle", "keys-one-as-json", "nested-keys-one-as-json"],
+)
 def test_a_result_the_journal_cannot_store_is_an_error_with_a_reason(result: Any, tmp_path: Any) -> None:
     orch = inert.Orchestrator({"f": "write"}, {"f": lambda: result}, journal=tmp_path / "j.sqlite", turn_key="t")
     report = run_turn(orch, block("f"))
@@ -97,8 +96,9 @@ def test_a_result_the_journal_cannot_store_is_an_error_with_a_reason(result: Any
 
 def test_keys_json_spells_apart_are_stored_as_text(tmp_path: Any) -> None:
     """Non-text keys that stay distinct as JSON are stored, as JSON spells them."""
-    orch = inert.Orchestrator({"f": "write"}, {"f": lambda: {1: "a", "2": "b", None: "c"}},
-                              journal=tmp_path / "j.sqlite", turn_key="t")
+    orch = inert.Orchestrator(
+        {"f": "write"}, {"f": lambda: {1: "a", "2": "b", None: "c"}}, journal=tmp_path / "j.sqlite", turn_key="t"
+    )
     assert run_turn(orch, block("f")).results[0].error is None
     (entry,) = inert.recover(tmp_path / "j.sqlite").completed
     assert entry.result == {"1": "a", "2": "b", "null": "c"}
@@ -203,8 +203,9 @@ class _Staged:
 
 @pytest.mark.parametrize("phase", ["prepare", "commit"])
 @pytest.mark.parametrize("exc", [KeyboardInterrupt, SystemExit])
-def test_an_async_two_phase_tool_raising_a_base_exception_settles_its_call(phase: str,
-                                                                            exc: type[BaseException]) -> None:
+def test_an_async_two_phase_tool_raising_a_base_exception_settles_its_call(
+    phase: str, exc: type[BaseException]
+) -> None:
     """Found by a helper: a sync phase ran in a task of its own, and asyncio re-raises these
     two out of the event loop from any task: asyncio.run died instead of recording them."""
 
@@ -254,21 +255,25 @@ class _FailingJournal(inert.MemoryJournal):
 
 
 def test_a_journal_that_cannot_record_an_outcome_leaves_the_call_in_doubt_and_says_so() -> None:
-    orch = inert.Orchestrator({"f": "write", "g": "write"}, {"f": lambda: 1, "g": lambda: 2},
-                              journal=_FailingJournal(), turn_key="t")
+    orch = inert.Orchestrator(
+        {"f": "write", "g": "write"}, {"f": lambda: 1, "g": lambda: 2}, journal=_FailingJournal(), turn_key="t"
+    )
     report = run_turn(orch, block("f"), block("g"))
     for result in report.results:
         assert isinstance(result.error, inert.JournalError)
         assert "in doubt" in str(result.error) and "No space left" in str(result.error)
 
 
-@pytest.mark.parametrize(("limits", "exc", "words"), [
-    ({"t": 0}, inert.InertValueError, "at least 1"),
-    ({"t": -1}, inert.InertValueError, "at least 1"),
-    ({"t": "2"}, inert.InertTypeError, "must be an int"),
-    ({"t": True}, inert.InertTypeError, "must be an int"),
-    ([("t", 1)], inert.InertTypeError, "map tool names"),
-])
+@pytest.mark.parametrize(
+    ("limits", "exc", "words"),
+    [
+        ({"t": 0}, inert.InertValueError, "at least 1"),
+        ({"t": -1}, inert.InertValueError, "at least 1"),
+        ({"t": "2"}, inert.InertTypeError, "must be an int"),
+        ({"t": True}, inert.InertTypeError, "must be an int"),
+        ([("t", 1)], inert.InertTypeError, "map tool names"),
+    ],
+)
 def test_bad_limits_are_refused_at_construction(limits: Any, exc: type, words: str) -> None:
     with pytest.raises(exc, match=words):
         inert.Orchestrator({"t": "write"}, {"t": lambda: 1}, limits=limits)
@@ -300,9 +305,9 @@ def test_a_tool_closing_its_own_batch_gets_a_reentrancy_error() -> None:
     def send(n: int) -> None:
         sent.append(n)
 
-    batch = holder["batch"] = inert.BatchOrchestrator({"closer": "write", "send": "write"},
-                                                      {"closer": closer, "send": send},
-                                                      vocab=inert.Vocabulary(texts))
+    batch = holder["batch"] = inert.BatchOrchestrator(
+        {"closer": "write", "send": "write"}, {"closer": closer, "send": send}, vocab=inert.Vocabulary(texts)
+    )
     batch.add(1, "s1")
     batch.add(2, "s2")
     batch.draft([1, 2], [[0], [1]])
@@ -330,8 +335,11 @@ def test_a_timed_out_tool_does_not_keep_the_process_alive() -> None:
 
 def test_timeouts_do_not_take_the_other_calls_capacity(release: threading.Event) -> None:
     """With one worker, a tool stuck past its deadline must not block the calls after it."""
-    orch = inert.Orchestrator({"hang": inert.ToolSpec("write", timeout=0.05, writes="k"), "ok": "read_only"},
-                              {"hang": release.wait, "ok": lambda: "ran"}, max_workers=1)
+    orch = inert.Orchestrator(
+        {"hang": inert.ToolSpec("write", timeout=0.05, writes="k"), "ok": "read_only"},
+        {"hang": release.wait, "ok": lambda: "ran"},
+        max_workers=1,
+    )
     report = run_turn(orch, block("hang"), block("ok"))
     assert isinstance(report.results[0].error, inert.ToolTimeoutError)
     assert report.results[1].result == "ran"
@@ -367,8 +375,9 @@ def test_a_tools_own_timeout_error_is_its_error_not_an_inert_timeout(tmp_path: A
     def slow_backend() -> None:
         raise TimeoutError("the backend timed out")
 
-    orch = inert.Orchestrator({"f": inert.ToolSpec("write", timeout=30)}, {"f": slow_backend},
-                              journal=tmp_path / "j.sqlite", turn_key="t")
+    orch = inert.Orchestrator(
+        {"f": inert.ToolSpec("write", timeout=30)}, {"f": slow_backend}, journal=tmp_path / "j.sqlite", turn_key="t"
+    )
     report = run_turn(orch, block("f"))
     error = report.results[0].error
     assert type(error) is TimeoutError and not isinstance(error, inert.ToolTimeoutError)
@@ -405,16 +414,19 @@ def test_an_in_doubt_write_says_what_is_known(tmp_path: Any) -> None:
 # -- caller mistakes: an inert error, and nothing changed --
 
 
-@pytest.mark.parametrize(("kwargs", "exc", "words"), [
-    ({"max_block_bytes": -1}, inert.InertValueError, "max_block_bytes"),
-    ({"max_workers": 0}, inert.InertValueError, "max_workers must be at least 1"),
-    ({"max_workers": 2.5}, inert.InertTypeError, "max_workers must be an int"),
-    ({"turn_key": 7}, inert.InertTypeError, "turn_key"),
-    ({"timeout": -1}, inert.InertValueError, "timeout"),
-    ({"timeout": float("nan")}, inert.InertValueError, "timeout"),
-    ({"tools": 5}, inert.InertTypeError, "tools must be a mapping"),
-    ({"tools": {"f": 5}}, inert.InertTypeError, "a tool is a callable"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "exc", "words"),
+    [
+        ({"max_block_bytes": -1}, inert.InertValueError, "max_block_bytes"),
+        ({"max_workers": 0}, inert.InertValueError, "max_workers must be at least 1"),
+        ({"max_workers": 2.5}, inert.InertTypeError, "max_workers must be an int"),
+        ({"turn_key": 7}, inert.InertTypeError, "turn_key"),
+        ({"timeout": -1}, inert.InertValueError, "timeout"),
+        ({"timeout": float("nan")}, inert.InertValueError, "timeout"),
+        ({"tools": 5}, inert.InertTypeError, "tools must be a mapping"),
+        ({"tools": {"f": 5}}, inert.InertTypeError, "a tool is a callable"),
+    ],
+)
 def test_constructor_mistakes(kwargs: dict[str, Any], exc: type, words: str) -> None:
     with pytest.raises(exc, match=words):
         inert.Orchestrator({"f": "write"}, **kwargs)
@@ -463,7 +475,7 @@ def test_many_tiny_blocks_finish_and_every_call_settles() -> None:
     n = 2000
     orch = inert.Orchestrator({}, {"x": lambda: None})
     text = block("x") * n
-    pieces = [text[i:i + 37] for i in range(0, len(text), 37)]
+    pieces = [text[i : i + 37] for i in range(0, len(text), 37)]
     orch.draft(pieces)
     orch.verify(len(pieces))
     report = finish_within(orch)

@@ -34,11 +34,15 @@ def tool_name(effect: str, behaviour: str) -> str:
     return f"{effect}_{behaviour}"
 
 
-TABLE = inert.EffectTable({
-    tool_name(e, b): inert.ToolSpec(e, reads="k", writes="k" if e != "read_only" else None,
-                                    timeout=DEADLINE if b == "hang" else PATIENCE)
-    for e in EFFECTS for b in BEHAVIOURS
-})
+TABLE = inert.EffectTable(
+    {
+        tool_name(e, b): inert.ToolSpec(
+            e, reads="k", writes="k" if e != "read_only" else None, timeout=DEADLINE if b == "hang" else PATIENCE
+        )
+        for e in EFFECTS
+        for b in BEHAVIOURS
+    }
+)
 
 
 def _cycle() -> list[Any]:
@@ -66,7 +70,7 @@ def misbehave(behaviour: str, release: threading.Event) -> Any:
 def turns(draw: Any) -> tuple[str, list[tuple[str, int]]]:
     calls = draw(st.lists(st.tuples(st.sampled_from(EFFECTS), st.sampled_from(BEHAVIOURS)), min_size=1, max_size=5))
     named = [(tool_name(e, b), i) for i, (e, b) in enumerate(calls)]
-    text = "".join(f'<tool_call>{json.dumps({"name": n, "arguments": {"k": i}})}</tool_call> ' for n, i in named)
+    text = "".join(f"<tool_call>{json.dumps({'name': n, 'arguments': {'k': i}})}</tool_call> " for n, i in named)
     return text, named
 
 
@@ -153,11 +157,15 @@ def test_asyncio_settles_every_call_whatever_the_tools_do(data: st.DataObject) -
 
             return run
 
-        orch = inert.AsyncOrchestrator(TABLE, {n: tool(n) for n, _ in named}, turn_key="p", policy=policy,
-                                       journal=journal)
+        orch = inert.AsyncOrchestrator(
+            TABLE, {n: tool(n) for n, _ in named}, turn_key="p", policy=policy, journal=journal
+        )
         steps: list[Any] = []
-        Decoder(pieces, data.draw).run(lambda w: steps.append(("d", w)), lambda n, c: steps.append(("v", n, c)),
-                                       lambda accepted: steps.append(("a", list(accepted))))
+        Decoder(pieces, data.draw).run(
+            lambda w: steps.append(("d", w)),
+            lambda n, c: steps.append(("v", n, c)),
+            lambda accepted: steps.append(("a", list(accepted))),
+        )
         for step in steps:  # the decoder's schedule, replayed on the loop (drafts and verifies awaited in order)
             if step[0] == "d":
                 await orch.draft(step[1])
@@ -171,8 +179,13 @@ def test_asyncio_settles_every_call_whatever_the_tools_do(data: st.DataObject) -
 
 
 TURN = "turn-p"
-GATED = inert.EffectTable({"lookup": inert.ToolSpec("read_only", reads="k"),
-                           "save": inert.ToolSpec("write", reads="k", writes="k"), "put": "idempotent"})
+GATED = inert.EffectTable(
+    {
+        "lookup": inert.ToolSpec("read_only", reads="k"),
+        "save": inert.ToolSpec("write", reads="k", writes="k"),
+        "put": "idempotent",
+    }
+)
 """The transcripts' tools; ``nope`` is not in the table, so it is a write."""
 
 
@@ -216,8 +229,9 @@ class Ledger:
                 continue
             assert not r.early, f"{r.name} ran early"
             assert r.commit_key in self.let_go, f"{r.name} ran, but no step let it go"
-            assert r.started is not None and r.started >= self.let_go[r.commit_key], \
+            assert r.started is not None and r.started >= self.let_go[r.commit_key], (
                 f"{r.name} started before the step that let it go"
+            )
 
 
 @given(st.data())

@@ -31,16 +31,22 @@ def overlap(x: frozenset[str] | None, y: frozenset[str] | None) -> bool:
 
 
 def conflicts(earlier: Footprint, later: Footprint) -> bool:
-    return (overlap(earlier.writes, later.reads) or overlap(earlier.writes, later.writes)
-            or overlap(earlier.reads, later.writes))
+    return (
+        overlap(earlier.writes, later.reads)
+        or overlap(earlier.writes, later.writes)
+        or overlap(earlier.reads, later.writes)
+    )
 
 
 def share_key(earlier: Footprint, later: Footprint) -> bool:
     """A conflict on a named key (the per-key chains), not through an unknown footprint."""
+
     def named(x: frozenset[str] | None) -> frozenset[str]:
         return x or frozenset()
-    return bool(named(earlier.writes) & (named(later.reads) | named(later.writes))
-                or named(earlier.reads) & named(later.writes))
+
+    return bool(
+        named(earlier.writes) & (named(later.reads) | named(later.writes)) or named(earlier.reads) & named(later.writes)
+    )
 
 
 @st.composite
@@ -87,15 +93,21 @@ class Oracle:
 
     def held(self, node: Node[None]) -> bool:
         for earlier in self.nodes[: node.seq]:
-            if earlier.dispatch.commit_key == node.dispatch.commit_key and earlier.state is not State.DONE and (
-                    earlier.state is not State.CANCELLED or self.held(earlier)):
+            if (
+                earlier.dispatch.commit_key == node.dispatch.commit_key
+                and earlier.state is not State.DONE
+                and (earlier.state is not State.CANCELLED or self.held(earlier))
+            ):
                 return True  # runs of one key never overlap
             if earlier.state is State.DONE or not conflicts(earlier.dispatch.footprint, node.dispatch.footprint):
                 continue
             if earlier.seq not in self.gone:
                 return True
-            if earlier.state is State.CANCELLED and share_key(earlier.dispatch.footprint, node.dispatch.footprint) \
-                    and self.held(earlier):
+            if (
+                earlier.state is State.CANCELLED
+                and share_key(earlier.dispatch.footprint, node.dispatch.footprint)
+                and self.held(earlier)
+            ):
                 return True
         return False
 
@@ -129,8 +141,9 @@ def test_a_call_starts_only_after_every_earlier_conflicting_call(
         actions += [("permit", n) for n in oracle.nodes if n.state is State.GATED]
         actions += [("cancel", n) for n in oracle.nodes if n.state in (State.GATED, State.WAITING)]
         actions += [("finish", n) for n in running]
-        actions += [("abandon", n) for n in running
-                    if n.dispatch.effect is EffectClass.READ_ONLY and n.seq not in oracle.gone]
+        actions += [
+            ("abandon", n) for n in running if n.dispatch.effect is EffectClass.READ_ONLY and n.seq not in oracle.gone
+        ]
         if not actions:
             break
         action, node = data.draw(st.sampled_from(actions))

@@ -26,8 +26,16 @@ class _DuringTheseTests(Sampler):
 
     recording = False
 
-    def should_sample(self, parent_context: Any, trace_id: int, name: str, kind: Any = None,  # noqa: PLR0917 - the SDK calls it so
-                      attributes: Any = None, links: Any = None, trace_state: Any = None) -> SamplingResult:
+    def should_sample(  # noqa: PLR0917 - the SDK calls it so
+        self,
+        parent_context: Any,
+        trace_id: int,
+        name: str,
+        kind: Any = None,
+        attributes: Any = None,
+        links: Any = None,
+        trace_state: Any = None,
+    ) -> SamplingResult:
         if not self.recording:
             return SamplingResult(Decision.DROP)
         return SamplingResult(Decision.RECORD_AND_SAMPLE, attributes)  # a sampled span keeps what this returns
@@ -68,8 +76,12 @@ def spans() -> Iterator[InMemorySpanExporter]:
 
 def run(tools: dict[str, Any], effects: dict[str, Any]) -> inert.Report:
     orch = inert.Orchestrator(effects, tools)
-    orch.draft(['<tool_call>{"name": "get", "arguments": {"q": "x"}}</tool_call>',
-                '<tool_call>{"name": "put", "arguments": {}}</tool_call>'])
+    orch.draft(
+        [
+            '<tool_call>{"name": "get", "arguments": {"q": "x"}}</tool_call>',
+            '<tool_call>{"name": "put", "arguments": {}}</tool_call>',
+        ]
+    )
     orch.verify(2)
     return orch.finish(strict=False)
 

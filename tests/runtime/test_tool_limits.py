@@ -168,6 +168,7 @@ def test_async_a_cancelled_read_holds_its_slot_until_its_thread_returns() -> Non
 
 # -- a slot held past a deadline never holds the turn: the caller still gets every timeout --
 
+
 def test_a_call_behind_a_slot_held_past_a_deadline_times_out_without_running() -> None:
     """The first w never returns (until the test ends); the second, committed, waits for its
     slot: at its own deadline it fails without running, and finish() returns."""

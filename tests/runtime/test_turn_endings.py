@@ -87,6 +87,7 @@ def _check_abandoned(recorder: Recorder, journal: inert.Journal, report: inert.R
 
 # -- finish() with calls only drafted --
 
+
 def _linear(orch: inert.Orchestrator) -> None:
     orch.draft([LOOK, PAY, SEND])
 
@@ -143,6 +144,7 @@ def test_batch_finish_retracts_calls_only_drafted(tree: bool) -> None:
 
 
 # -- BatchOrchestrator.close() with sequences still in it --
+
 
 def _started(batch: inert.BatchOrchestrator, recorder: Recorder) -> None:
     """Sequence 1 has a committed read, then a prepared call drafted; sequence 2 the same
@@ -239,6 +241,7 @@ def test_draft_tree_on_an_unknown_sequence_is_refused_as_such() -> None:
 
 # -- a lone turn abandoned: close(), and its with block --
 
+
 def test_close_abandons_a_lone_turn() -> None:
     recorder = Recorder()
     journal = inert.MemoryJournal()
@@ -266,8 +269,10 @@ def test_a_with_block_left_on_an_exception_abandons_the_turn_quietly() -> None:
     journal = inert.MemoryJournal()
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # the exception says enough
-        with pytest.raises(RuntimeError, match="client went away"), \
-                inert.Orchestrator(EFFECTS, recorder.tools(), turn_key="t", journal=journal) as orch:
+        with (
+            pytest.raises(RuntimeError, match="client went away"),
+            inert.Orchestrator(EFFECTS, recorder.tools(), turn_key="t", journal=journal) as orch,
+        ):
             orch.draft([LOOK, PAY, SEND])
             assert recorder.inside.wait(WATCHDOG)
             raise RuntimeError("client went away")
@@ -276,8 +281,10 @@ def test_a_with_block_left_on_an_exception_abandons_the_turn_quietly() -> None:
 
 def test_a_with_block_left_without_finish_warns() -> None:
     recorder = Recorder()
-    with pytest.warns(inert.TurnAbandonedWarning, match="without finish"), \
-            inert.Orchestrator(EFFECTS, recorder.tools(), turn_key="t") as orch:
+    with (
+        pytest.warns(inert.TurnAbandonedWarning, match="without finish"),
+        inert.Orchestrator(EFFECTS, recorder.tools(), turn_key="t") as orch,
+    ):
         orch.draft([PAY])
         assert recorder.inside.wait(WATCHDOG)
     assert recorder.events == ["prepare", "abort"]

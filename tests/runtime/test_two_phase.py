@@ -159,8 +159,16 @@ def test_the_phases_are_journaled_and_a_replayed_key_never_prepares_again(tmp_pa
 def test_recovery_lists_a_prepare_never_committed_or_aborted() -> None:
     journal = inert.MemoryJournal()
     key = inert.commit_key("t", [block("pay", to="ana", amount=5)])
-    record = inert.DispatchRecord(f"{key}/prepare/a1", "pay", {"to": "ana", "amount": 5}, inert.EffectClass.WRITE,
-                                  inert.Footprint(None, None), (0, 1), True, phase="prepare")
+    record = inert.DispatchRecord(
+        f"{key}/prepare/a1",
+        "pay",
+        {"to": "ana", "amount": 5},
+        inert.EffectClass.WRITE,
+        inert.Footprint(None, None),
+        (0, 1),
+        True,
+        phase="prepare",
+    )
     journal.begin(record, "t")
     journal.complete(record, "ok")  # prepared, and then the process died
     recovery = inert.recover(journal)
@@ -281,7 +289,9 @@ def test_async_two_phase_with_coroutines() -> None:
     report = asyncio.run(main())
     assert [r.result for r in report.results] == ["1"]
     assert sorted(events) == ["abort 2", "commit 1", "prepare 1", "prepare 2"] or sorted(events) == [
-        "commit 1", "prepare 1"], events
+        "commit 1",
+        "prepare 1",
+    ], events
 
 
 # -- properties --
@@ -291,8 +301,9 @@ def test_async_two_phase_with_coroutines() -> None:
 def turns(draw: Any) -> tuple[str, list[int]]:
     amounts = draw(st.lists(st.integers(1, 9), min_size=1, max_size=4))
     accounts = draw(st.lists(st.sampled_from(["a", "b", "c"]), min_size=len(amounts), max_size=len(amounts)))
-    text = "".join(block("pay", to=to, amount=n, i=i) + " " for i, (to, n) in enumerate(zip(accounts, amounts,
-                                                                                          strict=True)))
+    text = "".join(
+        block("pay", to=to, amount=n, i=i) + " " for i, (to, n) in enumerate(zip(accounts, amounts, strict=True))
+    )
     return text, amounts
 
 
@@ -306,8 +317,11 @@ def test_every_prepare_ends_in_exactly_one_commit_or_abort(data: st.DataObject) 
     pieces = data.draw(tokenizations(text))
 
     def accepting(accepted: list[bytes]) -> None:
-        calls = [json.dumps(c.arguments, sort_keys=True) for c in inert.parse(b"".join(accepted))
-                 if isinstance(c, inert.Call)]
+        calls = [
+            json.dumps(c.arguments, sort_keys=True)
+            for c in inert.parse(b"".join(accepted))
+            if isinstance(c, inert.Call)
+        ]
         with ledger.lock:
             ledger.accepting = Counter(calls)
 
@@ -317,8 +331,11 @@ def test_every_prepare_ends_in_exactly_one_commit_or_abort(data: st.DataObject) 
         report = orch.finish()
     else:
         steps: list[Any] = []
-        Decoder(pieces, data.draw).run(lambda w: steps.append(("d", w)), lambda n, c: steps.append(("v", n, c)),
-                                       lambda a: steps.append(("a", list(a))))
+        Decoder(pieces, data.draw).run(
+            lambda w: steps.append(("d", w)),
+            lambda n, c: steps.append(("v", n, c)),
+            lambda a: steps.append(("a", list(a))),
+        )
 
         async def main() -> inert.Report:
             orch = inert.AsyncOrchestrator(effects, {"pay": ledger}, turn_key="p", policy=policy)

@@ -51,7 +51,8 @@ def _journal(kind: str, tmp_path: Path) -> inert.Journal | str:
 @pytest.mark.parametrize("effect", ["write", "idempotent"])
 @pytest.mark.parametrize("kind", ["memory", "sqlite"])
 def test_a_key_committed_elsewhere_after_this_prepare_is_not_committed_again(
-        kind: str, effect: str, tmp_path: Path) -> None:
+    kind: str, effect: str, tmp_path: Path
+) -> None:
     journal = _journal(kind, tmp_path)
     first, second = Pay("first"), Pay("second")
     late = inert.Orchestrator({"pay": effect}, {"pay": second}, turn_key="t", journal=journal)
@@ -70,7 +71,8 @@ def test_a_key_committed_elsewhere_after_this_prepare_is_not_committed_again(
 @pytest.mark.parametrize("effect", ["write", "idempotent"])
 @pytest.mark.parametrize("kind", ["memory", "sqlite"])
 def test_async_a_key_committed_elsewhere_after_this_prepare_is_not_committed_again(
-        kind: str, effect: str, tmp_path: Path) -> None:
+    kind: str, effect: str, tmp_path: Path
+) -> None:
     journal = _journal(kind, tmp_path)
     first, second = Pay("first"), Pay("second")
 

@@ -48,8 +48,11 @@ class Tools:
         return {"lookup": lookup, "save": save}
 
     def accept(self, seq: str, accepted: bytes) -> None:
-        calls = [json.dumps(c.arguments, sort_keys=True) for c in inert.parse(accepted)
-                 if isinstance(c, inert.Call) and c.name == "save"]
+        calls = [
+            json.dumps(c.arguments, sort_keys=True)
+            for c in inert.parse(accepted)
+            if isinstance(c, inert.Call) and c.name == "save"
+        ]
         with self.lock:
             self.accepting[seq] = Counter(calls)
 
@@ -58,8 +61,9 @@ class Tools:
 def sequences(draw: Any) -> list[tuple[int, bytes]]:
     out = []
     for seq in draw(st.lists(st.integers(0, 40), min_size=1, max_size=5, unique=True)):
-        calls = draw(st.lists(st.tuples(st.sampled_from(["lookup", "save"]), st.sampled_from(["a", "b", "c"])),
-                              max_size=3))
+        calls = draw(
+            st.lists(st.tuples(st.sampled_from(["lookup", "save"]), st.sampled_from(["a", "b", "c"])), max_size=3)
+        )
         text = "".join(f"Step {i}. " + block(n, k=k, seq=str(seq), i=i) for i, (n, k) in enumerate(calls)) + " done"
         out.append((seq, text.encode()))
     return out
@@ -82,7 +86,7 @@ def test_a_batch_reports_each_sequence_as_a_lone_orchestrator_would(data: st.Dat
         rows, lengths, n_acc, corrections = [], [], [], []
         for s in active:
             pos = len(accepted[s])
-            window = list(live[s][pos:pos + k])
+            window = list(live[s][pos : pos + k])
             if window and data.draw(st.integers(0, 4)) == 0:
                 window[data.draw(st.integers(0, len(window) - 1))] = ord("}")  # a wrong draft token
             correct = 0
@@ -111,7 +115,7 @@ def test_a_batch_reports_each_sequence_as_a_lone_orchestrator_would(data: st.Dat
         expected_calls = [c for c in inert.parse(text) if isinstance(c, inert.Call)]
         assert [(n, a) for n, a, _, _ in got] == [(c.name, c.arguments) for c in expected_calls]
         for r in reports[seq].results:
-            assert r.commit_key == inert.commit_key(f"turn-{seq}", list(text[:r.span[1]]))
+            assert r.commit_key == inert.commit_key(f"turn-{seq}", list(text[: r.span[1]]))
         assert all(result == ("saved" if name == "save" else f"{seq}:{a['k']}") for name, a, _, result in got)
         assert reports[seq].violations == []
     saves = Counter((s, k) for s, n, k in tools.ran if n == "save")
@@ -122,16 +126,20 @@ def test_limits_hold_across_the_sequences(release: threading.Event) -> None:
     """Three sequences' reads, each let go in the draft and held in its tool until the test
     lets go: a limit that held per sequence would record three starts before the first end
     (peak_overlap counts from the records, across the sequences: one clock, one lock)."""
-    batch = inert.BatchOrchestrator({"slow": inert.ToolSpec("read_only", reads="i")},
-                                    {"slow": lambda i: release.wait(30)}, vocab=VOCAB, limits={"slow": 1},
-                                    max_workers=8)
+    batch = inert.BatchOrchestrator(
+        {"slow": inert.ToolSpec("read_only", reads="i")},
+        {"slow": lambda i: release.wait(30)},
+        vocab=VOCAB,
+        limits={"slow": 1},
+        max_workers=8,
+    )
     for seq in (1, 2, 3):
         batch.add(seq, f"t{seq}")
     texts = [block("slow", i=seq).encode() for seq in (1, 2, 3)]
     width = max(map(len, texts))
     rows = np.full((3, width), -1, dtype=np.int32)
     for r, t in enumerate(texts):
-        rows[r, :len(t)] = list(t)
+        rows[r, : len(t)] = list(t)
     batch.draft([1, 2, 3], rows, [len(t) for t in texts])  # three reads, each may start at once but for the limit
     release.set()
     batch.verify([1, 2, 3], [len(t) for t in texts])
@@ -187,6 +195,7 @@ def test_a_tree_through_the_orchestrator_runs_reads_on_branches_and_writes_only_
             with lock:
                 ran.append(f"{name} {k}")
             return k
+
         return tool
 
     effects = {"get": inert.ToolSpec("read_only", reads="k"), "put": inert.ToolSpec("write", reads="k", writes="k")}

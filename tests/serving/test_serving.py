@@ -18,8 +18,25 @@ from tools import block, call_outcomes
 
 # A small vocabulary whose pieces build Hermes blocks, prose and a bad block.
 PIECES = [
-    "<tool_call>", "</tool_call>", '{"name": ', '"get"', '"put"', ', "arguments": ', '{"k": 1}', '{"k": 2}',
-    "}", " ", "ok", "\n", "{", '"', "x", "</tool", "_call>", "<tool", "_call",
+    "<tool_call>",
+    "</tool_call>",
+    '{"name": ',
+    '"get"',
+    '"put"',
+    ', "arguments": ',
+    '{"k": 1}',
+    '{"k": 2}',
+    "}",
+    " ",
+    "ok",
+    "\n",
+    "{",
+    '"',
+    "x",
+    "</tool",
+    "_call>",
+    "<tool",
+    "_call",
 ]
 VOCAB = inert.Vocabulary(PIECES)
 N = len(PIECES)
@@ -149,7 +166,7 @@ def sentencepiece_tokenizer() -> Any:
     from tokenizers import decoders, models, pre_tokenizers
 
     vocab = {"<unk>": 0, **{f"<0x{b:02X}>": 1 + b for b in range(256)}}
-    for piece in ["▁", *"abcdefghijklmnopqrstuvwxyzHWZ,{}\":1<>/_", "▁H", "▁w", "or", "ld", "▁Z"]:
+    for piece in ["▁", *'abcdefghijklmnopqrstuvwxyzHWZ,{}":1<>/_', "▁H", "▁w", "or", "ld", "▁Z"]:
         vocab.setdefault(piece, len(vocab))
     merges = [("▁", "H"), ("▁", "w"), ("o", "r"), ("l", "d"), ("▁", "Z")]
     tok = tokenizers.Tokenizer(models.BPE(vocab=vocab, merges=merges, unk_token="<unk>", byte_fallback=True))  # noqa: S106
@@ -293,8 +310,9 @@ op_st = st.one_of(
     ),
     st.tuples(
         st.just("verify"),
-        st.lists(st.tuples(st.integers(0, 5), st.floats(0, 1), st.integers(-1, N - 1)), max_size=6,
-                 unique_by=lambda r: r[0]),
+        st.lists(
+            st.tuples(st.integers(0, 5), st.floats(0, 1), st.integers(-1, N - 1)), max_size=6, unique_by=lambda r: r[0]
+        ),
     ),
 )
 
@@ -349,8 +367,9 @@ def test_a_batch_gives_each_sequence_what_a_lone_stream_gives(ops: list[Any], ki
 PROSE_IDS = [9, 10, 11]
 CALL_IDS = [0, 2, 3, 5, 6, 8, 1]
 SPLIT_CALL_IDS = [0, 2, 4, 5, 7, 8, 15, 16]
-segment_st = st.one_of(st.lists(st.sampled_from(PROSE_IDS), min_size=1, max_size=12),
-                       st.just(CALL_IDS), st.just(SPLIT_CALL_IDS))
+segment_st = st.one_of(
+    st.lists(st.sampled_from(PROSE_IDS), min_size=1, max_size=12), st.just(CALL_IDS), st.just(SPLIT_CALL_IDS)
+)
 model_st = st.lists(segment_st, max_size=12).map(lambda segs: [i for seg in segs for i in seg])
 
 
@@ -387,7 +406,7 @@ def test_a_ragged_batch_commits_what_its_accepted_tokens_alone_commit(data: st.D
         tokens = np.full((len(rows), k), -1, dtype=np.int64)
         lengths, counts, corrections = [], [], []
         for r, s in enumerate(rows):
-            rest = models[s][len(accepted[s]):]
+            rest = models[s][len(accepted[s]) :]
             n = data.draw(st.integers(0, k))
             good = data.draw(st.integers(0, min(n, len(rest))))
             wrong = data.draw(st.lists(st.integers(0, N - 1), min_size=n - good, max_size=n - good))
@@ -479,8 +498,9 @@ def test_a_reused_sequence_id_keeps_the_finished_turns_tail() -> None:
     batch.add(1, "req-a")
     batch.add(2, "req-b")
     # seq 1 ends on "<tool", held back; seq 2 ends inside a call whose head already streamed.
-    batch.draft([1, 2], [[ids("ok"), ids("<tool"), 0, 0], [0, ids('{"name": '), ids('"get"'), ids(', "arguments": ')]],
-                [2, 4])
+    batch.draft(
+        [1, 2], [[ids("ok"), ids("<tool"), 0, 0], [0, ids('{"name": '), ids('"get"'), ids(', "arguments": ')]], [2, 4]
+    )
     batch.verify([1, 2], [2, 4])
     first = batch.take_released([1, 2])
     assert first[1][0] == "ok" and first[2][2][0]["function"]["name"] == "get"
@@ -629,9 +649,15 @@ def test_tree_mistakes_raise_and_change_nothing() -> None:
     s.draft_tree([0, 2, 3, 5], [-1, 0, 1, 1])
     assert s.tree_pending and s.pending_len == 4
     call: Callable[[], object]
-    for call in (lambda: s.draft([0]), lambda: s.verify(0), lambda: s.draft_tree([0], [-1]),
-                 lambda: s.verify_path([1]), lambda: s.verify_path([0, 3, 2]), lambda: s.verify_path([0, 9]),
-                 lambda: s.verify_path([-1])):
+    for call in (
+        lambda: s.draft([0]),
+        lambda: s.verify(0),
+        lambda: s.draft_tree([0], [-1]),
+        lambda: s.verify_path([1]),
+        lambda: s.verify_path([0, 3, 2]),
+        lambda: s.verify_path([0, 9]),
+        lambda: s.verify_path([-1]),
+    ):
         with pytest.raises(inert.TreeError):
             call()
     assert s.tree_pending and s.ledger_len == 4

@@ -22,26 +22,53 @@ from streams import PER_FORMAT, Streamed, one_shot, speculated
 FORMATS = inert.formats()
 
 OPENERS = {
-    "hermes": ["<tool_call>"], "qwen3_coder": ["<tool_call>"], "llama3_json": ["<|python_tag|>"],
-    "pythonic": ["<function_calls>", "<|python_start|>"], "mistral": ["[TOOL_CALLS]"],
+    "hermes": ["<tool_call>"],
+    "qwen3_coder": ["<tool_call>"],
+    "llama3_json": ["<|python_tag|>"],
+    "pythonic": ["<function_calls>", "<|python_start|>"],
+    "mistral": ["[TOOL_CALLS]"],
     "deepseek_v3": ["<｜tool▁calls▁begin｜>", "<｜tool▁call▁begin｜>"],
-    "deepseek_v31": ["<｜tool▁calls▁begin｜>", "<｜tool▁call▁begin｜>"], "deepseek_v32": ["<｜DSML｜"],
-    "kimi_k2": ["<|tool_calls_section_begin|>", "<|tool_call_begin|>"], "glm45": ["<tool_call>"],
+    "deepseek_v31": ["<｜tool▁calls▁begin｜>", "<｜tool▁call▁begin｜>"],
+    "deepseek_v32": ["<｜DSML｜"],
+    "kimi_k2": ["<|tool_calls_section_begin|>", "<|tool_call_begin|>"],
+    "glm45": ["<tool_call>"],
     "glm47": ["<tool_call>"],
     "openai": ["to=functions.", "<|call|>", "<|start|>", "<|channel|>", "<|message|>", "<|constrain|>"],
     "granite": ["<|tool_call|>", "<tool_call>"],
-    "internlm": ["<|action_start|>"], "jamba": ["<tool_calls>"], "xlam": [], "phi4_mini_json": ["<|tool_call|>"],
-    "minimax": ["<tool_calls>"], "minimax_m2": ["<minimax:tool_call>", "<invoke"],
+    "internlm": ["<|action_start|>"],
+    "jamba": ["<tool_calls>"],
+    "xlam": [],
+    "phi4_mini_json": ["<|tool_call|>"],
+    "minimax": ["<tool_calls>"],
+    "minimax_m2": ["<minimax:tool_call>", "<invoke"],
 }
 """Delimiter text that never belongs to content (a call's own text is checked apart)."""
 
-CLOSERS = ["</tool_call>", "<|tool_call_end|>", "<|tool_calls_section_end|>", "<｜tool▁call▁end｜>",
-           "<｜tool▁calls▁end｜>", "<|call|>", "<|action_end|>", "</tool_calls>", "<|/tool_call|>",
-           "</minimax:tool_call>", "</｜DSML｜function_calls>", "<|tool_call_begin|>", "<|tool_call_argument_begin|>",
-           "<｜tool▁sep｜>", "[ARGS]", "<|plugin|>", "</invoke>", "</｜DSML｜invoke>", "</function_calls>"]
+CLOSERS = [
+    "</tool_call>",
+    "<|tool_call_end|>",
+    "<|tool_calls_section_end|>",
+    "<｜tool▁call▁end｜>",
+    "<｜tool▁calls▁end｜>",
+    "<|call|>",
+    "<|action_end|>",
+    "</tool_calls>",
+    "<|/tool_call|>",
+    "</minimax:tool_call>",
+    "</｜DSML｜function_calls>",
+    "<|tool_call_begin|>",
+    "<|tool_call_argument_begin|>",
+    "<｜tool▁sep｜>",
+    "[ARGS]",
+    "<|plugin|>",
+    "</invoke>",
+    "</｜DSML｜invoke>",
+    "</function_calls>",
+]
 """More spellings that models send as special tokens. Every call closer is here: a vocabulary
 entry that spells one is its special token, and then the closer spelled inside a longer
 ordinary token is text (code in a value), so a closer is always cut out as a token of its own."""
+
 
 @st.composite
 def messages(draw: Any, fmt: str) -> tuple[str, Calls, str, str]:
@@ -133,13 +160,14 @@ def test_trees_release_what_their_accepted_path_does(fmt: str, data: st.DataObje
     pos = 0
     while pos < len(target):
         k = data.draw(st.integers(1, 4))
-        path = target[pos:pos + k]
+        path = target[pos : pos + k]
         wrong = [b"x", b"<tool_call>", b"}"][: data.draw(st.integers(0, 2))]
         if wrong[:1] == path[:1]:
             wrong = []  # a wrong root the same as the path's would be its twin, which is refused
         tokens = wrong + path
         parents = [-1 if i == 0 else i - 1 for i in range(len(wrong))] + [
-            -1 if i == 0 else len(wrong) + i - 1 for i in range(len(path))]
+            -1 if i == 0 else len(wrong) + i - 1 for i in range(len(path))
+        ]
         s.draft_tree(tokens, parents)
         s.verify_path([len(wrong) + i for i in range(len(path))])
         got.take(s.take_released())
@@ -158,8 +186,7 @@ def test_orchestrator_steps_carry_the_stream(fmt: str, data: st.DataObject) -> N
     text, calls, prose, thinking = data.draw(messages(fmt))
     raw = text.encode()
     target = chunk(raw, data.draw(st.lists(st.integers(0, len(raw)), max_size=30))) or [raw]
-    orch = inert.Orchestrator({}, {n: (lambda **_: "ok") for n, _ in calls}, format=fmt, turn_key="turn",
-                              stream=True)
+    orch = inert.Orchestrator({}, {n: (lambda **_: "ok") for n, _ in calls}, format=fmt, turn_key="turn", stream=True)
     got = Streamed()
 
     def take(step: inert.Step) -> None:

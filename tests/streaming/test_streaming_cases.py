@@ -32,8 +32,9 @@ def test_text_that_only_looked_like_a_delimiter_goes_out_once_it_cannot_be_one()
 def test_json_arguments_stream_before_the_block_closes() -> None:
     rs = steps("hermes", ['<tool_call>{"name": "get", ', '"arguments": {"city": "Pa', 'ris"}}', "</tool_call>"])
     first, second, third, closing, _ = (r[2] for r in rs)
-    assert first == [{"index": 0, "id": first[0]["id"], "type": "function",
-                      "function": {"name": "get", "arguments": ""}}]
+    assert first == [
+        {"index": 0, "id": first[0]["id"], "type": "function", "function": {"name": "get", "arguments": ""}}
+    ]
     assert first[0]["id"].startswith("call_")
     assert second == [{"index": 0, "function": {"arguments": '{"city": "Pa'}}]
     assert third == [{"index": 0, "function": {"arguments": 'ris"}'}}]
@@ -53,8 +54,17 @@ def test_string_encoded_arguments_stream_as_the_text_they_hold() -> None:
     """Granite 4 and others write the object as a string: what goes out is the object text
     it holds, decoded as accepted (an escape or a character cut by tokens waits whole, and
     blanks at the end wait: the parser trims them)."""
-    rs = steps("hermes", ['<tool_call>{"name": "f", "arguments": " {\\"a\\": \\', '"x\\u00', 'e9 y\\", \\n',
-                          ' \\"b\\": \\"z\\ud83d', '\\ude00\\"} "}', "</tool_call>"])
+    rs = steps(
+        "hermes",
+        [
+            '<tool_call>{"name": "f", "arguments": " {\\"a\\": \\',
+            '"x\\u00',
+            'e9 y\\", \\n',
+            ' \\"b\\": \\"z\\ud83d',
+            '\\ude00\\"} "}',
+            "</tool_call>",
+        ],
+    )
     fragments = [[d["function"]["arguments"] for d in r[2]] for r in rs]
     assert fragments == [["", '{"a":'], [' "x'], ['é y",'], [' \n "b": "z'], ['😀"}'], [], []]
     assert json.loads("".join(f for r in fragments for f in r)) == {"a": "xé y", "b": "z😀"}
@@ -68,8 +78,10 @@ def test_string_encoded_arguments_that_are_no_json_string_mark_the_call() -> Non
 
 
 def test_special_token_delimiters_are_never_content() -> None:
-    vocab = inert.Vocabulary({0: "Hi ", 1: '{"name": "f", "arguments": {}}', 2: " bye", 3: "</"},
-                             special_tokens={7: "<tool_call>", 8: "</tool_call>"})
+    vocab = inert.Vocabulary(
+        {0: "Hi ", 1: '{"name": "f", "arguments": {}}', 2: " bye", 3: "</"},
+        special_tokens={7: "<tool_call>", 8: "</tool_call>"},
+    )
     rs = steps("hermes", [0, 7, 1, 8, 8, 2], vocab=vocab)
     assert "".join(content(rs)) == "Hi  bye", "a stray closer sent as its special token is hidden too"
     assert [d["function"]["name"] for r in rs for d in r[2] if "name" in d["function"]] == ["f"]
@@ -116,12 +128,12 @@ def test_a_block_that_turns_out_malformed_after_its_deltas_is_marked() -> None:
     orch = inert.Orchestrator({}, {"f": lambda **_: "ok"}, format="hermes", turn_key="t", stream=True)
     orch.draft(['<tool_call>{"name": "f", "arguments": {"a": 1}}'])
     step = orch.verify(1)
-    assert [d["function"] for d in step.tool_call_deltas] == [{"name": "f", "arguments": ""},
-                                                               {"arguments": '{"a": 1}'}]
+    assert [d["function"] for d in step.tool_call_deltas] == [{"name": "f", "arguments": ""}, {"arguments": '{"a": 1}'}]
     orch.draft([" trailing junk</tool_call>"])
     step = orch.verify(1)
-    assert list(step.tool_call_deltas) == [{"index": 0, "function": {"arguments": ""},
-                                            "inert": {"malformed": "invalid_json"}}]
+    assert list(step.tool_call_deltas) == [
+        {"index": 0, "function": {"arguments": ""}, "inert": {"malformed": "invalid_json"}}
+    ]
     report = orch.finish()
     assert report.results == [] and [m.tool_call_index for m in report.malformed] == [0]
 
@@ -129,8 +141,14 @@ def test_a_block_that_turns_out_malformed_after_its_deltas_is_marked() -> None:
 def test_a_block_reported_whole_lists_every_call_that_streamed_from_it() -> None:
     """Two calls of one pythonic block stream, then the block outgrows its limit: both are
     marked, and the one malformed entry lists both (it named only the first)."""
-    orch = inert.Orchestrator({}, {"f": lambda **_: "ok", "g": lambda **_: "ok"}, format="pythonic",
-                              turn_key="t", stream=True, max_block_bytes=8)
+    orch = inert.Orchestrator(
+        {},
+        {"f": lambda **_: "ok", "g": lambda **_: "ok"},
+        format="pythonic",
+        turn_key="t",
+        stream=True,
+        max_block_bytes=8,
+    )
     marks = []
     for piece in "[f(), g()]":
         orch.draft([piece])
@@ -140,23 +158,35 @@ def test_a_block_reported_whole_lists_every_call_that_streamed_from_it() -> None
     assert [(m.kind, m.tool_call_indices, m.tool_call_index) for m in report.malformed] == [("too_large", [0, 1], 0)]
 
 
-@pytest.mark.parametrize(("fmt", "text", "committed"), [
-    ("minimax", '<tool_calls>x\n{"name": "f", "arguments": {"a": "v"}}\n{"name": "g", "arguments": {}}\n'
-                '{"name": "h", "arguments": {}}\n</tool_calls>', ["f", "g", "h"]),
-    ("xlam", '[{}{"name": "f", "arguments": {}}, {"name": "g", "arguments": {}}, {"name": "h", "arguments": {}}]',
-     ["g", "h"]),
-    ("jamba", '<tool_calls>[{}{"name": "f", "arguments": {}}, {"name": "g", "arguments": {}}]</tool_calls>', ["g"]),
-    ("mistral", '[TOOL_CALLS][{}{"name": "f", "arguments": {}}, {"name": "g", "arguments": {}}]', ["g"]),
-], ids=["minimax-stray-line", "xlam-merged-element", "jamba-merged-element", "mistral-array-merged-element"])
-def test_text_the_parse_counts_as_an_item_keeps_each_call_tied_to_its_own(fmt: str, text: str,
-                                                                          committed: list[str]) -> None:
+@pytest.mark.parametrize(
+    ("fmt", "text", "committed"),
+    [
+        (
+            "minimax",
+            '<tool_calls>x\n{"name": "f", "arguments": {"a": "v"}}\n{"name": "g", "arguments": {}}\n'
+            '{"name": "h", "arguments": {}}\n</tool_calls>',
+            ["f", "g", "h"],
+        ),
+        (
+            "xlam",
+            '[{}{"name": "f", "arguments": {}}, {"name": "g", "arguments": {}}, {"name": "h", "arguments": {}}]',
+            ["g", "h"],
+        ),
+        ("jamba", '<tool_calls>[{}{"name": "f", "arguments": {}}, {"name": "g", "arguments": {}}]</tool_calls>', ["g"]),
+        ("mistral", '[TOOL_CALLS][{}{"name": "f", "arguments": {}}, {"name": "g", "arguments": {}}]', ["g"]),
+    ],
+    ids=["minimax-stray-line", "xlam-merged-element", "jamba-merged-element", "mistral-array-merged-element"],
+)
+def test_text_the_parse_counts_as_an_item_keeps_each_call_tied_to_its_own(
+    fmt: str, text: str, committed: list[str]
+) -> None:
     """The parse counts a stray line, or an array element holding two objects, as one item;
     the stream numbered only call objects, so the calls after it were tied to the items
     before them: a call that ran was marked dropped (``diverged``) and never sent again,
     and a malformed entry listed a committed call."""
     orch = inert.Orchestrator({}, {n: (lambda **_: "ok") for n in "fgh"}, format=fmt, turn_key="t", stream=True)
     deltas = []
-    for piece in [text[:len(text) // 2], text[len(text) // 2:]]:
+    for piece in [text[: len(text) // 2], text[len(text) // 2 :]]:
         orch.draft([piece])
         deltas += orch.verify(1).tool_call_deltas
     report = orch.finish()
@@ -189,11 +219,13 @@ def test_finish_releases_the_held_tail() -> None:
 
 
 def test_harmony_framing_is_never_content() -> None:
-    text = ("<|channel|>analysis<|message|>Need weather.<|end|>"
-            "<|start|>assistant<|channel|>commentary to=functions.get <|constrain|>json<|message|>"
-            '{"city": "Paris"}<|call|>'
-            "<|start|>assistant<|channel|>final<|message|>It rains.<|return|>")
-    for pieces in ([text], [text[i:i + 3] for i in range(0, len(text), 3)]):
+    text = (
+        "<|channel|>analysis<|message|>Need weather.<|end|>"
+        "<|start|>assistant<|channel|>commentary to=functions.get <|constrain|>json<|message|>"
+        '{"city": "Paris"}<|call|>'
+        "<|start|>assistant<|channel|>final<|message|>It rains.<|return|>"
+    )
+    for pieces in ([text], [text[i : i + 3] for i in range(0, len(text), 3)]):
         rs = steps("openai", pieces)
         assert ("".join(r[1] for r in rs), "".join(content(rs))) == ("Need weather.", "It rains.")
         args = "".join(d["function"]["arguments"] for r in rs for d in r[2])
@@ -201,16 +233,21 @@ def test_harmony_framing_is_never_content() -> None:
 
 
 def test_model_ids_are_kept_where_the_format_has_them() -> None:
-    text = ("<|tool_calls_section_begin|><|tool_call_begin|>functions.get:0<|tool_call_argument_begin|>"
-            '{"a": 1}<|tool_call_end|><|tool_calls_section_end|>')
+    text = (
+        "<|tool_calls_section_begin|><|tool_call_begin|>functions.get:0<|tool_call_argument_begin|>"
+        '{"a": 1}<|tool_call_end|><|tool_calls_section_end|>'
+    )
     deltas = [d for r in steps("kimi_k2", [text]) for d in r[2]]
     assert deltas[0]["id"] == "functions.get:0" and deltas[0]["function"]["name"] == "get"
 
 
 def test_xml_formats_render_json_arguments() -> None:
     text = "<tool_call>\n<function=get>\n<parameter=city>\nParis\n</parameter>\n<parameter=days>\n3\n</parameter>\n"
-    rs = steps("qwen3_coder", [text, "</function>\n</tool_call>"],
-               schemas={"get": {"properties": {"city": {"type": "string"}, "days": {"type": "integer"}}}})
+    rs = steps(
+        "qwen3_coder",
+        [text, "</function>\n</tool_call>"],
+        schemas={"get": {"properties": {"city": {"type": "string"}, "days": {"type": "integer"}}}},
+    )
     args = "".join(d["function"]["arguments"] for r in rs for d in r[2])
     assert json.loads(args) == {"city": "Paris", "days": 3}
 
@@ -233,8 +270,9 @@ def test_without_stream_steps_release_nothing() -> None:
 
 
 def test_batches_stream_each_sequence() -> None:
-    vocab = inert.Vocabulary({0: "Hi ", 1: "<tool_call>", 2: '{"name": "f", "arguments": {"a": 1}}',
-                              3: "</tool_call>", 4: " bye"})
+    vocab = inert.Vocabulary(
+        {0: "Hi ", 1: "<tool_call>", 2: '{"name": "f", "arguments": {"a": 1}}', 3: "</tool_call>", 4: " bye"}
+    )
     batch = inert.BatchOrchestrator({}, {"f": lambda **_: "ok"}, format="hermes", vocab=vocab, stream=True)
     batch.add(1, "t1")
     batch.add(2, "t2")
@@ -272,7 +310,7 @@ def test_names_and_arguments_go_out_before_the_block_ends_in_every_format() -> N
         sent = "".join(d["function"]["arguments"] for d in deltas)
         if fmt == "pythonic":
             assert sent == "", fmt
-            s.draft([text[cut:text.index(b"n=")]])
+            s.draft([text[cut : text.index(b"n=")]])
             s.verify(1)
             sent = "".join(d["function"]["arguments"] for d in s.take_released()[2])
             assert sent == '{"city":"Paris"', sent
@@ -284,8 +322,9 @@ def test_async_orchestrator_steps_stream() -> None:
     import asyncio
 
     async def run() -> tuple[str, list[dict[str, Any]], inert.Report]:
-        orch = inert.AsyncOrchestrator({"f": "read_only"}, {"f": lambda a: a}, format="hermes", turn_key="t",
-                                       stream=True)
+        orch = inert.AsyncOrchestrator(
+            {"f": "read_only"}, {"f": lambda a: a}, format="hermes", turn_key="t", stream=True
+        )
         text, deltas = "", []
         for piece in ["Hi ", '<tool_call>{"name": "f", "arguments": {"a": 1}}</tool_call>', " bye"]:
             await orch.draft([piece])
@@ -309,7 +348,7 @@ def test_orchestrator_trees_stream_the_accepted_path_only() -> None:
 
 def test_a_block_past_max_block_bytes_is_marked_and_sends_nothing_after() -> None:
     text = '<tool_call>{"name": "f", "arguments": {"a": "' + "x" * 60 + '"}}</tool_call> ok'
-    rs = steps("hermes", [text[i:i + 5] for i in range(0, len(text), 5)], max_block_bytes=40)
+    rs = steps("hermes", [text[i : i + 5] for i in range(0, len(text), 5)], max_block_bytes=40)
     deltas = [d for r in rs for d in r[2]]
     marks = [i for i, d in enumerate(deltas) if "inert" in d]
     assert [deltas[i]["inert"] for i in marks] == [{"malformed": "too_large"}] and marks[0] == len(deltas) - 1

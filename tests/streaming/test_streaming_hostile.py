@@ -42,7 +42,7 @@ def test_a_value_that_is_no_utf8_releases_the_same_under_any_chunking(fmt: str, 
     time, and the call is marked malformed either way."""
     text = xml_call(fmt, "f", [("c", "\0"), ("d", "p")]).encode().replace(b"\0", value)
     whole = released_arguments(fmt, [text])
-    bytewise = released_arguments(fmt, [text[i:i + 1] for i in range(len(text))])
+    bytewise = released_arguments(fmt, [text[i : i + 1] for i in range(len(text))])
     assert whole == bytewise
     assert whole[1] == ["invalid_utf8"]
 
@@ -66,8 +66,12 @@ def speculated_turn(fmt: str, raw: bytes, limit: int, data: st.DataObject) -> tu
 
 def listed(outcomes: list[inert.Outcome]) -> dict[int, str]:
     """Each streamed call a malformed entry lists, with the entry's kind."""
-    return {i: o.malformed.kind for o in outcomes if isinstance(o, inert.BlockMalformed)
-            for i in o.malformed.tool_call_indices}
+    return {
+        i: o.malformed.kind
+        for o in outcomes
+        if isinstance(o, inert.BlockMalformed)
+        for i in o.malformed.tool_call_indices
+    }
 
 
 STRAYS = ["x\n", "{}", "{", "}", "[", "]", "[{", "}}", "\n{", "}\n", ",", '{"name": "q"}', "<"]
@@ -135,15 +139,25 @@ def test_a_block_too_large_before_its_name_streams_nothing() -> None:
     assert (got.starts, got.marks, got.content) == ({}, {}, " ok")
 
 
-@pytest.mark.parametrize(("fmt", "pieces", "limit"), [
-    ("hermes", [b"<tool_call>", b"<", b'{"name": "f", "arguments": {}}', b"</tool_call>", b" ok"], 11),
-    ("mistral", [b"[TOOL_CALLS]", b"[", b'{"name": "f", "arguments": {"a": 1}}]', b" ok"], 4),
-    ("hermes", [b'<tool_call>{"arguments": {"q": "' + b"y" * 80, b'"}, "name": "g"}</tool_call>',
-                b'<tool_call>{"name": "h", "arguments": {}}</tool_call>'], 60),
-    # The byte past the limit is accepted while a partial closer holds back the one before it
-    # (which tells the stream the name has ended): the block waits until that byte is read.
-    ("glm45", [b"<tool_call>a\n</", b"tool_call>"], 14),
-])
+@pytest.mark.parametrize(
+    ("fmt", "pieces", "limit"),
+    [
+        ("hermes", [b"<tool_call>", b"<", b'{"name": "f", "arguments": {}}', b"</tool_call>", b" ok"], 11),
+        ("mistral", [b"[TOOL_CALLS]", b"[", b'{"name": "f", "arguments": {"a": 1}}]', b" ok"], 4),
+        (
+            "hermes",
+            [
+                b'<tool_call>{"arguments": {"q": "' + b"y" * 80,
+                b'"}, "name": "g"}</tool_call>',
+                b'<tool_call>{"name": "h", "arguments": {}}</tool_call>',
+            ],
+            60,
+        ),
+        # The byte past the limit is accepted while a partial closer holds back the one before it
+        # (which tells the stream the name has ended): the block waits until that byte is read.
+        ("glm45", [b"<tool_call>a\n</", b"tool_call>"], 14),
+    ],
+)
 def test_a_block_too_large_streams_the_same_in_any_steps(fmt: str, pieces: list[bytes], limit: int) -> None:
     """Found by a helper. A body held back by a byte that may begin a delimiter was read after
     its block was final (its call streamed, then finish marked it ``unterminated``); and a

@@ -52,7 +52,8 @@ def check(got: dict[str, Any]) -> None:
     assert got["content"] == "Let me \nChecking."
     assert got["reasoning"] == "The user wants weather"
     assert [(c["name"], json.loads(c["arguments"])) for c in got["calls"].values()] == [
-        ("get_weather", {"city": "Lyon"})]
+        ("get_weather", {"city": "Lyon"})
+    ]
     assert "Par" not in json.dumps(got), "nothing from a rejected draft token"
     assert got["finish"] == "tool_calls"
 
@@ -73,8 +74,13 @@ def test_the_readme_streaming_loop_runs() -> None:
     namespace: dict[str, Any] = {}
     exec(compile(code.group(1), "README.md", "exec"), namespace)  # noqa: S102 - the README's own example
     ex = example()
-    orch = inert.Orchestrator(inert.EffectTable({"get_weather": "read_only"}),
-                              {"get_weather": lambda city: city}, format="hermes", turn_key="t", stream=True)
+    orch = inert.Orchestrator(
+        inert.EffectTable({"get_weather": "read_only"}),
+        {"get_weather": lambda city: city},
+        format="hermes",
+        turn_key="t",
+        stream=True,
+    )
     chunks = namespace["chunks"](orch, ex.engine(), id="chatcmpl-7", model="m", created=1)
     check(message(list(ex.sse(chunks))))
 

@@ -22,27 +22,51 @@ XML = ["qwen3_coder", "glm45", "glm47", "minimax_m2", "deepseek_v32"]
 PER_FORMAT = settings(max_examples=max(60, settings().max_examples // 2))
 
 SCHEMAS = {
-    "write": {"properties": {
-        "path": {"type": "string"}, "content": {"type": "string"}, "n": {"type": "integer"},
-        "flag": {"type": "boolean"}, "maybe": {"type": ["string", "null"]}, "obj": {"type": "object"},
-    }},
+    "write": {
+        "properties": {
+            "path": {"type": "string"},
+            "content": {"type": "string"},
+            "n": {"type": "integer"},
+            "flag": {"type": "boolean"},
+            "maybe": {"type": ["string", "null"]},
+            "obj": {"type": "object"},
+        }
+    },
 }
-TYPED = {"n": st.integers(-10**6, 10**6).map(str), "flag": st.sampled_from(["true", "False"]),
-         "maybe": st.sampled_from(["null", "None", "text", "42"]),
-         "obj": st.sampled_from(['{"a": [1, 2]}', "{'k': 'v'}", "{}"])}
+TYPED = {
+    "n": st.integers(-(10**6), 10**6).map(str),
+    "flag": st.sampled_from(["true", "False"]),
+    "maybe": st.sampled_from(["null", "None", "text", "42"]),
+    "obj": st.sampled_from(['{"a": [1, 2]}', "{'k': 'v'}", "{}"]),
+}
 
 
 def tags(fmt: str) -> list[str]:
     """The format's own tags as they may appear inside a value."""
     own = {
-        "qwen3_coder": ["</parameter>", "<parameter=path>", "<parameter=other>", "</function>",
-                        "\n</parameter>\n<parameter=content>\n", "</parameter>\n</function>"],
+        "qwen3_coder": [
+            "</parameter>",
+            "<parameter=path>",
+            "<parameter=other>",
+            "</function>",
+            "\n</parameter>\n<parameter=content>\n",
+            "</parameter>\n</function>",
+        ],
         "glm45": ["</arg_value>", "<arg_key>path</arg_key>\n<arg_value>", "</arg_value>\n<arg_key>zz</arg_key>"],
         "glm47": ["</arg_value>", "<arg_key>content</arg_key><arg_value>", "<arg_key>"],
-        "minimax_m2": ["</parameter>", '<parameter name="path">', '</parameter>\n<parameter name="q">',
-                       "</invoke>", "<parameters>"],
-        "deepseek_v32": ["</｜DSML｜parameter>", '<｜DSML｜parameter name="path" string="true">',
-                         "</｜DSML｜parameter>\n", "</｜DSML｜invoke>"],
+        "minimax_m2": [
+            "</parameter>",
+            '<parameter name="path">',
+            '</parameter>\n<parameter name="q">',
+            "</invoke>",
+            "<parameters>",
+        ],
+        "deepseek_v32": [
+            "</｜DSML｜parameter>",
+            '<｜DSML｜parameter name="path" string="true">',
+            "</｜DSML｜parameter>\n",
+            "</｜DSML｜invoke>",
+        ],
     }[fmt]
     return [*own, "a < b", "<b>x</b>", "\n", "é", " ", "<", "</"]
 
@@ -58,8 +82,14 @@ def outputs(draw: Any, fmt: str) -> tuple[str, bool]:
     calls = []
     for _ in range(draw(st.integers(1, 2))):
         name = draw(st.sampled_from(["write", "free"]))
-        keys = draw(st.lists(st.sampled_from(["path", "content", "n", "flag", "maybe", "obj", "q"]),
-                             min_size=0, max_size=4, unique=True))
+        keys = draw(
+            st.lists(
+                st.sampled_from(["path", "content", "n", "flag", "maybe", "obj", "q"]),
+                min_size=0,
+                max_size=4,
+                unique=True,
+            )
+        )
         params = [(k, draw(TYPED[k] if name == "write" and k in TYPED else text_values(fmt))) for k in keys]
         calls.append(xml_call(fmt, name, params))
     prose = draw(st.sampled_from(["", "Sure. ", "x < y\n"]))
@@ -99,22 +129,28 @@ def deltas_of(fmt: str, text: str, cut: int, **kw: Any) -> str:
 
 
 def test_a_long_text_value_streams_as_it_is_accepted_and_a_number_when_it_ends() -> None:
-    body = param("qwen3_coder", "path", "a.py") + param("qwen3_coder", "n", "12") + param(
-        "qwen3_coder", "content", "line one\nline two")
+    body = (
+        param("qwen3_coder", "path", "a.py")
+        + param("qwen3_coder", "n", "12")
+        + param("qwen3_coder", "content", "line one\nline two")
+    )
     text = xml_call("qwen3_coder", "write", []).replace("</function>", body + "</function>")
     at = text.index("12") + 1
     assert deltas_of("qwen3_coder", text, at, schemas=SCHEMAS) == '{"path":"a.py","n":'
     assert deltas_of("qwen3_coder", text, at + 1, schemas=SCHEMAS) == '{"path":"a.py","n":'
     after_number = text.index("<parameter=content>")
     assert deltas_of("qwen3_coder", text, after_number + len("<parameter=content>")) == (
-        '{"path":"a.py","n":"12","content":"'), "without a schema every value is text"
+        '{"path":"a.py","n":"12","content":"'
+    ), "without a schema every value is text"
     line = text.index("line two") + 4
     assert deltas_of("qwen3_coder", text, line, schemas=SCHEMAS) == '{"path":"a.py","n":12,"content":"line one\\nline'
 
 
 def test_a_literal_closer_waits_until_what_follows_shows_it_is_text() -> None:
-    text = ('<minimax:tool_call>\n<invoke name="free">\n<parameter name="content">a</parameter> b'
-            '</parameter>\n</invoke>\n</minimax:tool_call>')
+    text = (
+        '<minimax:tool_call>\n<invoke name="free">\n<parameter name="content">a</parameter> b'
+        "</parameter>\n</invoke>\n</minimax:tool_call>"
+    )
     at_closer = text.index("</parameter>") + len("</parameter>")
     assert deltas_of("minimax_m2", text, at_closer) == '{"content":"a'
     assert deltas_of("minimax_m2", text, at_closer + 2) == '{"content":"a</parameter> b'

@@ -62,8 +62,12 @@ def result_from_json(row: Mapping[str, Any]) -> dict[str, Any]:
     error = row.get("error")
     if error is not None and not isinstance(error, str):
         raise TypeError(f"error must be text or null, got {type(error).__name__}")
-    return {"finished": time_field(row["t"]), "replayed": _flag(row.get("replayed"), "replayed"),
-            "phase": _phase(row.get("phase")), "error": error}
+    return {
+        "finished": time_field(row["t"]),
+        "replayed": _flag(row.get("replayed"), "replayed"),
+        "phase": _phase(row.get("phase")),
+        "error": error,
+    }
 
 
 def _phase(value: Any) -> str | None:
@@ -80,8 +84,12 @@ def accepted_from_json(a: AcceptedCall | Mapping[str, Any]) -> AcceptedCall:
     """
     if isinstance(a, AcceptedCall):
         return a
-    return AcceptedCall(text_field(a["commit_key"], "commit_key"), text_field(a["name"], "name"),
-                        _arguments(a.get("arguments")), _span(a.get("span")))
+    return AcceptedCall(
+        text_field(a["commit_key"], "commit_key"),
+        text_field(a["name"], "name"),
+        _arguments(a.get("arguments")),
+        _span(a.get("span")),
+    )
 
 
 def _flag(value: Any, field: str) -> bool:
@@ -128,8 +136,11 @@ def _keys(value: Any) -> frozenset[Any] | None:
 def _span(value: Any) -> tuple[int, int]:
     if value is None:
         return 0, 0
-    if (not isinstance(value, (list, tuple)) or len(value) != 2
-            or not all(isinstance(v, int) and not isinstance(v, bool) for v in value)):
+    if (
+        not isinstance(value, (list, tuple))
+        or len(value) != 2
+        or not all(isinstance(v, int) and not isinstance(v, bool) for v in value)
+    ):
         raise TypeError(f"span must be [start, end] token positions, got {value!r}"[:200])
     return value[0], value[1]
 
@@ -159,10 +170,20 @@ def reconcile(
             entry is neither a record nor a dict, or a field has the wrong type.
         InertValueError: a dict lacks a field, or a field has a value it cannot hold.
     """
-    log = _entries(dispatch_log, "dispatch_log", DispatchRecord, record_from_json,
-                   "DispatchRecord (or a dict with commit_key, name, effect, span, started, finished, ...)")
-    accepted = _entries(accepted_stream, "accepted_stream", AcceptedCall, accepted_from_json,
-                        "AcceptedCall (or a dict with commit_key, name, arguments, span)")
+    log = _entries(
+        dispatch_log,
+        "dispatch_log",
+        DispatchRecord,
+        record_from_json,
+        "DispatchRecord (or a dict with commit_key, name, effect, span, started, finished, ...)",
+    )
+    accepted = _entries(
+        accepted_stream,
+        "accepted_stream",
+        AcceptedCall,
+        accepted_from_json,
+        "AcceptedCall (or a dict with commit_key, name, arguments, span)",
+    )
     report = Report(dispatch_log=log, accepted=accepted)
     by_key: dict[str, list[DispatchRecord]] = {}
     for r in log:
@@ -177,18 +198,28 @@ def reconcile(
 
     for r in log:
         if r.phase == "prepare" and r.error is None and r.finished is not None:
-            report.violations.append(Violation(
-                "leaked_prepare", r.name, r.span, r.commit_key,
-                f"two-phase tool {r.name!r} at tokens {r.span} (key {r.commit_key}) was prepared and then neither "
-                "committed nor aborted: what it staged is still held",
-            ))
+            report.violations.append(
+                Violation(
+                    "leaked_prepare",
+                    r.name,
+                    r.span,
+                    r.commit_key,
+                    f"two-phase tool {r.name!r} at tokens {r.span} (key {r.commit_key}) was prepared and then neither "
+                    "committed nor aborted: what it staged is still held",
+                )
+            )
         if _is_effect(r):
             if r.commit_key not in accepted_keys and id(r) not in paired:
-                report.violations.append(Violation(
-                    "orphan", r.name, r.span, r.commit_key,
-                    f"orphaned effect: {r.effect.value} tool {r.name!r} ran from tokens {r.span} under key "
-                    f"{r.commit_key}, but that block was never accepted; nothing compensates it",
-                ))
+                report.violations.append(
+                    Violation(
+                        "orphan",
+                        r.name,
+                        r.span,
+                        r.commit_key,
+                        f"orphaned effect: {r.effect.value} tool {r.name!r} ran from tokens {r.span} under key "
+                        f"{r.commit_key}, but that block was never accepted; nothing compensates it",
+                    )
+                )
         elif r.discarded or r.commit_key not in accepted_keys:
             report.discarded.append(DiscardedCall(r.name, r.arguments, r.commit_key, r.span, r.done))
 
@@ -198,55 +229,84 @@ def reconcile(
         if not records:
             source = moved.get(id(a))
             if source is not None:
-                report.violations.append(Violation(
-                    "key_divergence", source.name, a.span, a.commit_key,
-                    f"{source.name!r} ran under key {source.commit_key} (tokens {source.span}) but was accepted under "
-                    f"key {a.commit_key} (tokens {a.span}): dispatch and the accepted stream keyed the same call apart",
-                    other_key=source.commit_key,
-                ))
+                report.violations.append(
+                    Violation(
+                        "key_divergence",
+                        source.name,
+                        a.span,
+                        a.commit_key,
+                        f"{source.name!r} ran under key {source.commit_key} (tokens {source.span}) but was accepted "
+                        f"under key {a.commit_key} (tokens {a.span}): dispatch and the accepted stream keyed the same "
+                        "call apart",
+                        other_key=source.commit_key,
+                    )
+                )
             else:
-                report.violations.append(Violation(
-                    "missed", a.name, a.span, a.commit_key,
-                    f"accepted call {a.name!r} at tokens {a.span} (key {a.commit_key}) was never dispatched",
-                ))
+                report.violations.append(
+                    Violation(
+                        "missed",
+                        a.name,
+                        a.span,
+                        a.commit_key,
+                        f"accepted call {a.name!r} at tokens {a.span} (key {a.commit_key}) was never dispatched",
+                    )
+                )
             continue
         # The dispatch that counts: the last one not discarded (rejected tokens drafted again recur a key).
         live = [x for x in records if not x.discarded] or records
         r0 = live[-1]
         executed = [x for x in records if not x.replayed and x.executed_effect]
         if len(executed) > 1:
-            report.violations.append(Violation(
-                "duplicate", a.name, a.span, a.commit_key,
-                f"{r0.effect.value} tool {a.name!r} at tokens {a.span} ran {len(executed)} times under key "
-                f"{a.commit_key}",
-            ))
+            report.violations.append(
+                Violation(
+                    "duplicate",
+                    a.name,
+                    a.span,
+                    a.commit_key,
+                    f"{r0.effect.value} tool {a.name!r} at tokens {a.span} ran {len(executed)} times under key "
+                    f"{a.commit_key}",
+                )
+            )
         if r0.name != a.name or r0.arguments != a.arguments:
-            report.violations.append(Violation(
-                "key_divergence", a.name, a.span, a.commit_key,
-                f"key {a.commit_key} was dispatched as {r0.name}({r0.arguments}) but accepted as "
-                f"{a.name}({a.arguments})",
-            ))
+            report.violations.append(
+                Violation(
+                    "key_divergence",
+                    a.name,
+                    a.span,
+                    a.commit_key,
+                    f"key {a.commit_key} was dispatched as {r0.name}({r0.arguments}) but accepted as "
+                    f"{a.name}({a.arguments})",
+                )
+            )
         ran.append((a, r0))
         report.results.append(
-            CallResult(a.name, a.arguments, r0.effect, a.commit_key, r0.result, r0.error, r0.early, a.span,
-                       a.tool_call_id))
+            CallResult(
+                a.name, a.arguments, r0.effect, a.commit_key, r0.result, r0.error, r0.early, a.span, a.tool_call_id
+            )
+        )
 
     for ea, la in out_of_order(ran):
-        report.violations.append(Violation(
-            "stale_read", la.name, la.span, la.commit_key,
-            f"{la.name!r} at tokens {la.span} (key {la.commit_key}) started before the earlier conflicting "
-            f"{ea.name!r} at tokens {ea.span} (key {ea.commit_key}) finished: it observed the world out of "
-            "stream order",
-            other_key=ea.commit_key,
-        ))
+        report.violations.append(
+            Violation(
+                "stale_read",
+                la.name,
+                la.span,
+                la.commit_key,
+                f"{la.name!r} at tokens {la.span} (key {la.commit_key}) started before the earlier conflicting "
+                f"{ea.name!r} at tokens {ea.span} (key {ea.commit_key}) finished: it observed the world out of "
+                "stream order",
+                other_key=ea.commit_key,
+            )
+        )
     return report
 
 
 _Entry = TypeVar("_Entry")
 
 
-def _entries(value: object, what: str, kind: type[_Entry], convert: Callable[[Any], _Entry],
-             shape: str) -> list[_Entry]:
+def _entries(
+    value: object, what: str, kind: type[_Entry], convert: Callable[[Any], _Entry], shape: str
+) -> list[_Entry]:
     """The records of one argument of ``reconcile``, each checked, a mistake named by its index."""
     expected = f"reconcile: {what} must be a list of {shape}"
     if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):

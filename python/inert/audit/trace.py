@@ -79,24 +79,51 @@ class TraceWriter:
     def outcome(self, o: Outcome) -> None:
         if isinstance(o, BlockMalformed):
             m = o.malformed
-            self.emit(o.kind, block=m.block, index=m.index, span=list(m.span), commit_key=m.commit_key,
-                      kind=m.kind, offset=m.offset, reason=m.reason)
+            self.emit(
+                o.kind,
+                block=m.block,
+                index=m.index,
+                span=list(m.span),
+                commit_key=m.commit_key,
+                kind=m.kind,
+                offset=m.offset,
+                reason=m.reason,
+            )
             return
         c = o.call
-        fields: dict[str, Any] = {"block": c.block, "index": c.index, "span": list(c.span), "name": c.name,
-                                  "arguments": c.arguments, "commit_key": c.commit_key}
+        fields: dict[str, Any] = {
+            "block": c.block,
+            "index": c.index,
+            "span": list(c.span),
+            "name": c.name,
+            "arguments": c.arguments,
+            "commit_key": c.commit_key,
+        }
         if c.call_id is not None:
             fields["call_id"] = c.call_id
         self.emit(o.kind, **fields)
 
     def dispatch(self, r: DispatchRecord) -> None:
-        self.emit("dispatch", t=r.started, commit_key=r.commit_key, name=r.name, arguments=r.arguments,
-                  effect=r.effect.value, footprint=r.footprint.as_json(), span=list(r.span), early=r.early)
+        self.emit(
+            "dispatch",
+            t=r.started,
+            commit_key=r.commit_key,
+            name=r.name,
+            arguments=r.arguments,
+            effect=r.effect.value,
+            footprint=r.footprint.as_json(),
+            span=list(r.span),
+            early=r.early,
+        )
 
     def result(self, r: DispatchRecord) -> None:
-        fields: dict[str, Any] = {"commit_key": r.commit_key, "ok": r.error is None,
-                                  "error": None if r.error is None else describe(r.error),
-                                  "timed_out": r.timed_out, "replayed": r.replayed}
+        fields: dict[str, Any] = {
+            "commit_key": r.commit_key,
+            "ok": r.error is None,
+            "error": None if r.error is None else describe(r.error),
+            "timed_out": r.timed_out,
+            "replayed": r.replayed,
+        }
         if r.phase is not None:
             fields["phase"] = r.phase  # a two-phase tool: the phase it ended in (commit, abort, or prepare)
         if self._results:
@@ -141,5 +168,5 @@ def read_trace(path: str | os.PathLike[str]) -> Iterator[tuple[int, dict[str, An
                 raise InertValueError(f"{where}:{n}: not JSON ({str(e)[:120]})") from None
             if not isinstance(row, dict) or row.get("v") != SCHEMA:
                 version = row.get("v") if isinstance(row, dict) else None
-                raise InertValueError(f"{where}:{n}: not an {SCHEMA} event (its \"v\" is {version!r})")
+                raise InertValueError(f'{where}:{n}: not an {SCHEMA} event (its "v" is {version!r})')
             yield n, row

@@ -69,8 +69,10 @@ def audit(path: str | os.PathLike[str]) -> list[TurnAudit]:
     for n, row in read_trace(path):
         key, event = row.get("turn"), row.get("event")
         if not isinstance(key, str) or not isinstance(event, str):
-            raise InertValueError(f"{where}:{n}: an event needs a \"turn\" (the turn key) and an \"event\", both "
-                                  f"strings; got {key!r} and {event!r}"[:300])
+            raise InertValueError(
+                f'{where}:{n}: an event needs a "turn" (the turn key) and an "event", both '
+                f"strings; got {key!r} and {event!r}"[:300]
+            )
         if key not in current or (event == "turn_start" and current[key].order + current[key].accepted):
             runs[key] = runs.get(key, 0) + 1
             name = key if runs[key] == 1 else f"{key}#{runs[key]}"
@@ -100,8 +102,9 @@ def audit(path: str | os.PathLike[str]) -> list[TurnAudit]:
             elif event == "call_committed":
                 turn.accepted.append(accepted_from_json(row))
         except (KeyError, TypeError, ValueError, OverflowError) as e:
-            raise InertValueError(f"{where}:{n}: a {event!r} event of turn {key!r} lacks a field or has a bad one: "
-                                  f"{_short(e)}") from None
+            raise InertValueError(
+                f"{where}:{n}: a {event!r} event of turn {key!r} lacks a field or has a bad one: {_short(e)}"
+            ) from None
     if not turns:
         raise InertValueError(f"{where}: no {SCHEMA} events: nothing to audit (an empty file, or the wrong one)")
     return [TurnAudit(t.name, t.report()) for t in turns]

@@ -28,15 +28,54 @@ __all__ = ["DSN_PREFIXES", "LIBPQ_KEYWORDS", "address_problem", "is_dsn", "keywo
 DSN_PREFIXES = ("postgresql://", "postgres://")
 """A journal named by a string with one of these prefixes is a PostgreSQL database."""
 
-LIBPQ_KEYWORDS = frozenset({
-    "host", "hostaddr", "port", "dbname", "user", "password", "passfile", "require_auth", "channel_binding",
-    "connect_timeout", "client_encoding", "options", "application_name", "fallback_application_name",
-    "keepalives", "keepalives_idle", "keepalives_interval", "keepalives_count", "tcp_user_timeout",
-    "replication", "gssencmode", "sslmode", "requiressl", "sslnegotiation", "sslcompression", "sslcert",
-    "sslkey", "sslpassword", "sslcertmode", "sslrootcert", "sslcrl", "sslcrldir", "sslsni", "requirepeer",
-    "ssl_min_protocol_version", "ssl_max_protocol_version", "min_protocol_version", "max_protocol_version",
-    "krbsrvname", "gsslib", "gssdelegation", "service", "target_session_attrs", "load_balance_hosts",
-})
+LIBPQ_KEYWORDS = frozenset(
+    {
+        "host",
+        "hostaddr",
+        "port",
+        "dbname",
+        "user",
+        "password",
+        "passfile",
+        "require_auth",
+        "channel_binding",
+        "connect_timeout",
+        "client_encoding",
+        "options",
+        "application_name",
+        "fallback_application_name",
+        "keepalives",
+        "keepalives_idle",
+        "keepalives_interval",
+        "keepalives_count",
+        "tcp_user_timeout",
+        "replication",
+        "gssencmode",
+        "sslmode",
+        "requiressl",
+        "sslnegotiation",
+        "sslcompression",
+        "sslcert",
+        "sslkey",
+        "sslpassword",
+        "sslcertmode",
+        "sslrootcert",
+        "sslcrl",
+        "sslcrldir",
+        "sslsni",
+        "requirepeer",
+        "ssl_min_protocol_version",
+        "ssl_max_protocol_version",
+        "min_protocol_version",
+        "max_protocol_version",
+        "krbsrvname",
+        "gsslib",
+        "gssdelegation",
+        "service",
+        "target_session_attrs",
+        "load_balance_hosts",
+    }
+)
 """libpq's connection keywords. A keyword/value string names a database when it uses at
 least one of them (psycopg then checks the rest): ``run=3.sqlite`` uses none."""
 
@@ -106,17 +145,23 @@ def address_problem(spec: str) -> str | None:
     """Why ``spec``, a ``str`` that :func:`is_dsn` does not take, must not be taken as a
     file path either (it reads as a database address), or ``None`` when it is a path."""
     if (scheme := _SCHEME.match(spec)) is not None:
-        return (f"it is a {scheme.group(1)}:// URI, and a journal is a postgresql:// or postgres:// URI, "
-                "a PostgreSQL keyword/value connection string (host=... dbname=...), or a file path")
+        return (
+            f"it is a {scheme.group(1)}:// URI, and a journal is a postgresql:// or postgres:// URI, "
+            "a PostgreSQL keyword/value connection string (host=... dbname=...), or a file path"
+        )
     if _HAS_A_SETTING.search(spec) is None:
         return None
     pairs = keyword_pairs(spec)
     if pairs is None:
-        return ("it reads like a PostgreSQL keyword/value connection string (keyword=value ...) but is not one "
-                "(a quote left open, or a setting without '='); put a value with spaces in single quotes")
+        return (
+            "it reads like a PostgreSQL keyword/value connection string (keyword=value ...) but is not one "
+            "(a quote left open, or a setting without '='); put a value with spaces in single quotes"
+        )
     used = ", ".join(dict.fromkeys(k for k, _ in pairs))
-    return (f"it reads as a keyword/value connection string, but none of its keywords ({used}) is libpq's "
-            "(host, dbname, user, port, ...)")
+    return (
+        f"it reads as a keyword/value connection string, but none of its keywords ({used}) is libpq's "
+        "(host, dbname, user, port, ...)"
+    )
 
 
 def refuse_ambiguous(spec: str) -> None:
@@ -130,4 +175,5 @@ def refuse_ambiguous(spec: str) -> None:
         raise InertValueError(
             f"the journal name is neither a PostgreSQL database nor a file path inert will create: {problem}. "
             "Name a PostgreSQL database as postgresql://user@host/db or 'host=... dbname=...'; a SQLite file "
-            "whose name looks like this as pathlib.Path(name) or ./name")
+            "whose name looks like this as pathlib.Path(name) or ./name"
+        )

@@ -39,7 +39,8 @@ class MemoryJournal:
         with self._lock:
             e = self._entries[record.commit_key]
             self._entries[record.commit_key] = dataclasses.replace(
-                e, status=status, result=result, error=error, finished_at=time.time())
+                e, status=status, result=result, error=error, finished_at=time.time()
+            )
 
     def entries(self) -> list[JournalEntry]:
         """Every journaled dispatch, in intent order."""

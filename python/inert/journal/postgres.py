@@ -105,12 +105,26 @@ def default_worker() -> str:
 
 
 def _row_entry(row: tuple[Any, ...], dsn: str) -> JournalEntry:
-    (key, turn, tool, effect, args, fp, intent_at, status, result, error, finished_at, worker, lease, live,
-     _claim) = row
+    (key, turn, tool, effect, args, fp, intent_at, status, result, error, finished_at, worker, lease, live, _claim) = (
+        row
+    )
     name = redact(dsn)
-    return JournalEntry(key, turn, tool, effect, stored_json(args, "arguments", key, name), fp, intent_at, status,
-                        None if result is None else stored_json(result, "result", key, name), error, finished_at,
-                        worker, lease, bool(live))
+    return JournalEntry(
+        key,
+        turn,
+        tool,
+        effect,
+        stored_json(args, "arguments", key, name),
+        fp,
+        intent_at,
+        status,
+        None if result is None else stored_json(result, "result", key, name),
+        error,
+        finished_at,
+        worker,
+        lease,
+        bool(live),
+    )
 
 
 class PostgresJournal:
@@ -145,13 +159,24 @@ class PostgresJournal:
         InertValueError: a lease or wait that is not a positive number (0 allowed for the wait).
     """
 
-    def __init__(self, dsn: str, *, worker: str | None = None, lease_seconds: float = 30.0,
-                 wait_seconds: float = 30.0, create: bool = False, connect_timeout: float = 5.0,
-                 statement_timeout: float = 10.0, on_wait: Callable[[JournalEntry], None] | None = None,
-                 pool_size: int = 4) -> None:
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        worker: str | None = None,
+        lease_seconds: float = 30.0,
+        wait_seconds: float = 30.0,
+        create: bool = False,
+        connect_timeout: float = 5.0,
+        statement_timeout: float = 10.0,
+        on_wait: Callable[[JournalEntry], None] | None = None,
+        pool_size: int = 4,
+    ) -> None:
         if not isinstance(dsn, str):
-            raise InertTypeError(f"PostgresJournal takes a DSN (a postgresql:// URI or a keyword/value "
-                                 f"connection string), got {type(dsn).__name__}")
+            raise InertTypeError(
+                f"PostgresJournal takes a DSN (a postgresql:// URI or a keyword/value "
+                f"connection string), got {type(dsn).__name__}"
+            )
         if not lease_seconds > 0:
             raise InertValueError(f"lease_seconds must be positive, not {lease_seconds!r}")
         if not wait_seconds >= 0:
@@ -202,8 +227,9 @@ class PostgresJournal:
                         if conn is not None:
                             conn.close()
                         conn = None
-                        conn = open_connection(self.dsn, application_name=self._application_name,
-                                               timeouts=self._timeouts)
+                        conn = open_connection(
+                            self.dsn, application_name=self._application_name, timeouts=self._timeouts
+                        )
                     return work(conn)
                 except self._pg.Error as e:
                     if attempt == 1 and (conn is None or connection_lost(conn)):
@@ -288,13 +314,27 @@ class PostgresJournal:
             time.sleep(min(pause, deadline - now))
             pause = min(pause * 2, _MAX_POLL)
 
-    def _claim(self, conn: psycopg.Connection[Any], e: JournalEntry, args: str, claim: str,
-               record: DispatchRecord) -> tuple[bool, JournalEntry | None]:
+    def _claim(
+        self, conn: psycopg.Connection[Any], e: JournalEntry, args: str, claim: str, record: DispatchRecord
+    ) -> tuple[bool, JournalEntry | None]:
         """One look at the key: ``(True, None)`` claimed new, ``(True, entry)`` taken over in
         doubt, ``(False, entry)`` someone else's (with an outcome, in doubt, or in flight),
         ``(False, None)`` changed hands meanwhile."""
-        row = conn.execute(_CLAIM, (e.commit_key, e.turn_key, e.tool, e.effect, args, e.fingerprint, e.intent_at,
-                                    self.worker, claim, self.lease_seconds)).fetchone()
+        row = conn.execute(
+            _CLAIM,
+            (
+                e.commit_key,
+                e.turn_key,
+                e.tool,
+                e.effect,
+                args,
+                e.fingerprint,
+                e.intent_at,
+                self.worker,
+                claim,
+                self.lease_seconds,
+            ),
+        ).fetchone()
         if row is not None:
             return True, None
         found = conn.execute(_SELECT + " WHERE commit_key = %s", (e.commit_key,)).fetchone()
@@ -347,10 +387,14 @@ class PostgresJournal:
                 sql, params = _RECORD_READ_AGAIN, values
             else:
                 sql, params = None, values  # a claim this worker never held: nothing it may record
-            row = None if sql is None else self._run(
-                f"could not record the outcome of {record.name!r} under key {key}; it stays in doubt "
-                "(listed by `inert recover` once its lease lapses)",
-                lambda c: c.execute(sql, params).fetchone(),
+            row = (
+                None
+                if sql is None
+                else self._run(
+                    f"could not record the outcome of {record.name!r} under key {key}; it stays in doubt "
+                    "(listed by `inert recover` once its lease lapses)",
+                    lambda c: c.execute(sql, params).fetchone(),
+                )
             )
         finally:
             # Renewing a key whose outcome could not be recorded would keep it
@@ -373,15 +417,18 @@ class PostgresJournal:
                 f"worker {self.worker} lost its claim on {record.name!r} under key {key}: its lease lapsed and the "
                 f"key was taken over by {holder}, whose outcome stands; this one was not recorded (see "
                 f"`inert recover {redact(self.dsn)}`). Renewals failed or the process stalled for a whole "
-                "lease: a longer lease_seconds tolerates longer stalls")
+                "lease: a longer lease_seconds tolerates longer stalls"
+            )
         if record.effect is EffectClass.READ_ONLY:
             return StaleClaimError(
                 f"worker {self.worker} holds no claim on {record.name!r} under key {key}, which {holder} holds "
                 "without a finished outcome: a read run again replaces only a finished outcome, so this one was "
-                "not recorded")
+                "not recorded"
+            )
         return StaleClaimError(
             f"worker {self.worker} holds no claim on {record.name!r} under key {key} ({holder} claimed it): "
-            "only the worker whose begin() claimed a key records its outcome, once; this one was not recorded")
+            "only the worker whose begin() claimed a key records its outcome, once; this one was not recorded"
+        )
 
     def entries(self) -> list[JournalEntry]:
         """Every journaled dispatch, in intent order; ``in_flight`` marks keys a live worker holds.
@@ -389,8 +436,7 @@ class PostgresJournal:
         Raises:
             JournalError: the database could not be read.
         """
-        rows = self._run("could not read the journal",
-                         lambda c: c.execute(_SELECT + " ORDER BY seq").fetchall())
+        rows = self._run("could not read the journal", lambda c: c.execute(_SELECT + " ORDER BY seq").fetchall())
         return [_row_entry(r, self.dsn) for r in rows]
 
     def lookup(self, commit_key: str) -> JournalEntry | None:
@@ -399,8 +445,10 @@ class PostgresJournal:
         Raises:
             JournalError: the database could not be read.
         """
-        row = self._run("could not read the journal",
-                        lambda c: c.execute(_SELECT + " WHERE commit_key = %s", (commit_key,)).fetchone())
+        row = self._run(
+            "could not read the journal",
+            lambda c: c.execute(_SELECT + " WHERE commit_key = %s", (commit_key,)).fetchone(),
+        )
         return None if row is None else _row_entry(row, self.dsn)
 
     # -- leases --
@@ -414,8 +462,9 @@ class PostgresJournal:
         with self._lock:
             self._held[key] = claim
             if self._heartbeat is None and not self._closed:
-                self._heartbeat = threading.Thread(target=self._renew_leases, name=f"inert-lease {self.worker}",
-                                                   daemon=True)
+                self._heartbeat = threading.Thread(
+                    target=self._renew_leases, name=f"inert-lease {self.worker}", daemon=True
+                )
                 self._heartbeat.start()
 
     def _renew_leases(self) -> None:
@@ -428,10 +477,14 @@ class PostgresJournal:
                     self._heartbeat = None
                     return
             try:
-                self._run("could not renew its leases", lambda c: c.execute(
-                    "UPDATE inert_journal SET lease_until = clock_timestamp() + make_interval(secs => %s)"
-                    " WHERE claim = ANY(%s) AND status IS NULL",
-                    (self.lease_seconds, claims)))  # noqa: B023 - run at once, within this iteration
+                self._run(
+                    "could not renew its leases",
+                    lambda c: c.execute(
+                        "UPDATE inert_journal SET lease_until = clock_timestamp() + make_interval(secs => %s)"
+                        " WHERE claim = ANY(%s) AND status IS NULL",
+                        (self.lease_seconds, claims),  # noqa: B023 - run at once, within this iteration
+                    ),
+                )
             except JournalError as e:
                 # The next beat tries again; if the database stays away for a whole
                 # lease, other workers rightly see these keys in doubt.

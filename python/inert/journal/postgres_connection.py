@@ -36,6 +36,7 @@ __all__ = [
     "redact",
 ]
 
+
 def redact(dsn: str) -> str:
     """``dsn`` with any password replaced by ``***``, fit for messages and logs (a URI, or a
     keyword/value connection string)."""
@@ -51,7 +52,8 @@ def redact(dsn: str) -> str:
             user, _, host = netloc.rpartition("@")
             netloc = user.split(":", 1)[0] + ":***@" + host
         query = urllib.parse.urlencode(
-            [(k, "***" if k == "password" else v) for k, v in urllib.parse.parse_qsl(parts.query)], safe="/*")
+            [(k, "***" if k == "password" else v) for k, v in urllib.parse.parse_qsl(parts.query)], safe="/*"
+        )
         return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
     except ValueError:
         return "the PostgreSQL journal"  # unparseable: show nothing that might hold a secret
@@ -110,8 +112,9 @@ def connect(dsn: str, *, application_name: str, timeouts: Timeouts, read_only: b
         raise failure(dsn, "cannot connect", e) from e
 
 
-def open_connection(dsn: str, *, application_name: str, timeouts: Timeouts,
-                    read_only: bool = False) -> psycopg.Connection[Any]:
+def open_connection(
+    dsn: str, *, application_name: str, timeouts: Timeouts, read_only: bool = False
+) -> psycopg.Connection[Any]:
     """Opens an autocommit connection with every wait bounded.
 
     Settings the DSN already makes (``connect_timeout``, ``application_name``,
@@ -131,18 +134,26 @@ def open_connection(dsn: str, *, application_name: str, timeouts: Timeouts,
     try:
         given = pg.conninfo.conninfo_to_dict(dsn)
     except pg.ProgrammingError as e:
-        raise JournalError(f"{redact(dsn)} is not a valid PostgreSQL URI or connection string: "
-                           f"{scrubbed(str(e))}") from e
+        raise JournalError(
+            f"{redact(dsn)} is not a valid PostgreSQL URI or connection string: {scrubbed(str(e))}"
+        ) from e
     ms = max(1, int(timeouts.statement * 1000))
-    options = [str(given.get("options") or ""), f"-c statement_timeout={ms}", f"-c lock_timeout={ms}",
-               # a client that froze inside a transaction must not hold its locks forever
-               f"-c idle_in_transaction_session_timeout={ms * 6}"]
+    options = [
+        str(given.get("options") or ""),
+        f"-c statement_timeout={ms}",
+        f"-c lock_timeout={ms}",
+        # a client that froze inside a transaction must not hold its locks forever
+        f"-c idle_in_transaction_session_timeout={ms * 6}",
+    ]
     if read_only:
         options.append("-c default_transaction_read_only=on")
     defaults: dict[str, Any] = {
         "connect_timeout": max(1, math.ceil(timeouts.connect)),
         "application_name": application_name[:63],
-        "keepalives": 1, "keepalives_idle": 5, "keepalives_interval": 2, "keepalives_count": 3,
+        "keepalives": 1,
+        "keepalives_idle": 5,
+        "keepalives_interval": 2,
+        "keepalives_count": 3,
         "tcp_user_timeout": ms,
     }
     extra = {k: v for k, v in defaults.items() if k not in given}
@@ -161,11 +172,15 @@ def failure(dsn: str, doing: str, exc: BaseException) -> JournalError:
     pg = psycopg_module()
     text = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
     if isinstance(exc, pg.errors.QueryCanceled):
-        advice = ("a statement or lock wait outran the journal's statement timeout: "
-                  "the database is overloaded or a lock is held")
+        advice = (
+            "a statement or lock wait outran the journal's statement timeout: "
+            "the database is overloaded or a lock is held"
+        )
     elif isinstance(exc, pg.errors.InsufficientPrivilege):
-        advice = ("the role lacks a privilege on the journal's tables: "
-                  "grant it, or use the role that ran `inert journal init`")
+        advice = (
+            "the role lacks a privilege on the journal's tables: "
+            "grant it, or use the role that ran `inert journal init`"
+        )
     elif isinstance(exc, pg.errors.ReadOnlySqlTransaction):
         advice = "the server is read-only (a standby?): point the journal at the primary"
     elif isinstance(exc, (pg.OperationalError, pg.InterfaceError)):

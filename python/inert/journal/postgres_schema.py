@@ -70,14 +70,20 @@ def _version(conn: psycopg.Connection[Any]) -> int:
 
 def _check_version(version: int, dsn: str) -> None:
     if version < 0:
-        raise JournalError(f"PostgreSQL journal {redact(dsn)}: inert_meta holds no readable schema_version; "
-                           "the tables were not made by inert, or were altered: refusing to use them")
+        raise JournalError(
+            f"PostgreSQL journal {redact(dsn)}: inert_meta holds no readable schema_version; "
+            "the tables were not made by inert, or were altered: refusing to use them"
+        )
     if version > SCHEMA_VERSION:
-        raise JournalError(f"PostgreSQL journal {redact(dsn)}: schema version {version} is newer than this inert "
-                           f"knows (version {SCHEMA_VERSION}): upgrade inert on this worker")
+        raise JournalError(
+            f"PostgreSQL journal {redact(dsn)}: schema version {version} is newer than this inert "
+            f"knows (version {SCHEMA_VERSION}): upgrade inert on this worker"
+        )
     if version < SCHEMA_VERSION:  # pragma: no cover - no older version exists yet
-        raise JournalError(f"PostgreSQL journal {redact(dsn)}: schema version {version} is older than this inert's "
-                           f"({SCHEMA_VERSION}): run `inert journal init` to migrate it")
+        raise JournalError(
+            f"PostgreSQL journal {redact(dsn)}: schema version {version} is older than this inert's "
+            f"({SCHEMA_VERSION}): run `inert journal init` to migrate it"
+        )
 
 
 def check_schema(conn: psycopg.Connection[Any], dsn: str, *, create: bool) -> None:
@@ -96,12 +102,16 @@ def check_schema(conn: psycopg.Connection[Any], dsn: str, *, create: bool) -> No
         _create(conn, dsn)
         present = _present(conn)
     if not present:
-        raise JournalError(f"PostgreSQL journal {redact(dsn)}: the database holds no inert journal; create it "
-                           "once with `inert journal init DSN` (or PostgresJournal(dsn, create=True))")
+        raise JournalError(
+            f"PostgreSQL journal {redact(dsn)}: the database holds no inert journal; create it "
+            "once with `inert journal init DSN` (or PostgresJournal(dsn, create=True))"
+        )
     if present != set(TABLES):
         missing = ", ".join(t for t in TABLES if t not in present)
-        raise JournalError(f"PostgreSQL journal {redact(dsn)}: the inert schema is incomplete ({missing} missing); "
-                           "run `inert journal init DSN` to complete it")
+        raise JournalError(
+            f"PostgreSQL journal {redact(dsn)}: the inert schema is incomplete ({missing} missing); "
+            "run `inert journal init DSN` to complete it"
+        )
     _check_version(_version(conn), dsn)
 
 
@@ -112,8 +122,10 @@ def _create(conn: psycopg.Connection[Any], dsn: str) -> int:
         before = _version(conn) if "inert_meta" in _present(conn) else -1
         for statement in _DDL:
             conn.execute(statement)
-        conn.execute("INSERT INTO inert_meta (key, value) VALUES ('schema_version', %s) ON CONFLICT (key) DO NOTHING",
-                     (str(SCHEMA_VERSION),))
+        conn.execute(
+            "INSERT INTO inert_meta (key, value) VALUES ('schema_version', %s) ON CONFLICT (key) DO NOTHING",
+            (str(SCHEMA_VERSION),),
+        )
         _check_version(_version(conn), dsn)
     return before
 

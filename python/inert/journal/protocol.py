@@ -131,8 +131,15 @@ class Journal(Protocol):
 
 def new_entry(record: DispatchRecord, turn_key: str) -> JournalEntry:
     """The intent of ``record``, stamped now, with no outcome."""
-    return JournalEntry(record.commit_key, turn_key, record.name, record.effect.value, dict(record.arguments),
-                        fingerprint(record.arguments), time.time())
+    return JournalEntry(
+        record.commit_key,
+        turn_key,
+        record.name,
+        record.effect.value,
+        dict(record.arguments),
+        fingerprint(record.arguments),
+        time.time(),
+    )
 
 
 def same_call(prior: JournalEntry, record: DispatchRecord) -> JournalEntry:
@@ -177,8 +184,10 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         seen: set[str] = set()
         for key, _ in pairs:
             if key in seen:
-                raise ValueError(f"two keys of one dict are both the JSON key {key!r} (JSON keys are text, so "
-                                 "1 and '1' collide); return a dict whose keys stay distinct as text")
+                raise ValueError(
+                    f"two keys of one dict are both the JSON key {key!r} (JSON keys are text, so "
+                    "1 and '1' collide); return a dict whose keys stay distinct as text"
+                )
             seen.add(key)
     return obj
 
@@ -194,4 +203,5 @@ def stored_json(text: str | bytes, what: str, commit_key: str, journal: str) -> 
     except (ValueError, RecursionError) as exc:  # bad JSON or UTF-8, an int past Python's digit limit, deep nesting
         raise JournalError(
             f"{journal}: the stored {what} of {commit_key} is damaged ({describe(exc)[:120]}): "
-            "it was changed outside inert; restore the journal from a backup, or delete that entry") from exc
+            "it was changed outside inert; restore the journal from a backup, or delete that entry"
+        ) from exc

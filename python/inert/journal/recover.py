@@ -48,14 +48,18 @@ def recover(journal: Journal | str | os.PathLike[str]) -> Recovery:
     elif callable(getattr(journal, "entries", None)):
         entries = journal.entries()
     else:
-        raise InertTypeError(f"recover: journal must be a Journal, the path of a SQLite journal file or a "
-                             f"PostgreSQL database (a postgresql:// URI or a keyword/value connection string), "
-                             f"got {type(journal).__name__}")
+        raise InertTypeError(
+            f"recover: journal must be a Journal, the path of a SQLite journal file or a "
+            f"PostgreSQL database (a postgresql:// URI or a keyword/value connection string), "
+            f"got {type(journal).__name__}"
+        )
     calls = [e for e in entries if split_phase(e.commit_key).phase == COMMIT]
-    return Recovery(in_doubt=[e for e in calls if e.in_doubt],
-                    completed=[e for e in calls if e.status is not None and not e.in_doubt],
-                    in_flight=[e for e in calls if e.in_flight],
-                    prepared=_prepared_not_finished(entries))
+    return Recovery(
+        in_doubt=[e for e in calls if e.in_doubt],
+        completed=[e for e in calls if e.status is not None and not e.in_doubt],
+        in_flight=[e for e in calls if e.in_flight],
+        prepared=_prepared_not_finished(entries),
+    )
 
 
 def _prepared_not_finished(entries: list[JournalEntry]) -> list[JournalEntry]:
@@ -64,8 +68,9 @@ def _prepared_not_finished(entries: list[JournalEntry]) -> list[JournalEntry]:
     may have staged, too, and an abort that failed or timed out may have left it). A key
     prepares again only after its previous attempt was aborted or lost, so the commit
     belongs to the last attempt journaled before it."""
-    aborted = {(k.commit_key, k.attempt) for e in entries
-               if (k := split_phase(e.commit_key)).phase == ABORT and e.status == OK}
+    aborted = {
+        (k.commit_key, k.attempt) for e in entries if (k := split_phase(e.commit_key)).phase == ABORT and e.status == OK
+    }
     committed_attempt: dict[str, str | None] = {}
     last_attempt: dict[str, str | None] = {}
     for e in entries:  # in intent order

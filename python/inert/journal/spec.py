@@ -75,8 +75,7 @@ def init_journal(spec: str | os.PathLike[str]) -> str:
     if names_postgres(spec):
         assert isinstance(spec, str)
         created, version = init_schema(spec)
-        return (f"{'created' if created else 'checked'} the inert journal in {redact(spec)} "
-                f"(schema version {version})")
+        return f"{'created' if created else 'checked'} the inert journal in {redact(spec)} (schema version {version})"
     existed = os.path.exists(spec) and os.path.getsize(spec) > 0
     SqliteJournal(spec).close()
     verb = "checked" if existed else "created"

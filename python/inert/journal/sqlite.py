@@ -38,7 +38,8 @@ _COLUMNS = {
     "outcomes": {"commit_key", "status", "result", "error", "finished_at"},
 }
 
-_SCHEMA = ("""
+_SCHEMA = (
+    """
 CREATE TABLE IF NOT EXISTS intents (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
     commit_key TEXT NOT NULL UNIQUE,
@@ -49,14 +50,16 @@ CREATE TABLE IF NOT EXISTS intents (
     fingerprint TEXT NOT NULL,
     intent_at REAL NOT NULL,
     claim TEXT
-)""", """
+)""",
+    """
 CREATE TABLE IF NOT EXISTS outcomes (
     commit_key TEXT PRIMARY KEY REFERENCES intents(commit_key),
     status TEXT NOT NULL,
     result TEXT,
     error TEXT,
     finished_at REAL NOT NULL
-)""")
+)""",
+)
 
 # Version 1 had no claim column; its rows hold NULL there, which no journal holds as its claim.
 _MIGRATE = "ALTER TABLE intents ADD COLUMN claim TEXT"
@@ -85,11 +88,15 @@ def _error(path: str, doing: str, exc: BaseException) -> JournalError:
     text = str(exc)
     low = text.lower()
     if "not a database" in low or "malformed" in low:
-        advice = ("it is not a SQLite database, or it is corrupt or truncated: move it aside and give a new path "
-                  "(what it held, if anything, is lost to inert)")
+        advice = (
+            "it is not a SQLite database, or it is corrupt or truncated: move it aside and give a new path "
+            "(what it held, if anything, is lost to inert)"
+        )
     elif "readonly" in low or "read-only" in low:
-        advice = (f"the file (or its folder) is read-only, and a journal writes an intent before every call: "
-                  f"make it writable, or read it with `inert recover {path}`")
+        advice = (
+            f"the file (or its folder) is read-only, and a journal writes an intent before every call: "
+            f"make it writable, or read it with `inert recover {path}`"
+        )
     elif "full" in low or "disk i/o" in low:
         advice = "the disk is full or failing: free space (or move the journal), then run `inert recover` on it"
     elif "unable to open" in low:
@@ -121,8 +128,10 @@ def _schema_problem(db: sqlite3.Connection, path: str, *, empty_ok: bool) -> str
         if not wanted <= have:
             return f"its {table} table lacks {', '.join(sorted(wanted - have))}: not an inert journal"
     if version > SQLITE_SCHEMA_VERSION:
-        raise JournalError(f"journal {path}: schema version {version} is newer than this inert reads "
-                           f"(version {SQLITE_SCHEMA_VERSION}): upgrade inert to use it")
+        raise JournalError(
+            f"journal {path}: schema version {version} is newer than this inert reads "
+            f"(version {SQLITE_SCHEMA_VERSION}): upgrade inert to use it"
+        )
     return None
 
 
@@ -150,8 +159,9 @@ def _create_file(path: str) -> None:
     except sqlite3.Error as e:
         raise _error(path, "cannot create it", e) from e
     except OSError as e:
-        raise JournalError(f"journal {path}: cannot create it: {e}; check that its folder exists and that this "
-                           "process may write there") from e
+        raise JournalError(
+            f"journal {path}: cannot create it: {e}; check that its folder exists and that this process may write there"
+        ) from e
     finally:
         for leftover in (tmp, tmp + "-wal", tmp + "-shm"):
             if os.path.exists(leftover):
@@ -196,15 +206,18 @@ class SqliteJournal:
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         if not isinstance(path, (str, os.PathLike)):
-            raise InertTypeError(f"SqliteJournal takes the path of a journal file (str or os.PathLike), "
-                                 f"got {type(path).__name__}")
+            raise InertTypeError(
+                f"SqliteJournal takes the path of a journal file (str or os.PathLike), got {type(path).__name__}"
+            )
         self.path = os.fspath(path)
         if os.path.isdir(self.path):
-            raise JournalError(f"journal {self.path} is a directory: give the path of a journal file "
-                               "(created when missing)")
+            raise JournalError(
+                f"journal {self.path} is a directory: give the path of a journal file (created when missing)"
+            )
         if (kind := special_file(self.path)) is not None:
-            raise JournalError(f"journal {self.path} is {kind}, not a file: give the path of a journal file "
-                               "(created when missing)")
+            raise JournalError(
+                f"journal {self.path} is {kind}, not a file: give the path of a journal file (created when missing)"
+            )
         self._lock = threading.Lock()  # guards the connection and the held claims
         self._held: dict[str, str] = {}  # commit key -> the claim this journal's call runs under
         if not os.path.exists(self.path):
@@ -225,8 +238,9 @@ class SqliteJournal:
             # must not be switched to WAL or given tables it never asked for.
             problem = _schema_problem(self._db, self.path, empty_ok=True)
             if problem is not None:
-                raise JournalError(f"journal {self.path}: {problem}; give the path of a journal file "
-                                   "(inert creates it)")
+                raise JournalError(
+                    f"journal {self.path}: {problem}; give the path of a journal file (inert creates it)"
+                )
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=FULL")
             self._db.execute("BEGIN IMMEDIATE")  # two processes opening a new file at once create it once
@@ -287,8 +301,16 @@ class SqliteJournal:
                         self._db.execute(
                             "INSERT INTO intents (commit_key, turn_key, tool, effect, arguments, fingerprint,"
                             " intent_at, claim) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                            (e.commit_key, e.turn_key, e.tool, e.effect, canonical_arguments(e.arguments),
-                             e.fingerprint, e.intent_at, claim),
+                            (
+                                e.commit_key,
+                                e.turn_key,
+                                e.tool,
+                                e.effect,
+                                canonical_arguments(e.arguments),
+                                e.fingerprint,
+                                e.intent_at,
+                                claim,
+                            ),
                         )
                     taken = prior is None or (prior.in_doubt and record.effect is not EffectClass.WRITE)
                     if prior is not None and taken:
@@ -298,8 +320,12 @@ class SqliteJournal:
                     self._rollback()
                     raise
             except sqlite3.Error as exc:
-                raise _error(self.path, f"could not record the intent of {record.name!r} under key "
-                                        f"{record.commit_key} (the tool was not run)", exc) from exc
+                raise _error(
+                    self.path,
+                    f"could not record the intent of {record.name!r} under key "
+                    f"{record.commit_key} (the tool was not run)",
+                    exc,
+                ) from exc
             if taken:
                 self._held[record.commit_key] = claim
         return prior
@@ -325,11 +351,13 @@ class SqliteJournal:
                 self._db.execute("BEGIN IMMEDIATE")
                 try:
                     if claim is not None:
-                        row = self._db.execute("SELECT 1 FROM intents WHERE commit_key = ? AND claim = ?",
-                                               (key, claim)).fetchone()
+                        row = self._db.execute(
+                            "SELECT 1 FROM intents WHERE commit_key = ? AND claim = ?", (key, claim)
+                        ).fetchone()
                     elif record.effect is EffectClass.READ_ONLY:
-                        row = self._db.execute("SELECT 1 FROM outcomes WHERE commit_key = ? AND status IN"
-                                               " ('ok', 'error')", (key,)).fetchone()
+                        row = self._db.execute(
+                            "SELECT 1 FROM outcomes WHERE commit_key = ? AND status IN ('ok', 'error')", (key,)
+                        ).fetchone()
                     else:
                         row = None
                     if row is not None:
@@ -343,22 +371,31 @@ class SqliteJournal:
                     self._rollback()
                     raise
             except sqlite3.Error as exc:
-                raise _error(self.path, f"could not record the outcome of {record.name!r} under key "
-                                        f"{key}, which stays in doubt", exc) from exc
+                raise _error(
+                    self.path,
+                    f"could not record the outcome of {record.name!r} under key {key}, which stays in doubt",
+                    exc,
+                ) from exc
         if row is None:
             raise StaleClaimError(self._stale(record, claim))
 
     def _stale(self, record: DispatchRecord, claim: str | None) -> str:
         where = f"journal {self.path}: {record.name!r} under key {record.commit_key}"
         if claim is not None:
-            return (f"{where} was taken over by another process (its call read as in doubt there, and it "
-                    "runs it again), whose outcome stands; this one was not recorded. A SQLite journal has no "
-                    "leases: a fleet that runs calls this long shares a PostgresJournal instead")
+            return (
+                f"{where} was taken over by another process (its call read as in doubt there, and it "
+                "runs it again), whose outcome stands; this one was not recorded. A SQLite journal has no "
+                "leases: a fleet that runs calls this long shares a PostgresJournal instead"
+            )
         if record.effect is EffectClass.READ_ONLY:
-            return (f"{where}: this journal holds no claim on it and it has no finished outcome: a read run "
-                    "again replaces only a finished outcome, so this one was not recorded")
-        return (f"{where}: this journal holds no claim on it (another call began it, or its outcome is "
-                "recorded already): only the call whose begin() claimed a key records its outcome, once")
+            return (
+                f"{where}: this journal holds no claim on it and it has no finished outcome: a read run "
+                "again replaces only a finished outcome, so this one was not recorded"
+            )
+        return (
+            f"{where}: this journal holds no claim on it (another call began it, or its outcome is "
+            "recorded already): only the call whose begin() claimed a key records its outcome, once"
+        )
 
     def entries(self) -> list[JournalEntry]:
         """Every journaled dispatch, in intent order.
@@ -371,7 +408,6 @@ class SqliteJournal:
                 return [_row_entry(r, self.path) for r in self._db.execute(_SELECT + " ORDER BY i.seq")]
             except sqlite3.Error as exc:
                 raise _error(self.path, "could not read it", exc) from exc
-
 
     def lookup(self, commit_key: str) -> JournalEntry | None:
         """The entry of ``commit_key``, if any; see :meth:`inert.Journal.lookup`.
@@ -389,8 +425,19 @@ class SqliteJournal:
 
 def _row_entry(row: tuple[Any, ...], path: str) -> JournalEntry:
     key, turn, tool, effect, args, fp, intent_at, status, result, error, finished_at = row
-    return JournalEntry(key, turn, tool, effect, stored_json(args, "arguments", key, path), fp, intent_at, status,
-                        None if result is None else stored_json(result, "result", key, path), error, finished_at)
+    return JournalEntry(
+        key,
+        turn,
+        tool,
+        effect,
+        stored_json(args, "arguments", key, path),
+        fp,
+        intent_at,
+        status,
+        None if result is None else stored_json(result, "result", key, path),
+        error,
+        finished_at,
+    )
 
 
 def _read_only(path: str, immutable: bool) -> sqlite3.Connection:

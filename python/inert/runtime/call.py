@@ -39,9 +39,31 @@ class CallRun:
     """What happened to one dispatched call. Written only by the runtime that
     runs it, under its lock (or on its event loop)."""
 
-    __slots__ = ("attempt", "began", "concluded_by_deadline", "discarded", "dispatch", "early", "error", "fate",
-                 "finished", "home", "in_phase", "in_tool", "invocation", "invoked", "lingering", "phase",
-                 "prepared", "replayed", "result", "settled", "started", "status", "timed_out")
+    __slots__ = (
+        "attempt",
+        "began",
+        "concluded_by_deadline",
+        "discarded",
+        "dispatch",
+        "early",
+        "error",
+        "fate",
+        "finished",
+        "home",
+        "in_phase",
+        "in_tool",
+        "invocation",
+        "invoked",
+        "lingering",
+        "phase",
+        "prepared",
+        "replayed",
+        "result",
+        "settled",
+        "started",
+        "status",
+        "timed_out",
+    )
 
     def __init__(self, dispatch: Dispatch, invocation: Invocation | None) -> None:
         self.dispatch = dispatch
@@ -85,16 +107,28 @@ class CallRun:
         """An immutable snapshot, for the journal, the trace and the report."""
         d = self.dispatch
         return DispatchRecord(
-            commit_key=d.commit_key, name=d.name, arguments=d.arguments, effect=d.effect, footprint=d.footprint,
-            span=d.span, early=self.early, started=self.started, finished=self.finished, result=self.result,
-            error=self.error, replayed=self.replayed, timed_out=self.timed_out, discarded=self.discarded,
+            commit_key=d.commit_key,
+            name=d.name,
+            arguments=d.arguments,
+            effect=d.effect,
+            footprint=d.footprint,
+            span=d.span,
+            early=self.early,
+            started=self.started,
+            finished=self.finished,
+            result=self.result,
+            error=self.error,
+            replayed=self.replayed,
+            timed_out=self.timed_out,
+            discarded=self.discarded,
             phase=self.phase,
         )
 
     def phase_record(self, phase: str) -> DispatchRecord:
         """The snapshot journaled for one phase of a two-phase call (its own key)."""
-        return dataclasses.replace(self.record(), commit_key=phase_key(self.dispatch.commit_key, phase, self.attempt),
-                                   phase=phase)
+        return dataclasses.replace(
+            self.record(), commit_key=phase_key(self.dispatch.commit_key, phase, self.attempt), phase=phase
+        )
 
     def next_phase(self) -> str:
         """The phase a two-phase call runs next: prepare, then commit or abort as its block went."""
@@ -183,8 +217,9 @@ CallNode = Node["CallRun"]
 CallScheduler = Scheduler["CallRun"]
 
 
-def journal_phase(run: CallRun, journal: Journal, turn_key: str, phase: str, error: BaseException | None,
-                  *, began: bool = False) -> None:
+def journal_phase(
+    run: CallRun, journal: Journal, turn_key: str, phase: str, error: BaseException | None, *, began: bool = False
+) -> None:
     """Journals one phase of a two-phase call (prepare or abort) under its own key: the
     intent first unless ``began``, then the outcome. A journal that fails here loses only
     the phase's record; the call's own outcome is the commit's."""
@@ -225,7 +260,8 @@ def stored_outcome(run: CallRun, journal: Journal) -> None:
         if problem is not None:
             run.error = UnstorableResultError(
                 f"{run.dispatch.name!r} returned a result the journal cannot store ({problem}); its effect, if any, "
-                "happened: the call is recorded as failed")
+                "happened: the call is recorded as failed"
+            )
             run.result, status = None, ERROR
     run.status = status
     try:
@@ -236,7 +272,8 @@ def stored_outcome(run: CallRun, journal: Journal) -> None:
     except BaseException as exc:  # noqa: BLE001 - a failing journal (of any kind) must not hang or crash the turn
         error = JournalError(
             f"the journal could not record the outcome of {run.dispatch.name!r} under key "
-            f"{run.dispatch.commit_key} ({describe(exc)}); the call is in doubt: check it with `inert recover`")
+            f"{run.dispatch.commit_key} ({describe(exc)}); the call is in doubt: check it with `inert recover`"
+        )
         error.__cause__ = exc
         run.error, run.status = error, None
 

@@ -68,8 +68,12 @@ def slot_wait_over(scheduler: Scheduler[CallRun], node: Node[CallRun], wait: int
     if not commit:
         run.early, run.started = node.early, now
     what = f"the commit of {run.dispatch.name!r}" if commit else repr(run.dispatch.name)
-    run.expire(ToolTimeoutError(
-        f"{what} could not start within {run.dispatch.timeout} s: every slot of its tool (limits=) is held by a call "
-        "past its deadline whose tool has not returned; it never ran" + ("; what its prepare staged is dropped"
-                                                                        if commit else "")), now)
+    run.expire(
+        ToolTimeoutError(
+            f"{what} could not start within {run.dispatch.timeout} s: every slot of its tool (limits=) is held by a "
+            "call past its deadline whose tool has not returned; it never ran"
+            + ("; what its prepare staged is dropped" if commit else "")
+        ),
+        now,
+    )
     return SlotWait(ready, commit)

@@ -28,7 +28,8 @@ class WorkerPool(Executor):
 
     def __init__(self, max_workers: int, name: str = "inert-tool") -> None:
         self._tasks: queue.SimpleQueue[tuple[Future[Any], Callable[..., Any], tuple[Any, ...]] | None] = (
-            queue.SimpleQueue())
+            queue.SimpleQueue()
+        )
         self._lock = threading.Lock()
         self._limit = max_workers
         self._workers = 0

@@ -48,8 +48,21 @@ class State(enum.Enum):
 class Node(Generic[Owner]):
     """One call in stream order, from the moment its block closes."""
 
-    __slots__ = ("abandoned", "blockers", "dispatch", "early", "ghost", "has_slot", "key_waiters", "owner",
-                 "recurrences", "seq", "slot_kept", "slot_waits", "state")
+    __slots__ = (
+        "abandoned",
+        "blockers",
+        "dispatch",
+        "early",
+        "ghost",
+        "has_slot",
+        "key_waiters",
+        "owner",
+        "recurrences",
+        "seq",
+        "slot_kept",
+        "slot_waits",
+        "state",
+    )
 
     def __init__(self, dispatch: Dispatch, seq: int, owner: Owner) -> None:
         self.dispatch = dispatch
@@ -199,8 +212,14 @@ class Scheduler(Generic[Owner]):
         on_slot_wait: told of each call that queues for a tool slot (the runtime times the wait).
     """
 
-    def __init__(self, *, ordered: bool = True, limits: dict[str, int] | None = None,
-                 slots: Slots | None = None, on_slot_wait: Callable[[Node[Owner]], None] | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        ordered: bool = True,
+        limits: dict[str, int] | None = None,
+        slots: Slots | None = None,
+        on_slot_wait: Callable[[Node[Owner]], None] | None = None,
+    ) -> None:
         self._ordered = ordered
         self._on_slot_wait = on_slot_wait
         self._slots = slots if slots is not None else Slots(limits)

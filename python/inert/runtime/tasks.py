@@ -45,7 +45,8 @@ class _TimedOut(Exception):
 def _timeout_error(run: CallRun, phase: str) -> ToolTimeoutError:
     doubt = "its effect is in doubt" if phase == COMMIT else "nothing was committed"
     return ToolTimeoutError(
-        f"the {phase} of {run.dispatch.name!r} did not return within {run.dispatch.timeout} s; {doubt}")
+        f"the {phase} of {run.dispatch.name!r} did not return within {run.dispatch.timeout} s; {doubt}"
+    )
 
 
 class AsyncRuntime:
@@ -54,8 +55,16 @@ class AsyncRuntime:
     Args: as ``ThreadRuntime``; ``max_workers`` bounds the threads that run plain functions.
     """
 
-    def __init__(self, journal: Journal, turn_key: str, *, ordered: bool = True, limits: dict[str, int] | None = None,
-                 max_workers: int = 8, trace: TraceWriter | None = None) -> None:
+    def __init__(
+        self,
+        journal: Journal,
+        turn_key: str,
+        *,
+        ordered: bool = True,
+        limits: dict[str, int] | None = None,
+        max_workers: int = 8,
+        trace: TraceWriter | None = None,
+    ) -> None:
         self._journal = journal
         self._turn_key = turn_key
         self.seq: int | None = None  # no batch runs on asyncio
@@ -86,8 +95,10 @@ class AsyncRuntime:
             self._loop, self._idle = loop, asyncio.Event()
             self._idle.set()
         elif loop is not self._loop:
-            raise LoopError("this AsyncOrchestrator runs its calls on the event loop of its first call; "
-                            "use one orchestrator per loop (per turn)")
+            raise LoopError(
+                "this AsyncOrchestrator runs its calls on the event loop of its first call; "
+                "use one orchestrator per loop (per turn)"
+            )
 
     # -- the gate's commands (on the loop thread) --
 
@@ -189,12 +200,16 @@ class AsyncRuntime:
                 await _settled(begin)  # the intent's fate is known before the outcome is written
             # inert cancels only the task of a call whose block was rejected; any other
             # CancelledError is the tool's own (it cancelled something it awaited), its error.
-            error = CancelledCallError(f"{run.dispatch.name!r} was cancelled: its block was rejected") \
-                if run.discarded else exc
+            error = (
+                CancelledCallError(f"{run.dispatch.name!r} was cancelled: its block was rejected")
+                if run.discarded
+                else exc
+            )
         except _TimedOut:
             run.timed_out = True
             error = ToolTimeoutError(
-                f"{run.dispatch.name!r} did not return within {run.dispatch.timeout} s; its effect is in doubt")
+                f"{run.dispatch.name!r} did not return within {run.dispatch.timeout} s; its effect is in doubt"
+            )
         except BaseException as exc:  # noqa: BLE001 - every path out of a call settles it, SystemExit included
             error = exc
         finally:
@@ -223,13 +238,15 @@ class AsyncRuntime:
                 await self._in_thread(self._journal.begin, run.phase_record(PREPARE), self._turn_key)
                 run.invoked = True
                 run.prepared = await self._phase(run, PREPARE)
-                await self._in_thread(partial(journal_phase, began=True), run, self._journal, self._turn_key,
-                                      PREPARE, None)
+                await self._in_thread(
+                    partial(journal_phase, began=True), run, self._journal, self._turn_key, PREPARE, None
+                )
             except BaseException as exc:  # noqa: BLE001 - every path out of a phase settles the call
                 failure = _timeout_error(run, PREPARE) if isinstance(exc, _TimedOut) else exc
                 if run.attempt and not isinstance(exc, _TimedOut):  # a timed-out prepare is journaled when it returns
-                    await self._in_thread(partial(journal_phase, began=True), run, self._journal, self._turn_key,
-                                          PREPARE, failure)
+                    await self._in_thread(
+                        partial(journal_phase, began=True), run, self._journal, self._turn_key, PREPARE, failure
+                    )
                 result, error = None, failure
                 run.timed_out = isinstance(exc, _TimedOut)
                 break
@@ -297,8 +314,7 @@ class AsyncRuntime:
         try:
             run.prepared = _unwrapped(await work)
         except BaseException as exc:  # noqa: BLE001 - it failed: nothing staged, the failure is journaled
-            await self._in_thread(partial(journal_phase, began=True), run, self._journal, self._turn_key,
-                                  PREPARE, exc)
+            await self._in_thread(partial(journal_phase, began=True), run, self._journal, self._turn_key, PREPARE, exc)
             return
         await self._in_thread(partial(journal_phase, began=True), run, self._journal, self._turn_key, PREPARE, None)
         await self._in_thread(abort_staged, run, run.prepared, self._journal, self._turn_key, self)
@@ -319,8 +335,9 @@ class AsyncRuntime:
 
     async def _journal_late_prepare(self, run: CallRun, failure: BaseException | None) -> None:
         try:
-            await self._in_thread(partial(journal_phase, began=True), run, self._journal, self._turn_key, PREPARE,
-                                  failure)
+            await self._in_thread(
+                partial(journal_phase, began=True), run, self._journal, self._turn_key, PREPARE, failure
+            )
             if failure is None:
                 await self._abort(run)
         finally:
@@ -460,7 +477,8 @@ class AsyncRuntime:
             result = invocation.call(run.dispatch.name, run.dispatch.arguments, current)
         else:
             result = await self._tool_in_thread(
-                run, partial(invocation, run.dispatch.name, run.dispatch.arguments, current, self))
+                run, partial(invocation, run.dispatch.name, run.dispatch.arguments, current, self)
+            )
         if inspect.isawaitable(result):
             result = await result
         return result
@@ -513,8 +531,10 @@ def _no_stop_iteration(fn: Callable[..., T], *args: Any) -> T:
     try:
         return fn(*args)
     except StopIteration as exc:
-        raise RuntimeError("StopIteration was raised (next() on an empty iterator?), which asyncio cannot "
-                           "carry out of a thread: recorded as this RuntimeError, its cause") from exc
+        raise RuntimeError(
+            "StopIteration was raised (next() on an empty iterator?), which asyncio cannot "
+            "carry out of a thread: recorded as this RuntimeError, its cause"
+        ) from exc
 
 
 @dataclass(frozen=True)

@@ -70,9 +70,18 @@ class ThreadRuntime:
         seq: the engine's sequence id of the turn, in a batch (its tools see it in ``current_call()``).
     """
 
-    def __init__(self, journal: Journal, turn_key: str, *, ordered: bool = True, limits: dict[str, int] | None = None,
-                 max_workers: int = 8, trace: TraceWriter | None = None, engine: ThreadEngine | None = None,
-                 seq: int | None = None) -> None:
+    def __init__(
+        self,
+        journal: Journal,
+        turn_key: str,
+        *,
+        ordered: bool = True,
+        limits: dict[str, int] | None = None,
+        max_workers: int = 8,
+        trace: TraceWriter | None = None,
+        engine: ThreadEngine | None = None,
+        seq: int | None = None,
+    ) -> None:
         self._journal = journal
         self._turn_key = turn_key
         self.seq = seq
@@ -213,7 +222,8 @@ class ThreadRuntime:
 
                 raise InertTypeError(
                     f"tool {run.dispatch.name!r} returned an awaitable, which a thread cannot run: "
-                    "use AsyncOrchestrator for coroutine tools")
+                    "use AsyncOrchestrator for coroutine tools"
+                )
             span.result = result
         return result
 
@@ -302,7 +312,8 @@ class ThreadRuntime:
                         run.invoked = True  # a cleanup: it runs even if its deadline passed meanwhile
                     invocation.abort(run.prepared, run.current(), self)
                     error = CancelledCallError(
-                        f"{run.dispatch.name!r} was prepared, then aborted: its block was rejected")
+                        f"{run.dispatch.name!r} was prepared, then aborted: its block was rejected"
+                    )
         except BaseException as exc:  # noqa: BLE001 - every path out of a phase settles the call
             error = exc
         if phase == ABORT:

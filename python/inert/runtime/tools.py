@@ -21,8 +21,18 @@ from typing import Any, Protocol
 from ..effects import EffectClass
 from ..errors import InertTypeError, MissingToolError
 
-__all__ = ["CurrentCall", "Invocation", "ToolBox", "Tools", "TwoPhaseTool", "current_call", "enter_call",
-           "is_async_callable", "is_two_phase", "running_for"]
+__all__ = [
+    "CurrentCall",
+    "Invocation",
+    "ToolBox",
+    "Tools",
+    "TwoPhaseTool",
+    "current_call",
+    "enter_call",
+    "is_async_callable",
+    "is_two_phase",
+    "running_for",
+]
 
 
 @dataclass(frozen=True)
@@ -41,7 +51,8 @@ class CurrentCall:
 
 
 _current: contextvars.ContextVar[tuple[object, CurrentCall] | None] = contextvars.ContextVar(
-    "inert_current_call", default=None)
+    "inert_current_call", default=None
+)
 
 
 def enter_call(owner: object, current: CurrentCall) -> None:
@@ -188,7 +199,8 @@ class ToolBox:
                 elif not callable(fn):
                     raise InertTypeError(
                         f"tools[{name!r}] is {type(fn).__name__}: a tool is a callable, or an object with "
-                        "prepare, commit and abort methods")
+                        "prepare, commit and abort methods"
+                    )
                 else:
                     self._tools[name] = Invocation(fn, False, _takes_idempotency_key(fn), is_async_callable(fn))
         elif callable(tools):
@@ -196,7 +208,8 @@ class ToolBox:
         else:
             raise InertTypeError(
                 f"tools must be a mapping of tool name to callable, or one router callable(name, arguments); "
-                f"got {type(tools).__name__}")
+                f"got {type(tools).__name__}"
+            )
 
     def names(self) -> list[str]:
         """The tools named one by one (a router serves any name)."""

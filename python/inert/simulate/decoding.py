@@ -101,9 +101,16 @@ class _Blocks:
         return pos + k
 
 
-def decode(tokens: list[str], profile: ModelProfile, rng: random.Random,  # noqa: PLR0917 - the engine loop's parts
-           draft: Callable[[list[str]], None], verify: Callable[[int, str | None], None],
-           advance: Callable[[float], None], *, calls: Sequence[tuple[int, int]] = ()) -> Decoded:
+def decode(  # noqa: PLR0917 - the engine loop's parts
+    tokens: list[str],
+    profile: ModelProfile,
+    rng: random.Random,
+    draft: Callable[[list[str]], None],
+    verify: Callable[[int, str | None], None],
+    advance: Callable[[float], None],
+    *,
+    calls: Sequence[tuple[int, int]] = (),
+) -> Decoded:
     """Decodes ``tokens`` speculatively, calling ``draft`` and ``verify`` the way an
     engine does and ``advance(t)`` to move virtual time to ``t`` before each. ``calls``:
     the token spans of the turn's tool-call blocks (``[start, end)``), which
@@ -112,11 +119,11 @@ def decode(tokens: list[str], profile: ModelProfile, rng: random.Random,  # noqa
     pos, t, k = 0, 0.0, profile.k
     blocks = _Blocks(len(tokens), calls, profile.call_accuracy)
     while pos < len(tokens):
-        window = tokens[pos:blocks.window_end(pos, k) if profile.whole_calls else pos + k]
+        window = tokens[pos : blocks.window_end(pos, k) if profile.whole_calls else pos + k]
         rejected = len(window)
         for i in range(len(window)):
             rate = blocks.rate[pos + i]
-            if rng.random() >= (profile.alpha * profile.alpha_decay ** i if rate is None else rate):
+            if rng.random() >= (profile.alpha * profile.alpha_decay**i if rate is None else rate):
                 rejected = i
                 break
         drafted = list(window)

@@ -78,17 +78,25 @@ def depth_sweep(workloads: list[Workload], depths: list[int], seeds: int = 100) 
             saved = [d.latency - e.latency for d, e in zip(defer, eager, strict=True)]
             steps = sum(t.decode.steps for t in eager) or 1
             drafted = sum(t.decode.drafted for t in eager) / steps
-            out.append(DepthPoint(
-                workload=w.name, drafter=w.model.name, agent=w.agent.name, depth=depth, turns=seeds,
-                defer_p50=median([t.latency for t in defer]), read_eager_p50=median([t.latency for t in eager]),
-                saved_p50=median(saved), saved_mean=sum(saved) / seeds,
-                slower=sum(e.latency > d.latency + 1e-9 for d, e in zip(defer, eager, strict=True)),
-                verify_step=w.model.verify_s + w.model.verify_per_token_s * drafted,
-                ahead_per_turn=sum(t.ahead for t in eager) / seeds,
-                lead_per_call=sum(t.lead for t in eager) / (sum(t.ahead for t in eager) or 1),
-                tokens_per_step=sum(t.decode.tokens for t in eager) / steps,
-                corruptions=_corruptions(defer) + _corruptions(eager),
-            ))
+            out.append(
+                DepthPoint(
+                    workload=w.name,
+                    drafter=w.model.name,
+                    agent=w.agent.name,
+                    depth=depth,
+                    turns=seeds,
+                    defer_p50=median([t.latency for t in defer]),
+                    read_eager_p50=median([t.latency for t in eager]),
+                    saved_p50=median(saved),
+                    saved_mean=sum(saved) / seeds,
+                    slower=sum(e.latency > d.latency + 1e-9 for d, e in zip(defer, eager, strict=True)),
+                    verify_step=w.model.verify_s + w.model.verify_per_token_s * drafted,
+                    ahead_per_turn=sum(t.ahead for t in eager) / seeds,
+                    lead_per_call=sum(t.lead for t in eager) / (sum(t.ahead for t in eager) or 1),
+                    tokens_per_step=sum(t.decode.tokens for t in eager) / steps,
+                    corruptions=_corruptions(defer) + _corruptions(eager),
+                )
+            )
     return out
 
 
@@ -113,21 +121,31 @@ def depth_lines(points: list[DepthPoint]) -> list[str]:
         f"inert simulate --depths: {len(dict.fromkeys(p.workload for p in points))} workloads x "
         f"{len({p.depth for p in points})} draft depths x defer/read_eager x {seeds} seeds (virtual time)",
         "read_eager starts reads and two-phase prepares when a call closes in the draft; defer, once it is accepted",
-        *_table(points, "median ms read_eager saves against defer (per turn, the same seeds)",
-                lambda p: f"{p.saved_p50 * 1e3:.1f}"),
+        *_table(
+            points,
+            "median ms read_eager saves against defer (per turn, the same seeds)",
+            lambda p: f"{p.saved_p50 * 1e3:.1f}",
+        ),
         *_table(points, "mean ms saved (turns read_eager lost pull it down)", lambda p: f"{p.saved_mean * 1e3:.1f}"),
         *_table(points, f"turns of {seeds} in which read_eager finished after defer", lambda p: f"{p.slower}"),
-        *_table(points, "one verify step, mean ms: how far ahead of its acceptance a call can start",
-                lambda p: f"{p.verify_step * 1e3:.1f}"),
-        *_table(points, "calls per turn that started ahead of their acceptance under read_eager",
-                lambda p: f"{p.ahead_per_turn:.2f}"),
+        *_table(
+            points,
+            "one verify step, mean ms: how far ahead of its acceptance a call can start",
+            lambda p: f"{p.verify_step * 1e3:.1f}",
+        ),
+        *_table(
+            points,
+            "calls per turn that started ahead of their acceptance under read_eager",
+            lambda p: f"{p.ahead_per_turn:.2f}",
+        ),
         *_table(points, "mean ms those calls started ahead", lambda p: f"{p.lead_per_call * 1e3:.1f}"),
         "",
         "read_eager loses a turn when a call rejected while it ran holds a later one: a prepare (or read) of a draft",
         "whose slip left the footprint as it was (a wrong amount, a wrong line of content) holds the corrected call",
         "until it returns, which then prepares anew; under defer the rejected call never ran. (A rejected call to a",
         "misspelled, hence unknown, tool holds every later call until the calls before it finish, under both.)",
-        "defer and read_eager: no orphans, no stale reads, no diverged world" if safe
+        "defer and read_eager: no orphans, no stale reads, no diverged world"
+        if safe
         else f"VIOLATION: {sum(1 for p in points if p.corruptions)} points corrupted the world",
     ]
     return out

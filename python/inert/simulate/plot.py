@@ -21,13 +21,23 @@ ALPHAS = [round(0.5 + 0.05 * i, 2) for i in range(10)]
 # a hollow square under a small dot, dashed under dotted, keeps both visible.
 STYLES: dict[str, dict[str, Any]] = {
     "end_of_turn": {"color": "#7f7f7f", "linestyle": "-", "marker": "o", "markersize": 5, "linewidth": 1.6},
-    "defer": {"color": "#1f77b4", "linestyle": "--", "marker": "s", "markersize": 10, "markerfacecolor": "none",
-              "markeredgewidth": 1.6, "linewidth": 2.4},
+    "defer": {
+        "color": "#1f77b4",
+        "linestyle": "--",
+        "marker": "s",
+        "markersize": 10,
+        "markerfacecolor": "none",
+        "markeredgewidth": 1.6,
+        "linewidth": 2.4,
+    },
     "read_eager": {"color": "#2ca02c", "linestyle": ":", "marker": "o", "markersize": 4, "linewidth": 1.8},
     "eager_unsafe": {"color": "#d62728", "linestyle": "-.", "marker": "^", "markersize": 6, "linewidth": 1.6},
 }
-KINDS = (("orphans", "orphans", "#8c1c13", "//"), ("stale_reads", "stale reads", "#f28e2b", ""),
-         ("diverged", "diverged worlds", "#7b4ea3", ".."))
+KINDS = (
+    ("orphans", "orphans", "#8c1c13", "//"),
+    ("stale_reads", "stale reads", "#f28e2b", ""),
+    ("diverged", "diverged worlds", "#7b4ea3", ".."),
+)
 """Corruption counts of a ``Summary``: field, label, colour, hatch."""
 
 
@@ -72,14 +82,25 @@ def plot_alpha_sweep(workload: Workload, path: str | os.PathLike[str], seeds: in
     width = 0.013
     for j, (field, label, colour, hatch) in enumerate(KINDS):
         xs = [a + (j - 1) * width for a in ALPHAS]
-        right.bar(xs, [getattr(sweep[a][unsafe], field) for a in ALPHAS], width=width, label=label, color=colour,
-                  hatch=hatch, edgecolor="white", linewidth=0.4)
+        right.bar(
+            xs,
+            [getattr(sweep[a][unsafe], field) for a in ALPHAS],
+            width=width,
+            label=label,
+            color=colour,
+            hatch=hatch,
+            edgecolor="white",
+            linewidth=0.4,
+        )
     others = sum(s.orphans + s.stale_reads + s.diverged for a in ALPHAS for s in sweep[a] if s.policy != "eager_unsafe")
     right.set_xticks(ALPHAS[::2])
     right.set_xlabel("per-token acceptance rate α")
     right.set_ylabel(f"count in {seeds} turns")
-    right.set_title("eager_unsafe's corruptions\n" + ("(every other policy: none)" if not others
-                                                      else f"(other policies: {others}, a bug)"), fontsize=10)
+    right.set_title(
+        "eager_unsafe's corruptions\n"
+        + ("(every other policy: none)" if not others else f"(other policies: {others}, a bug)"),
+        fontsize=10,
+    )
     right.grid(alpha=0.3, axis="y")
     right.set_ylim(0, 1.3 * max([1] + [getattr(sweep[a][unsafe], f) for a in ALPHAS for f, *_ in KINDS]))
     right.legend(fontsize=9, ncol=3, loc="upper center")
@@ -96,20 +117,32 @@ def sweep_lines(workload: Workload, sweep: dict[float, list[Summary]], seeds: in
     saving against ``end_of_turn``, and eager_unsafe's corruptions, per alpha."""
     by = {a: {s.policy: s for s in sweep[a]} for a in sweep}
     saving = [p for p in POLICIES if p != "end_of_turn"]
-    top = (f"{'':5}  {'median ms to the last tool result':<{13 * len(POLICIES) - 1}}  "
-           f"{'median ms saved against end_of_turn':<{13 * len(saving) - 1}}  eager_unsafe's corruptions")
-    head = (f"{'alpha':<5}  " + " ".join(f"{p:>12}" for p in POLICIES) + "  "
-            + " ".join(f"{p:>12}" for p in saving) + f"  {'orphans':>8} {'stale':>6} {'diverged':>9}")
+    top = (
+        f"{'':5}  {'median ms to the last tool result':<{13 * len(POLICIES) - 1}}  "
+        f"{'median ms saved against end_of_turn':<{13 * len(saving) - 1}}  eager_unsafe's corruptions"
+    )
+    head = (
+        f"{'alpha':<5}  "
+        + " ".join(f"{p:>12}" for p in POLICIES)
+        + "  "
+        + " ".join(f"{p:>12}" for p in saving)
+        + f"  {'orphans':>8} {'stale':>6} {'diverged':>9}"
+    )
     out = [f"plot: {workload.name}, {seeds} turns per point", top, head, "-" * len(head)]
     for a, s in by.items():
         u = s["eager_unsafe"]
-        out.append(f"{a:<5.2f}  " + " ".join(f"{s[p].p50 * 1e3:12.1f}" for p in POLICIES) + "  "
-                   + " ".join(f"{s[p].saved_p50 * 1e3:12.1f}" for p in saving)
-                   + f"  {u.orphans:8d} {u.stale_reads:6d} {u.diverged:9d}")
+        out.append(
+            f"{a:<5.2f}  "
+            + " ".join(f"{s[p].p50 * 1e3:12.1f}" for p in POLICIES)
+            + "  "
+            + " ".join(f"{s[p].saved_p50 * 1e3:12.1f}" for p in saving)
+            + f"  {u.orphans:8d} {u.stale_reads:6d} {u.diverged:9d}"
+        )
     saved = [by[a][p].saved_p50 * 1e3 for a in by for p in ("defer", "read_eager")]
     further = [(by[a]["eager_unsafe"].saved_p50 - by[a]["read_eager"].saved_p50) * 1e3 for a in by]
-    bad = [by[a]["eager_unsafe"].orphans + by[a]["eager_unsafe"].stale_reads + by[a]["eager_unsafe"].diverged
-           for a in by]
+    bad = [
+        by[a]["eager_unsafe"].orphans + by[a]["eager_unsafe"].stale_reads + by[a]["eager_unsafe"].diverged for a in by
+    ]
     lo, hi = min(by), max(by)
     out += [
         f"over alpha {lo:.2f}-{hi:.2f}: defer and read_eager save {min(saved):.1f}-{max(saved):.1f} ms a turn;",
@@ -139,8 +172,14 @@ def plot_depth_sweep(points: list[DepthPoint], path: str | os.PathLike[str]) -> 
     depths = sorted({p.depth for p in points})
     seeds = points[0].turns if points else 0
     by = {(p.agent, p.drafter, p.depth): p for p in points}
-    fig, axes = plt.subplots(2, len(agents), figsize=(6 * len(agents), 7.2), squeeze=False,
-                             gridspec_kw={"height_ratios": [3, 2]}, sharex=True)
+    fig, axes = plt.subplots(
+        2,
+        len(agents),
+        figsize=(6 * len(agents), 7.2),
+        squeeze=False,
+        gridspec_kw={"height_ratios": [3, 2]},
+        sharex=True,
+    )
     for col, agent in enumerate(agents):
         top, bottom = axes[0][col], axes[1][col]
         for i, drafter in enumerate(drafters):
@@ -148,11 +187,19 @@ def plot_depth_sweep(points: list[DepthPoint], path: str | os.PathLike[str]) -> 
             if not row:
                 continue
             ks = [p.depth for p in row]
-            style = {"color": DRAFTER_COLOURS[i % len(DRAFTER_COLOURS)],
-                     "marker": DRAFTER_MARKERS[i % len(DRAFTER_MARKERS)]}
+            style = {
+                "color": DRAFTER_COLOURS[i % len(DRAFTER_COLOURS)],
+                "marker": DRAFTER_MARKERS[i % len(DRAFTER_MARKERS)],
+            }
             top.plot(ks, [p.saved_p50 * 1e3 for p in row], label=drafter, linewidth=1.8, markersize=6, **style)
-            top.plot(ks, [p.verify_step * 1e3 for p in row], linestyle=":", linewidth=1.2, color=style["color"],
-                     label="one verify step" if i == 0 else None)
+            top.plot(
+                ks,
+                [p.verify_step * 1e3 for p in row],
+                linestyle=":",
+                linewidth=1.2,
+                color=style["color"],
+                label="one verify step" if i == 0 else None,
+            )
             bottom.plot(ks, [p.slower for p in row], linewidth=1.4, markersize=5, **style)
         top.axhline(0, color="#444444", linewidth=0.8)
         top.set_title(f"{agent}: read_eager against defer", fontsize=11)

@@ -25,9 +25,20 @@ class VirtualRuntime:
     """Starts a call at the current virtual time and finishes it ``duration`` later:
     reads observe the world when they start, effects land when they finish."""
 
-    def __init__(self, loop: VirtualLoop, world: World, tools: Mapping[str, SimTool], seed: int,  # noqa: PLR0917
-                 journal: Journal, turn_key: str, *, ordered: bool, limits: dict[str, int], max_workers: int,
-                 trace: TraceWriter | None) -> None:
+    def __init__(  # noqa: PLR0917
+        self,
+        loop: VirtualLoop,
+        world: World,
+        tools: Mapping[str, SimTool],
+        seed: int,
+        journal: Journal,
+        turn_key: str,
+        *,
+        ordered: bool,
+        limits: dict[str, int],
+        max_workers: int,
+        trace: TraceWriter | None,
+    ) -> None:
         del max_workers, trace  # virtual time has no threads, and the simulator keeps no trace
         self._loop, self._world, self._sim, self._seed = loop, world, tools, seed
         self._journal, self._turn_key = journal, turn_key
@@ -134,8 +145,9 @@ class SimOrchestrator:
         **session: as for ``Orchestrator`` (``format``, ``turn_key``, ``policy``, ...).
     """
 
-    def __init__(self, tools: Mapping[str, SimTool], loop: VirtualLoop, world: World, seed: int,
-                 **session: Any) -> None:
+    def __init__(
+        self, tools: Mapping[str, SimTool], loop: VirtualLoop, world: World, seed: int, **session: Any
+    ) -> None:
         self._runtime: VirtualRuntime | None = None
         self.accepted_at: dict[str, float] = {}
         """Commit key -> the virtual time its block was accepted."""
@@ -146,8 +158,7 @@ class SimOrchestrator:
             return self._runtime
 
         two_phase = frozenset(n for n, t in tools.items() if t.two_phase)
-        self._s = Session({n: t.spec() for n, t in tools.items()}, None, runtime=build, two_phase=two_phase,
-                          **session)
+        self._s = Session({n: t.spec() for n, t in tools.items()}, None, runtime=build, two_phase=two_phase, **session)
 
     def draft(self, tokens: list[str]) -> None:
         self._s.draft(tokens)

@@ -19,8 +19,17 @@ from .runner import SimOrchestrator
 from .workloads import Workload
 from .world import World
 
-__all__ = ["POLICIES", "PlayedTurn", "Summary", "TurnOutcome", "alpha_sweep", "call_spans", "play_turn", "run_turn",
-           "simulate"]
+__all__ = [
+    "POLICIES",
+    "PlayedTurn",
+    "Summary",
+    "TurnOutcome",
+    "alpha_sweep",
+    "call_spans",
+    "play_turn",
+    "run_turn",
+    "simulate",
+]
 
 POLICIES = ("end_of_turn", "defer", "read_eager", "eager_unsafe")
 """``end_of_turn``: every call after the whole turn is verified (most agent frameworks);
@@ -83,8 +92,9 @@ def play_turn(workload: Workload, policy: str, seed: int) -> PlayedTurn:
     gate_policy = "defer" if policy == "end_of_turn" else policy
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # eager_unsafe warns by design
-        orch = SimOrchestrator(agent.tools, loop, world, seed, format=agent.format, turn_key=f"sim-{seed}",
-                               policy=gate_policy)
+        orch = SimOrchestrator(
+            agent.tools, loop, world, seed, format=agent.format, turn_key=f"sim-{seed}", policy=gate_policy
+        )
     if policy == "end_of_turn":
         decoded = decode(tokens, model, rng, lambda w: None, lambda n, c: None, loop.run_until, calls=calls)
         orch.draft(tokens)  # the whole verified turn, handed over at its end
@@ -108,7 +118,8 @@ def play_turn(workload: Workload, policy: str, seed: int) -> PlayedTurn:
         orphans=kinds.count("orphan") + kinds.count("key_divergence"),
         stale_reads=kinds.count("stale_read"),
         diverged=world.rows() != reference.rows(),
-        ahead=len(leads), lead=sum(leads),
+        ahead=len(leads),
+        lead=sum(leads),
     )
     return PlayedTurn(outcome, report, dict(orch.accepted_at))
 
@@ -177,13 +188,22 @@ def simulate(workloads: list[Workload], seeds: int = 100, first_seed: int = 0) -
             lat = [t.latency for t in turns]
             saved = [b - x for b, x in zip(base, lat, strict=True)]
             steps = sum(t.decode.steps for t in turns) or 1
-            out.append(Summary(
-                w.name, policy, len(turns), percentile(lat, 0.5), percentile(lat, 0.9), percentile(lat, 0.99),
-                median(saved),
-                sum(t.wasted_reads for t in turns) / len(turns), sum(t.orphans for t in turns),
-                sum(t.stale_reads for t in turns), sum(t.diverged for t in turns),
-                sum(t.decode.tokens for t in turns) / steps,
-            ))
+            out.append(
+                Summary(
+                    w.name,
+                    policy,
+                    len(turns),
+                    percentile(lat, 0.5),
+                    percentile(lat, 0.9),
+                    percentile(lat, 0.99),
+                    median(saved),
+                    sum(t.wasted_reads for t in turns) / len(turns),
+                    sum(t.orphans for t in turns),
+                    sum(t.stale_reads for t in turns),
+                    sum(t.diverged for t in turns),
+                    sum(t.decode.tokens for t in turns) / steps,
+                )
+            )
     return out
 
 

@@ -68,8 +68,18 @@ from ..errors import InertError, InertValueError
 from .decoding import ModelProfile
 from .world import Latency, SimTool
 
-__all__ = ["AGENTS", "DEPTHS", "DEPTH_AGENTS", "DRAFTERS", "MODELS", "Agent", "Workload", "default_workloads",
-           "depth_workloads", "load_workloads"]
+__all__ = [
+    "AGENTS",
+    "DEPTHS",
+    "DEPTH_AGENTS",
+    "DRAFTERS",
+    "MODELS",
+    "Agent",
+    "Workload",
+    "default_workloads",
+    "depth_workloads",
+    "load_workloads",
+]
 
 
 @dataclass(frozen=True)
@@ -95,7 +105,7 @@ class Workload:
 
 
 def call(tool: str, **arguments: Any) -> str:
-    return f'<tool_call>\n{json.dumps({"name": tool, "arguments": arguments})}\n</tool_call>\n'
+    return f"<tool_call>\n{json.dumps({'name': tool, 'arguments': arguments})}\n</tool_call>\n"
 
 
 def _coding(name: str, plan: str, write_file: SimTool) -> Agent:
@@ -104,7 +114,8 @@ def _coding(name: str, plan: str, write_file: SimTool) -> Agent:
     return Agent(
         name,
         "Let me look at the module first.\n"
-        + call("read_file", path="src/app.py") + call("read_file", path="src/util.py")
+        + call("read_file", path="src/app.py")
+        + call("read_file", path="src/util.py")
         + call("read_file", path="tests/test_app.py")
         + plan
         + call("write_file", path="src/util.py", content="def parse(x):\n    return int(x)\n")
@@ -124,13 +135,16 @@ AGENTS = {
     "research": Agent(
         "research",
         "I'll search a few sources in parallel before answering.\n"
-        + "".join(call("search", query=q)
-                  for q in ("speculative decoding", "EAGLE-3 acceptance", "Medusa heads", "tree attention"))
+        + "".join(
+            call("search", query=q)
+            for q in ("speculative decoding", "EAGLE-3 acceptance", "Medusa heads", "tree attention")
+        )
         + "Once these come back I will summarise what they agree on.",
         {"search": SimTool("search", "read", Latency(0.30, 1.5), key="query")},
     ),
-    "coding": _coding("coding", "Now the fix, and a test for it.\n",
-                      SimTool("write_file", "write", Latency(0.03, 0.15), key="path")),
+    "coding": _coding(
+        "coding", "Now the fix, and a test for it.\n", SimTool("write_file", "write", Latency(0.03, 0.15), key="path")
+    ),
     "coding-staged": _coding(
         "coding-staged",
         "Now the fix, and a test for it; each file is staged and checked, then renamed into place.\n",
@@ -139,24 +153,32 @@ AGENTS = {
     "payments": Agent(
         "payments",
         "I'll check both invoices, pay them from the operating account, and confirm.\n"
-        + call("get_invoice", invoice="INV-1042") + call("get_invoice", invoice="INV-1043")
+        + call("get_invoice", invoice="INV-1042")
+        + call("get_invoice", invoice="INV-1043")
         + call("pay_invoice", invoice="INV-1042", amount=1250, currency="EUR", source="operating")
         + call("pay_invoice", invoice="INV-1043", amount=880, currency="EUR", source="operating")
-        + call("get_invoice", invoice="INV-1042") + call("get_invoice", invoice="INV-1043")
+        + call("get_invoice", invoice="INV-1042")
+        + call("get_invoice", invoice="INV-1043")
         + "Both invoices are paid; the receipts follow by email.",
-        {"get_invoice": SimTool("get_invoice", "read", Latency(0.03, 0.15), key="invoice"),
-         "pay_invoice": SimTool("pay_invoice", "write", Latency(0.04, 0.20), key="invoice",
-                                prepare=Latency(0.35, 1.5))},
+        {
+            "get_invoice": SimTool("get_invoice", "read", Latency(0.03, 0.15), key="invoice"),
+            "pay_invoice": SimTool(
+                "pay_invoice", "write", Latency(0.04, 0.20), key="invoice", prepare=Latency(0.35, 1.5)
+            ),
+        },
         rows={"INV-1042": "open 1250 EUR", "INV-1043": "open 880 EUR"},
     ),
     "incident": Agent(
         "incident",
         "I'll publish the Q3 report, retire Q2, and confirm Q2 is gone.\n"
         + call("create_report", name="reports/q3", body="Q3 revenue up 4%")
-        + call("delete_report", name="reports/q2") + call("read_report", name="reports/q2"),
-        {"create_report": SimTool("create_report", "write", Latency(0.02), key="name"),
-         "delete_report": SimTool("delete_report", "delete", Latency(0.08), key="name"),
-         "read_report": SimTool("read_report", "read", Latency(0.005), key="name")},
+        + call("delete_report", name="reports/q2")
+        + call("read_report", name="reports/q2"),
+        {
+            "create_report": SimTool("create_report", "write", Latency(0.02), key="name"),
+            "delete_report": SimTool("delete_report", "delete", Latency(0.08), key="name"),
+            "read_report": SimTool("read_report", "read", Latency(0.005), key="name"),
+        },
         rows={"reports/q1": "Q1 revenue flat", "reports/q2": "Q2 revenue down 2%"},
     ),
 }
@@ -164,12 +186,21 @@ AGENTS = {
 
 DRAFTERS = {
     "eagle": ModelProfile("eagle", alpha=0.8, verify_s=0.005, draft_s=0.0004, verify_per_token_s=0.00002),
-    "suffix": ModelProfile("suffix", alpha=0.75, verify_s=0.005, draft_s=0.00002, verify_per_token_s=0.00002,
-                           call_accuracy=0.9),
-    "suffix-batch32": ModelProfile("suffix-batch32", alpha=0.75, verify_s=0.012, draft_s=0.00002,
-                                   verify_per_token_s=0.0007, call_accuracy=0.9),
-    "call-model": ModelProfile("call-model", alpha=0.8, verify_s=0.005, draft_s=0.0004, verify_per_token_s=0.00002,
-                               call_accuracy=0.8, whole_calls=True),
+    "suffix": ModelProfile(
+        "suffix", alpha=0.75, verify_s=0.005, draft_s=0.00002, verify_per_token_s=0.00002, call_accuracy=0.9
+    ),
+    "suffix-batch32": ModelProfile(
+        "suffix-batch32", alpha=0.75, verify_s=0.012, draft_s=0.00002, verify_per_token_s=0.0007, call_accuracy=0.9
+    ),
+    "call-model": ModelProfile(
+        "call-model",
+        alpha=0.8,
+        verify_s=0.005,
+        draft_s=0.0004,
+        verify_per_token_s=0.00002,
+        call_accuracy=0.8,
+        whole_calls=True,
+    ),
 }
 """Drafters of different depth on the 8B target (see the module documentation); ``k`` is what the sweep varies."""
 
@@ -227,8 +258,17 @@ def load_workloads(path: str | os.PathLike[str]) -> list[Workload]:
 class _Loader:
     """Reads a workload file, checking every field before anything is built from it."""
 
-    MODEL_FIELDS = ("alpha", "k", "verify_s", "draft_s", "alpha_decay", "adaptive", "verify_per_token_s",
-                    "call_accuracy", "whole_calls")
+    MODEL_FIELDS = (
+        "alpha",
+        "k",
+        "verify_s",
+        "draft_s",
+        "alpha_decay",
+        "adaptive",
+        "verify_per_token_s",
+        "call_accuracy",
+        "whole_calls",
+    )
     AGENT_FIELDS = ("transcript", "format", "rows", "tools")
     TOOL_FIELDS = ("kind", "key", "median_s", "p99_s", "prepare")
     PREPARE_FIELDS = ("median_s", "p99_s")
@@ -255,11 +295,16 @@ class _Loader:
         chosen = doc.get("workloads")
         defines = self.tables(doc, "models") or self.tables(doc, "agents")
         if chosen == [] or (chosen is None and not defines):
-            raise InertValueError(f"{self.path}: defines no models, agents or workloads: nothing to simulate "
-                                  "(without --workloads, inert simulate runs the built-in ones)")
+            raise InertValueError(
+                f"{self.path}: defines no models, agents or workloads: nothing to simulate "
+                "(without --workloads, inert simulate runs the built-in ones)"
+            )
         if chosen is None:
-            return [Workload(models[m], agents[a]) for m in (self.tables(doc, "models") or models)
-                    for a in (self.tables(doc, "agents") or agents)]
+            return [
+                Workload(models[m], agents[a])
+                for m in (self.tables(doc, "models") or models)
+                for a in (self.tables(doc, "agents") or agents)
+            ]
         if not isinstance(chosen, list):
             raise self.fail("workloads", f"must be an array of tables ([[workloads]]), got {self.show(chosen)}")
         out = []
@@ -312,7 +357,7 @@ class _Loader:
             raise self.fail(f"{where}.format", str(e)) from None
         rows = a.get("rows", {})
         if not isinstance(rows, dict):
-            raise self.fail(f"{where}.rows", f"must be a table of name = \"value\", got {self.show(rows)}")
+            raise self.fail(f"{where}.rows", f'must be a table of name = "value", got {self.show(rows)}')
         for key, value in rows.items():
             if not isinstance(value, str):
                 raise self.fail(f"{where}.rows.{key}", f"must be a string, got {self.show(value)}")
@@ -333,12 +378,21 @@ class _Loader:
             if kind == "read":
                 raise self.fail(f"{where}.prepare", "only a write or delete tool has phases; a read runs whole")
             if not isinstance(spec["prepare"], dict):
-                raise self.fail(f"{where}.prepare", "must be a table of the prepare's latency, "
-                                f"{{ median_s = ..., p99_s = ... }}, got {self.show(spec['prepare'])}")
-            prepare = self.latency(f"{where}.prepare", spec["prepare"], self.PREPARE_FIELDS,
-                                   "the prepare's median latency in seconds")
-        return SimTool(name, kind, self.latency(where, spec, self.TOOL_FIELDS, "the tool's median latency in seconds"),
-                       key=key, prepare=prepare)
+                raise self.fail(
+                    f"{where}.prepare",
+                    "must be a table of the prepare's latency, "
+                    f"{{ median_s = ..., p99_s = ... }}, got {self.show(spec['prepare'])}",
+                )
+            prepare = self.latency(
+                f"{where}.prepare", spec["prepare"], self.PREPARE_FIELDS, "the prepare's median latency in seconds"
+            )
+        return SimTool(
+            name,
+            kind,
+            self.latency(where, spec, self.TOOL_FIELDS, "the tool's median latency in seconds"),
+            key=key,
+            prepare=prepare,
+        )
 
     def latency(self, where: str, spec: dict[str, Any], allowed: tuple[str, ...], what: str) -> Latency:
         """``median_s`` (required) and ``p99_s`` (optional, at least the median) of ``spec``."""
@@ -376,15 +430,30 @@ class _Loader:
             raise self.fail(f"{where}.{field}", f"unknown {field} {self.show(value)}; known: {', '.join(known)}")
         return value
 
-    def number(self, table: dict[str, Any], where: str, field: str, *, low: float, high: float | None = None,
-               low_open: bool = False) -> float:
+    def number(
+        self,
+        table: dict[str, Any],
+        where: str,
+        field: str,
+        *,
+        low: float,
+        high: float | None = None,
+        low_open: bool = False,
+    ) -> float:
         value = table[field]
-        bound = (f"between {low:g} (excluded) and {high:g}" if low_open else f"between {low:g} and {high:g}") \
-            if high is not None else f"at least {low:g}"
+        bound = (
+            (f"between {low:g} (excluded) and {high:g}" if low_open else f"between {low:g} and {high:g}")
+            if high is not None
+            else f"at least {low:g}"
+        )
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise self.fail(f"{where}.{field}", f"must be a number {bound}, got {self.show(value)}")
-        if (not math.isfinite(value) or value < low or (low_open and value == low)
-                or (high is not None and value > high)):
+        if (
+            not math.isfinite(value)
+            or value < low
+            or (low_open and value == low)
+            or (high is not None and value > high)
+        ):
             raise self.fail(f"{where}.{field}", f"must be a number {bound}, got {value!r}")
         return float(value)
 
@@ -398,8 +467,14 @@ class _Loader:
 
     @staticmethod
     def show(value: Any) -> str:
-        kinds = {str: "a string", bool: "a boolean", int: "an integer", float: "a number", list: "an array",
-                 dict: "a table"}
+        kinds = {
+            str: "a string",
+            bool: "a boolean",
+            int: "an integer",
+            float: "a number",
+            list: "an array",
+            dict: "a table",
+        }
         text = repr(value)
         if len(text) > 40:
             text = text[:37] + "..."
