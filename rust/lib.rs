@@ -9,6 +9,9 @@ pub mod scan;
 pub mod turn;
 pub mod vocab;
 
+#[cfg(test)]
+mod test_rng;
+
 #[cfg(feature = "python")]
 mod py;
 

@@ -7,20 +7,10 @@
 
 use super::*;
 use crate::scan::samples::samples;
+use crate::test_rng::Rng;
 use crate::turn::TurnConfig;
 use crate::vocab::{Vocab, VocabBuilder};
 use std::sync::Arc;
-
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: usize) -> usize {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        (self.0 % n as u64) as usize
-    }
-}
 
 /// A vocabulary of every byte and every 2- and 3-byte chunk of `text`, so a
 /// sample can be drafted as ids in chunks of 1-3 bytes.

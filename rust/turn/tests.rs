@@ -2,6 +2,7 @@ use super::*;
 use crate::scan::formats::NAMES;
 use crate::scan::samples::samples;
 use crate::scan::{Call, MalformedKind};
+use crate::test_rng::Rng;
 use std::sync::Arc;
 
 fn hermes(turn: &str) -> TurnConfig {
@@ -289,17 +290,6 @@ fn random_output(rng: &mut Rng, name: &str, sample: &str) -> (Vec<u8>, usize) {
 }
 
 /// A tiny deterministic generator for the schedule simulations below.
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: usize) -> usize {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        (self.0 % n as u64) as usize
-    }
-}
-
 /// Random schedules over random outputs of every format (prose and copies of its
 /// sample): chunk it, draft windows with corruptions, accept a random correct
 /// prefix, sometimes correct. Checks, at every step: each key equals the key of

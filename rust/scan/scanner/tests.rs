@@ -2,6 +2,7 @@ use super::*;
 use crate::scan::formats::{builtin, NAMES};
 use crate::scan::samples::samples;
 use crate::scan::Call;
+use crate::test_rng::Rng;
 use serde_json::json;
 
 fn scanner(name: &str, max: usize) -> Scanner {
@@ -401,17 +402,6 @@ fn a_block_ended_early_by_a_closer_in_its_value_is_malformed_never_truncated() {
 }
 
 /// A tiny deterministic generator for the grammar property below.
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: usize) -> usize {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        (self.0 % n.max(1) as u64) as usize
-    }
-}
-
 /// The event grammar over random text (slices of every format's sample glued together,
 /// UTF-8 cut anywhere) in random chunks: each `Opened` is followed by one `Ended` before
 /// the next; `Confirmed` only for a block awaiting it; and at the end of the turn no block

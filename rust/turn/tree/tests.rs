@@ -2,18 +2,8 @@
 
 use super::*;
 use crate::scan::samples::samples;
+use crate::test_rng::Rng;
 use crate::turn::{CommitHasher, CommitKey, TurnConfig};
-
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: usize) -> usize {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        (self.0 % n as u64) as usize
-    }
-}
 
 /// What a caller can observe of an outcome, by value.
 fn seen(out: &[Outcome]) -> Vec<String> {
