@@ -13,7 +13,7 @@ from typing import Any, Self, SupportsIndex
 from . import _core
 from .audit import TraceWriter
 from .effects import EffectLike, EffectTable
-from .errors import InertValueError, ReentrancyError, TraceWarning, TurnAbandonedWarning
+from .errors import InertValueError, ReentrancyError, StreamFinishedError, TraceWarning, TurnAbandonedWarning
 from .gate import POLICIES
 from .inputs import Ids, Token, Tokens
 from .journal import Journal, OwnedJournal
@@ -99,6 +99,8 @@ class Session:
         )
         self.streaming = stream
         self.tail: Step | None = None
+        self.reported = False
+        """The report was made (by finish or close): the turn is over."""
         self._owned: OwnedJournal | None = None  # opened here from a path or URI: closed at the end
         self.trace: TraceWriter | None = None
         try:
@@ -161,6 +163,21 @@ class Session:
             return self.stream.take_released()
         return None
 
+    def end(self) -> None:
+        """Ends the stream, unless an earlier ``finish()`` did and was interrupted while it
+        waited for the calls (a cancelled await, a KeyboardInterrupt): then only the wait and
+        the report are left to do.
+
+        Raises:
+            StreamFinishedError: the turn was reported already.
+        """
+        if self.reported:
+            raise StreamFinishedError(
+                "the turn is finished: its report was returned already; start a new orchestrator for the next turn"
+            )
+        if not self.stream.finished:
+            self.finish()
+
     def finish(self) -> Step:
         """Ends the stream; the step is what ``finish`` did and released (``report.tail``)."""
         outcomes = self.stream.finish()
@@ -176,6 +193,7 @@ class Session:
         self.driver.abandon()
 
     def report(self, strict: bool) -> Report:
+        self.reported = True
         try:
             report = self.driver.report(strict, self.stream.notices(), self.tail)
         finally:
@@ -408,7 +426,7 @@ class Orchestrator(_TurnView):
         """
         self._s.refuse_reentry()
         strict = strict_flag(strict)
-        self._s.finish()
+        self._s.end()
         runtime = self._s.runtime
         assert isinstance(runtime, ThreadRuntime)
         runtime.drain()
@@ -430,9 +448,10 @@ class Orchestrator(_TurnView):
             ReentrancyError: called from one of this orchestrator's own tools.
         """
         self._s.refuse_reentry()
-        if self._s.stream.finished:
+        if self._s.reported:
             return None
-        self._s.abandon()
+        if not self._s.stream.finished:  # else a finish() that was interrupted: its wait and report are left
+            self._s.abandon()
         runtime = self._s.runtime
         assert isinstance(runtime, ThreadRuntime)
         runtime.drain()
@@ -530,19 +549,21 @@ class AsyncOrchestrator(_TurnView):
         return self._s.verify_path(path, correction)
 
     async def finish(self, *, strict: bool = True) -> Report:
-        """As ``Orchestrator.finish``, awaiting the calls."""
+        """As ``Orchestrator.finish``, awaiting the calls. Cancelled while it waits (a request
+        timeout), it may be awaited again: it goes on waiting and returns the report."""
         runtime = self._enter()
         strict = strict_flag(strict)
-        self._s.finish()
+        self._s.end()
         await runtime.drain()
         return self._s.report(strict)
 
     async def close(self) -> Report | None:
         """As ``Orchestrator.close``, awaiting the committed calls; ``async with`` closes it."""
         runtime = self._enter()
-        if self._s.stream.finished:
+        if self._s.reported:
             return None
-        self._s.abandon()
+        if not self._s.stream.finished:  # else a finish() that was cancelled: its wait and report are left
+            self._s.abandon()
         await runtime.drain()
         return self._s.report(False)
 

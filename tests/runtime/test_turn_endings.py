@@ -313,3 +313,50 @@ def test_async_close_abandons_the_turn() -> None:
     asyncio.run(asyncio.wait_for(main(), WATCHDOG))
     assert recorder.events.count("prepare") == 1 and recorder.of("abort") == 1 and recorder.of("send") == 0
     assert _phases(journal) == [("abort", "ok"), ("prepare", "ok")]
+
+
+def test_a_cancelled_async_finish_can_be_awaited_again() -> None:
+    """A request timeout cancels finish() while it waits for a call: the report used to be
+    lost, and a second finish() raised StreamFinishedError. It goes on waiting now."""
+    release = threading.Event()
+
+    def slow(n: int) -> int:
+        release.wait(WATCHDOG)
+        return n
+
+    async def main() -> inert.Report:
+        orch = inert.AsyncOrchestrator({"s": "write"}, {"s": slow}, turn_key="t")
+        await orch.draft([block("s", n=1)])
+        await orch.verify(1)
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(orch.finish(), 0.05)
+        release.set()
+        report = await asyncio.wait_for(orch.finish(), WATCHDOG)
+        with pytest.raises(inert.StreamFinishedError):
+            await orch.finish()
+        assert await orch.close() is None
+        return report
+
+    assert [r.result for r in asyncio.run(main()).results] == [1]
+
+
+def test_close_after_an_interrupted_finish_reports_the_finished_turn() -> None:
+    """finish() interrupted while it waited (its end already applied): close() waits and
+    reports that turn, it does not abandon it."""
+    release = threading.Event()
+
+    def slow(n: int) -> int:
+        release.wait(WATCHDOG)
+        return n
+
+    async def main() -> inert.Report | None:
+        orch = inert.AsyncOrchestrator({"s": "write"}, {"s": slow}, format="llama3_json", turn_key="t")
+        await orch.draft(['{"name": "s", "parameters": {"n": 1}}'])
+        await orch.verify(1)  # accepted; only the end of the turn confirms it
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(orch.finish(), 0.05)
+        release.set()
+        return await asyncio.wait_for(orch.close(), WATCHDOG)
+
+    report = asyncio.run(main())
+    assert report is not None and [r.result for r in report.results] == [1]
