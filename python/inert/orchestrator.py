@@ -210,7 +210,12 @@ class Session:
                     stacklevel=4,
                 )
         if self._owned is not None:
-            self._owned.close()
+            # A tool that outlived its deadline still journals what it did (a late prepare's abort).
+            runtime = getattr(self, "runtime", None)
+            if runtime is None:
+                self._owned.close()
+            else:
+                runtime.after_tools(self._owned.close)
 
 
 def _warn_abandoned(turn_key: str) -> None:

@@ -10,7 +10,7 @@ import math
 import os
 import uuid
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -85,6 +85,7 @@ class Runtime(Protocol):
     def confirm(self, node: CallNode) -> None: ...
     def retract(self, node: CallNode) -> None: ...
     def records(self) -> list[DispatchRecord]: ...
+    def after_tools(self, callback: Callable[[], None]) -> None: ...
 
 
 def _positive_int(value: object, what: str) -> int:

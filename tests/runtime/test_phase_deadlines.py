@@ -14,6 +14,7 @@ import asyncio
 import threading
 import time
 import warnings
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -164,3 +165,64 @@ def test_close_from_a_second_thread_while_the_first_is_closing_returns_at_once()
         release.set()
         first.join(WATCHDOG)
     assert list(out[0]) == [0] and [r.result for r in out[0][0].results] == [1]
+
+
+class HeldPrepare:
+    """A prepare that stays inside until released, then an abort that says it ran."""
+
+    def __init__(self) -> None:
+        self.inside = threading.Event()
+        self.release = threading.Event()
+        self.aborted = threading.Event()
+
+    def prepare(self, n: int) -> int:
+        self.inside.set()
+        self.release.wait(WATCHDOG)
+        return n
+
+    def commit(self, prepared: int, *, idempotency_key: str) -> int:
+        return prepared
+
+    def abort(self, prepared: int) -> None:
+        self.aborted.set()
+
+
+def _journaled_abort(path: Path) -> None:
+    """Waits until the SQLite journal at ``path`` holds the late prepare's abort, read anew."""
+    for _ in range(int(WATCHDOG * 100)):
+        recovery = inert.recover(str(path))
+        if not recovery.prepared:
+            return
+        time.sleep(0.01)
+    raise AssertionError(f"recover still lists a prepare never aborted: {recovery.prepared}")
+
+
+def test_a_late_abort_after_finish_reaches_a_journal_opened_from_a_path(tmp_path: Path) -> None:
+    """finish() returns at the deadline and used to close the journal it opened; the late
+    prepare's outcome and abort were then written to a closed journal and lost, so
+    recover listed staged state that had been dropped."""
+    tool = HeldPrepare()
+    path = tmp_path / "journal.sqlite"
+    orch = inert.Orchestrator({"t": "write"}, {"t": tool}, turn_key="t", timeout=0.1, journal=str(path))
+    orch.draft([block("t", n=1)])
+    assert tool.inside.wait(WATCHDOG)
+    finish_within(orch)  # at the deadline: the prepare is still inside
+    tool.release.set()
+    assert tool.aborted.wait(WATCHDOG)
+    _journaled_abort(path)
+
+
+def test_async_a_late_abort_after_finish_reaches_a_journal_opened_from_a_path(tmp_path: Path) -> None:
+    tool = HeldPrepare()
+    path = tmp_path / "journal.sqlite"
+
+    async def main() -> None:
+        orch = inert.AsyncOrchestrator({"t": "write"}, {"t": tool}, turn_key="t", timeout=0.1, journal=str(path))
+        await orch.draft([block("t", n=1)])
+        await asyncio.to_thread(tool.inside.wait, WATCHDOG)
+        await asyncio.wait_for(orch.finish(strict=False), WATCHDOG)
+        tool.release.set()
+        await asyncio.to_thread(tool.aborted.wait, WATCHDOG)
+        await asyncio.to_thread(_journaled_abort, path)
+
+    asyncio.run(main())

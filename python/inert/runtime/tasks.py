@@ -76,6 +76,8 @@ class AsyncRuntime:
         self._tasks: dict[CallNode, asyncio.Task[None]] = {}
         self._in_tool: set[CallNode] = set()  # tasks whose tool is running (cancelling them reaches the tool)
         self._late = 0  # coroutine prepares past their deadline, still running: the pool outlives them
+        self._lingering: set[Any] = set()  # tools' work that outlived its call (a deadline, a cancel)
+        self._after: list[Callable[[], None]] = []  # what waits for both (closing a journal)
         self._drained = False
         self._log: list[CallRun] = []
         self.clock: Callable[[], float] = time.perf_counter
@@ -347,6 +349,19 @@ class AsyncRuntime:
         self._late -= 1
         if self._late == 0 and self._drained:
             self._pool.shutdown()
+        self._run_after()
+
+    def after_tools(self, callback: Callable[[], None]) -> None:
+        """As ``ThreadRuntime.after_tools``: once no late prepare, abort or tool of this turn
+        still runs (on this loop; a loop closed first leaves it to the garbage collector)."""
+        self._after.append(callback)
+        self._run_after()
+
+    def _run_after(self) -> None:
+        if self._late == 0 and not self._lingering:
+            after, self._after = self._after, []
+            for callback in after:
+                callback()
 
     async def _commit(self, run: CallRun) -> tuple[Any, BaseException | None]:
         try:
@@ -388,7 +403,8 @@ class AsyncRuntime:
             keep = lingering is not None and not lingering.done()
             self._start(self._scheduler.finish(node, keep_slot=keep))
             if keep:
-                lingering.add_done_callback(lambda _: self._tool_returned(node))
+                self._lingering.add(lingering)
+                lingering.add_done_callback(lambda done: self._tool_returned(node, done))
 
     def _slot_wait(self, node: CallNode) -> None:
         """A call queued for a tool slot: as ``ThreadRuntime._slot_wait``, on the loop."""
@@ -421,12 +437,18 @@ class AsyncRuntime:
         finally:
             self._late_done()
 
-    def _tool_returned(self, node: CallNode) -> None:
+    def _tool_returned(self, node: CallNode, done: Any) -> None:
         """The tool of a call concluded without it returned (on a worker thread or the loop)."""
         loop = self._loop
         assert loop is not None
+
+        def returned() -> None:
+            self._lingering.discard(done)
+            self._start(self._scheduler.give_slot_back(node))
+            self._run_after()
+
         with contextlib.suppress(RuntimeError):  # the loop is closed: nothing of this turn runs any more
-            loop.call_soon_threadsafe(lambda: self._start(self._scheduler.give_slot_back(node)))
+            loop.call_soon_threadsafe(returned)
 
     async def _invoke(self, node: CallNode, run: CallRun) -> Any:
         invocation = run.invocation

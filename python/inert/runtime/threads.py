@@ -94,6 +94,8 @@ class ThreadRuntime:
         self._pool = self._engine.pool
         self._deadlines = self._engine.deadlines
         self._log: list[CallRun] = []  # in the order the calls started
+        self._inside = 0  # workers inside one of this turn's tools
+        self._after: list[Callable[[], None]] = []  # what waits for them (closing a journal)
         self.clock: Callable[[], float] = time.perf_counter
 
     @property
@@ -330,12 +332,31 @@ class ThreadRuntime:
         run: CallRun = node.owner
         with self._lock:
             run.in_tool = True
+            self._inside += 1
         try:
             yield
         finally:
             with self._lock:
                 run.in_tool = False
                 self._start(self._scheduler.give_slot_back(node))
+                self._inside -= 1
+                after, self._after = (self._after, []) if self._inside == 0 else ([], self._after)
+            for callback in after:
+                callback()
+
+    def after_tools(self, callback: Callable[[], None]) -> None:
+        """Calls ``callback`` once no worker of this turn is inside a tool: now, or when the
+        last one that outlived its deadline returns (it still journals what it did)."""
+        with self._lock:
+            if self._inside:
+                self._after.append(callback)
+                return
+        callback()
+
+    def _drop_withdrawn(self, node: CallNode) -> None:
+        """Aborts what the prepare of a commit that never got a slot staged (it needs none)."""
+        with self._in_tool(node):
+            self._abort_staged(node.owner, node.owner.prepared)
 
     def _abort_staged(self, run: CallRun, prepared: Any) -> None:
         abort_staged(run, prepared, self._journal, self._turn_key, self)
@@ -383,7 +404,7 @@ class ThreadRuntime:
                 self._trace.dispatch(run.record())
             self._trace.result(run.record())
         if over.commit:  # an abort needs no slot
-            self._pool.submit(self._abort_staged, run, run.prepared)
+            self._pool.submit(self._drop_withdrawn, node)
 
     def _conclude(self, node: CallNode) -> CallNode | None:
         """Journals the settled outcome, then lets later calls go; returns one of them for

@@ -4,7 +4,7 @@ clock and the tools are simulated."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Any
 
@@ -64,6 +64,9 @@ class VirtualRuntime:
     def retract(self, node: CallNode) -> None:
         # A started call's effect still lands when it finishes: that is what an orphan is.
         self._start(lifecycle.retract(self._scheduler, node)[0])
+
+    def after_tools(self, callback: Callable[[], None]) -> None:
+        callback()  # virtual time: no tool outlives the turn
 
     def records(self) -> list[DispatchRecord]:
         return [run.record() for run in self._log]
