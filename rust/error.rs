@@ -193,7 +193,7 @@ impl std::error::Error for CoreError {}
 /// The known name closest to `name` by edit distance, when one is close enough
 /// to be a typo of it.
 #[must_use]
-pub fn closest<'a>(name: &str, known: &[&'a str]) -> Option<&'a str> {
+pub(crate) fn closest<'a>(name: &str, known: &[&'a str]) -> Option<&'a str> {
     let (best, distance) = known.iter().map(|k| (*k, edit_distance(name, k))).min_by_key(|&(_, d)| d)?;
     (distance <= 2.max(name.chars().count() / 3)).then_some(best)
 }

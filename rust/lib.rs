@@ -2,12 +2,24 @@
 //! turn that folds both into typed outcomes with commit keys. Pure Rust; the
 //! pyo3 binding lives in `py/`, behind the `python` feature.
 
-pub mod batch;
-pub mod error;
-pub mod ledger;
-pub mod scan;
-pub mod turn;
-pub mod vocab;
+mod batch;
+mod error;
+mod ledger;
+mod scan;
+mod turn;
+mod vocab;
+
+// The core's Rust API, all that the binding uses: a pure-Rust caller needs the same. Every
+// other item is `pub(crate)` or narrower (`unreachable_pub` keeps it so).
+pub use batch::{Batch, BatchOutcomes, DraftRows, VerifyRows};
+pub use error::{CoreError, TokenFault};
+pub use ledger::TokenState;
+pub use scan::{formats, FormatSpec, Reasoning, Schemas};
+pub use turn::{
+    parse, Binding, CallRecord, CommitHasher, MalformedRecord, Outcome, ReasoningRecord, Released, TokenIn,
+    ToolCallDelta, Turn, TurnConfig,
+};
+pub use vocab::{decode::PieceEncoding, tokenizer_json, Vocab, VocabBuilder};
 
 #[cfg(test)]
 mod test_rng;

@@ -26,14 +26,14 @@ pub enum StructStart {
 /// Where a byte of JSON text lies relative to its `"` strings (with `\` escapes):
 /// the one string tracker every reader of JSON bodies steps through.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct JsonStrings {
+pub(crate) struct JsonStrings {
     inside: bool,
     escaped: bool,
 }
 
 /// What one byte was to [`JsonStrings`]. Quotes belong to their string.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum InString {
+pub(crate) enum InString {
     Outside,
     Opens,
     Inside,
@@ -42,7 +42,7 @@ pub enum InString {
 
 impl JsonStrings {
     #[inline]
-    pub fn step(&mut self, b: u8) -> InString {
+    pub(crate) fn step(&mut self, b: u8) -> InString {
         if self.inside {
             if self.escaped {
                 self.escaped = false;

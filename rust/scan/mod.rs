@@ -9,18 +9,20 @@ mod lexer;
 mod malformed;
 mod matcher;
 mod scanner;
-pub mod spec;
+pub(crate) mod spec;
 
 #[cfg(feature = "python")]
 pub(crate) use body::decimal_digits; // the binding's number conversion
+pub(crate) use body::Item;
+pub use body::Schemas;
 pub(crate) use body::{check_name, head_call, item_starts, Flavor, PythonCalls, PythonFound, XmlArguments};
-pub use body::{Item, Schemas};
-pub use call::Call;
-pub use lexer::{InString, JsonStrings, StructStart, Syntax};
-pub use malformed::{Malformed, MalformedKind};
-pub use matcher::Role;
-pub use scanner::{BlockBody, ScanEvent, ScanState, Scanner, TextClass, TokenRole};
-pub use spec::{Anchor, Body, FormatSpec, Framing, Reasoning};
+pub(crate) use call::Call;
+pub(crate) use lexer::{InString, JsonStrings};
+pub(crate) use malformed::{Malformed, MalformedKind};
+pub(crate) use matcher::Role;
+pub(crate) use scanner::{BlockBody, ScanEvent, ScanState, Scanner, TextClass, TokenRole};
+pub(crate) use spec::Body;
+pub use spec::{FormatSpec, Reasoning};
 
 #[cfg(test)]
 pub(crate) mod samples;

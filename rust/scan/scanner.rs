@@ -39,7 +39,7 @@ enum Mode {
 /// The scanner's whole state after a token: a few words, saved per token.
 #[derive(Debug, Clone, Copy)]
 #[allow(clippy::struct_excessive_bools)] // saved per token and restored whole: plain flags read clearest
-pub struct ScanState {
+pub(crate) struct ScanState {
     mode: Mode,
     cursor: Cursor,
     lexer: Lexer,
@@ -69,7 +69,7 @@ pub struct ScanState {
 
 /// What one token did. Every byte offset is in the live text.
 #[derive(Debug, Clone, PartialEq)]
-pub enum ScanEvent {
+pub(crate) enum ScanEvent {
     /// A block opened; its open delimiter starts at `delimiter_start`, its body at `body_start`.
     Opened { delimiter_start: usize, body_start: usize },
     /// The open block ended with its byte `end - 1`. `confirmed` is false for a
@@ -92,7 +92,7 @@ pub enum ScanEvent {
 /// the turn chooses when: a block whose closer was drafted and rejected again
 /// and again would otherwise be read whole on every draft.
 #[derive(Debug, Clone, PartialEq)]
-pub enum BlockBody {
+pub(crate) enum BlockBody {
     Read(Vec<Item>),
     /// The live-text bytes of a body its closing delimiter (or bracket) ended.
     Unread(Range<usize>),
@@ -100,7 +100,7 @@ pub enum BlockBody {
 
 /// A format's immutable scanning machinery. One per stream; states are separate.
 #[derive(Debug, Clone)]
-pub struct Scanner {
+pub(crate) struct Scanner {
     spec: FormatSpec,
     m: Matchers,
     schemas: Schemas,
@@ -119,7 +119,7 @@ pub struct Scanner {
 
 impl Scanner {
     #[must_use]
-    pub fn new(spec: FormatSpec, schemas: Schemas, max_block_bytes: usize) -> Self {
+    pub(crate) fn new(spec: FormatSpec, schemas: Schemas, max_block_bytes: usize) -> Self {
         let m = Matchers::new(&spec);
         let mut quiet = [[false; 256]; 2];
         for b in 0..=255u8 {
@@ -132,23 +132,23 @@ impl Scanner {
 
     /// Starts turns inside a reasoning section (the prompt opened it). The
     /// format must have reasoning delimiters; the turn checks.
-    pub fn start_in_reasoning(&mut self, yes: bool) {
+    pub(crate) fn start_in_reasoning(&mut self, yes: bool) {
         self.start_in_reasoning = yes && self.spec.reasoning.is_some();
     }
 
     /// Says the call closer is bound to a special token id in this turn.
-    pub fn bind_closer_by_id(&mut self) {
+    pub(crate) fn bind_closer_by_id(&mut self) {
         self.closer_by_id = true;
     }
 
     #[must_use]
-    pub fn spec(&self) -> &FormatSpec {
+    pub(crate) fn spec(&self) -> &FormatSpec {
         &self.spec
     }
 
     /// The tools' schemas the body parsers type XML values by.
     #[must_use]
-    pub fn schemas(&self) -> &Schemas {
+    pub(crate) fn schemas(&self) -> &Schemas {
         &self.schemas
     }
 
@@ -171,14 +171,14 @@ impl Scanner {
     }
 
     #[must_use]
-    pub fn initial(&self) -> ScanState {
+    pub(crate) fn initial(&self) -> ScanState {
         self.initial_in(self.start_in_reasoning)
     }
 
     /// The state before any byte, inside the reasoning section the prompt
     /// opened when `in_reasoning` (a format without reasoning ignores it).
     #[must_use]
-    pub fn initial_in(&self, in_reasoning: bool) -> ScanState {
+    pub(crate) fn initial_in(&self, in_reasoning: bool) -> ScanState {
         let in_reasoning = in_reasoning && self.spec.reasoning.is_some();
         let mode = if in_reasoning { Mode::Reasoning } else { Mode::Outside };
         ScanState {
@@ -209,7 +209,7 @@ impl Scanner {
     /// Work is proportional to the token's bytes, plus one parse per ended block.
     #[inline(always)] // the quiet check belongs in the caller's per-token loop
     #[allow(clippy::inline_always)]
-    pub fn scan(
+    pub(crate) fn scan(
         &self,
         state: &mut ScanState,
         text: &[u8],
@@ -662,7 +662,7 @@ impl Scanner {
 
     /// The items of the block body at `text[body]` (`BlockBody::Unread`).
     #[must_use]
-    pub fn read_body(&self, text: &[u8], body: Range<usize>) -> Vec<Item> {
+    pub(crate) fn read_body(&self, text: &[u8], body: Range<usize>) -> Vec<Item> {
         self.parse(text, body, false)
     }
 
@@ -695,7 +695,7 @@ impl Scanner {
     /// turn) is read as it stands: a complete, valid body is a call, a body
     /// that ran out is `unterminated`.
     #[must_use]
-    pub fn finish(&self, state: &ScanState, text: &[u8]) -> Vec<ScanEvent> {
+    pub(crate) fn finish(&self, state: &ScanState, text: &[u8]) -> Vec<ScanEvent> {
         let mut out = Vec::new();
         if state.awaiting_confirmation {
             out.push(ScanEvent::Confirmed);
@@ -747,7 +747,7 @@ fn section_without_calls(
 mod specials;
 mod text_class;
 
-pub use text_class::TextClass;
+pub(crate) use text_class::TextClass;
 
 #[cfg(test)]
 mod tests;

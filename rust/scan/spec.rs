@@ -186,7 +186,7 @@ fn yes() -> bool {
 }
 
 /// The body layouts a custom format can name.
-pub const BODY_NAMES: &[&str] = &[
+pub(crate) const BODY_NAMES: &[&str] = &[
     "json_object",
     "json_objects",
     "name_sep_json",

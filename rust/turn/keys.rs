@@ -4,7 +4,7 @@
 use std::fmt;
 
 /// Version tag of the rendering; bump it whenever the hashed framing changes.
-pub const KEY_PREFIX: &str = "ck1-";
+pub(crate) const KEY_PREFIX: &str = "ck1-";
 
 /// The fixed key that derives a turn's hashing key from its turn key. It is
 /// public: commit keys separate turns and streams, they are not secrets.
@@ -20,7 +20,7 @@ const TAG_BLOCK: u8 = 0x03;
 pub struct CommitKey(pub u128);
 
 /// A key's text: `KEY_PREFIX` and 32 lowercase hex digits.
-pub const KEY_TEXT_LEN: usize = KEY_PREFIX.len() + 32;
+pub(crate) const KEY_TEXT_LEN: usize = KEY_PREFIX.len() + 32;
 
 impl CommitKey {
     /// The key's text written into a stack buffer: what `Display` writes, without

@@ -17,14 +17,14 @@
 mod binding;
 mod blocks;
 mod key_cursor;
-pub mod keys;
+pub(crate) mod keys;
 mod outcome;
 mod stream;
 mod tree;
 mod window;
 
 pub use binding::Binding;
-pub use keys::{CommitHasher, CommitKey};
+pub use keys::CommitHasher;
 pub use outcome::{CallRecord, MalformedRecord, Outcome, ReasoningRecord};
 pub use stream::{Released, ToolCallDelta};
 

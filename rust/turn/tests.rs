@@ -3,6 +3,7 @@ use crate::scan::formats::NAMES;
 use crate::scan::samples::samples;
 use crate::scan::{Call, MalformedKind};
 use crate::test_rng::Rng;
+use crate::turn::keys::CommitKey;
 use std::sync::Arc;
 
 fn hermes(turn: &str) -> TurnConfig {

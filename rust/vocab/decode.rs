@@ -29,8 +29,11 @@ impl PieceEncoding {
 
 /// The character GPT-2's byte-level alphabet uses for `byte`: printable
 /// Latin-1 bytes stand for themselves, the other 68 are shifted past U+0100 in order.
+/// The decoder reads the alphabet the other way (`byte_of_char`); the tests check the two
+/// against each other.
+#[cfg(test)]
 #[must_use]
-pub fn byte_level_char(byte: u8) -> char {
+fn byte_level_char(byte: u8) -> char {
     let printable = |b: u8| matches!(b, b'!'..=b'~' | 0xA1..=0xAC | 0xAE..=0xFF);
     if printable(byte) {
         return char::from(byte);

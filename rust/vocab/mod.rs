@@ -5,7 +5,7 @@
 //! - `decode`: tokenizer pieces (GPT-2 byte-level, SentencePiece) to raw bytes;
 //! - `tokenizer_json`: a `tokenizers` tokenizer's saved JSON to a vocabulary.
 
-pub mod decode;
+pub(crate) mod decode;
 pub mod tokenizer_json;
 
 use crate::error::CoreError;
@@ -13,7 +13,7 @@ use std::ops::Range;
 
 /// Ids above this are refused: the table is dense, and real vocabularies
 /// stay far below it (the largest in use are about 260k).
-pub const MAX_TOKEN_ID: u32 = (1 << 22) - 1;
+pub(crate) const MAX_TOKEN_ID: u32 = (1 << 22) - 1;
 
 /// Where an id's piece lies in the byte arena; `ABSENT` for ids with none.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

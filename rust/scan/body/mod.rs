@@ -25,7 +25,7 @@ use super::malformed::{Malformed, MalformedKind};
 use super::spec::Body;
 
 /// One item of a block: a call, or why it is not one.
-pub type Item = Result<Call, Malformed>;
+pub(crate) type Item = Result<Call, Malformed>;
 
 /// What a body parser reads besides the text.
 #[derive(Debug, Clone, Copy)]

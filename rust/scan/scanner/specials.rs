@@ -7,7 +7,7 @@ use super::{Scanner, TokenRole};
 impl Scanner {
     /// The role a special token's spelling gives it in this format.
     #[must_use]
-    pub fn role_of_special(&self, text: &[u8]) -> TokenRole {
+    pub(crate) fn role_of_special(&self, text: &[u8]) -> TokenRole {
         self.special_groups()
             .iter()
             .find(|(texts, _)| texts.iter().any(|t| t.as_bytes() == text))
@@ -16,7 +16,7 @@ impl Scanner {
 
     /// Every spelling `role_of_special` gives a role: a vocabulary binds only the
     /// ids spelled so, which it looks up by text instead of scanning every entry.
-    pub fn special_spellings(&self) -> impl Iterator<Item = &[u8]> {
+    pub(crate) fn special_spellings(&self) -> impl Iterator<Item = &[u8]> {
         self.special_groups().into_iter().flat_map(|(texts, _)| texts.iter().map(String::as_bytes))
     }
 

@@ -6,7 +6,7 @@ use super::{Mode, ScanEvent, ScanState, Scanner};
 
 /// What a byte of the output is to a reader of the message (streaming output).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TextClass {
+pub(crate) enum TextClass {
     /// Text of the message outside calls and reasoning.
     Content,
     /// Text inside a reasoning section.
@@ -20,7 +20,7 @@ pub enum TextClass {
 impl ScanState {
     /// The class of the text after this state, until the next shift.
     #[must_use]
-    pub fn class(&self) -> TextClass {
+    pub(crate) fn class(&self) -> TextClass {
         match self.mode {
             Mode::Outside => TextClass::Content,
             Mode::Reasoning => TextClass::Reasoning,
@@ -32,12 +32,12 @@ impl ScanState {
 
 impl Scanner {
     /// Reports where the text changes class (`ScanEvent::Shift`), for streaming output.
-    pub fn record_shifts(&mut self) {
+    pub(crate) fn record_shifts(&mut self) {
         self.shifts = true;
     }
 
     #[must_use]
-    pub fn records_shifts(&self) -> bool {
+    pub(crate) fn records_shifts(&self) -> bool {
         self.shifts
     }
 
@@ -52,7 +52,7 @@ impl Scanner {
     /// bytes long) may still change class: a partial delimiter, or blanks that a
     /// call starting next would take. Text before them is final.
     #[must_use]
-    pub fn undecided_tail(&self, state: &ScanState, len: usize) -> usize {
+    pub(crate) fn undecided_tail(&self, state: &ScanState, len: usize) -> usize {
         let partial = self.matcher(state.mode).map_or(0, |m| m.depth(state.cursor));
         let armed = if state.armed && state.mode == Mode::Outside && self.spec.anchor.is_some() {
             len.saturating_sub(state.armed_from as usize)

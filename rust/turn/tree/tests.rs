@@ -3,7 +3,8 @@
 use super::*;
 use crate::scan::samples::samples;
 use crate::test_rng::Rng;
-use crate::turn::{CommitHasher, CommitKey, TurnConfig};
+use crate::turn::keys::CommitKey;
+use crate::turn::{CommitHasher, TurnConfig};
 
 /// What a caller can observe of an outcome, by value.
 fn seen(out: &[Outcome]) -> Vec<String> {
