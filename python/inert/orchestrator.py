@@ -4,9 +4,10 @@ policy) and a runtime that executes the gate's commands (worker threads for
 
 from __future__ import annotations
 
+import contextlib
 import os
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from types import EllipsisType, TracebackType
 from typing import Any, Self, SupportsIndex
 
@@ -101,6 +102,8 @@ class Session:
         self.tail: Step | None = None
         self.reported = False
         """The report was made (by finish or close): the turn is over."""
+        self.ending = False
+        """A finish or close is waiting for the calls (another caller must not report the turn too)."""
         self._owned: OwnedJournal | None = None  # opened here from a path or URI: closed at the end
         self.trace: TraceWriter | None = None
         try:
@@ -171,12 +174,23 @@ class Session:
         Raises:
             StreamFinishedError: the turn was reported already.
         """
-        if self.reported:
+        if self.reported or self.ending:
             raise StreamFinishedError(
-                "the turn is finished: its report was returned already; start a new orchestrator for the next turn"
+                "the turn is finished: its report was returned already, or another finish() or close() is "
+                "waiting for its calls; start a new orchestrator for the next turn"
             )
         if not self.stream.finished:
             self.finish()
+
+    @contextlib.contextmanager
+    def waiting(self) -> Iterator[None]:
+        """This caller ends the turn: while it waits for the calls, another finish() or
+        close() does not report the turn a second time."""
+        self.ending = True
+        try:
+            yield
+        finally:
+            self.ending = False
 
     def finish(self) -> Step:
         """Ends the stream; the step is what ``finish`` did and released (``report.tail``)."""
@@ -434,8 +448,9 @@ class Orchestrator(_TurnView):
         self._s.end()
         runtime = self._s.runtime
         assert isinstance(runtime, ThreadRuntime)
-        runtime.drain()
-        return self._s.report(strict)
+        with self._s.waiting():
+            runtime.drain()
+            return self._s.report(strict)
 
     def close(self) -> Report | None:
         """Abandons the turn unless ``finish()`` ended it: the tokens never verified are
@@ -453,14 +468,15 @@ class Orchestrator(_TurnView):
             ReentrancyError: called from one of this orchestrator's own tools.
         """
         self._s.refuse_reentry()
-        if self._s.reported:
+        if self._s.reported or self._s.ending:
             return None
-        if not self._s.stream.finished:  # else a finish() that was interrupted: its wait and report are left
-            self._s.abandon()
         runtime = self._s.runtime
         assert isinstance(runtime, ThreadRuntime)
-        runtime.drain()
-        return self._s.report(False)
+        with self._s.waiting():
+            if not self._s.stream.finished:  # else a finish() that was interrupted: its wait and report are left
+                self._s.abandon()
+            runtime.drain()
+            return self._s.report(False)
 
     def __enter__(self) -> Self:
         return self
@@ -559,18 +575,20 @@ class AsyncOrchestrator(_TurnView):
         runtime = self._enter()
         strict = strict_flag(strict)
         self._s.end()
-        await runtime.drain()
-        return self._s.report(strict)
+        with self._s.waiting():
+            await runtime.drain()
+            return self._s.report(strict)
 
     async def close(self) -> Report | None:
         """As ``Orchestrator.close``, awaiting the committed calls; ``async with`` closes it."""
         runtime = self._enter()
-        if self._s.reported:
+        if self._s.reported or self._s.ending:
             return None
-        if not self._s.stream.finished:  # else a finish() that was cancelled: its wait and report are left
-            self._s.abandon()
-        await runtime.drain()
-        return self._s.report(False)
+        with self._s.waiting():
+            if not self._s.stream.finished:  # else a finish() that was cancelled: its wait and report are left
+                self._s.abandon()
+            await runtime.drain()
+            return self._s.report(False)
 
     async def __aenter__(self) -> Self:
         return self

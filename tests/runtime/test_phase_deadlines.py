@@ -226,3 +226,71 @@ def test_async_a_late_abort_after_finish_reaches_a_journal_opened_from_a_path(tm
         await asyncio.to_thread(_journaled_abort, path)
 
     asyncio.run(main())
+
+
+def test_async_close_during_finish_does_not_report_the_turn_twice() -> None:
+    """A disconnect handler's close() while finish() waits for the calls: one report, from
+    finish(); close() has nothing left to end."""
+
+    async def main() -> tuple[inert.Report, inert.Report | None]:
+        release = asyncio.Event()
+        inside = asyncio.Event()
+
+        async def w(n: int) -> int:
+            inside.set()
+            await release.wait()
+            return n
+
+        orch = inert.AsyncOrchestrator({"w": "write"}, {"w": w}, turn_key="t")
+        await orch.draft([block("w", n=1)])
+        await orch.verify(1)
+        await asyncio.wait_for(inside.wait(), WATCHDOG)
+        finishing = asyncio.create_task(orch.finish(strict=False))
+        await asyncio.sleep(0)  # finish() is waiting for the call
+        closing = asyncio.create_task(orch.close())
+        await asyncio.sleep(0)
+        release.set()
+        return await finishing, await closing
+
+    report, closed = asyncio.run(asyncio.wait_for(main(), WATCHDOG))
+    assert [r.result for r in report.results] == [1] and closed is None
+
+
+class CommitHangsForTheFirst:
+    def __init__(self) -> None:
+        self.events: list[tuple[str, int]] = []
+        self.hang = threading.Event()
+
+    def prepare(self, n: int) -> int:
+        self.events.append(("prepare", n))
+        return n
+
+    def commit(self, prepared: int, *, idempotency_key: str) -> int:
+        if prepared == 1:
+            self.hang.wait(WATCHDOG)
+        self.events.append(("commit", prepared))
+        return prepared
+
+    def abort(self, prepared: int) -> None:
+        self.events.append(("abort", prepared))
+
+
+def test_async_finish_waits_for_the_abort_of_a_commit_that_never_got_a_slot() -> None:
+    """The second commit gives up its wait behind the first, hung past its deadline: its
+    abort used to run as a task finish() did not wait for, which the loop's end cancelled."""
+    tool = CommitHangsForTheFirst()
+
+    async def main() -> None:
+        effects = {"t": inert.ToolSpec("write", reads=lambda a: [a["n"]], writes=lambda a: [a["n"]])}
+        orch = inert.AsyncOrchestrator(effects, {"t": tool}, turn_key="t", limits={"t": 1}, timeout=0.2)
+        await orch.draft([block("t", n=1), block("t", n=2)])
+        while ("prepare", 2) not in tool.events:
+            await asyncio.sleep(0.01)
+        await orch.verify(2)
+        await asyncio.wait_for(orch.finish(strict=False), WATCHDOG)
+
+    try:
+        asyncio.run(main())
+    finally:
+        tool.hang.set()
+    assert ("abort", 2) in tool.events and ("commit", 2) not in tool.events

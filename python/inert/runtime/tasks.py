@@ -77,6 +77,7 @@ class AsyncRuntime:
         self._in_tool: set[CallNode] = set()  # tasks whose tool is running (cancelling them reaches the tool)
         self._late = 0  # coroutine prepares past their deadline, still running: the pool outlives them
         self._lingering: set[Any] = set()  # tools' work that outlived its call (a deadline, a cancel)
+        self._cleanups: set[asyncio.Task[None]] = set()  # aborts drain() waits for
         self._after: list[Callable[[], None]] = []  # what waits for both (closing a journal)
         self._drained = False
         self._log: list[CallRun] = []
@@ -134,6 +135,8 @@ class AsyncRuntime:
         journaled through them)."""
         while self._idle is not None and not self._idle.is_set():
             await self._idle.wait()
+        while self._cleanups:  # the aborts of commits that never got a slot (each under its deadline)
+            await asyncio.gather(*self._cleanups, return_exceptions=True)
         self._drained = True
         if self._late == 0:
             self._pool.shutdown()
@@ -428,7 +431,9 @@ class AsyncRuntime:
         if over.commit:  # an abort needs no slot
             self._late += 1
             assert self._loop is not None
-            self._loop.create_task(self._drop_staged(run))
+            cleanup = self._loop.create_task(self._drop_staged(run))
+            self._cleanups.add(cleanup)
+            cleanup.add_done_callback(self._cleanups.discard)
         self._start(over.ready)
 
     async def _drop_staged(self, run: CallRun) -> None:
@@ -484,6 +489,7 @@ class AsyncRuntime:
         except TimeoutError:
             if deadline.expired():
                 work.cancel()
+                work.add_done_callback(_retrieved)  # what it raises after ignoring the cancel is no one's to log
                 raise _TimedOut from None  # inert's deadline; a tool's own TimeoutError is its error
             raise
         except asyncio.CancelledError:

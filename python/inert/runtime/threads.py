@@ -339,10 +339,15 @@ class ThreadRuntime:
             with self._lock:
                 run.in_tool = False
                 self._start(self._scheduler.give_slot_back(node))
-                self._inside -= 1
-                after, self._after = (self._after, []) if self._inside == 0 else ([], self._after)
-            for callback in after:
-                callback()
+            self._left_tool()
+
+    def _left_tool(self) -> None:
+        """A worker left a tool of this turn: what waited for the last one runs."""
+        with self._lock:
+            self._inside -= 1
+            after, self._after = (self._after, []) if self._inside == 0 else ([], self._after)
+        for callback in after:
+            callback()
 
     def after_tools(self, callback: Callable[[], None]) -> None:
         """Calls ``callback`` once no worker of this turn is inside a tool: now, or when the
@@ -354,9 +359,12 @@ class ThreadRuntime:
         callback()
 
     def _drop_withdrawn(self, node: CallNode) -> None:
-        """Aborts what the prepare of a commit that never got a slot staged (it needs none)."""
-        with self._in_tool(node):
+        """Aborts what the prepare of a commit that never got a slot staged (it needs none);
+        ``_slot_wait_over`` counted it as inside its tool."""
+        try:
             self._abort_staged(node.owner, node.owner.prepared)
+        finally:
+            self._left_tool()
 
     def _abort_staged(self, run: CallRun, prepared: Any) -> None:
         abort_staged(run, prepared, self._journal, self._turn_key, self)
@@ -397,6 +405,8 @@ class ThreadRuntime:
                 return
             if not over.commit:
                 self._log.append(run)
+            else:
+                self._inside += 1  # its abort, on a worker: counted now, so a journal waits for it
             self._start(over.ready)
             self._notify_if_idle()
         if self._trace is not None:
