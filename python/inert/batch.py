@@ -194,8 +194,8 @@ class BatchOrchestrator:
                     failure = failure or exc
         finally:
             self._engine.close()
-            if self._owned is not None:
-                self._owned.close()
+            if self._owned is not None:  # once a tool past its deadline has journaled what it did
+                self._engine.after_tools(self._owned.close)
         if failure is not None:
             raise failure
         if reports:

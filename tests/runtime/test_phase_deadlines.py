@@ -294,3 +294,19 @@ def test_async_finish_waits_for_the_abort_of_a_commit_that_never_got_a_slot() ->
     finally:
         tool.hang.set()
     assert ("abort", 2) in tool.events and ("commit", 2) not in tool.events
+
+
+def test_a_late_abort_after_a_batch_closes_reaches_a_journal_opened_from_a_path(tmp_path: Path) -> None:
+    tool = HeldPrepare()
+    path = tmp_path / "journal.sqlite"
+    vocab = inert.Vocabulary([block("t", n=1)])
+    batch = inert.BatchOrchestrator({"t": "write"}, {"t": tool}, vocab=vocab, timeout=0.1, journal=str(path))
+    batch.add(0, "a")
+    batch.draft([0], [[0]])
+    assert tool.inside.wait(WATCHDOG)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", inert.TurnAbandonedWarning)
+        batch.close()  # at the prepare's deadline: it is still inside
+    tool.release.set()
+    assert tool.aborted.wait(WATCHDOG)
+    _journaled_abort(path)

@@ -48,6 +48,25 @@ class ThreadEngine:
         self.pool = WorkerPool(max_workers)
         self.deadlines = Deadlines()
         self.slots = Slots(limits)
+        self.inside = 0  # workers inside a tool of one of the turns
+        self.after: list[Callable[[], None]] = []  # what waits for them (closing a journal)
+
+    def left_tool(self) -> None:
+        """A worker left a tool: what waited for the last one runs."""
+        with self.lock:
+            self.inside -= 1
+            after, self.after = (self.after, []) if self.inside == 0 else ([], self.after)
+        for callback in after:
+            callback()
+
+    def after_tools(self, callback: Callable[[], None]) -> None:
+        """Calls ``callback`` once no worker is inside a tool of these turns: now, or when the
+        last one that outlived its deadline returns (it still journals what it did)."""
+        with self.lock:
+            if self.inside:
+                self.after.append(callback)
+                return
+        callback()
 
     def close(self) -> None:
         """Stops the workers once idle (never joins one stuck in a tool) and the timer thread."""
@@ -94,8 +113,6 @@ class ThreadRuntime:
         self._pool = self._engine.pool
         self._deadlines = self._engine.deadlines
         self._log: list[CallRun] = []  # in the order the calls started
-        self._inside = 0  # workers inside one of this turn's tools
-        self._after: list[Callable[[], None]] = []  # what waits for them (closing a journal)
         self.clock: Callable[[], float] = time.perf_counter
 
     @property
@@ -332,7 +349,7 @@ class ThreadRuntime:
         run: CallRun = node.owner
         with self._lock:
             run.in_tool = True
-            self._inside += 1
+            self._engine.inside += 1
         try:
             yield
         finally:
@@ -342,21 +359,11 @@ class ThreadRuntime:
             self._left_tool()
 
     def _left_tool(self) -> None:
-        """A worker left a tool of this turn: what waited for the last one runs."""
-        with self._lock:
-            self._inside -= 1
-            after, self._after = (self._after, []) if self._inside == 0 else ([], self._after)
-        for callback in after:
-            callback()
+        self._engine.left_tool()
 
     def after_tools(self, callback: Callable[[], None]) -> None:
-        """Calls ``callback`` once no worker of this turn is inside a tool: now, or when the
-        last one that outlived its deadline returns (it still journals what it did)."""
-        with self._lock:
-            if self._inside:
-                self._after.append(callback)
-                return
-        callback()
+        """See ``ThreadEngine.after_tools``."""
+        self._engine.after_tools(callback)
 
     def _drop_withdrawn(self, node: CallNode) -> None:
         """Aborts what the prepare of a commit that never got a slot staged (it needs none);
@@ -406,7 +413,7 @@ class ThreadRuntime:
             if not over.commit:
                 self._log.append(run)
             else:
-                self._inside += 1  # its abort, on a worker: counted now, so a journal waits for it
+                self._engine.inside += 1  # its abort, on a worker: counted now, so a journal waits for it
             self._start(over.ready)
             self._notify_if_idle()
         if self._trace is not None:
