@@ -16,8 +16,8 @@ pub use error::{CoreError, TokenFault};
 pub use ledger::TokenState;
 pub use scan::{formats, FormatSpec, Reasoning, Schemas};
 pub use turn::{
-    parse, Binding, CallRecord, CommitHasher, MalformedRecord, Outcome, ReasoningRecord, Released, TokenIn,
-    ToolCallDelta, Turn, TurnConfig,
+    parse, tool_call_id_prefix, Binding, CallRecord, CommitHasher, MalformedRecord, Outcome, ReasoningRecord, Released,
+    TokenIn, ToolCallDelta, Turn, TurnConfig,
 };
 pub use vocab::{decode::PieceEncoding, tokenizer_json, Vocab, VocabBuilder};
 

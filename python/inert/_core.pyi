@@ -26,6 +26,7 @@ __all__ = [
     "commit_key",
     "formats",
     "parse",
+    "tool_call_id_prefix",
 ]
 
 KEY_PREFIX: str
@@ -569,6 +570,14 @@ def parse(
 
 def formats() -> list[str]:
     """The known format names."""
+
+def tool_call_id_prefix(turn_key: str) -> str:
+    """The prefix (``call_<digest>_``) of the OpenAI tool-call ids the turn ``turn_key`` gives
+    calls that bring no id of their own; the call's index follows it.
+
+    Raises:
+        InertTypeError: ``turn_key`` is not a str.
+    """
 
 def commit_key(turn_key: str, tokens: _Tokens, ordinal: int = 0) -> str:
     """The commit key of the ``ordinal``-th call ending in the last of ``tokens``

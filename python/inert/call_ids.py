@@ -14,12 +14,10 @@ from . import _core
 
 __all__ = ["tool_call_ids"]
 
-_PREFIX_ORDINAL = 2**32 - 1  # the core's streamer derives its id prefix from this key of the turn
-
 
 def tool_call_ids(calls: Sequence[_core.Call], turn_key: str) -> list[str]:
     """The ids of ``calls``, a turn's committed calls in stream order."""
-    prefix = "call_" + _core.commit_key(turn_key, [], _PREFIX_ORDINAL)[::-1][:16] + "_"
+    prefix = _core.tool_call_id_prefix(turn_key)  # the streamer's own
     taken: set[str] = set()
     out: list[str] = []
     for n, call in enumerate(calls):

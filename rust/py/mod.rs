@@ -20,6 +20,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(token_stream::parse, m)?)?;
     m.add_function(wrap_pyfunction!(token_stream::formats, m)?)?;
     m.add_function(wrap_pyfunction!(token_stream::commit_key, m)?)?;
+    m.add_function(wrap_pyfunction!(token_stream::tool_call_id_prefix, m)?)?;
     m.add("KEY_PREFIX", crate::turn::keys::KEY_PREFIX)?;
     Ok(())
 }

@@ -468,6 +468,14 @@ pub(super) fn formats() -> Vec<&'static str> {
     builtin_formats::NAMES.to_vec()
 }
 
+/// The prefix of the tool-call ids the turn `turn_key` gives calls without an id of their
+/// own (`call_<digest>_`; the call's index follows).
+#[pyfunction]
+#[allow(clippy::needless_pass_by_value)] // pyo3 hands extracted arguments over by value
+pub(super) fn tool_call_id_prefix(turn_key: TurnKey) -> String {
+    crate::turn::tool_call_id_prefix(&turn_key.0)
+}
+
 /// The commit key of the `ordinal`-th call ending in the last of `tokens`,
 /// for stacks that reconcile against inert without running its stream.
 #[pyfunction]

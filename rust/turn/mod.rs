@@ -26,7 +26,7 @@ mod window;
 pub use binding::Binding;
 pub use keys::CommitHasher;
 pub use outcome::{CallRecord, MalformedRecord, Outcome, ReasoningRecord};
-pub use stream::{Released, ToolCallDelta};
+pub use stream::{tool_call_id_prefix, Released, ToolCallDelta};
 
 use crate::error::CoreError;
 use crate::ledger::{Ledger, TokenState};

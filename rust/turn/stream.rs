@@ -98,10 +98,18 @@ pub(super) struct Streamer {
     out: Released,
 }
 
+/// The prefix of the OpenAI tool-call ids of a turn's calls that bring no id of their own
+/// (`call_<digest>_`, the call's index after it): stable across retries of the turn, apart
+/// between turns. Reports give committed calls ids by it without streaming too.
+#[must_use]
+pub fn tool_call_id_prefix(turn_key: &str) -> String {
+    let key = super::keys::CommitHasher::new(turn_key).key(u32::MAX).to_string();
+    let digest: String = key.chars().rev().take(16).collect();
+    format!("call_{digest}_")
+}
+
 impl Streamer {
     pub(super) fn new(body: &Body, name_chars: &str, turn_key: &str, class: TextClass) -> Self {
-        let key = super::keys::CommitHasher::new(turn_key).key(u32::MAX).to_string();
-        let digest: String = key.chars().rev().take(16).collect();
         Self {
             released: 0,
             class,
@@ -117,7 +125,7 @@ impl Streamer {
             pending: Vec::new(),
             ids: HashSet::new(),
             count: 0,
-            id_prefix: format!("call_{digest}_"),
+            id_prefix: tool_call_id_prefix(turn_key),
             out: Released::default(),
         }
     }
