@@ -77,7 +77,7 @@ class AsyncRuntime:
         self._in_tool: set[CallNode] = set()  # tasks whose tool is running (cancelling them reaches the tool)
         self._late = 0  # coroutine prepares past their deadline, still running: the pool outlives them
         self._lingering: set[Any] = set()  # tools' work that outlived its call (a deadline, a cancel)
-        self._cleanups: set[asyncio.Task[None]] = set()  # aborts drain() waits for
+        self._cleanups: set[asyncio.Task[Any]] = set()  # aborts drain() waits for
         self._after: list[Callable[[], None]] = []  # what waits for both (closing a journal)
         self._drained = False
         self._log: list[CallRun] = []
@@ -428,19 +428,12 @@ class AsyncRuntime:
                 self._trace.dispatch(run.record())
         if self._trace is not None:
             self._trace.result(run.record())
-        if over.commit:  # an abort needs no slot
-            self._late += 1
+        if over.commit:  # an abort needs no slot; drain() waits for it
             assert self._loop is not None
-            cleanup = self._loop.create_task(self._drop_staged(run))
+            cleanup = self._loop.create_task(self._abort(run))
             self._cleanups.add(cleanup)
             cleanup.add_done_callback(self._cleanups.discard)
         self._start(over.ready)
-
-    async def _drop_staged(self, run: CallRun) -> None:
-        try:
-            await self._abort(run)
-        finally:
-            self._late_done()
 
     def _tool_returned(self, node: CallNode, done: Any) -> None:
         """The tool of a call concluded without it returned (on a worker thread or the loop)."""

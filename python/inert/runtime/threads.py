@@ -51,11 +51,19 @@ class ThreadEngine:
         self.inside = 0  # workers inside a tool of one of the turns
         self.after: list[Callable[[], None]] = []  # what waits for them (closing a journal)
 
+    def leave_tool(self) -> list[Callable[[], None]]:
+        """A worker leaves a tool (lock held); returns what waited for the last one, to call
+        once the lock is released."""
+        self.inside -= 1
+        if self.inside:
+            return []
+        after, self.after = self.after, []
+        return after
+
     def left_tool(self) -> None:
-        """A worker left a tool: what waited for the last one runs."""
+        """``leave_tool``, and the calls, for a worker that does not hold the lock."""
         with self.lock:
-            self.inside -= 1
-            after, self.after = (self.after, []) if self.inside == 0 else ([], self.after)
+            after = self.leave_tool()
         for callback in after:
             callback()
 
@@ -356,10 +364,9 @@ class ThreadRuntime:
             with self._lock:
                 run.in_tool = False
                 self._start(self._scheduler.give_slot_back(node))
-            self._left_tool()
-
-    def _left_tool(self) -> None:
-        self._engine.left_tool()
+                after = self._engine.leave_tool()
+            for callback in after:
+                callback()
 
     def after_tools(self, callback: Callable[[], None]) -> None:
         """See ``ThreadEngine.after_tools``."""
@@ -371,7 +378,7 @@ class ThreadRuntime:
         try:
             self._abort_staged(node.owner, node.owner.prepared)
         finally:
-            self._left_tool()
+            self._engine.left_tool()
 
     def _abort_staged(self, run: CallRun, prepared: Any) -> None:
         abort_staged(run, prepared, self._journal, self._turn_key, self)
