@@ -51,6 +51,12 @@ pub struct Ledger {
 }
 
 impl Ledger {
+    /// An empty ledger with room for `tokens` tokens given by id before it grows.
+    #[must_use]
+    pub fn with_capacity(tokens: usize) -> Self {
+        Self { tokens: Vec::with_capacity(tokens), ..Self::default() }
+    }
+
     #[must_use]
     pub fn len(&self) -> usize {
         self.tokens.len()

@@ -5,38 +5,76 @@
 use super::convert::object_to_py;
 use crate::turn::{CallRecord, MalformedRecord, Outcome, ReasoningRecord};
 use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyString};
 use std::collections::HashMap;
 use std::sync::Arc;
 
 /// A tool call parsed from a block. Immutable.
+///
+/// Its Python strings and its arguments dict are built when first read, then
+/// kept: a serving loop reads most calls' keys and names but builds every
+/// call's outcome, and a call drafted and then retracted is often never read
+/// at all. Each value is built once, so every read returns the same object.
 #[pyclass(frozen, name = "Call", module = "inert._core")]
-#[derive(Debug)]
 pub(super) struct PyCall {
     #[pyo3(get)]
     block: u64,
     #[pyo3(get)]
     index: u32,
     #[pyo3(get)]
-    name: Py<PyString>,
-    #[pyo3(get)]
-    arguments: Py<PyDict>,
-    #[pyo3(get)]
-    raw_arguments: Py<PyString>,
-    #[pyo3(get)]
-    call_id: Option<Py<PyString>>,
-    #[pyo3(get)]
-    commit_key: Py<PyString>,
-    #[pyo3(get)]
     start: usize,
     #[pyo3(get)]
     end: usize,
-    /// The record, for the tool-call id streaming sets when the call settles.
+    name: PyOnceLock<Py<PyString>>,
+    arguments: PyOnceLock<Py<PyDict>>,
+    raw_arguments: PyOnceLock<Py<PyString>>,
+    commit_key: PyOnceLock<Py<PyString>>,
+    /// The record: what the lazy values are built from, and the tool-call id
+    /// streaming sets when the call settles.
     record: Arc<CallRecord>,
+}
+
+impl std::fmt::Debug for PyCall {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PyCall").field("record", &self.record).finish_non_exhaustive()
+    }
 }
 
 #[pymethods]
 impl PyCall {
+    #[getter]
+    fn name<'py>(&self, py: Python<'py>) -> Bound<'py, PyString> {
+        let cell = &self.name;
+        cell.get_or_init(py, || PyString::new(py, &self.record.call.name).unbind()).bind(py).clone()
+    }
+
+    /// The arguments as a dict (the same dict on every read).
+    #[getter]
+    fn arguments<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let dict =
+            self.arguments.get_or_try_init(py, || object_to_py(py, &self.record.call.arguments).map(Bound::unbind))?;
+        Ok(dict.bind(py).clone())
+    }
+
+    #[getter]
+    fn raw_arguments<'py>(&self, py: Python<'py>) -> Bound<'py, PyString> {
+        let cell = &self.raw_arguments;
+        cell.get_or_init(py, || PyString::new(py, &self.record.call.raw_arguments).unbind()).bind(py).clone()
+    }
+
+    /// The id the model wrote for the call (Mistral, Kimi K2...), if any.
+    #[getter]
+    fn call_id(&self) -> Option<&str> {
+        self.record.call.id.as_deref()
+    }
+
+    #[getter]
+    fn commit_key<'py>(&self, py: Python<'py>) -> Bound<'py, PyString> {
+        let cell = &self.commit_key;
+        cell.get_or_init(py, || PyString::new(py, self.record.key.text().as_str()).unbind()).bind(py).clone()
+    }
+
     #[getter]
     fn span(&self) -> (usize, usize) {
         (self.start, self.end)
@@ -52,9 +90,9 @@ impl PyCall {
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
         Ok(format!(
             "Call(name={}, arguments={}, commit_key={}, span=({}, {}))",
-            self.name.bind(py).repr()?,
-            self.arguments.bind(py).repr()?,
-            self.commit_key.bind(py).repr()?,
+            self.name(py).repr()?,
+            self.arguments(py)?.repr()?,
+            self.commit_key(py).repr()?,
             self.start,
             self.end
         ))
@@ -62,19 +100,18 @@ impl PyCall {
 }
 
 impl PyCall {
-    fn new(py: Python<'_>, r: &Arc<CallRecord>) -> PyResult<Self> {
-        Ok(Self {
+    fn new(r: &Arc<CallRecord>) -> Self {
+        Self {
             block: r.block,
             index: r.index,
-            name: PyString::new(py, &r.call.name).unbind(),
-            arguments: object_to_py(py, &r.call.arguments)?.unbind(),
-            raw_arguments: PyString::new(py, &r.call.raw_arguments).unbind(),
-            call_id: r.call.id.as_deref().map(|id| PyString::new(py, id).unbind()),
-            commit_key: PyString::new(py, r.key.text().as_str()).unbind(),
             start: r.span.start,
             end: r.span.end,
+            name: PyOnceLock::new(),
+            arguments: PyOnceLock::new(),
+            raw_arguments: PyOnceLock::new(),
+            commit_key: PyOnceLock::new(),
             record: r.clone(),
-        })
+        }
     }
 }
 
@@ -237,7 +274,7 @@ impl CallCache {
         let id = Arc::as_ptr(r) as usize;
         let call = match self.0.remove(&id) {
             Some((_, call)) => call,
-            None => Py::new(py, PyCall::new(py, r)?)?,
+            None => Py::new(py, PyCall::new(r))?,
         };
         if keep {
             self.0.insert(id, (r.clone(), call.clone_ref(py)));

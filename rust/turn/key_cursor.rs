@@ -24,6 +24,7 @@
 
 use super::keys::CommitHasher;
 use crate::ledger::Drafted;
+use std::ops::Range;
 
 #[derive(Debug, Clone, Copy)]
 struct Prefix {
@@ -51,31 +52,30 @@ impl KeyCursor {
     }
 
     /// The hash of the first `len` live tokens, of which the first `accepted`
-    /// are accepted; `token(i)` is live token `i` as drafted. `len` is at least
+    /// are accepted; `tokens(range)` yields those live tokens as drafted. `len` is at least
     /// `accepted` (keys are taken at the newest token, or at the end of the turn).
-    pub(super) fn hash_of<'a>(
+    pub(super) fn hash_of<'a, I: Iterator<Item = Drafted<'a>>>(
         &mut self,
         len: usize,
         accepted: usize,
-        token: impl Fn(usize) -> Drafted<'a>,
+        tokens: impl Fn(Range<usize>) -> I,
     ) -> CommitHasher {
         debug_assert!(len >= accepted && accepted >= self.settled.len, "a key before the accepted tokens");
         if self.ahead.len > len {
             self.ahead = self.settled;
         }
-        let mut hash = self.ahead.hash;
-        for i in self.ahead.len..len {
-            match token(i) {
-                Drafted::Id(id) => hash.absorb_id(id),
-                Drafted::Piece(piece) => hash.absorb_piece(piece),
-            }
-            if i + 1 == accepted {
-                self.settled = Prefix { hash, len: accepted };
-            }
+        let (mut hash, from) = (self.ahead.hash, self.ahead.len);
+        if from < accepted {
+            // The absorbing passes the accepted frontier: settle there on the way.
+            hash.absorb_all(tokens(from..accepted));
+            self.settled = Prefix { hash, len: accepted };
+            hash.absorb_all(tokens(accepted..len));
+        } else {
+            hash.absorb_all(tokens(from..len));
         }
         #[cfg(test)]
         {
-            self.absorbed += len.saturating_sub(self.ahead.len);
+            self.absorbed += len.saturating_sub(from);
         }
         self.ahead = Prefix { hash, len };
         hash

@@ -39,6 +39,16 @@ use stream::Streamer;
 use tree::Tree;
 use window::{Checkpoint, Window};
 
+/// Tokens a new turn makes room for before its buffers grow (about 3 KB). A
+/// buffer that starts empty and doubles reallocates and copies seven times
+/// on its way to a few hundred tokens, and a batch of fresh sequences spent
+/// about a sixth of its first steps doing so; an idle sequence costs the room.
+const START_TOKENS: usize = 128;
+
+/// Undecided tokens a new turn makes room for: a draft window of 8 and its
+/// tree's depth (EAGLE drafts up to 16 deep).
+const START_WINDOW: usize = 16;
+
 /// A token as the caller hands it in.
 #[derive(Debug, Clone, Copy)]
 pub enum TokenIn<'a> {
@@ -194,8 +204,8 @@ impl Turn {
         });
         Self {
             binding: binding.clone(),
-            ledger: Ledger::default(),
-            window: Window::new(base, turn_key),
+            ledger: Ledger::with_capacity(START_TOKENS),
+            window: Window::new(base, turn_key, START_TOKENS, START_WINDOW),
             blocks: BlockTable::default(),
             scan_out: Vec::new(),
             tree: None,

@@ -40,6 +40,10 @@ struct LiveToken {
     text_end: u32,
 }
 
+/// Bytes of text per token that a new stream makes room for: BPE pieces of
+/// prose and JSON average about four.
+const BYTES_PER_TOKEN: usize = 4;
+
 /// The live text, its tokens, and the saved states.
 #[derive(Debug)]
 pub(super) struct Window {
@@ -60,9 +64,12 @@ pub(super) struct Window {
 }
 
 impl Window {
-    pub(super) fn new(base: Checkpoint, turn_key: &str) -> Self {
+    /// An empty stream with room for `tokens` tokens and a draft window of
+    /// `window` before any buffer grows.
+    pub(super) fn new(base: Checkpoint, turn_key: &str, tokens: usize, window: usize) -> Self {
         let keys = KeyCursor::new(turn_key);
-        let (text, tokens, undecided, shifts) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let text = Vec::with_capacity(tokens * BYTES_PER_TOKEN);
+        let (tokens, undecided, shifts) = (Vec::with_capacity(tokens), Vec::with_capacity(window), Vec::new());
         Self { text, tokens, base, undecided, shifts, keys, decided: 0 }
     }
 
@@ -75,7 +82,8 @@ impl Window {
     /// The key hash after live token `pos`; `ledger` holds the tokens as drafted.
     pub(super) fn hash_after(&mut self, pos: usize, ledger: &Ledger) -> CommitHasher {
         let tokens = &self.tokens;
-        self.keys.hash_of(pos + 1, self.decided, |i| ledger.token(tokens[i].ledger_at as usize))
+        self.keys
+            .hash_of(pos + 1, self.decided, |range| tokens[range].iter().map(|t| ledger.token(t.ledger_at as usize)))
     }
 
     /// Live tokens: accepted, then undecided.
