@@ -11,7 +11,7 @@ mod vocab;
 
 // The core's Rust API, all that the binding uses: a pure-Rust caller needs the same. Every
 // other item is `pub(crate)` or narrower (`unreachable_pub` keeps it so).
-pub use batch::{Batch, BatchOutcomes, DraftRows, VerifyRows};
+pub use batch::{Batch, BatchOutcomes, DraftRows, PathRows, TreeParents, VerifyRows};
 pub use error::{CoreError, TokenFault};
 pub use ledger::TokenState;
 pub use scan::{formats, FormatSpec, Reasoning, Schemas};

@@ -537,6 +537,33 @@ class StreamBatch:
         Raises:
             UnknownSequenceError; otherwise as ``TokenStream.verify_path``.
         """
+    def draft_trees(
+        self, seqs: _Ids, tokens: _TokenRows, parents: _Ids | _TokenRows, lengths: _Ids | None = None
+    ) -> dict[int, list[_Outcome]]:
+        """``TokenStream.draft_tree`` for every sequence in one call (an EAGLE or Medusa
+        engine's step): row ``i`` of ``tokens`` (a ``(len(seqs), n)`` array, its first
+        ``lengths[i]`` nodes) is ``seqs[i]``'s tree. ``parents`` is one row of ``n`` that
+        every tree shares (a static tree; a shorter row takes its first parents), or a
+        ``(len(seqs), n)`` array, one row per tree.
+
+        Raises:
+            UnknownSequenceError, BatchError: as ``draft``; ``parents`` of the wrong shape.
+            TreeError: as ``TokenStream.draft_tree``, in any row (the message names the sequence).
+            VocabularyError, PieceTypeError: a bad id.
+        Nothing changes when it raises.
+        """
+    def verify_paths(self, seqs: _Ids, paths: _TokenRows, corrections: _Ids | None = None) -> dict[int, list[_Outcome]]:
+        """``TokenStream.verify_path`` for every sequence in one call: row ``i`` of ``paths``
+        (a ``(len(seqs), depth)`` array) holds the node indices ``seqs[i]`` accepts, from a
+        root down, padded with -1 (a row of -1 accepts no node); ``corrections[i]`` is
+        appended as accepted unless it is -1.
+
+        Raises:
+            UnknownSequenceError, BatchError: as ``verify``; a node after a row's -1 padding.
+            TreeError: as ``TokenStream.verify_path``, in any row (the message names the sequence).
+            VocabularyError: a bad correction (as ``verify``).
+        Nothing changes when it raises.
+        """
     def __len__(self) -> int:
         """Sequences in the batch."""
     def __contains__(self, key: object, /) -> bool: ...

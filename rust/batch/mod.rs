@@ -12,11 +12,13 @@
 //! mistake in any row raises and changes nothing.
 
 mod slots;
+mod trees;
 
 use crate::error::CoreError;
 use crate::turn::{Binding, Outcome, Released, TokenIn, Turn};
 use slots::Slots;
 use std::ops::Range;
+pub use trees::{PathRows, TreeParents};
 
 /// Outcomes of a batch call: one flat list, and the range of it each sequence
 /// with outcomes owns, in row order. Sequences with none are left out.
@@ -43,6 +45,47 @@ pub struct DraftRows<'a> {
     pub tokens: &'a [u64],
     pub width: usize,
     pub lengths: Option<&'a [usize]>,
+}
+
+impl<'a> DraftRows<'a> {
+    /// Whether the arrays agree: `len(seqs)` rows of `width` ids, each length within them.
+    fn check_shape(&self) -> Result<(), CoreError> {
+        let b = self.seqs.len();
+        if self.tokens.len() != b * self.width {
+            return Err(shape(format!(
+                "tokens hold {} ids, not {b} rows of {}: pass a (len(seqs), k) array",
+                self.tokens.len(),
+                self.width
+            )));
+        }
+        if let Some(lengths) = self.lengths {
+            if lengths.len() != b {
+                return Err(shape(format!("{} lengths for {b} sequences", lengths.len())));
+            }
+            if let Some(i) = lengths.iter().position(|&n| n > self.width) {
+                return Err(shape(format!(
+                    "lengths[{i}] is {}, past the {} columns of tokens",
+                    lengths[i], self.width
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Row `i`'s ids (its first `lengths[i]`).
+    fn ids(&self, i: usize) -> &'a [u64] {
+        &self.tokens[i * self.width..i * self.width + self.lengths.map_or(self.width, |l| l[i])]
+    }
+}
+
+/// A correction as a verify row gives it: -1 for none, else a token id.
+fn correction_of(corrections: Option<&[i64]>, i: usize) -> Result<Option<TokenIn<'static>>, CoreError> {
+    match corrections.map_or(-1, |c| c[i]) {
+        -1 => Ok(None),
+        id => u64::try_from(id)
+            .map(|id| Some(TokenIn::Id(id)))
+            .map_err(|_| CoreError::InvalidTokenId { index: i, value: id.to_string() }),
+    }
 }
 
 /// A verify for many sequences: `n_accepted[i]` of `seqs[i]`'s pending tokens are
@@ -199,22 +242,7 @@ impl Batch {
 
     /// Drafts each row's tokens onto its sequence. Checks every row first.
     pub fn draft(&mut self, d: DraftRows<'_>) -> Result<BatchOutcomes, CoreError> {
-        let b = d.seqs.len();
-        if d.tokens.len() != b * d.width {
-            return Err(shape(format!(
-                "tokens hold {} ids, not {b} rows of {}: pass a (len(seqs), k) array",
-                d.tokens.len(),
-                d.width
-            )));
-        }
-        if let Some(lengths) = d.lengths {
-            if lengths.len() != b {
-                return Err(shape(format!("{} lengths for {b} sequences", lengths.len())));
-            }
-            if let Some(i) = lengths.iter().position(|&n| n > d.width) {
-                return Err(shape(format!("lengths[{i}] is {}, past the {} columns of tokens", lengths[i], d.width)));
-            }
-        }
+        d.check_shape()?;
         let slots = self.rows(d.seqs)?;
         let out = self.draft_rows(&slots, d);
         self.keep_rows(slots);
@@ -223,7 +251,7 @@ impl Batch {
 
     /// `draft` onto the rows' `slots`.
     fn draft_rows(&mut self, slots: &[usize], d: DraftRows<'_>) -> Result<BatchOutcomes, CoreError> {
-        let ids = |i: usize| &d.tokens[i * d.width..i * d.width + d.lengths.map_or(d.width, |l| l[i])];
+        let ids = |i: usize| d.ids(i);
         let row = |i: usize| ids(i).iter().map(|&id| TokenIn::Id(id));
         let dense = self.binding.vocab().dense_below();
         for (i, &slot) in slots.iter().enumerate() {
@@ -264,14 +292,7 @@ impl Batch {
 
     /// `verify` of the rows' `slots`.
     fn verify_rows(&mut self, slots: &[usize], v: VerifyRows<'_>) -> Result<BatchOutcomes, CoreError> {
-        let correction = |i: usize| -> Result<Option<TokenIn<'static>>, CoreError> {
-            match v.corrections.map_or(-1, |c| c[i]) {
-                -1 => Ok(None),
-                id => u64::try_from(id)
-                    .map(|id| Some(TokenIn::Id(id)))
-                    .map_err(|_| CoreError::InvalidTokenId { index: i, value: id.to_string() }),
-            }
-        };
+        let correction = |i: usize| correction_of(v.corrections, i);
         let dense = self.binding.vocab().dense_below();
         for (i, &slot) in slots.iter().enumerate() {
             let turn = &self.turns[slot];

@@ -245,3 +245,151 @@ fn ids_past_a_hole_in_the_vocabulary_are_checked_one_by_one() {
     b.verify(verify(&[5, 1])).unwrap();
     assert_eq!((b.turn(1).unwrap().accepted_text(), b.turn(2).unwrap().accepted_text()), (&b"abf"[..], &b"fcb"[..]));
 }
+
+/// A random tree of `n` nodes over `ids` (each a child of -1 or of an earlier
+/// node), siblings distinct; its first node's chain follows the text.
+fn random_tree(ids: &[u64], pos: usize, n: usize, rng: &mut Rng) -> (Vec<u64>, Vec<i64>) {
+    let (mut tokens, mut parents): (Vec<u64>, Vec<i64>) = (Vec::new(), Vec::new());
+    for i in 0..n {
+        let parent = if i == 0 { -1 } else { rng.below(i + 1) as i64 - 1 };
+        let depth = std::iter::successors(Some(parent), |&p| (p >= 0).then(|| parents[p as usize])).count() - 1;
+        let mut id = if rng.below(3) > 0 { ids.get(pos + depth).copied().unwrap_or(32) } else { rng.below(256) as u64 };
+        while tokens.iter().zip(&parents).any(|(&t, &p)| p == parent && t == id) {
+            id = (id + 1) % 256;
+        }
+        tokens.push(id);
+        parents.push(parent);
+    }
+    (tokens, parents)
+}
+
+/// The path from a root down to `node` (empty for -1).
+fn path_to(parents: &[i64], node: i64) -> Vec<i64> {
+    let mut path: Vec<i64> =
+        std::iter::successors((node >= 0).then_some(node), |&p| Some(parents[p as usize]).filter(|&q| q >= 0))
+            .collect();
+    path.reverse();
+    path
+}
+
+/// Trees drafted and verified for many sequences in one call each: every
+/// sequence gets exactly what a lone turn given its own tree and path gets, with
+/// parents shared by every row or one row each, and rows of different sizes.
+#[test]
+fn batched_trees_give_each_sequence_what_a_lone_turn_gives() {
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    for (name, text) in samples() {
+        let config = TurnConfig::builtin(name, "", 1 << 20).unwrap();
+        let (vocab, pieces) = vocab_of(text.as_bytes());
+        let binding = Binding::new(&config, vocab.clone());
+        let mut batch = Batch::new(binding.clone());
+        let mut lone: Vec<(u64, Turn, Vec<u64>, usize)> = Vec::new();
+        for seq in 0..4u64 {
+            let key = format!("turn-{seq}");
+            batch.add(seq, &key, false).unwrap();
+            lone.push((seq, Turn::start(&binding, &key), ids_of(text.as_bytes(), &pieces, &mut rng), 0));
+        }
+        for step in 0..30 {
+            let width = 1 + rng.below(6);
+            let shared = step % 2 == 0;
+            let shared_tree = random_tree(&lone[0].2, lone[0].3, width, &mut rng);
+            let (mut seqs, mut tokens, mut parents, mut lengths, mut want) = (vec![], vec![], vec![], vec![], vec![]);
+            let mut trees = Vec::new();
+            for (seq, turn, ids, pos) in &mut lone {
+                let n = if shared { width - rng.below(2).min(width - 1) } else { rng.below(width + 1) };
+                let (mut t, p) = if shared {
+                    (shared_tree.0.clone(), shared_tree.1.clone())
+                } else {
+                    let (mut t, mut p) = random_tree(ids, *pos, n, &mut rng);
+                    t.resize(width, 0);
+                    p.resize(width, -1);
+                    (t, p)
+                };
+                if shared {
+                    // Rows share the tree's shape; their tokens follow their own texts.
+                    let fresh = random_tree(ids, *pos, width, &mut rng).0;
+                    for i in 0..width {
+                        let mut id = fresh[i];
+                        while t[..i].iter().zip(&p[..i]).any(|(&x, &q)| q == p[i] && x == id) {
+                            id = (id + 1) % 256;
+                        }
+                        t[i] = id;
+                    }
+                }
+                let toks: Vec<TokenIn<'_>> = t[..n].iter().map(|&i| TokenIn::Id(i)).collect();
+                let out = turn.draft_tree(&toks, &p[..n]).unwrap();
+                if !out.is_empty() {
+                    want.push((*seq, out));
+                }
+                seqs.push(*seq);
+                tokens.extend(&t);
+                parents.extend(&p);
+                lengths.push(n);
+                trees.push((t, p, n));
+            }
+            let rows = DraftRows { seqs: &seqs, tokens: &tokens, width, lengths: Some(&lengths) };
+            let tree_parents = if shared { TreeParents::Shared(&shared_tree.1) } else { TreeParents::PerRow(&parents) };
+            let got = batch.draft_trees(rows, tree_parents).unwrap();
+            assert_eq!(by_seq(&got), want, "{name}: draft_trees");
+            let depth = width;
+            let (mut paths, mut corrections, mut want) = (vec![], vec![], vec![]);
+            for ((seq, turn, ids, pos), (_, p, n)) in lone.iter_mut().zip(&trees) {
+                let leaf = rng.below(*n + 1) as i64 - 1;
+                let path = path_to(&p[..*n], leaf);
+                let c = if rng.below(2) == 0 { -1 } else { ids.get(*pos + path.len()).map_or(-1, |&i| i as i64) };
+                let nodes: Vec<usize> = path.iter().map(|&x| x as usize).collect();
+                let out = turn.verify_path(&nodes, (c >= 0).then(|| TokenIn::Id(c as u64))).unwrap();
+                *pos += path.len() + usize::from(c >= 0);
+                if !out.is_empty() {
+                    want.push((*seq, out));
+                }
+                let mut row = path.clone();
+                row.resize(depth, -1);
+                paths.extend(row);
+                corrections.push(c);
+            }
+            let got =
+                batch.verify_paths(PathRows { seqs: &seqs, paths: &paths, depth, corrections: Some(&corrections) });
+            assert_eq!(by_seq(&got.unwrap()), want, "{name}: verify_paths");
+        }
+        for (seq, mut turn, _, _) in lone {
+            assert_eq!(batch.turn(seq).unwrap().accepted_text(), turn.accepted_text());
+            assert_eq!(batch.finish(seq).unwrap(), turn.finish().unwrap(), "{name}: finish");
+        }
+    }
+}
+
+#[test]
+fn tree_mistakes_in_any_row_change_nothing() {
+    let mut b = hermes_batch();
+    b.add(1, "a", false).unwrap();
+    b.add(2, "b", false).unwrap();
+    let ok = DraftRows { seqs: &[1, 2], tokens: &[65, 66, 67, 68], width: 2, lengths: None };
+    let shared = TreeParents::Shared(&[-1, 0]);
+    let bad: [(DraftRows<'_>, TreeParents<'_>); 5] = [
+        (ok, TreeParents::Shared(&[-1])),
+        (ok, TreeParents::PerRow(&[-1, 0])),
+        (ok, TreeParents::PerRow(&[-1, 0, -1, 1])), // row 2: node 1 its own parent
+        (DraftRows { tokens: &[65, 66, 67, 67], ..ok }, TreeParents::Shared(&[-1, -1])), // twin roots in row 2
+        (DraftRows { tokens: &[65, 66, 67, 999], ..ok }, shared),
+    ];
+    for (rows, parents) in bad {
+        assert!(b.draft_trees(rows, parents).is_err());
+        assert_eq!((b.turn(1).unwrap().ledger().len(), b.turn(2).unwrap().ledger().len()), (0, 0));
+    }
+    b.draft_trees(ok, shared).unwrap();
+    let v = PathRows { seqs: &[1, 2], paths: &[0, 1, 0, -1], depth: 2, corrections: None };
+    let bad: [PathRows<'_>; 5] = [
+        PathRows { paths: &[0, 1, -1, 0], ..v }, // a node after the padding
+        PathRows { paths: &[0, 1, 1, -1], ..v }, // node 1 is no root
+        PathRows { paths: &[0, 1, -2, -1], ..v },
+        PathRows { paths: &[0, 1, 0], ..v },
+        PathRows { corrections: Some(&[-1, 999]), ..v },
+    ];
+    for rows in bad {
+        assert!(b.verify_paths(rows).is_err(), "{rows:?}");
+        assert!(b.turn(1).unwrap().tree_pending() && b.turn(2).unwrap().tree_pending());
+    }
+    b.verify_paths(v).unwrap();
+    assert_eq!((b.turn(1).unwrap().accepted_text(), b.turn(2).unwrap().accepted_text()), (&b"AB"[..], &b"C"[..]));
+}

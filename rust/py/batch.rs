@@ -4,14 +4,14 @@
 //! outcomes are built as Python objects for the sequences that have any.
 
 use super::convert::{token_arg, NO_CORRECTION};
-use super::ints::{int, ints_1d, ints_2d};
+use super::ints::{int, ints_1d, ints_2d, ints_nd};
 use super::outcome::CallCache;
 use super::stream::{released, StreamFlag};
 use super::token_stream::{
     config, node_indices, with_tokens, ByteLimit, Flag, ReasoningArg, TurnKey, DEFAULT_MAX_BLOCK_BYTES,
 };
 use super::vocabulary::vocab_arg;
-use crate::batch::{Batch, BatchOutcomes, DraftRows, VerifyRows};
+use crate::batch::{Batch, BatchOutcomes, DraftRows, PathRows, TreeParents, VerifyRows};
 use crate::error::{CoreError, TokenFault};
 use crate::turn::{Binding, Outcome, Released};
 use pyo3::prelude::*;
@@ -55,6 +55,71 @@ fn seq_ids(obj: &Bound<'_, PyAny>) -> Result<Vec<u64>, CoreError> {
 
 fn shape(reason: String) -> CoreError {
     CoreError::BatchShape { reason }
+}
+
+/// The corrections of a verify: ints, -1 for none (an int array has no None);
+/// any other negative is no id, named as the caller's array holds it.
+fn corrections_arg(corrections: Option<&Bound<'_, PyAny>>, seqs: &[u64]) -> Result<Option<Vec<i64>>, CoreError> {
+    let corrections = corrections.filter(|c| !c.is_none()).map(|c| ints_1d(c, "corrections")).transpose()?;
+    if let Some(c) = &corrections {
+        if let Some((i, (&v, &seq))) = c.iter().zip(seqs).enumerate().find(|(_, (&v, _))| v < -1) {
+            let fault = TokenFault::NotAnId { value: v.to_string(), instead: "-1 means no correction" };
+            let error = Box::new(CoreError::BadTokenArg { what: format!("corrections[{i}]"), fault });
+            return Err(CoreError::InSequence { seq, error });
+        }
+    }
+    Ok(corrections)
+}
+
+/// The rows of a draft: sequence ids, a (rows, width) block of token ids, and
+/// each row's length, read and checked.
+struct Rows {
+    seqs: Vec<u64>,
+    ids: Vec<u64>,
+    width: usize,
+    lengths: Option<Vec<usize>>,
+}
+
+impl Rows {
+    fn read(
+        seqs: &Bound<'_, PyAny>,
+        tokens: &Bound<'_, PyAny>,
+        lengths: Option<&Bound<'_, PyAny>>,
+    ) -> Result<Self, CoreError> {
+        let seqs = seq_ids(seqs)?;
+        let ints = ints_2d(tokens, "tokens")?;
+        let [rows, width] = ints.dims;
+        if rows != seqs.len() {
+            return Err(shape(format!("tokens has {rows} rows for {} seqs", seqs.len())));
+        }
+        let lengths = match lengths.filter(|l| !l.is_none()) {
+            None => None,
+            Some(l) => Some(
+                ints_1d(l, "lengths")?
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, n)| {
+                        usize::try_from(n).map_err(|_| shape(format!("lengths[{i}] is {n}; lengths are >= 0")))
+                    })
+                    .collect::<Result<Vec<_>, _>>()?,
+            ),
+        };
+        // Padding past a row's length may be anything (-1 included); ids within it may not be negative.
+        for (i, &seq) in seqs.iter().enumerate() {
+            let n = lengths.as_ref().and_then(|l| l.get(i)).map_or(width, |&n| n.min(width));
+            if let Some(j) = ints.values[i * width..i * width + n].iter().position(|&v| v < 0) {
+                let value = ints.values[i * width + j].to_string();
+                let error = Box::new(CoreError::InvalidTokenId { index: j, value });
+                return Err(CoreError::InSequence { seq, error });
+            }
+        }
+        let ids = ints.values.iter().map(|&v| u64::try_from(v).unwrap_or(u64::MAX)).collect();
+        Ok(Self { seqs, ids, width, lengths })
+    }
+
+    fn draft(&self) -> DraftRows<'_> {
+        DraftRows { seqs: &self.seqs, tokens: &self.ids, width: self.width, lengths: self.lengths.as_deref() }
+    }
 }
 
 impl PyStreamBatch {
@@ -140,37 +205,69 @@ impl PyStreamBatch {
         tokens: &Bound<'py, PyAny>,
         lengths: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyDict>> {
-        let seqs = seq_ids(seqs)?;
-        let ints = ints_2d(tokens, "tokens")?;
-        let [rows, width] = ints.dims;
-        if rows != seqs.len() {
-            return Err(shape(format!("tokens has {rows} rows for {} seqs", seqs.len())).into());
-        }
-        let lengths = match lengths.filter(|l| !l.is_none()) {
-            None => None,
-            Some(l) => Some(
-                ints_1d(l, "lengths")?
-                    .into_iter()
-                    .enumerate()
-                    .map(|(i, n)| {
-                        usize::try_from(n).map_err(|_| shape(format!("lengths[{i}] is {n}; lengths are >= 0")))
-                    })
-                    .collect::<Result<Vec<_>, _>>()?,
-            ),
-        };
-        // Padding past a row's length may be anything (-1 included); ids within it may not be negative.
-        for (i, &seq) in seqs.iter().enumerate() {
-            let n = lengths.as_ref().and_then(|l| l.get(i)).map_or(width, |&n| n.min(width));
-            if let Some(j) = ints.values[i * width..i * width + n].iter().position(|&v| v < 0) {
-                let value = ints.values[i * width + j].to_string();
-                let error = Box::new(CoreError::InvalidTokenId { index: j, value });
-                return Err(CoreError::InSequence { seq, error }.into());
-            }
-        }
-        let ids: Vec<u64> = ints.values.iter().map(|&v| u64::try_from(v).unwrap_or(u64::MAX)).collect();
+        let rows = Rows::read(seqs, tokens, lengths)?;
         let batch = &mut self.batch;
-        let out =
-            py.detach(|| batch.draft(DraftRows { seqs: &seqs, tokens: &ids, width, lengths: lengths.as_deref() }))?;
+        let out = py.detach(|| batch.draft(rows.draft()))?;
+        self.by_seq(py, out)
+    }
+
+    /// Drafts row `i` of `tokens` (its first `lengths[i]` nodes) as `seqs[i]`'s
+    /// tree, over `parents`: one row shared by every tree, or one row per sequence.
+    #[pyo3(signature = (seqs, tokens, parents, lengths = None))]
+    fn draft_trees<'py>(
+        &mut self,
+        py: Python<'py>,
+        seqs: &Bound<'py, PyAny>,
+        tokens: &Bound<'py, PyAny>,
+        parents: &Bound<'py, PyAny>,
+        lengths: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let rows = Rows::read(seqs, tokens, lengths)?;
+        let parents = ints_nd(parents, "parents")?;
+        let parents = match parents.ndim {
+            1 => TreeParents::Shared(&parents.values),
+            2 if parents.dims[0] == rows.seqs.len() => TreeParents::PerRow(&parents.values),
+            2 => {
+                let n = parents.dims[0];
+                return Err(shape(format!("parents has {n} rows for {} seqs", rows.seqs.len())).into());
+            }
+            n => {
+                return Err(
+                    shape(format!("parents is {n}-D; pass one row shared by every tree or one per sequence")).into()
+                )
+            }
+        };
+        let batch = &mut self.batch;
+        let out = py.detach(|| batch.draft_trees(rows.draft(), parents))?;
+        self.by_seq(py, out)
+    }
+
+    /// Verifies `seqs[i]`'s tree along row `i` of `paths` (node indices from a root
+    /// down, padded with -1), then appends `corrections[i]` unless -1.
+    #[pyo3(signature = (seqs, paths, corrections = None))]
+    fn verify_paths<'py>(
+        &mut self,
+        py: Python<'py>,
+        seqs: &Bound<'py, PyAny>,
+        paths: &Bound<'py, PyAny>,
+        corrections: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let seqs = seq_ids(seqs)?;
+        let paths = ints_2d(paths, "paths")?;
+        let [rows, depth] = paths.dims;
+        if rows != seqs.len() {
+            return Err(shape(format!("paths has {rows} rows for {} seqs", seqs.len())).into());
+        }
+        let corrections = corrections_arg(corrections, &seqs)?;
+        let batch = &mut self.batch;
+        let out = py.detach(|| {
+            batch.verify_paths(PathRows {
+                seqs: &seqs,
+                paths: &paths.values,
+                depth,
+                corrections: corrections.as_deref(),
+            })
+        })?;
         self.by_seq(py, out)
     }
 
@@ -195,16 +292,7 @@ impl PyStreamBatch {
         // A count past usize (32-bit targets only) is more than any sequence holds: refused as such.
         let counts: Vec<usize> =
             counts.into_iter().map(|n| usize::try_from(n.unsigned_abs()).unwrap_or(usize::MAX)).collect();
-        let corrections = corrections.filter(|c| !c.is_none()).map(|c| ints_1d(c, "corrections")).transpose()?;
-        // -1 is "no correction" (an int array has no None); any other negative is no id,
-        // named as the caller's array holds it, not as a token of a window.
-        if let Some(c) = &corrections {
-            if let Some((i, (&v, &seq))) = c.iter().zip(&seqs).enumerate().find(|(_, (&v, _))| v < -1) {
-                let fault = TokenFault::NotAnId { value: v.to_string(), instead: "-1 means no correction" };
-                let error = Box::new(CoreError::BadTokenArg { what: format!("corrections[{i}]"), fault });
-                return Err(CoreError::InSequence { seq, error }.into());
-            }
-        }
+        let corrections = corrections_arg(corrections, &seqs)?;
         let batch = &mut self.batch;
         let out = py.detach(|| {
             batch.verify(VerifyRows { seqs: &seqs, n_accepted: &counts, corrections: corrections.as_deref() })

@@ -191,3 +191,26 @@ pub(super) fn ints_2d(obj: &Bound<'_, PyAny>, what: &'static str) -> Result<Ints
     }
     Ok(Ints { values, ndim: 2, dims: [n_rows, cols.unwrap_or(0)] })
 }
+
+/// A 1-D or 2-D block of integers: a buffer of either shape, or a sequence of
+/// ints, or of equal-length sequences of ints (told apart by its first item).
+pub(super) fn ints_nd(obj: &Bound<'_, PyAny>, what: &'static str) -> Result<Ints, CoreError> {
+    let sequence = obj.is_instance_of::<PyList>() || obj.is_instance_of::<PyTuple>();
+    if !sequence && !obj.is_instance_of::<PyString>() && !obj.is_instance_of::<PyBytes>() {
+        if let Some(ints) = buffer_ints(obj, what)? {
+            if ints.ndim > 2 {
+                return Err(CoreError::BufferShape {
+                    what,
+                    reason: format!("a {}-D array; pass a 1-D or 2-D one", ints.ndim),
+                });
+            }
+            return Ok(ints);
+        }
+    }
+    let nested = sequence && obj.get_item(0).is_ok_and(|first| matches!(as_index::<i64>(&first), Index::NotAnInteger));
+    if nested {
+        return ints_2d(obj, what);
+    }
+    let values = ints_1d(obj, what)?;
+    Ok(Ints { dims: [values.len(), 0], ndim: 1, values })
+}

@@ -47,6 +47,11 @@ pub(super) struct Tree {
     shifts: Vec<Vec<Shift>>,
 }
 
+/// A tree's parents, checked by `Turn::check_draft_tree`: each `None` (a root)
+/// or an earlier node.
+#[derive(Debug)]
+pub(crate) struct Parents(Vec<Option<u32>>);
+
 fn bad(reason: String) -> CoreError {
     CoreError::BadTree { reason }
 }
@@ -129,6 +134,14 @@ impl Turn {
         parents: &[i64],
         out: &mut Vec<Outcome>,
     ) -> Result<(), CoreError> {
+        let parents = self.check_draft_tree(tokens, parents)?;
+        self.draft_tree_checked(tokens, parents, out);
+        Ok(())
+    }
+
+    /// Checks a `draft_tree(tokens, parents)` without changing anything; returns
+    /// the parents, checked, for `draft_tree_checked`.
+    pub(crate) fn check_draft_tree(&self, tokens: &[TokenIn<'_>], parents: &[i64]) -> Result<Parents, CoreError> {
         self.check_open()?;
         if self.tree.is_some() {
             return Err(CoreError::TreePending);
@@ -139,7 +152,12 @@ impl Turn {
         let parents = parents_of(parents, tokens.len())?;
         distinct_siblings(tokens, &parents)?;
         self.check_room(tokens.iter().copied())?;
+        Ok(Parents(parents))
+    }
 
+    /// `draft_tree` of what `check_draft_tree` accepted.
+    pub(crate) fn draft_tree_checked(&mut self, tokens: &[TokenIn<'_>], parents: Parents, out: &mut Vec<Outcome>) {
+        let Parents(parents) = parents;
         let first_ledger = self.ledger.len();
         for &t in tokens {
             if let Ok(r) = self.binding.resolve(t) {
@@ -193,7 +211,6 @@ impl Turn {
         self.window.retreat(0);
         self.blocks = base.clone();
         self.tree = Some(Box::new(Tree { parents, first_ledger, checkpoints, tails, base, announced, shifts }));
-        Ok(())
     }
 
     /// Whether a drafted tree awaits `verify_path`.
@@ -244,7 +261,21 @@ impl Turn {
         out: &mut Vec<Outcome>,
     ) -> Result<(), CoreError> {
         self.check_verify_path(path, correction)?;
-        let Some(mut tree) = self.tree.take() else { return Err(CoreError::NoTree) };
+        self.verify_path_checked(path, correction, out);
+        Ok(())
+    }
+
+    /// `verify_path` of what `check_verify_path` accepted.
+    pub(crate) fn verify_path_checked(
+        &mut self,
+        path: &[usize],
+        correction: Option<TokenIn<'_>>,
+        out: &mut Vec<Outcome>,
+    ) {
+        let Some(mut tree) = self.tree.take() else {
+            debug_assert!(false, "verify_path_checked with no tree");
+            return;
+        };
         for &node in path {
             let at = tree.first_ledger + node;
             let (pos, _) = self.window.append(self.binding.piece_of(self.ledger.token(at)), at);
@@ -267,7 +298,6 @@ impl Turn {
         self.read_unread(out);
         self.correct(correction, out);
         self.release(&out[from..], false);
-        Ok(())
     }
 }
 

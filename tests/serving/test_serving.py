@@ -678,6 +678,108 @@ def test_a_batch_sequence_drafts_trees() -> None:
     assert [(o.kind, o.call.name) for o in call_outcomes(out)] == [("call_retracted", "get"), ("call_committed", "put")]
 
 
+def path_to(parents: list[int], node: int) -> list[int]:
+    """The node indices from a root down to ``node`` (none for -1)."""
+    path: list[int] = []
+    while node >= 0:
+        path.append(node)
+        node = parents[node]
+    return path[::-1]
+
+
+batch_tree_st = st.lists(
+    st.tuples(st.lists(st.tuples(st.floats(0, 1), st.integers(0, N - 1)), min_size=3, max_size=3), st.floats(0, 1)),
+    min_size=1,
+    max_size=8,
+)
+
+
+@given(st.lists(st.tuples(tree_st, batch_tree_st), max_size=6), st.booleans(), st.booleans())
+def test_batched_trees_give_each_sequence_what_its_lone_stream_gives(
+    steps: list[tuple[list[tuple[float, int]], list[tuple[list[tuple[float, int]], float]]]],
+    shared: bool,
+    numpy: bool,
+) -> None:
+    """draft_trees / verify_paths over three sequences, with one tree shape shared by
+    every row or one per row, rows of different sizes, paths of different depths
+    padded with -1: each sequence gets what draft_tree / verify_path give a lone
+    stream, outcome for outcome."""
+    seqs = [4, 9, 2]
+    batch = inert.StreamBatch("hermes", VOCAB)
+    lone = {seq: inert.TokenStream("hermes", f"t{seq}", vocab=VOCAB) for seq in seqs}
+    for seq in seqs:
+        batch.add(seq, f"t{seq}")
+    for shape, rows in steps:
+        width = len(shape)
+        shape_parents = parents_of(shape)
+        tokens, parents, lengths, paths, corrections = [], [], [], [], []
+        want_draft: dict[int, list[tuple[Any, ...]]] = {}
+        want_verify: dict[int, list[tuple[Any, ...]]] = {}
+        for r, seq in enumerate(seqs):
+            nodes, pick = rows[r % len(rows)]
+            n = len(shape) if shared else min(len(nodes), width)
+            row_parents = shape_parents if shared else parents_of(nodes[:n]) + [-1] * (width - n)
+            drawn = [t for _, t in nodes] + [t for _, t in shape]
+            row_tokens = siblings_apart(drawn[:width], row_parents)
+            n = n - (r % 2 if shared and n > 0 else 0)  # a shared shape cut short
+            out = lone[seq].draft_tree(row_tokens[:n], row_parents[:n])
+            if out:
+                want_draft[seq] = view(out)
+            path = path_to(row_parents[:n], min(int(pick * (n + 1)), n) - 1)
+            corr = -1 if r == 1 else nodes[0][1]
+            out = lone[seq].verify_path(path, None if corr < 0 else corr)
+            if out:
+                want_verify[seq] = view(out)
+            tokens.append(row_tokens)
+            parents.append(row_parents)
+            lengths.append(n)
+            paths.append(path + [-1] * (width - len(path)))
+            corrections.append(corr)
+        as_array: Callable[[Any], Any] = (lambda x: np.asarray(x, dtype=np.int64)) if numpy else (lambda x: x)
+        got = batch.draft_trees(
+            as_array(seqs), as_array(tokens), as_array(shape_parents if shared else parents), as_array(lengths)
+        )
+        assert {seq: view(o) for seq, o in got.items()} == want_draft
+        got = batch.verify_paths(as_array(seqs), as_array(paths), as_array(corrections))
+        assert {seq: view(o) for seq, o in got.items()} == want_verify
+        for seq in seqs:
+            assert batch.accepted_text(seq) == lone[seq].accepted_text()
+    for seq in seqs:
+        assert view(batch.finish(seq)) == view(lone[seq].finish())
+
+
+def test_batched_tree_mistakes_raise_and_change_nothing() -> None:
+    batch = inert.StreamBatch("hermes", VOCAB)
+    batch.add(1, "a")
+    batch.add(2, "b")
+    bad: list[tuple[Any, Any, type[Exception], str]] = [
+        ([[0, 2], [0, 3]], [-1], inert.BatchError, "parents hold 1 entries"),
+        ([[0, 2], [0, 3]], [[-1, 0]], inert.BatchError, "parents has 1 rows for 2 seqs"),
+        ([[0, 2], [0, 0]], [-1, -1], inert.TreeError, "same token under the same parent"),
+        ([[0, 2], [0, 3]], [[-1, 0], [-1, 1]], inert.TreeError, r"sequence 2: .*parents\[1\] is 1"),
+        ([[0, 2], [0, 99]], [-1, 0], inert.VocabularyError, "sequence 2"),
+        ([[0, 2], [0, 3]], np.array([[[-1, 0]]]), inert.InertError, "a 3-D array; pass a 1-D or 2-D one"),
+        ([[0, 2], [0, 3]], [[[-1, 0]]], inert.InertTypeError, "expected an int, got list"),
+    ]
+    for tokens, parents, error, says in bad:
+        with pytest.raises(error, match=says):
+            batch.draft_trees([1, 2], tokens, parents)
+        assert batch.pending_len(1) == batch.pending_len(2) == 0
+    assert batch.draft_trees(np.array([1, 2]), np.array([[0, 2], [0, 3]]), np.array([-1, 0])) == {}
+    for paths, corrections, error, says in [
+        ([[0, 1], [-1, 0]], None, inert.BatchError, "after the -1"),
+        ([[0, 1], [1, -1]], None, inert.TreeError, "not a root"),
+        ([[0, 1], [-2, -1]], None, inert.TreeError, "padded with -1"),
+        ([[0, 1]], None, inert.BatchError, "1 rows for 2 seqs"),
+        ([[0, 1], [0, -1]], [-1, -5], inert.VocabularyError, "corrections"),
+    ]:
+        with pytest.raises(error, match=says):
+            batch.verify_paths([1, 2], paths, corrections)
+        assert batch.pending_len(1) == batch.pending_len(2) == 2
+    assert batch.verify_paths([1, 2], [[0, 1], [-1, -1]], [-1, 10]) == {}
+    assert (batch.accepted_text(1), batch.accepted_text(2)) == (b'<tool_call>{"name": ', b"ok")
+
+
 @pytest.mark.parametrize("reject", [True, False])
 def test_rejecting_a_tree_that_confirmed_a_call_keeps_it_announced(reject: bool) -> None:
     """llama3_json ends a call on its bracket; a tree root confirmed it. Rejecting the
