@@ -26,3 +26,5 @@ pub use spec::{FormatSpec, Reasoning};
 
 #[cfg(test)]
 pub(crate) mod samples;
+#[cfg(test)]
+mod cost;
