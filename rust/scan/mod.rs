@@ -25,6 +25,6 @@ pub(crate) use spec::Body;
 pub use spec::{FormatSpec, Reasoning};
 
 #[cfg(test)]
-pub(crate) mod samples;
-#[cfg(test)]
 mod cost;
+#[cfg(test)]
+pub(crate) mod samples;
