@@ -227,7 +227,7 @@ impl Scanner {
             if matches!(state.mode, Mode::Body | Mode::Overflow) {
                 // Nothing to settle and no delimiter token: the body loop alone, in a
                 // function of its own (see `body_part`), then what follows the block.
-                if !self.passes_in_string(state, text, &token) {
+                if !self.passes_in_body(state, text, &token) {
                     let by_id = role != TokenRole::Text;
                     let i = self.body_part(state, text, token.start, token.end, by_id, out);
                     if i < token.end {
@@ -240,21 +240,35 @@ impl Scanner {
         self.scan_token(state, text, token, role, out);
     }
 
-    /// Whether `token` lies inside a body's string and changes nothing but the
-    /// closer's matcher, which a string resets: no quote, no backslash, and short
-    /// of the byte limit. Most argument tokens; what `body_run` does for them.
+    /// Whether `token`, in a body and short of the byte limit, changes only what a
+    /// run of `body_run` changes: inside a string, no quote and no backslash (the
+    /// closer's matcher, which a string resets); outside strings with the closer's
+    /// matcher at rest, no quote, bracket or byte that may begin the closer (the
+    /// lexer's `seen_text`). Most body tokens: names, values, separators, blanks.
     #[inline]
-    fn passes_in_string(&self, state: &mut ScanState, text: &[u8], token: &Range<usize>) -> bool {
-        let in_body =
-            matches!(state.mode, Mode::Body | Mode::Overflow) && self.unchecked_end(state, token.end) == token.end;
+    fn passes_in_body(&self, state: &mut ScanState, text: &[u8], token: &Range<usize>) -> bool {
         let bytes = &text[token.clone()];
-        if !in_body || bytes.is_empty() || !state.lexer.in_plain_string() || state.lexer.string_run(bytes) < bytes.len()
-        {
+        if bytes.is_empty() || self.unchecked_end(state, token.end) != token.end {
             return false;
         }
-        if let Some(m) = &self.m.body {
-            state.cursor = m.start();
+        let matcher = self.m.body.as_ref();
+        if state.lexer.in_plain_string() {
+            if state.lexer.string_run(bytes) < bytes.len() {
+                return false;
+            }
+            if let Some(m) = matcher {
+                state.cursor = m.start();
+            }
+            return true;
         }
+        if !state.lexer.outside_strings() || !matcher.is_none_or(|m| state.cursor == m.start()) {
+            return false;
+        }
+        let quiet = &self.quiet[usize::from(matcher.is_some())];
+        if !bytes.iter().all(|&b| quiet[usize::from(b)]) {
+            return false;
+        }
+        state.lexer.pass_quiet(self.spec.syntax, bytes);
         true
     }
 
