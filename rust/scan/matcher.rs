@@ -81,6 +81,22 @@ impl Matcher {
     pub(super) fn step(&self, cursor: &mut Cursor, byte: u8) -> Option<(Hit, usize)> {
         self.delimiters.step(cursor, byte).map(|p| self.hits[p])
     }
+
+    /// `step`, with the automaton's walk out of line: a byte that leaves a cursor at
+    /// rest where it is (most bytes of a body) costs a table lookup, and a loop that
+    /// calls this does not keep the automaton's tables at hand for every byte.
+    #[inline]
+    pub(super) fn step_outlined(&self, cursor: &mut Cursor, byte: u8) -> Option<(Hit, usize)> {
+        if *cursor == self.start() && self.rests()[usize::from(byte)] {
+            return None;
+        }
+        self.step_out_of_line(cursor, byte)
+    }
+
+    #[inline(never)]
+    fn step_out_of_line(&self, cursor: &mut Cursor, byte: u8) -> Option<(Hit, usize)> {
+        self.step(cursor, byte)
+    }
 }
 
 /// The value tags of a raw-text body layout, which nest inside a block: a

@@ -25,4 +25,6 @@ pub(crate) use spec::Body;
 pub use spec::{FormatSpec, Reasoning};
 
 #[cfg(test)]
+mod cost;
+#[cfg(test)]
 pub(crate) mod samples;

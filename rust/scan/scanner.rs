@@ -220,27 +220,55 @@ impl Scanner {
         // Most prose tokens change nothing: decided here, inlined into the caller's
         // loop, instead of in a call to the whole scanner per token.
         let quiet = !state.awaiting_confirmation && !matches!(role, TokenRole::Delimiter(_));
-        if quiet && (self.passes_over(state, &text[token.clone()]) || self.passes_in_string(state, text, &token)) {
-            return;
+        if quiet {
+            if self.passes_over(state, &text[token.clone()]) {
+                return;
+            }
+            if matches!(state.mode, Mode::Body | Mode::Overflow) {
+                // Nothing to settle and no delimiter token: the body loop alone, in a
+                // function of its own (see `body_part`), then what follows the block.
+                if !self.passes_in_body(state, text, &token) {
+                    let by_id = role != TokenRole::Text;
+                    let i = self.body_part(state, text, token.start, token.end, by_id, out);
+                    if i < token.end {
+                        self.runs(state, text, i, token.end, by_id, out);
+                    }
+                }
+                return;
+            }
         }
         self.scan_token(state, text, token, role, out);
     }
 
-    /// Whether `token` lies inside a body's string and changes nothing but the
-    /// closer's matcher, which a string resets: no quote, no backslash, and short
-    /// of the byte limit. Most argument tokens; what `body_run` does for them.
+    /// Whether `token`, in a body and short of the byte limit, changes only what a
+    /// run of `body_run` changes: inside a string, no quote and no backslash (the
+    /// closer's matcher, which a string resets); outside strings with the closer's
+    /// matcher at rest, no quote, bracket or byte that may begin the closer (the
+    /// lexer's `seen_text`). Most body tokens: names, values, separators, blanks.
     #[inline]
-    fn passes_in_string(&self, state: &mut ScanState, text: &[u8], token: &Range<usize>) -> bool {
-        let in_body =
-            matches!(state.mode, Mode::Body | Mode::Overflow) && self.unchecked_end(state, token.end) == token.end;
+    fn passes_in_body(&self, state: &mut ScanState, text: &[u8], token: &Range<usize>) -> bool {
         let bytes = &text[token.clone()];
-        if !in_body || bytes.is_empty() || !state.lexer.in_plain_string() || state.lexer.string_run(bytes) < bytes.len()
-        {
+        if bytes.is_empty() || self.unchecked_end(state, token.end) != token.end {
             return false;
         }
-        if let Some(m) = &self.m.body {
-            state.cursor = m.start();
+        let matcher = self.m.body.as_ref();
+        if state.lexer.in_plain_string() {
+            if state.lexer.string_run(bytes) < bytes.len() {
+                return false;
+            }
+            if let Some(m) = matcher {
+                state.cursor = m.start();
+            }
+            return true;
         }
+        if !state.lexer.outside_strings() || !matcher.is_none_or(|m| state.cursor == m.start()) {
+            return false;
+        }
+        let quiet = &self.quiet[usize::from(matcher.is_some())];
+        if !bytes.iter().all(|&b| quiet[usize::from(b)]) {
+            return false;
+        }
+        state.lexer.pass_quiet(self.spec.syntax, bytes);
         true
     }
 
@@ -287,18 +315,30 @@ impl Scanner {
         }
         // Quiet tokens never get here (`scan`); the rare ones after a confirmation or
         // a delimiter that meant nothing take the byte loop, which changes nothing for them.
-        let by_id = role != TokenRole::Text;
-        // Bytes are scanned in runs that stay in one mode, so the mode is
-        // dispatched once per run (usually once per token), not once per byte.
-        let mut i = token.start;
-        while i < token.end {
+        self.runs(state, text, token.start, token.end, role != TokenRole::Text, out);
+    }
+
+    /// Scans bytes `i..end` of a token. Bytes are scanned in runs that stay in one
+    /// mode, so the mode is dispatched once per run (usually once per token), not
+    /// once per byte.
+    #[inline(never)] // rare: kept out of `scan`'s callers
+    fn runs(
+        &self,
+        state: &mut ScanState,
+        text: &[u8],
+        mut i: usize,
+        end: usize,
+        by_id: bool,
+        out: &mut Vec<ScanEvent>,
+    ) {
+        while i < end {
             i = match state.mode {
-                Mode::Body | Mode::Overflow => self.body_run(state, text, i, token.end, by_id, out),
+                Mode::Body | Mode::Overflow => self.body_part(state, text, i, end, by_id, out),
                 Mode::Outside if state.armed => {
                     self.byte(state, text, i, by_id, out);
                     i + 1
                 }
-                _ => self.text_run(state, text, i, token.end, out),
+                _ => self.text_run(state, text, i, end, out),
             };
         }
     }
@@ -368,7 +408,7 @@ impl Scanner {
                 // The blanks and separators skipped since arming go with the call.
                 self.shift(out, state.armed_from as usize, TextClass::Hidden);
                 self.open(state, i, i, true, out);
-                self.body_run(state, text, i, i + 1, by_id, out);
+                self.body_part(state, text, i, i + 1, by_id, out);
                 return;
             }
         }
@@ -428,6 +468,22 @@ impl Scanner {
         i
     }
 
+    /// `body_run` in a function of its own: the loop's invariants (the closer's
+    /// automaton, the byte tables) are loaded once per call, and loaded in a loop
+    /// that also scans text between blocks they cost every token of both kinds.
+    #[inline(never)]
+    fn body_part(
+        &self,
+        state: &mut ScanState,
+        text: &[u8],
+        i: usize,
+        end: usize,
+        by_id: bool,
+        out: &mut Vec<ScanEvent>,
+    ) -> usize {
+        self.body_run(state, text, i, end, by_id, out)
+    }
+
     /// Scans body bytes `i..end` while the block stays open; returns where it stopped.
     #[inline(always)] // the hot loop: a call per token costs more than the loop over a short token
     #[allow(clippy::inline_always)]
@@ -476,7 +532,7 @@ impl Scanner {
             if let Some(m) = matcher {
                 if !step.outside {
                     state.cursor = m.start();
-                } else if let Some((hit, len)) = m.step(&mut state.cursor, byte) {
+                } else if let Some((hit, len)) = m.step_outlined(&mut state.cursor, byte) {
                     match hit {
                         Hit::Nest => state.depth = state.depth.saturating_add(1),
                         Hit::Unnest => state.depth = state.depth.saturating_sub(1),

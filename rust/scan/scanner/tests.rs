@@ -186,7 +186,7 @@ fn events_in_tokens(s: &Scanner, text: &[u8], width: usize) -> Vec<ScanEvent> {
     read_all(s, text, out)
 }
 
-/// Tokens inside a body's string skip the body's byte loop (`passes_in_string`);
+/// Tokens inside a body's string skip the body's byte loop (`passes_in_body`);
 /// the byte limit must still fall on the same byte whatever the tokens, including
 /// a token that crosses it and one that ends exactly on it.
 #[test]
@@ -468,4 +468,41 @@ fn a_bracket_ended_block_ends_where_the_next_call_opens() {
     }
     let (calls, bad) = whole("mistral", "[TOOL_CALLS]f[ARGS]{\"a\": \"[TOOL_CALLS]\"}");
     assert_eq!((calls.len(), bad.len()), (1, 0), "an opener spelled in a string is text");
+}
+
+/// The quiet-token paths `scan` takes inline (`passes_over`, `passes_in_body`) and
+/// the body loop of its own (`body_part`) leave the state and the events exactly as
+/// the whole byte loop (`scan_token`) does, token after token, for every format's
+/// sample and text meant to trip them (escapes, quotes in strings, closers split
+/// across tokens, blocks that cross the byte limit), in every grouping and limit.
+#[test]
+fn fast_paths_scan_as_the_byte_loop_does() {
+    let mut texts = samples();
+    for extra in [
+        "prose <tool_call>\n{\"name\": \"search\", \"arguments\": {\"q\": \"a \\\"b\\\\\" </tool_call>\"}}\n</tool_call> x <tool_call>{\"name\": \"g\", \"arguments\": {}}</tool_call>",
+        "<tool_call>{\"name\": \"f\", \"arguments\": {\"x\": \"yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy\"}}</tool_call>",
+        "[f(a='x\\'y', b=\"q]\"), g(c=[1, (2, 3)])] after",
+    ] {
+        for name in ["hermes", "pythonic", "llama3_json", "mistral"] {
+            texts.push((name, extra.into()));
+        }
+    }
+    for (name, text) in texts {
+        let text = text.as_bytes();
+        for limit in [12, 30, 47, 1 << 20] {
+            let s = scanner(name, limit);
+            for width in 1..=7 {
+                let (mut fast, mut slow) = (s.initial(), s.initial());
+                let (mut fast_out, mut slow_out) = (Vec::new(), Vec::new());
+                for start in (0..text.len()).step_by(width) {
+                    let token = start..(start + width).min(text.len());
+                    s.scan(&mut fast, text, token.clone(), TokenRole::IdText, &mut fast_out);
+                    s.scan_token(&mut slow, text, token, TokenRole::IdText, &mut slow_out);
+                    let at = format!("{name}, limit {limit}, width {width}, at {start}");
+                    assert_eq!(format!("{fast:?}"), format!("{slow:?}"), "{at}");
+                    assert_eq!(fast_out, slow_out, "{at}");
+                }
+            }
+        }
+    }
 }
