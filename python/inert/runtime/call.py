@@ -5,7 +5,8 @@ outcome exactly once, make it storable, journal it.
 Every path out of a call (a return, an exception of any kind, a timeout, a
 cancellation, a result the journal cannot store, a journal that fails) settles
 it exactly once; the runtime then concludes it (journals the outcome and lets
-later calls go), so no path can leave a turn waiting for ever.
+later calls go), so no path can leave a turn waiting for ever. Where a run is in
+that life is one ``CallState``, moved only through the table of ``call_state``.
 """
 
 from __future__ import annotations
