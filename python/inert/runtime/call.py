@@ -129,7 +129,7 @@ class CallRun:
     @property
     def discarded(self) -> bool:
         """Its block was rejected after it started: its outcome never counts."""
-        return self.fate is Fate.RETRACTED and self._state is not CallState.CANCELLED
+        return self.fate is Fate.RETRACTED and self._state not in _UNSTARTED
 
     # -- the moves --
 
@@ -291,6 +291,7 @@ _SETTLED = (_S.SETTLED, _S.TIMED_OUT, _S.OVERDUE, _S.OVERDUE_RETURNED)  # tuples
 _TIMED_OUT = (_S.TIMED_OUT, _S.OVERDUE, _S.OVERDUE_RETURNED)
 _OVERDUE = (_S.OVERDUE, _S.OVERDUE_RETURNED)
 _IN_PHASE = (_S.JOURNALING, _S.IN_TOOL, _S.RETURNED)
+_UNSTARTED = (_S.SCHEDULED, _S.CANCELLED)
 
 CallNode = Node["CallRun"]
 """A call in stream order, with its run."""

@@ -304,8 +304,8 @@ class ThreadRuntime:
                 journal_phase(run, self._journal, self._turn_key, PREPARE, error, began=True)
             with self._lock:
                 late = run.settled  # its deadline passed: the call is settled without it
-                # Otherwise fixed here, under the lock, since the prepare's deadline no longer applies:
-                # the wait for the block's fate has none.
+                # Out of its phase under this lock (staged, or settled with its error): the prepare's
+                # deadline never expires a prepare that returned, and the wait for the fate has none.
                 if not late and error is None:
                     run.stage(prepared)
                     if run.fate is Fate.UNDECIDED:  # wait, holding later calls, for the block's fate
