@@ -70,7 +70,7 @@ class CallRun:
         self.home: Any = None
         """The runtime that runs it (in a batch, turns share workers and slots): its
         ``turn_key`` and ``seq`` are the call's."""
-        self._state = CallState.SCHEDULED
+        self._state = _SCHEDULED
         self.early = False
         self.started: float | None = None
         self.finished: float | None = None
@@ -107,67 +107,67 @@ class CallRun:
     @property
     def settled(self) -> bool:
         """The outcome is fixed: returned, raised, timed out or cancelled. A later outcome is ignored."""
-        return self._state in _SETTLED
+        return self._state.settled
 
     @property
     def timed_out(self) -> bool:
         """Its deadline fixed the outcome (a ``ToolTimeoutError``)."""
-        return self._state in _TIMED_OUT
+        return self._state.timed_out
 
     @property
     def overdue(self) -> bool:
         """Its deadline passed after its tool was called: the effect is in doubt, and the
         deadline concludes the call (under threads), not its worker."""
-        return self._state in _OVERDUE
+        return self._state.overdue
 
     @property
     def in_phase(self) -> bool:
         """A phase of it runs (its worker took it up, and it is not settled): a deadline armed
         for that phase applies. False while a prepared call waits for its block's fate."""
-        return self._state in _IN_PHASE
+        return self._state.in_phase
 
     @property
     def discarded(self) -> bool:
         """Its block was rejected after it started: its outcome never counts."""
-        return self.fate is Fate.RETRACTED and self._state not in _UNSTARTED
+        return self.fate is _RETRACTED and self._state.launched
 
     # -- the moves --
 
     def launch(self, early: bool, now: float) -> None:
         """It is let go (``early``: before its block was accepted): its start time."""
-        self._move(CallState.STARTED)
+        self._move(_STARTED)
         self.early, self.started = early, now
 
     def cancel(self) -> None:
         """Its block was rejected before it started: it never runs."""
-        self._move(CallState.CANCELLED)
+        self._move(_CANCELLED)
 
     def take_up(self) -> None:
         """Its worker takes it up: it journals the intent, then calls the tool."""
-        self._move(CallState.JOURNALING)
+        self._move(_JOURNALING)
 
     def take_up_phase(self) -> str:
         """A two-phase call's worker takes it up for its next phase (prepare, then commit or
         abort as its block went), which it returns: it journals the phase, then runs it."""
-        self._move(CallState.JOURNALING)
+        self._move(_JOURNALING)
         phase = self.phase = self.next_phase()
         return phase
 
     def invoke(self) -> None:
         """Its tool (or this phase of it) is called now."""
-        self._move(CallState.IN_TOOL)
+        self._move(_IN_TOOL)
 
     def stage(self, prepared: Any) -> None:
         """Its prepare returned ``prepared``: it waits for its block's fate."""
-        self._move(CallState.PREPARED)
+        self._move(_PREPARED)
         self.prepared = prepared
 
     def left_tool(self) -> None:
         """Its worker left the tool (returned or raised); a tool that outlived the deadline returned at last."""
-        if self._state is CallState.IN_TOOL:
-            self._move(CallState.RETURNED)
-        elif self._state is CallState.OVERDUE:
-            self._move(CallState.OVERDUE_RETURNED)
+        if self._state is _IN_TOOL:
+            self._move(_RETURNED)
+        elif self._state is _OVERDUE:
+            self._move(_OVERDUE_RETURNED)
 
     def record(self) -> DispatchRecord:
         """An immutable snapshot, for the journal, the trace and the report."""
@@ -185,8 +185,8 @@ class CallRun:
             result=self.result,
             error=self.error,
             replayed=self.replayed,
-            timed_out=self.timed_out,
-            discarded=self.discarded,
+            timed_out=self._state.timed_out,
+            discarded=self.fate is _RETRACTED and self._state.launched,
             phase=self.phase,
         )
 
@@ -205,9 +205,9 @@ class CallRun:
     def settle(self, result: Any, error: BaseException | None, now: float) -> bool:
         """Fixes the outcome, once; returns whether it did (not if its deadline got there
         first: a late outcome is not trusted, and the journal says in doubt)."""
-        if self._state in _SETTLED:
+        if self._state.settled:
             return False
-        self._move(CallState.SETTLED)
+        self._move(_SETTLED)
         self.result, self.error, self.finished = result, error, now
         return True
 
@@ -217,14 +217,14 @@ class CallRun:
         ``overdue``: the deadline concludes it; otherwise its worker does, when it gets
         there, and never calls the tool."""
         state = self._state
-        if state in _SETTLED:
+        if state.settled:
             return False
-        if state is CallState.IN_TOOL:
-            self._move(CallState.OVERDUE)
-        elif state is CallState.RETURNED:
-            self._move(CallState.OVERDUE_RETURNED)
+        if state is _IN_TOOL:
+            self._move(_OVERDUE)
+        elif state is _RETURNED:
+            self._move(_OVERDUE_RETURNED)
         else:
-            self._move(CallState.TIMED_OUT)
+            self._move(_TIMED_OUT)
         self.result, self.error, self.finished = None, error, now
         return True
 
@@ -286,12 +286,20 @@ class CallRun:
         return False
 
 
-_S = CallState
-_SETTLED = (_S.SETTLED, _S.TIMED_OUT, _S.OVERDUE, _S.OVERDUE_RETURNED)  # tuples: membership by identity
-_TIMED_OUT = (_S.TIMED_OUT, _S.OVERDUE, _S.OVERDUE_RETURNED)
-_OVERDUE = (_S.OVERDUE, _S.OVERDUE_RETURNED)
-_IN_PHASE = (_S.JOURNALING, _S.IN_TOOL, _S.RETURNED)
-_UNSTARTED = (_S.SCHEDULED, _S.CANCELLED)
+# Members as module constants: on Python 3.11 ``CallState.X`` goes through the enum
+# metaclass's ``__getattr__`` hook, several times the cost of a global, on every move.
+_SCHEDULED = CallState.SCHEDULED
+_CANCELLED = CallState.CANCELLED
+_STARTED = CallState.STARTED
+_JOURNALING = CallState.JOURNALING
+_IN_TOOL = CallState.IN_TOOL
+_RETURNED = CallState.RETURNED
+_PREPARED = CallState.PREPARED
+_SETTLED = CallState.SETTLED
+_TIMED_OUT = CallState.TIMED_OUT
+_OVERDUE = CallState.OVERDUE
+_OVERDUE_RETURNED = CallState.OVERDUE_RETURNED
+_RETRACTED = Fate.RETRACTED
 
 CallNode = Node["CallRun"]
 """A call in stream order, with its run."""

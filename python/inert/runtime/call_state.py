@@ -41,7 +41,16 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 
-__all__ = ["TRANSITIONS", "CallState", "CallStateError"]
+__all__ = [
+    "IN_PHASE_STATES",
+    "OVERDUE_STATES",
+    "SETTLED_STATES",
+    "TIMED_OUT_STATES",
+    "TRANSITIONS",
+    "UNLAUNCHED_STATES",
+    "CallState",
+    "CallStateError",
+]
 
 
 class CallStateError(AssertionError):
@@ -77,8 +86,21 @@ class CallState(enum.Enum):
     """Its deadline passed after its tool was called (its effect is in doubt); the tool has
     returned since, and what it returned is dropped."""
 
+    # What each state answers, set once below from the table and the sets that follow it
+    # (attributes of the member: a run reads them without a call).
     successors: tuple[CallState, ...]
     """What may follow this state (from ``TRANSITIONS``; a tuple, which compares by identity)."""
+    settled: bool
+    """The outcome is fixed: a later one is ignored."""
+    timed_out: bool
+    """Its deadline fixed the outcome (a ``ToolTimeoutError``)."""
+    overdue: bool
+    """Its deadline passed after its tool was called: the effect is in doubt, and the deadline
+    concludes the call (under threads), not its worker."""
+    in_phase: bool
+    """Its worker took it up and its outcome is open: a deadline armed for the phase applies."""
+    launched: bool
+    """It was let go (it has a start time), whatever happened since."""
 
 
 _S = CallState
@@ -98,6 +120,17 @@ TRANSITIONS: Mapping[CallState, tuple[CallState, ...]] = {
 }
 """Each state -> the states that may follow it."""
 
-for _state, _next in TRANSITIONS.items():
-    _state.successors = _next  # read on every move: an attribute, not a dict lookup hashing the member
-del _state, _next
+SETTLED_STATES = frozenset({_S.SETTLED, _S.TIMED_OUT, _S.OVERDUE, _S.OVERDUE_RETURNED})
+TIMED_OUT_STATES = frozenset({_S.TIMED_OUT, _S.OVERDUE, _S.OVERDUE_RETURNED})
+OVERDUE_STATES = frozenset({_S.OVERDUE, _S.OVERDUE_RETURNED})
+IN_PHASE_STATES = frozenset({_S.JOURNALING, _S.IN_TOOL, _S.RETURNED})
+UNLAUNCHED_STATES = frozenset({_S.SCHEDULED, _S.CANCELLED})
+
+for _state in CallState:
+    _state.successors = TRANSITIONS[_state]
+    _state.settled = _state in SETTLED_STATES
+    _state.timed_out = _state in TIMED_OUT_STATES
+    _state.overdue = _state in OVERDUE_STATES
+    _state.in_phase = _state in IN_PHASE_STATES
+    _state.launched = _state not in UNLAUNCHED_STATES
+del _state
