@@ -18,7 +18,15 @@ import inert
 from inert.effects import EffectClass, Footprint
 from inert.gate import Dispatch
 from inert.runtime import CallRun, CallState, threads
-from inert.runtime.call_state import TRANSITIONS, CallStateError
+from inert.runtime.call_state import (
+    IN_PHASE_STATES,
+    OVERDUE_STATES,
+    SETTLED_STATES,
+    TIMED_OUT_STATES,
+    TRANSITIONS,
+    UNLAUNCHED_STATES,
+    CallStateError,
+)
 from inert.simulate import Latency, SimTool, World
 from inert.simulate.clock import VirtualLoop
 from inert.simulate.runner import SimOrchestrator
@@ -51,6 +59,19 @@ def test_the_table_is_a_life() -> None:
                     reach.add(nxt)
                     todo.append(nxt)
         assert reach & FINAL, state
+
+
+def test_what_a_state_answers_follows_from_the_table() -> None:
+    for state in CallState:
+        assert state.settled == (state in SETTLED_STATES)
+        assert state.timed_out == (state in TIMED_OUT_STATES)
+        assert state.overdue == (state in OVERDUE_STATES)
+        assert state.in_phase == (state in IN_PHASE_STATES)
+        assert state.launched == (state not in UNLAUNCHED_STATES)
+    assert all(nxt.settled for state in SETTLED_STATES for nxt in TRANSITIONS[state]), "an outcome stays fixed"
+    assert OVERDUE_STATES <= TIMED_OUT_STATES <= SETTLED_STATES
+    assert not IN_PHASE_STATES & SETTLED_STATES, "a deadline never expires a call twice"
+    assert FINAL - {S.CANCELLED} <= SETTLED_STATES, "every call that started ends with an outcome"
 
 
 def _run() -> CallRun:
