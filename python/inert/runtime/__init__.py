@@ -4,6 +4,7 @@ and virtual time (the simulator's). They share the stream-order scheduler, the
 steps of a call and the tool box; each owns its calls' outcomes."""
 
 from .call import CallNode, CallRun, CallScheduler, Fate, stored_outcome
+from .call_state import CallState
 from .pool import Deadlines, WorkerPool
 from .schedule import Node, Scheduler, Slots, State
 from .tasks import AsyncRuntime, LoopError
@@ -15,6 +16,7 @@ __all__ = [
     "CallNode",
     "CallRun",
     "CallScheduler",
+    "CallState",
     "CurrentCall",
     "Deadlines",
     "Fate",

@@ -5,7 +5,8 @@ outcome exactly once, make it storable, journal it.
 Every path out of a call (a return, an exception of any kind, a timeout, a
 cancellation, a result the journal cannot store, a journal that fails) settles
 it exactly once; the runtime then concludes it (journals the outcome and lets
-later calls go), so no path can leave a turn waiting for ever.
+later calls go), so no path can leave a turn waiting for ever. Where a run is in
+that life is one ``CallState``, moved only through the table of ``call_state``.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from ..journal import ERROR, OK, TIMEOUT, Journal, JournalEntry
 from ..journal.phases import ABORT, COMMIT, PREPARE, phase_key
 from ..journal.protocol import result_json
 from ..report import DispatchRecord
+from .call_state import CallState, CallStateError
 from .schedule import Node, Scheduler
 from .tools import CurrentCall, Invocation
 
@@ -37,32 +39,29 @@ class Fate(enum.Enum):
 
 class CallRun:
     """What happened to one dispatched call. Written only by the runtime that
-    runs it, under its lock (or on its event loop)."""
+    runs it, under its lock (or on its event loop). Where the call is in its life
+    is one ``CallState`` (``state``), moved only by the methods below, through the
+    table of ``call_state``; the other slots are data: the call, its timestamps, its
+    outcome, and what the journal told of its key."""
 
     __slots__ = (
+        "_state",
         "attempt",
         "began",
-        "concluded_by_deadline",
-        "discarded",
         "dispatch",
         "early",
         "error",
         "fate",
         "finished",
         "home",
-        "in_phase",
-        "in_tool",
         "invocation",
-        "invoked",
         "lingering",
         "phase",
         "prepared",
         "replayed",
         "result",
-        "settled",
         "started",
         "status",
-        "timed_out",
     )
 
     def __init__(self, dispatch: Dispatch, invocation: Invocation | None) -> None:
@@ -71,6 +70,7 @@ class CallRun:
         self.home: Any = None
         """The runtime that runs it (in a batch, turns share workers and slots): its
         ``turn_key`` and ``seq`` are the call's."""
+        self._state = _SCHEDULED
         self.early = False
         self.started: float | None = None
         self.finished: float | None = None
@@ -78,30 +78,96 @@ class CallRun:
         self.error: BaseException | None = None
         self.began = False
         """The journal holds this call's intent (it is this call's to complete)."""
-        self.invoked = False
-        """Its tool was called (so a timeout leaves its effect in doubt)."""
-        self.concluded_by_deadline = False
-        """It timed out while in its tool, so its deadline concluded it; otherwise its worker does."""
         self.replayed = False
-        self.timed_out = False
-        self.discarded = False
-        self.settled = False
-        """The outcome is fixed: returned, raised, timed out or cancelled. A later outcome is ignored."""
+        """The journal held an entry under its key (a restart, or rejected tokens drafted again)."""
         self.status: str | None = None
-        # A two-phase tool: which phase runs (or ran last), what its prepare staged, and the
-        # block's fate, which decides the second phase.
+        # A two-phase tool: which phase runs (or ran last), the attempt that keys its phases, what
+        # its prepare staged, and the block's fate, which decides the second phase.
         self.phase: str | None = None
-        # Whether that phase runs now (its deadline is armed); false while a prepared call
-        # waits for its block's fate, which has no deadline.
-        self.in_phase = False
-        self.in_tool = False
-        """A worker is inside one of its tool's functions (it may outlive the call's deadline)."""
-        self.lingering: Any = None
-        """Under asyncio: the future of the tool's work (a thread's or a task's), which may
-        outlive the call's deadline or its cancellation; its tool slot is held until it ends."""
         self.attempt = ""
         self.prepared: Any = None
         self.fate = Fate.UNDECIDED
+        self.lingering: Any = None
+        """Under asyncio: the future of the tool's work (a thread's or a task's), which may
+        outlive the call's deadline or its cancellation; its tool slot is held until it ends."""
+
+    # -- the state, and what it answers --
+
+    @property
+    def state(self) -> CallState:
+        """Where the call is in its life."""
+        return self._state
+
+    def _move(self, to: CallState) -> None:
+        """The one place a call's state changes: refuses a move the table does not allow."""
+        if to not in self._state.successors:
+            raise CallStateError(f"{self.dispatch.name!r} cannot go from {self._state.value} to {to.value}")
+        self._state = to
+
+    @property
+    def settled(self) -> bool:
+        """The outcome is fixed: returned, raised, timed out or cancelled. A later outcome is ignored."""
+        return self._state.settled
+
+    @property
+    def timed_out(self) -> bool:
+        """Its deadline fixed the outcome (a ``ToolTimeoutError``)."""
+        return self._state.timed_out
+
+    @property
+    def overdue(self) -> bool:
+        """Its deadline passed after its tool was called: the effect is in doubt, and the
+        deadline concludes the call (under threads), not its worker."""
+        return self._state.overdue
+
+    @property
+    def in_phase(self) -> bool:
+        """A phase of it runs (its worker took it up, and it is not settled): a deadline armed
+        for that phase applies. False while a prepared call waits for its block's fate."""
+        return self._state.in_phase
+
+    @property
+    def discarded(self) -> bool:
+        """Its block was rejected after it started: its outcome never counts."""
+        return self.fate is _RETRACTED and self._state.launched
+
+    # -- the moves --
+
+    def launch(self, early: bool, now: float) -> None:
+        """It is let go (``early``: before its block was accepted): its start time."""
+        self._move(_STARTED)
+        self.early, self.started = early, now
+
+    def cancel(self) -> None:
+        """Its block was rejected before it started: it never runs."""
+        self._move(_CANCELLED)
+
+    def take_up(self) -> None:
+        """Its worker takes it up: it journals the intent, then calls the tool."""
+        self._move(_JOURNALING)
+
+    def take_up_phase(self) -> str:
+        """A two-phase call's worker takes it up for its next phase (prepare, then commit or
+        abort as its block went), which it returns: it journals the phase, then runs it."""
+        self._move(_JOURNALING)
+        phase = self.phase = self.next_phase()
+        return phase
+
+    def invoke(self) -> None:
+        """Its tool (or this phase of it) is called now."""
+        self._move(_IN_TOOL)
+
+    def stage(self, prepared: Any) -> None:
+        """Its prepare returned ``prepared``: it waits for its block's fate."""
+        self._move(_PREPARED)
+        self.prepared = prepared
+
+    def left_tool(self) -> None:
+        """Its worker left the tool (returned or raised); a tool that outlived the deadline returned at last."""
+        if self._state is _IN_TOOL:
+            self._move(_RETURNED)
+        elif self._state is _OVERDUE:
+            self._move(_OVERDUE_RETURNED)
 
     def record(self) -> DispatchRecord:
         """An immutable snapshot, for the journal, the trace and the report."""
@@ -119,8 +185,8 @@ class CallRun:
             result=self.result,
             error=self.error,
             replayed=self.replayed,
-            timed_out=self.timed_out,
-            discarded=self.discarded,
+            timed_out=self._state.timed_out,
+            discarded=self.fate is _RETRACTED and self._state.launched,
             phase=self.phase,
         )
 
@@ -136,23 +202,30 @@ class CallRun:
             return PREPARE
         return ABORT if self.fate is Fate.RETRACTED else COMMIT
 
-    def settle(self, result: Any, error: BaseException | None, now: float, *, timed_out: bool = False) -> bool:
+    def settle(self, result: Any, error: BaseException | None, now: float) -> bool:
         """Fixes the outcome, once; returns whether it did (not if its deadline got there
         first: a late outcome is not trusted, and the journal says in doubt)."""
-        if self.settled:
+        if self._state.settled:
             return False
-        self.settled, self.timed_out = True, timed_out
+        self._move(_SETTLED)
         self.result, self.error, self.finished = result, error, now
         return True
 
     def expire(self, error: BaseException, now: float) -> bool:
         """Its deadline passed: fixes the outcome as a timeout unless it is fixed already;
-        returns whether it did. If its tool was called (and so may still run), the deadline
-        concludes the call (``concluded_by_deadline``); otherwise its worker does, when it
-        gets there, and never calls the tool."""
-        if not self.settle(None, error, now, timed_out=True):
+        returns whether it did. If its tool was called (and so may still run), the call is
+        ``overdue``: the deadline concludes it; otherwise its worker does, when it gets
+        there, and never calls the tool."""
+        state = self._state
+        if state.settled:
             return False
-        self.concluded_by_deadline = self.invoked
+        if state is _IN_TOOL:
+            self._move(_OVERDUE)
+        elif state is _RETURNED:
+            self._move(_OVERDUE_RETURNED)
+        else:
+            self._move(_TIMED_OUT)
+        self.result, self.error, self.finished = None, error, now
         return True
 
     def current(self) -> CurrentCall:
@@ -180,13 +253,14 @@ class CallRun:
 
     def already_committed(self, journal: Journal) -> bool:
         """Before a two-phase tool prepares: whether its commit key was journaled before
-        (then its outcome is this call's, and it never prepares again)."""
+        (then its outcome is this call's, its phase the commit, and it never prepares again)."""
         prior = journal.lookup(self.dispatch.commit_key)
         if prior is None:
             return False
         if prior.in_doubt and self.dispatch.effect is not EffectClass.WRITE:
             return False  # safe to repeat: it prepares anew, and its commit completes the intent in doubt
         self._replay(prior)
+        self.phase = COMMIT  # its outcome is the commit on record
         return True
 
     def _replay(self, prior: JournalEntry) -> bool:
@@ -211,6 +285,21 @@ class CallRun:
         self.error = ReplayedError(f"{d.name!r} under key {d.commit_key} already failed: {prior.error}")
         return False
 
+
+# Members as module constants: on Python 3.11 ``CallState.X`` goes through the enum
+# metaclass's ``__getattr__`` hook, several times the cost of a global, on every move.
+_SCHEDULED = CallState.SCHEDULED
+_CANCELLED = CallState.CANCELLED
+_STARTED = CallState.STARTED
+_JOURNALING = CallState.JOURNALING
+_IN_TOOL = CallState.IN_TOOL
+_RETURNED = CallState.RETURNED
+_PREPARED = CallState.PREPARED
+_SETTLED = CallState.SETTLED
+_TIMED_OUT = CallState.TIMED_OUT
+_OVERDUE = CallState.OVERDUE
+_OVERDUE_RETURNED = CallState.OVERDUE_RETURNED
+_RETRACTED = Fate.RETRACTED
 
 CallNode = Node["CallRun"]
 """A call in stream order, with its run."""
@@ -252,7 +341,7 @@ def stored_outcome(run: CallRun, journal: Journal) -> None:
         return
     if run.timed_out:  # noqa: SIM108 - one comment per case reads better than a nested conditional
         # In doubt only if the tool was called; one that timed out before it started never ran.
-        status = TIMEOUT if run.invoked else ERROR
+        status = TIMEOUT if run.overdue else ERROR
     else:
         status = OK if run.error is None else ERROR
     if status == OK:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from ..errors import ToolTimeoutError
 from .call import CallRun, Fate
+from .call_state import CallState
 from .schedule import Node, Scheduler, State
 
 __all__ = ["SlotWait", "confirm", "retract", "slot_wait_over"]
@@ -34,10 +35,10 @@ def retract(scheduler: Scheduler[CallRun], node: Node[CallRun]) -> tuple[list[No
     """Its block was rejected; returns the calls to start now, and whether it had started
     (then its result is discarded, and the runtime says so)."""
     run = node.owner
-    run.fate = Fate.RETRACTED
+    run.fate = Fate.RETRACTED  # a run that started is now ``discarded``
     if node.state in (State.GATED, State.WAITING):
+        run.cancel()
         return scheduler.cancel(node), False
-    run.discarded = True
     ready = scheduler.resume(node, slot=False) if node.state is State.PREPARED else []  # its abort
     return ready + scheduler.abandon(node), True
 
@@ -64,9 +65,9 @@ def slot_wait_over(scheduler: Scheduler[CallRun], node: Node[CallRun], wait: int
     if not scheduler.slots.held_past_deadlines(node.dispatch.name):
         return None
     ready = scheduler.withdraw(node, wait)
-    commit = run.started is not None  # a prepared call's commit; otherwise it never started
+    commit = run.state is CallState.PREPARED  # a prepared call's commit; otherwise it never started
     if not commit:
-        run.early, run.started = node.early, now
+        run.launch(node.early, now)
     what = f"the commit of {run.dispatch.name!r}" if commit else repr(run.dispatch.name)
     run.expire(
         ToolTimeoutError(

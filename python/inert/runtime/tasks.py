@@ -29,6 +29,7 @@ from ..report import DispatchRecord
 from ..telemetry import tool_span
 from . import lifecycle
 from .call import CallNode, CallRun, CallScheduler, Fate, abort_staged, journal_phase, stored_outcome
+from .call_state import CallState
 from .pool import WorkerPool
 from .schedule import State
 from .tools import Invocation, enter_call
@@ -150,9 +151,8 @@ class AsyncRuntime:
         assert self._loop is not None, "bind() precedes every command"
         for node in nodes:
             run: CallRun = node.owner
-            if run.started is None:  # not a prepared two-phase call resuming for its second phase
-                run.early = node.early
-                run.started = self.clock()
+            if run.state is CallState.SCHEDULED:  # not a prepared two-phase call resuming for its second phase
+                run.launch(node.early, self.clock())
                 self._log.append(run)
                 if self._trace is not None:
                     self._trace.dispatch(run.record())
@@ -190,13 +190,14 @@ class AsyncRuntime:
         try:
             if run.discarded:
                 raise asyncio.CancelledError
+            run.take_up()
             begin = asyncio.ensure_future(self._in_thread(run.begin, self._journal, self._turn_key))
             # Shielded: a cancel must not leave the journal not knowing whether it holds the intent.
             must_run = await asyncio.shield(begin)
             if run.discarded:
                 raise asyncio.CancelledError
             if must_run:
-                run.invoked = True
+                run.invoke()
                 result = await self._invoke(node, run)
             else:
                 result, error = run.result, run.error
@@ -211,9 +212,11 @@ class AsyncRuntime:
                 else exc
             )
         except _TimedOut:
-            run.timed_out = True
-            error = ToolTimeoutError(
-                f"{run.dispatch.name!r} did not return within {run.dispatch.timeout} s; its effect is in doubt"
+            run.expire(
+                ToolTimeoutError(
+                    f"{run.dispatch.name!r} did not return within {run.dispatch.timeout} s; its effect is in doubt"
+                ),
+                self.clock(),
             )
         except BaseException as exc:  # noqa: BLE001 - every path out of a call settles it, SystemExit included
             error = exc
@@ -231,30 +234,32 @@ class AsyncRuntime:
         result: Any = None
         error: BaseException | None = None
         while True:
-            phase = run.phase = run.next_phase()
+            phase = run.take_up_phase()
             if phase != PREPARE:
                 break
             try:
                 if await self._in_thread(run.already_committed, self._journal):
-                    result, error = run.result, run.error  # a replayed key: it never prepares again
-                    phase = run.phase = COMMIT
+                    result, error = run.result, run.error  # a replayed key (its commit's): it never prepares again
+                    phase = COMMIT
                     break
                 run.attempt = uuid.uuid4().hex[:12]
                 await self._in_thread(self._journal.begin, run.phase_record(PREPARE), self._turn_key)
-                run.invoked = True
-                run.prepared = await self._phase(run, PREPARE)
+                run.invoke()
+                prepared = await self._phase(run, PREPARE)
                 await self._in_thread(
                     partial(journal_phase, began=True), run, self._journal, self._turn_key, PREPARE, None
                 )
             except BaseException as exc:  # noqa: BLE001 - every path out of a phase settles the call
-                failure = _timeout_error(run, PREPARE) if isinstance(exc, _TimedOut) else exc
-                if run.attempt and not isinstance(exc, _TimedOut):  # a timed-out prepare is journaled when it returns
-                    await self._in_thread(
-                        partial(journal_phase, began=True), run, self._journal, self._turn_key, PREPARE, failure
-                    )
-                result, error = None, failure
-                run.timed_out = isinstance(exc, _TimedOut)
+                if isinstance(exc, _TimedOut):  # a timed-out prepare is journaled when it returns
+                    run.expire(_timeout_error(run, PREPARE), self.clock())
+                else:
+                    if run.attempt:
+                        await self._in_thread(
+                            partial(journal_phase, began=True), run, self._journal, self._turn_key, PREPARE, exc
+                        )
+                    result, error = None, exc
                 break
+            run.stage(prepared)
             if run.fate is Fate.UNDECIDED:
                 del self._tasks[node]
                 self._start(self._scheduler.prepared(node))  # wait, holding later calls, for the block's fate
@@ -262,7 +267,7 @@ class AsyncRuntime:
         if phase == COMMIT and not run.replayed:
             result, error = await self._commit(run)
         elif phase == ABORT:
-            error = await self._abort(run)
+            error = await self._abort(run, own=True)
         await self._settle_and_conclude(node, result, error)
 
     async def _phase(self, run: CallRun, phase: str) -> Any:
@@ -372,19 +377,23 @@ class AsyncRuntime:
             if not must_run:  # the key was committed meanwhile (another worker): drop what this one staged
                 await self._abort(run)
                 return run.result, run.error
-            run.invoked = True
+            run.invoke()
             return await self._phase(run, COMMIT), None
         except _TimedOut:
-            run.timed_out = True
-            return None, _timeout_error(run, COMMIT)
+            run.expire(_timeout_error(run, COMMIT), self.clock())
+            return None, None
         except BaseException as exc:  # noqa: BLE001 - every path out of a phase settles the call
             return None, exc
 
-    async def _abort(self, run: CallRun) -> BaseException:
-        """Runs the abort and journals it; returns the call's error (it never committed)."""
+    async def _abort(self, run: CallRun, *, own: bool = False) -> BaseException:
+        """Runs the abort and journals it; returns the call's error (it never committed).
+        ``own``: the abort is the call's second phase (its block was rejected), not the
+        cleanup of what a prepare staged for a commit that will not run."""
         error: BaseException | None = None
         try:
             await self._in_thread(self._journal.begin, run.phase_record(ABORT), self._turn_key)
+            if own:
+                run.invoke()
             await self._phase(run, ABORT)
         except BaseException as exc:  # noqa: BLE001 - recorded in the journal's abort entry and the report
             error = _timeout_error(run, ABORT) if isinstance(exc, _TimedOut) else exc
@@ -393,7 +402,7 @@ class AsyncRuntime:
 
     async def _settle_and_conclude(self, node: CallNode, result: Any, error: BaseException | None) -> None:
         run: CallRun = node.owner
-        run.settle(result, error, self.clock(), timed_out=run.timed_out)
+        run.settle(result, error, self.clock())  # unless its deadline fixed it (``expire``)
         try:
             # Shielded: the outcome is journaled even if this task is cancelled meanwhile.
             await asyncio.shield(self._in_thread(stored_outcome, run, self._journal))
@@ -404,6 +413,8 @@ class AsyncRuntime:
             # A tool still running past the deadline or the cancel keeps its tool slot until it returns.
             lingering = run.lingering
             keep = lingering is not None and not lingering.done()
+            if not keep:
+                run.left_tool()
             self._start(self._scheduler.finish(node, keep_slot=keep))
             if keep:
                 self._lingering.add(lingering)
@@ -441,6 +452,7 @@ class AsyncRuntime:
         assert loop is not None
 
         def returned() -> None:
+            node.owner.left_tool()
             self._lingering.discard(done)
             self._start(self._scheduler.give_slot_back(node))
             self._run_after()

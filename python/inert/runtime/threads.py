@@ -27,6 +27,7 @@ from ..report import DispatchRecord
 from ..telemetry import tool_span
 from . import lifecycle
 from .call import CallNode, CallRun, CallScheduler, Fate, abort_staged, journal_phase, stored_outcome
+from .call_state import CallState
 from .pool import Deadlines, WorkerPool
 from .schedule import Slots, State
 from .tools import Invocation
@@ -188,10 +189,9 @@ class ThreadRuntime:
         """A call starts: its start time, its place in the log, its deadline (lock held).
         A two-phase call arms a deadline per phase, as each begins."""
         run: CallRun = node.owner
-        if run.started is not None:
+        if run.state is not CallState.SCHEDULED:
             return  # a prepared two-phase call resuming for its second phase
-        run.early = node.early
-        run.started = self.clock()
+        run.launch(node.early, self.clock())
         self._log.append(run)
         if self._trace is not None:
             self._trace.dispatch(run.record())
@@ -208,6 +208,8 @@ class ThreadRuntime:
             return self._run_phase(node)
         with self._lock:
             late = run.settled  # timed out while it waited for a worker: never begun, never run
+            if not late:
+                run.take_up()
         if late:
             return self._conclude(node)
         result: Any = None
@@ -219,7 +221,8 @@ class ThreadRuntime:
                 must_run = run.begin(self._journal, self._turn_key)
                 with self._lock:
                     timed_out = run.settled
-                    run.invoked = must_run and not timed_out
+                    if must_run and not timed_out:
+                        run.invoke()
                 if timed_out:  # the deadline passed while the journal took the intent: do not run it now
                     return self._conclude(node)
                 if must_run:
@@ -230,7 +233,7 @@ class ThreadRuntime:
             error = exc
         # Settled by its deadline while the journal took the intent (and then failed): the
         # deadline left the concluding to this worker.
-        if self._settle(run, result, error) or not run.concluded_by_deadline:
+        if self._settle(run, result, error) or not run.overdue:
             return self._conclude(node)
         return None
 
@@ -261,8 +264,7 @@ class ThreadRuntime:
         with self._lock:
             late = run.settled  # the call timed out while this phase waited for a worker
             if not late:
-                phase = run.next_phase()
-                run.phase, run.invoked, run.in_phase = phase, False, True
+                phase = run.take_up_phase()
         if late:
             return self._conclude(node)  # not under the lock: concluding takes it
         if run.dispatch.timeout is not None:
@@ -283,14 +285,15 @@ class ThreadRuntime:
         with self._in_tool(node):
             try:
                 if run.already_committed(self._journal):  # a replayed key: its recorded outcome; never prepares again
-                    run.phase = COMMIT
                     self._settle(run, run.result, run.error)
                     return self._conclude(node)
                 run.attempt = uuid.uuid4().hex[:12]
                 self._journal.begin(run.phase_record(PREPARE), self._turn_key)
                 with self._lock:
-                    run.invoked = not run.settled
-                if run.invoked:
+                    invoked = not run.settled
+                    if invoked:
+                        run.invoke()
+                if invoked:
                     prepared = invocation.prepare(run.dispatch.arguments, run.current(), self)
                     staged = True
                 else:
@@ -301,18 +304,20 @@ class ThreadRuntime:
                 journal_phase(run, self._journal, self._turn_key, PREPARE, error, began=True)
             with self._lock:
                 late = run.settled  # its deadline passed: the call is settled without it
-                run.in_phase = False  # returned: the wait for the block's fate has no deadline
+                # Out of its phase under this lock (staged, or settled with its error): the prepare's
+                # deadline never expires a prepare that returned, and the wait for the fate has none.
                 if not late and error is None:
-                    run.prepared = prepared
+                    run.stage(prepared)
                     if run.fate is Fate.UNDECIDED:  # wait, holding later calls, for the block's fate
                         self._start(self._scheduler.prepared(node))
                         return None
+                elif not late:
+                    run.settle(None, error, self.clock())
             if late and staged:
                 self._abort_staged(run, prepared)  # what a late prepare staged is dropped at once
         if late:
-            return None if run.concluded_by_deadline else self._conclude(node)
+            return None if run.overdue else self._conclude(node)
         if error is not None:
-            self._settle(run, None, error)
             return self._conclude(node)
         return self._run_phase(node)  # the block was decided meanwhile: its second phase, on this worker
 
@@ -327,8 +332,10 @@ class ThreadRuntime:
                 if phase == COMMIT:
                     must_run = run.begin(self._journal, self._turn_key)  # under the commit key, as any write
                     with self._lock:
-                        run.invoked = must_run and not run.settled
-                    if run.invoked:
+                        invoked = must_run and not run.settled
+                        if invoked:
+                            run.invoke()
+                    if invoked:
                         result = invocation.commit(run.prepared, run.current(), self)
                     else:
                         result, error = run.result, run.error
@@ -336,7 +343,8 @@ class ThreadRuntime:
                 else:
                     self._journal.begin(run.phase_record(ABORT), self._turn_key)
                     with self._lock:
-                        run.invoked = True  # a cleanup: it runs even if its deadline passed meanwhile
+                        if not run.settled:  # a cleanup: it runs even if its deadline passed meanwhile
+                            run.invoke()
                     invocation.abort(run.prepared, run.current(), self)
                     error = CancelledCallError(
                         f"{run.dispatch.name!r} was prepared, then aborted: its block was rejected"
@@ -346,23 +354,23 @@ class ThreadRuntime:
         if phase == ABORT:
             aborted = None if isinstance(error, CancelledCallError) else error
             journal_phase(run, self._journal, self._turn_key, ABORT, aborted, began=True)
-        if self._settle(run, result, error) or not run.concluded_by_deadline:
+        if self._settle(run, result, error) or not run.overdue:
             return self._conclude(node)
         return None
 
     @contextlib.contextmanager
     def _in_tool(self, node: CallNode) -> Iterator[None]:
-        """A worker is in the call's tool: if the call's deadline concludes it meanwhile, its
-        tool slot stays taken until the worker leaves, so a per-tool limit holds for real."""
+        """A worker is in the call's tool: if the call's deadline concludes it meanwhile (it is
+        ``OVERDUE``), its tool slot stays taken until the worker leaves, so a per-tool limit
+        holds for real."""
         run: CallRun = node.owner
         with self._lock:
-            run.in_tool = True
             self._engine.inside += 1
         try:
             yield
         finally:
             with self._lock:
-                run.in_tool = False
+                run.left_tool()
                 self._start(self._scheduler.give_slot_back(node))
                 after = self._engine.leave_tool()
             for callback in after:
@@ -396,7 +404,7 @@ class ThreadRuntime:
             what = f"the {phase} of {run.dispatch.name!r}" if phase else repr(run.dispatch.name)
             doubt = "nothing was committed" if phase in (PREPARE, ABORT) else "its effect is in doubt"
             error = ToolTimeoutError(f"{what} did not return within {run.dispatch.timeout} s; {doubt}")
-            if not run.expire(error, self.clock()) or not run.concluded_by_deadline:
+            if not run.expire(error, self.clock()) or not run.overdue:
                 return  # settled already, or queued or journaling its intent: its worker concludes it
         self._pool.abandon_one()  # its worker is stuck in the tool; the other calls keep their capacity
         self._pool.submit(lambda: _work(self._conclude(node)))  # not on the timer thread: the journal may block
@@ -440,7 +448,8 @@ class ThreadRuntime:
                 self._trace.result(run.record())
         finally:  # whatever escaped, the call ends: later calls and finish() never wait on it forever
             with self._lock:
-                ready = self._scheduler.finish(node, keep_slot=run.in_tool)
+                # A tool past its deadline that has not returned keeps its slot until it does.
+                ready = self._scheduler.finish(node, keep_slot=run.state is CallState.OVERDUE)
                 self._start(ready[1:])
                 if ready:
                     ready[0].owner.home._launch(ready[0])

@@ -14,7 +14,7 @@ from ..gate import Dispatch
 from ..journal import Journal
 from ..orchestrator import Session
 from ..report import DispatchRecord, Report
-from ..runtime import CallNode, CallRun, CallScheduler, Fate, Invocation, lifecycle, stored_outcome
+from ..runtime import CallNode, CallRun, CallScheduler, CallState, Fate, Invocation, lifecycle, stored_outcome
 from .clock import VirtualLoop
 from .world import SimTool, World
 
@@ -77,8 +77,8 @@ class VirtualRuntime:
     def _start(self, nodes: list[CallNode]) -> None:
         for node in nodes:
             run: CallRun = node.owner
-            if run.started is None:  # not a prepared two-phase call resuming for its second phase
-                run.early, run.started = node.early, self._loop.now
+            if run.state is CallState.SCHEDULED:  # not a prepared two-phase call resuming for its second phase
+                run.launch(node.early, self._loop.now)
                 self._log.append(run)
             tool = self._sim.get(run.dispatch.name)
             step = self._phase if tool is not None and tool.two_phase else self._begin
@@ -90,15 +90,15 @@ class VirtualRuntime:
         run: CallRun = node.owner
         tool = self._sim[run.dispatch.name]
         arguments = run.dispatch.arguments
-        phase = run.phase = run.next_phase()
+        phase = run.take_up_phase()
         if phase == "prepare":
-            if run.already_committed(self._journal):
-                run.phase = "commit"  # its outcome is the commit on record; it never prepares again
+            if run.already_committed(self._journal):  # its outcome is the commit on record; it never prepares again
                 self._finish(node, run.result, run.error)
                 return
+            run.invoke()
 
             def prepared() -> None:
-                run.prepared = True
+                run.stage(True)
                 if run.fate is not Fate.UNDECIDED:
                     self._phase(node)
                 else:
@@ -107,7 +107,7 @@ class VirtualRuntime:
             self._loop.at(self._loop.now + tool.duration(self._seed, arguments, "prepare"), prepared)
         elif phase == "commit":
             run.begin(self._journal, self._turn_key)
-            run.invoked = True
+            run.invoke()
             end = self._loop.now + tool.duration(self._seed, arguments)
             self._loop.at(end, lambda: self._finish(node, self._world.apply(tool, arguments, self._loop.now), None))
         else:
@@ -116,11 +116,12 @@ class VirtualRuntime:
     def _begin(self, node: CallNode) -> None:
         run: CallRun = node.owner
         tool = self._sim.get(run.dispatch.name)
+        run.take_up()
         if not run.begin(self._journal, self._turn_key) or tool is None:
             error = run.error if tool is not None else KeyError(run.dispatch.name)
             self._finish(node, run.result, error)
             return
-        run.invoked = True
+        run.invoke()
         arguments = run.dispatch.arguments
         key = str(arguments.get(tool.key, ""))
         result: Any = self._world.read(self._loop.now, key) if tool.kind == "read" else None
