@@ -10,6 +10,8 @@ from inert.inputs import Ids as _Ids
 from inert.inputs import Token as _Token
 from inert.inputs import TokenRows as _TokenRows
 from inert.inputs import Tokens as _Tokens
+from inert.ledger import TokenState as _TokenState
+from inert.stream import Released as _Released
 
 __all__ = [
     "KEY_PREFIX",
@@ -249,13 +251,14 @@ class TokenStream:
         in_reasoning: bool = False,
         stream: bool = False,
     ) -> TokenStream: ...
-    def take_released(self) -> tuple[str, str, list[dict[str, Any]]]:
-        """What the steps released since the last call (``stream=True``): ``(content, reasoning,
-        tool_call_deltas)``, from accepted tokens only, so nothing is ever retracted. Content
-        and reasoning never hold part of a delimiter, half a UTF-8 character, or text a later
-        token could turn into a call; the deltas are shaped like OpenAI's ``ChoiceDeltaToolCall``
-        (see ``inert.Step.tool_call_deltas``). Drafts release nothing; ``finish()`` releases the rest.
-        Empty strings and list without ``stream=True``."""
+    def take_released(self) -> _Released:
+        """What the steps released since the last call (``stream=True``): an ``inert.Released``
+        named tuple ``(content, reasoning, deltas)`` (it unpacks and compares as the plain 3-tuple),
+        from accepted tokens only, so nothing is ever retracted. Content and reasoning never hold
+        part of a delimiter, half a UTF-8 character, or text a later token could turn into a call;
+        the deltas are shaped like OpenAI's ``ChoiceDeltaToolCall`` (see ``inert.Step.tool_call_deltas``).
+        Drafts release nothing; ``finish()`` releases the rest. Empty strings and list without
+        ``stream=True``."""
     @property
     def has_released(self) -> bool:
         """Whether a step released something not taken yet (a cheap check before ``take_released``)."""
@@ -358,8 +361,9 @@ class TokenStream:
     def accepted_text(self) -> bytes: ...
     def live_text(self) -> bytes:
         """Accepted text followed by the pending draft."""
-    def token_state(self, index: int) -> Literal["undecided", "accepted", "rejected"]:
-        """State of ledger position ``index``. Raises InertValueError past the end."""
+    def token_state(self, index: int) -> _TokenState:
+        """State of ledger position ``index``: an ``inert.TokenState``, a ``str`` enum, so it equals
+        ``"undecided"``, ``"accepted"`` or ``"rejected"`` as before. Raises InertValueError past the end."""
     def token_piece(self, index: int) -> bytes: ...
     def rejected_runs(self) -> list[tuple[int, int]]:
         """Maximal runs ``(start, end)`` of rejected ledger positions."""
@@ -451,8 +455,8 @@ class StreamBatch:
         reasoning: _Reasoning = ...,
         stream: bool = False,
     ) -> StreamBatch: ...
-    def take_released(self, seqs: _Ids) -> dict[int, tuple[str, str, list[dict[str, Any]]]]:
-        """``{seq: (content, reasoning, tool_call_deltas)}``: what each of ``seqs`` released since
+    def take_released(self, seqs: _Ids) -> dict[int, _Released]:
+        """``{seq: Released(content, reasoning, deltas)}``: what each of ``seqs`` released since
         the last call (as ``TokenStream.take_released``; a finished sequence's ``finish`` tail
         included), for the sequences that released something. Empty without ``stream=True``.
         A finished sequence's tail is taken once; after that the sequence is gone.

@@ -17,7 +17,8 @@ from .inputs import Ids, Token, TokenRows, Tokens
 from .journal import Journal
 from .report import Report
 from .runtime import ThreadEngine, ThreadRuntime, running_for
-from .turn import Released, Step, Tooling, Tools, TurnDriver, journal_for, strict_flag
+from .stream import Released
+from .turn import Step, Tooling, Tools, TurnDriver, journal_for, strict_flag
 
 __all__ = ["BatchOrchestrator"]
 
@@ -157,7 +158,7 @@ class BatchOrchestrator:
         notices = self._batch.notices(seq)  # the verifies committed them; finish forgets them
         outcomes = self._batch.finish(seq)
         driver = self._turns.pop(int(seq))
-        tail = driver.apply(outcomes, self._released_of(seq) or ("", "", []))
+        tail = driver.apply(outcomes, self._released_of(seq) or Released("", "", []))
         runtime = driver.runtime
         assert isinstance(runtime, ThreadRuntime)
         runtime.drain()

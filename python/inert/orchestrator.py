@@ -21,7 +21,8 @@ from .journal import Journal, OwnedJournal
 from .outcomes import Outcome
 from .report import Report
 from .runtime import AsyncRuntime, ThreadRuntime, running_for
-from .turn import Released, RuntimeFactory, Step, Tooling, Tools, TurnDriver, journal_for, strict_flag, turn_key_for
+from .stream import Released
+from .turn import RuntimeFactory, Step, Tooling, Tools, TurnDriver, journal_for, strict_flag, turn_key_for
 
 __all__ = ["POLICIES", "AsyncOrchestrator", "Orchestrator", "Session", "Step"]
 
@@ -195,7 +196,7 @@ class Session:
     def finish(self) -> Step:
         """Ends the stream; the step is what ``finish`` did and released (``report.tail``)."""
         outcomes = self.stream.finish()
-        self.tail = self.apply(outcomes, self.released() or ("", "", []))
+        self.tail = self.apply(outcomes, self.released() or Released("", "", []))
         return self.tail
 
     def abandon(self) -> None:

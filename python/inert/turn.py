@@ -30,6 +30,7 @@ from .journal import Journal, MemoryJournal, OwnedJournal, open_journal
 from .outcomes import Outcome
 from .report import DispatchRecord, Report
 from .runtime import CallNode, Invocation, ToolBox, Tools
+from .stream import Released
 
 __all__ = [
     "Runtime",
@@ -42,10 +43,6 @@ __all__ = [
     "strict_flag",
     "turn_key_for",
 ]
-
-
-Released = tuple[str, str, list[dict[str, Any]]]
-"""What a streaming step released: ``(content, reasoning, tool_call_deltas)``."""
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,27 @@
-//! Streaming output for Python: what a step released, as `(content, reasoning,
-//! tool_call_deltas)` with the deltas shaped like OpenAI's `ChoiceDeltaToolCall`.
+//! Streaming output for Python: what a step released, as `inert.Released(content,
+//! reasoning, deltas)` with the deltas shaped like OpenAI's `ChoiceDeltaToolCall`.
 
 use crate::turn::{Released, ToolCallDelta};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyString, PyTuple};
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyDict, PyList, PyString, PyTuple, PyType};
+
+/// `inert.stream.Released` (a `NamedTuple` declared in Python, where it is typed and
+/// documented) and `tuple.__new__`, looked up once.
+struct ReleasedClass {
+    class: Py<PyType>,
+    tuple_new: Py<PyAny>,
+}
+
+static RELEASED: PyOnceLock<ReleasedClass> = PyOnceLock::new();
+
+impl ReleasedClass {
+    fn load(py: Python<'_>) -> PyResult<Self> {
+        let class = py.import("inert.stream")?.getattr("Released")?.cast_into::<PyType>()?.unbind();
+        let tuple_new = py.get_type::<PyTuple>().getattr("__new__")?.unbind();
+        Ok(Self { class, tuple_new })
+    }
+}
 
 /// The `stream=` flag, refused with inert's error (not pyo3's) when it is not a bool.
 #[derive(Debug, Clone, Copy)]
@@ -17,8 +35,8 @@ impl<'a, 'py> FromPyObject<'a, 'py> for StreamFlag {
     }
 }
 
-/// `(content, reasoning, deltas)`; argument fragments of one call that follow
-/// each other are joined into one delta.
+/// `inert.Released(content, reasoning, deltas)`; argument fragments of one call that
+/// follow each other are joined into one delta.
 pub(super) fn released<'py>(py: Python<'py>, r: Released) -> PyResult<Bound<'py, PyTuple>> {
     let deltas = PyList::empty(py);
     let mut pending: Option<(u32, String)> = None;
@@ -62,7 +80,11 @@ pub(super) fn released<'py>(py: Python<'py>, r: Released) -> PyResult<Bound<'py,
     flush(&mut pending, &deltas)?;
     let items: [Bound<'py, PyAny>; 3] =
         [PyString::new(py, &r.content).into_any(), PyString::new(py, &r.reasoning).into_any(), deltas.into_any()];
-    PyTuple::new(py, items)
+    let items = PyTuple::new(py, items)?;
+    // `tuple.__new__(Released, items)`, as the named tuple's own `_make` does: one C call
+    // that copies three items, not the Python `__new__` (a frame per step).
+    let class = RELEASED.get_or_try_init(py, || ReleasedClass::load(py))?;
+    Ok(class.tuple_new.bind(py).call1((class.class.bind(py), items))?.cast_into::<PyTuple>()?)
 }
 
 fn arguments<'py>(py: Python<'py>, index: u32, fragment: &str) -> PyResult<Bound<'py, PyDict>> {
