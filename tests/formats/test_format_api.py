@@ -93,14 +93,18 @@ def test_call_ids() -> None:
     assert as_call(inert.parse(kimi, "kimi_k2")[0]).call_id == "functions.f:3"
 
 
+KIMI_SPECIAL = {
+    163595: "<|tool_calls_section_begin|>",
+    163596: "<|tool_calls_section_end|>",
+    163597: "<|tool_call_begin|>",
+    163598: "<|tool_call_argument_begin|>",
+    163599: "<|tool_call_end|>",
+}
+"""Kimi K2's tool-call delimiters, by the ids its tokenizer gives them."""
+
+
 def test_special_token_ids_of_other_formats() -> None:
-    special = {
-        163595: "<|tool_calls_section_begin|>",
-        163596: "<|tool_calls_section_end|>",
-        163597: "<|tool_call_begin|>",
-        163598: "<|tool_call_argument_begin|>",
-        163599: "<|tool_call_end|>",
-    }
+    special = KIMI_SPECIAL
     vocab = {1: "functions.f:0", 2: '{"q": "<|tool_call_end|>"}'}
     s = inert.TokenStream("kimi_k2", vocab=vocab, special_tokens=special)
     outcomes = s.draft([163595, 163597, 1, 163598, 2, 163599, 163596])
@@ -189,13 +193,7 @@ def test_a_reasoning_closer_that_closed_nothing_is_a_notice() -> None:
 
 
 def test_a_kimi_section_token_ends_reasoning_its_spelling_does_not() -> None:
-    special = {
-        163595: "<|tool_calls_section_begin|>",
-        163596: "<|tool_calls_section_end|>",
-        163597: "<|tool_call_begin|>",
-        163598: "<|tool_call_argument_begin|>",
-        163599: "<|tool_call_end|>",
-    }
+    special = KIMI_SPECIAL
     vocab = {1: "<think>I will read it.", 2: "functions.read:0", 3: '{"path": "/a"}'}
     s = inert.TokenStream("kimi_k2", vocab=vocab, special_tokens=special)
     outcomes = s.draft([1, 163595, 163597, 2, 163598, 3, 163599, 163596]) + s.verify(8)
