@@ -77,12 +77,23 @@ class Runtime(Protocol):
     """What executes the gate's commands for one turn and owns its calls' outcomes."""
 
     @property
-    def turn_key(self) -> str: ...
-    def schedule(self, dispatch: Dispatch, invocation: Invocation | None, *, permit: bool) -> CallNode: ...
-    def confirm(self, node: CallNode) -> None: ...
-    def retract(self, node: CallNode) -> None: ...
-    def records(self) -> list[DispatchRecord]: ...
-    def after_tools(self, callback: Callable[[], None]) -> None: ...
+    def turn_key(self) -> str:
+        """The turn's key: the gate rebuilds the accepted stream's keys from it."""
+
+    def schedule(self, dispatch: Dispatch, invocation: Invocation | None, *, permit: bool) -> CallNode:
+        """A call closed: it takes its place in stream order, and runs now if ``permit``."""
+
+    def confirm(self, node: CallNode) -> None:
+        """Its block was accepted: it runs, or its early result (or prepare) counts."""
+
+    def retract(self, node: CallNode) -> None:
+        """Its block was rejected: it never runs, or what it did is discarded (or aborted)."""
+
+    def records(self) -> list[DispatchRecord]:
+        """Every call that started, in start order: what reconciliation checks."""
+
+    def after_tools(self, callback: Callable[[], None]) -> None:
+        """Calls ``callback`` once no tool of the turn still runs (now, or when the last returns)."""
 
 
 def _positive_int(value: object, what: str) -> int:
