@@ -274,6 +274,9 @@ class TokenStream:
         the deltas are shaped like OpenAI's ``ChoiceDeltaToolCall`` (see ``inert.Step.tool_call_deltas``).
         Drafts release nothing; ``finish()`` releases the rest. Empty strings and list without
         ``stream=True``."""
+    def _take_released(self) -> tuple[str, str, list[dict[str, Any]]]:
+        """``take_released`` as a plain tuple, for the orchestrators, which unpack it at once
+        (a named tuple costs about 0.1 µs more a step to build)."""
     @property
     def has_released(self) -> bool:
         """Whether a step released something not taken yet (a cheap check before ``take_released``)."""

@@ -17,7 +17,7 @@ from .inputs import Ids, Token, TokenRows, Tokens
 from .journal import Journal
 from .report import Report
 from .runtime import ThreadEngine, ThreadRuntime, running_for
-from .stream import Released
+from .stream import ReleasedTuple
 from .turn import Step, Tooling, Tools, TurnDriver, journal_for, strict_flag
 
 __all__ = ["BatchOrchestrator"]
@@ -158,7 +158,7 @@ class BatchOrchestrator:
         notices = self._batch.notices(seq)  # the verifies committed them; finish forgets them
         outcomes = self._batch.finish(seq)
         driver = self._turns.pop(int(seq))
-        tail = driver.apply(outcomes, self._released_of(seq) or Released("", "", []))
+        tail = driver.apply(outcomes, self._released_of(seq) or ("", "", []))
         runtime = driver.runtime
         assert isinstance(runtime, ThreadRuntime)
         runtime.drain()
@@ -234,7 +234,7 @@ class BatchOrchestrator:
     ) -> None:
         self.close()
 
-    def _released_of(self, seq: int | SupportsIndex) -> Released | None:
+    def _released_of(self, seq: int | SupportsIndex) -> ReleasedTuple | None:
         """What ``seq``'s last step released for streaming (``None`` without streaming)."""
         return self._batch.take_released([seq]).get(int(seq)) if self._streaming else None
 

@@ -21,7 +21,7 @@ from .journal import Journal, OwnedJournal
 from .outcomes import Outcome
 from .report import Report
 from .runtime import AsyncRuntime, ThreadRuntime, running_for
-from .stream import Released
+from .stream import ReleasedTuple
 from .turn import RuntimeFactory, Step, Tooling, Tools, TurnDriver, journal_for, strict_flag, turn_key_for
 
 __all__ = ["POLICIES", "AsyncOrchestrator", "Orchestrator", "Session", "Step"]
@@ -164,14 +164,14 @@ class Session:
             self.trace.emit("verify_path", path=_trace_ids(path), correction=_trace_token(correction))
         return self.apply(outcomes, self.released())
 
-    def apply(self, outcomes: list[Outcome], released: Released | None = None) -> Step:
+    def apply(self, outcomes: list[Outcome], released: ReleasedTuple | None = None) -> Step:
         """The driver's step for ``outcomes`` (see ``TurnDriver.apply``)."""
         return self.driver.apply(outcomes, released)
 
-    def released(self) -> Released | None:
+    def released(self) -> ReleasedTuple | None:
         """What the last step released for streaming, if anything (one cheap check otherwise)."""
         if self.streaming and self.stream.has_released:
-            return self.stream.take_released()
+            return self.stream._take_released()
         return None
 
     def end(self) -> None:
@@ -203,7 +203,7 @@ class Session:
     def finish(self) -> Step:
         """Ends the stream; the step is what ``finish`` did and released (``report.tail``)."""
         outcomes = self.stream.finish()
-        self.tail = self.apply(outcomes, self.released() or Released("", "", []))
+        self.tail = self.apply(outcomes, self.released() or ("", "", []))
         return self.tail
 
     def abandon(self) -> None:

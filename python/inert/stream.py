@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeAlias
 
-__all__ = ["Released"]
+__all__ = ["Released", "ReleasedTuple"]
 
 
 class Released(NamedTuple):
@@ -22,3 +22,9 @@ class Released(NamedTuple):
     """Accepted text inside reasoning sections."""
     deltas: list[dict[str, Any]]
     """Tool-call deltas shaped like OpenAI's ``ChoiceDeltaToolCall`` (see ``Step.tool_call_deltas``)."""
+
+
+ReleasedTuple: TypeAlias = tuple[str, str, list[dict[str, Any]]]
+"""``Released`` as a plain tuple, as the orchestrators take it from the core
+(``TokenStream._take_released``): they unpack it at once, and a plain tuple costs about
+0.1 µs less a step to build. A ``Released`` is one too."""

@@ -30,7 +30,7 @@ from .journal import Journal, MemoryJournal, OwnedJournal, open_journal
 from .outcomes import Outcome
 from .report import DispatchRecord, Report
 from .runtime import CallNode, Invocation, ToolBox, Tools
-from .stream import Released
+from .stream import ReleasedTuple
 
 __all__ = [
     "Runtime",
@@ -288,7 +288,7 @@ class TurnDriver:
         self.trace = trace
         self._nodes: dict[str, CallNode] = {}  # commit key -> its call, until committed or retracted
 
-    def apply(self, outcomes: list[Outcome], released: Released | None = None) -> Step:
+    def apply(self, outcomes: list[Outcome], released: ReleasedTuple | None = None) -> Step:
         """Turns one step's outcomes into commands and hands them to the runtime;
         ``released`` is what the step released for streaming (``None``: nothing)."""
         if not outcomes:

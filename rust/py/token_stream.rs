@@ -5,7 +5,7 @@ use super::convert::{
 };
 use super::ints::{buffer_ints, ints_1d};
 use super::outcome::CallCache;
-use super::stream::{released, StreamFlag};
+use super::stream::{released, released_tuple, StreamFlag};
 use super::vocabulary::vocab_arg;
 use crate::error::{CoreError, TokenFault};
 use crate::ledger::TokenState;
@@ -294,9 +294,14 @@ impl PyTokenStream {
         self.convert(py, out)
     }
 
-    /// What the steps released since the last call: `(content, reasoning, deltas)`.
+    /// What the steps released since the last call: `inert.Released(content, reasoning, deltas)`.
     fn take_released<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
         released(py, self.turn.take_released())
+    }
+
+    /// `take_released` as a plain tuple, for the orchestrators (see `released_tuple`).
+    fn _take_released<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        released_tuple(py, self.turn.take_released())
     }
 
     /// Whether a step released something not taken yet (cheaper than taking it).

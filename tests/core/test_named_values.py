@@ -88,3 +88,15 @@ def test_orchestrator_steps_read_the_named_tuple_as_before() -> None:
     report = orch.finish()
     assert report.tail is not None and report.tail.content == ""
     assert [c.result for c in report.results] == [1]
+
+
+def test_the_orchestrators_plain_take_is_the_same_three() -> None:
+    """The orchestrators take what was released as a plain tuple (cheaper to build, and
+    unpacked at once): the same three values, step for step."""
+    named, plain = (inert.TokenStream("hermes", "t", stream=True) for _ in range(2))
+    for pieces in (["Hi ", CALL[:20]], [CALL[20:], " bye"]):
+        for s in (named, plain):
+            s.draft(pieces)
+            s.verify(len(pieces))
+        got = plain._take_released()
+        assert type(got) is tuple and got == named.take_released()
