@@ -166,6 +166,17 @@ def close(journal: Any) -> None:
         journal.close()
 
 
+def turn(
+    journal: Any, tools: dict[str, Any], effects: dict[str, Any], blocks: list[str], turn_key: str = "t1"
+) -> inert.Report:
+    """One whole turn through an ``Orchestrator`` on ``journal`` (a journal or what ``journal=``
+    takes): ``blocks`` drafted as one window, all accepted, the report not strict."""
+    orch = inert.Orchestrator(effects, tools, turn_key=turn_key, journal=journal)
+    orch.draft(blocks)
+    orch.verify(len(blocks))
+    return orch.finish(strict=False)
+
+
 class Proxy:
     """A TCP front for the test server's unix socket. ``cut()`` drops every
     connection through it and refuses new ones: a network drop, as the worker sees it."""

@@ -14,6 +14,29 @@ from typing import Any
 
 Calls = list[tuple[str, dict[str, Any]]]
 
+FORMATS = [
+    "hermes",
+    "qwen3_coder",
+    "llama3_json",
+    "pythonic",
+    "mistral",
+    "deepseek_v3",
+    "deepseek_v31",
+    "deepseek_v32",
+    "kimi_k2",
+    "glm45",
+    "glm47",
+    "openai",
+    "granite",
+    "internlm",
+    "jamba",
+    "xlam",
+    "phi4_mini_json",
+    "minimax",
+    "minimax_m2",
+]
+"""Every built-in format, in the order ``inert.formats()`` lists them (test_format_api checks it)."""
+
 XML_FORMATS = {"qwen3_coder", "glm45", "glm47", "deepseek_v32", "minimax_m2"}
 ANCHORED = {"llama3_json", "pythonic", "xlam"}
 """Whole-message formats: the calls must open the message."""

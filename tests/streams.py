@@ -11,19 +11,18 @@ from hypothesis import settings
 from hypothesis import strategies as st
 
 import inert
+from inert import Released
 from speculation import Decoder, chunk
 
 # Every property runs once per format (19 of them): a third of the profile's examples each keeps
 # the suite's time in budget and still gives each property ~19x that many turns per run.
 PER_FORMAT = settings(max_examples=max(40, settings().max_examples // 3))
 
-Released = tuple[str, str, list[dict[str, Any]]]
-
 
 def steps(fmt: str, pieces: list[Any], **kw: Any) -> list[Released]:
     """What each accepted piece releases, one verify per piece, then finish's."""
     s = inert.TokenStream(fmt, "turn", stream=True, **kw)
-    out = []
+    out: list[Released] = []
     for p in pieces:
         s.draft([p])
         s.verify(1)

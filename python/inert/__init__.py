@@ -63,11 +63,13 @@ from .errors import (
 from .gate import POLICIES, Dispatch
 from .inputs import Ids, IntArray, Token, TokenRows, Tokens
 from .journal import Journal, JournalEntry, MemoryJournal, PostgresJournal, Recovery, SqliteJournal, recover
+from .ledger import TokenState
 from .orchestrator import AsyncOrchestrator, Orchestrator, Step
 from .outcomes import Outcome
 from .parse import parse
 from .report import AcceptedCall, CallResult, DiscardedCall, DispatchRecord, Report, Violation
 from .runtime import CurrentCall, Tools, TwoPhaseTool, current_call
+from .stream import Released
 
 try:
     __version__ = version("inert")
@@ -120,6 +122,7 @@ __all__ = [
     "ReasoningWarning",
     "Recovery",
     "ReentrancyError",
+    "Released",
     "ReplayedError",
     "Report",
     "SpeculativeEffectViolation",
@@ -131,6 +134,7 @@ __all__ = [
     "StreamLimitError",
     "Token",
     "TokenRows",
+    "TokenState",
     "TokenStream",
     "Tokens",
     "ToolSpec",

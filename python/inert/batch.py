@@ -17,7 +17,8 @@ from .inputs import Ids, Token, TokenRows, Tokens
 from .journal import Journal
 from .report import Report
 from .runtime import ThreadEngine, ThreadRuntime, running_for
-from .turn import Released, Step, Tooling, Tools, TurnDriver, journal_for, strict_flag
+from .stream import ReleasedTuple
+from .turn import Step, Tooling, Tools, TurnDriver, journal_for, strict_flag
 
 __all__ = ["BatchOrchestrator"]
 
@@ -233,7 +234,7 @@ class BatchOrchestrator:
     ) -> None:
         self.close()
 
-    def _released_of(self, seq: int | SupportsIndex) -> Released | None:
+    def _released_of(self, seq: int | SupportsIndex) -> ReleasedTuple | None:
         """What ``seq``'s last step released for streaming (``None`` without streaming)."""
         return self._batch.take_released([seq]).get(int(seq)) if self._streaming else None
 

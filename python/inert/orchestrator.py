@@ -21,7 +21,8 @@ from .journal import Journal, OwnedJournal
 from .outcomes import Outcome
 from .report import Report
 from .runtime import AsyncRuntime, ThreadRuntime, running_for
-from .turn import Released, RuntimeFactory, Step, Tooling, Tools, TurnDriver, journal_for, strict_flag, turn_key_for
+from .stream import ReleasedTuple
+from .turn import RuntimeFactory, Step, Tooling, Tools, TurnDriver, journal_for, strict_flag, turn_key_for
 
 __all__ = ["POLICIES", "AsyncOrchestrator", "Orchestrator", "Session", "Step"]
 
@@ -127,6 +128,8 @@ class Session:
         self.gate = self.driver.gate
 
     def refuse_reentry(self) -> None:
+        """Raises ReentrancyError when a tool of this turn calls back into it: the loop's
+        calls would deadlock on, or reorder, the calls the runtime is running."""
         if running_for() is self.runtime:
             raise ReentrancyError(
                 "a tool called back into the orchestrator that is running it; draft, verify and finish "
@@ -134,36 +137,41 @@ class Session:
             )
 
     def draft(self, tokens: Tokens) -> Step:
+        """Drafts onto the stream, traces it, and hands what closed to the driver."""
         outcomes = self.stream.draft(tokens)
         if self.trace is not None:
             self.trace.draft(tokens)
         return self.apply(outcomes)
 
     def verify(self, n_accepted: int | SupportsIndex, correction: Token | None) -> Step:
+        """Verifies on the stream, traces it, and hands the outcomes and what was released to the driver."""
         outcomes = self.stream.verify(n_accepted, correction)
         if self.trace is not None:
             self.trace.verify(n_accepted, correction)
         return self.apply(outcomes, self.released())
 
     def draft_tree(self, tokens: Tokens, parents: Ids) -> Step:
+        """``draft`` for a token tree."""
         outcomes = self.stream.draft_tree(tokens, parents)
         if self.trace is not None:
             self.trace.emit("draft_tree", tokens=_trace_tokens(tokens), parents=_trace_ids(parents))
         return self.apply(outcomes)
 
     def verify_path(self, path: Ids, correction: Token | None) -> Step:
+        """``verify`` for the accepted path of a token tree."""
         outcomes = self.stream.verify_path(path, correction)
         if self.trace is not None:
             self.trace.emit("verify_path", path=_trace_ids(path), correction=_trace_token(correction))
         return self.apply(outcomes, self.released())
 
-    def apply(self, outcomes: list[Outcome], released: Released | None = None) -> Step:
+    def apply(self, outcomes: list[Outcome], released: ReleasedTuple | None = None) -> Step:
+        """The driver's step for ``outcomes`` (see ``TurnDriver.apply``)."""
         return self.driver.apply(outcomes, released)
 
-    def released(self) -> Released | None:
+    def released(self) -> ReleasedTuple | None:
         """What the last step released for streaming, if anything (one cheap check otherwise)."""
         if self.streaming and self.stream.has_released:
-            return self.stream.take_released()
+            return self.stream._take_released()
         return None
 
     def end(self) -> None:
@@ -207,6 +215,8 @@ class Session:
         self.driver.abandon()
 
     def report(self, strict: bool) -> Report:
+        """The turn's report (every call must have concluded); closes what the session owns, even
+        when reconciliation raises (SpeculativeEffectViolation, with ``strict``)."""
         self.reported = True
         try:
             report = self.driver.report(strict, self.stream.notices(), self.tail)
@@ -215,6 +225,8 @@ class Session:
         return report
 
     def close(self) -> None:
+        """Closes the trace (warning with TraceWarning when it lost events) and the journal the
+        session opened from a path, the latter once no tool of the turn still runs."""
         if self.trace is not None:
             self.trace.close()
             if self.trace.failure is not None:

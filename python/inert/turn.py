@@ -30,6 +30,7 @@ from .journal import Journal, MemoryJournal, OwnedJournal, open_journal
 from .outcomes import Outcome
 from .report import DispatchRecord, Report
 from .runtime import CallNode, Invocation, ToolBox, Tools
+from .stream import ReleasedTuple
 
 __all__ = [
     "Runtime",
@@ -42,10 +43,6 @@ __all__ = [
     "strict_flag",
     "turn_key_for",
 ]
-
-
-Released = tuple[str, str, list[dict[str, Any]]]
-"""What a streaming step released: ``(content, reasoning, tool_call_deltas)``."""
 
 
 @dataclass(frozen=True)
@@ -80,12 +77,23 @@ class Runtime(Protocol):
     """What executes the gate's commands for one turn and owns its calls' outcomes."""
 
     @property
-    def turn_key(self) -> str: ...
-    def schedule(self, dispatch: Dispatch, invocation: Invocation | None, *, permit: bool) -> CallNode: ...
-    def confirm(self, node: CallNode) -> None: ...
-    def retract(self, node: CallNode) -> None: ...
-    def records(self) -> list[DispatchRecord]: ...
-    def after_tools(self, callback: Callable[[], None]) -> None: ...
+    def turn_key(self) -> str:
+        """The turn's key: the gate rebuilds the accepted stream's keys from it."""
+
+    def schedule(self, dispatch: Dispatch, invocation: Invocation | None, *, permit: bool) -> CallNode:
+        """A call closed: it takes its place in stream order, and runs now if ``permit``."""
+
+    def confirm(self, node: CallNode) -> None:
+        """Its block was accepted: it runs, or its early result (or prepare) counts."""
+
+    def retract(self, node: CallNode) -> None:
+        """Its block was rejected: it never runs, or what it did is discarded (or aborted)."""
+
+    def records(self) -> list[DispatchRecord]:
+        """Every call that started, in start order: what reconciliation checks."""
+
+    def after_tools(self, callback: Callable[[], None]) -> None:
+        """Calls ``callback`` once no tool of the turn still runs (now, or when the last returns)."""
 
 
 def _positive_int(value: object, what: str) -> int:
@@ -280,7 +288,7 @@ class TurnDriver:
         self.trace = trace
         self._nodes: dict[str, CallNode] = {}  # commit key -> its call, until committed or retracted
 
-    def apply(self, outcomes: list[Outcome], released: Released | None = None) -> Step:
+    def apply(self, outcomes: list[Outcome], released: ReleasedTuple | None = None) -> Step:
         """Turns one step's outcomes into commands and hands them to the runtime;
         ``released`` is what the step released for streaming (``None``: nothing)."""
         if not outcomes:

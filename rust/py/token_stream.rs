@@ -5,13 +5,14 @@ use super::convert::{
 };
 use super::ints::{buffer_ints, ints_1d};
 use super::outcome::CallCache;
-use super::stream::{released, StreamFlag};
+use super::stream::{released, released_tuple, StreamFlag};
 use super::vocabulary::vocab_arg;
 use crate::error::{CoreError, TokenFault};
 use crate::ledger::TokenState;
 use crate::scan::{formats as builtin_formats, FormatSpec, Reasoning, Schemas};
 use crate::turn::{CommitHasher, Outcome, TokenIn, Turn, TurnConfig};
 use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBytes, PyDict, PyEllipsis, PyList, PyString, PyTuple};
 
 /// One turn of one sequence. Mutable: one per stream, not shared between threads.
@@ -229,7 +230,25 @@ pub(super) fn node_indices(values: &[i64]) -> Result<Vec<usize>, CoreError> {
         .collect()
 }
 
+/// The members of `inert.ledger.TokenState` (declared in Python, so that each equals the
+/// string `token_state` returned before), looked up once: undecided, accepted, rejected.
+static TOKEN_STATES: PyOnceLock<[Py<PyAny>; 3]> = PyOnceLock::new();
+
+fn token_states(py: Python<'_>) -> PyResult<[Py<PyAny>; 3]> {
+    let class = py.import("inert.ledger")?.getattr("TokenState")?;
+    let member = |name: &str| -> PyResult<Py<PyAny>> { Ok(class.getattr(name)?.unbind()) };
+    Ok([member("UNDECIDED")?, member("ACCEPTED")?, member("REJECTED")?])
+}
+
 impl PyTokenStream {
+    /// The state of ledger position `index` (refused past the end, or not a count).
+    fn ledger_state(&self, index: &Bound<'_, PyAny>) -> PyResult<TokenState> {
+        let past = || CoreError::PastLedger { index: repr(index), len: self.turn.ledger().len() };
+        let i =
+            count(index, "index").map_err(|e| if matches!(e, CoreError::OutOfRange { .. }) { past() } else { e })?;
+        Ok(self.turn.token_state(i).ok_or_else(past)?)
+    }
+
     /// A step's outcomes for Python, its reasoning notices set aside.
     #[inline]
     fn convert<'py>(&mut self, py: Python<'py>, out: Vec<Outcome>) -> PyResult<Vec<Bound<'py, PyAny>>> {
@@ -275,9 +294,14 @@ impl PyTokenStream {
         self.convert(py, out)
     }
 
-    /// What the steps released since the last call: `(content, reasoning, deltas)`.
+    /// What the steps released since the last call: `inert.Released(content, reasoning, deltas)`.
     fn take_released<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
         released(py, self.turn.take_released())
+    }
+
+    /// `take_released` as a plain tuple, for the orchestrators (see `released_tuple`).
+    fn _take_released<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        released_tuple(py, self.turn.take_released())
     }
 
     /// Whether a step released something not taken yet (cheaper than taking it).
@@ -382,20 +406,19 @@ impl PyTokenStream {
         PyBytes::new(py, self.turn.live_text())
     }
 
-    fn token_state(&self, index: &Bound<'_, PyAny>) -> PyResult<&'static str> {
-        let past = || CoreError::PastLedger { index: repr(index), len: self.turn.ledger().len() };
-        let i =
-            count(index, "index").map_err(|e| if matches!(e, CoreError::OutOfRange { .. }) { past() } else { e })?;
-        match self.turn.token_state(i) {
-            Some(TokenState::Undecided) => Ok("undecided"),
-            Some(TokenState::Accepted) => Ok("accepted"),
-            Some(TokenState::Rejected) => Ok("rejected"),
-            None => Err(past().into()),
-        }
+    /// An `inert.TokenState` member (a `str` enum: it equals the string returned before).
+    fn token_state<'py>(&self, py: Python<'py>, index: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        let slot = match self.ledger_state(index)? {
+            TokenState::Undecided => 0,
+            TokenState::Accepted => 1,
+            TokenState::Rejected => 2,
+        };
+        let members = TOKEN_STATES.get_or_try_init(py, || token_states(py))?;
+        Ok(members[slot].bind(py).clone())
     }
 
     fn token_piece<'py>(&self, py: Python<'py>, index: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
-        self.token_state(index)?;
+        self.ledger_state(index)?;
         Ok(PyBytes::new(py, self.turn.ledger_piece(count(index, "index")?)))
     }
 

@@ -165,7 +165,8 @@ def test_one_stream_used_from_threads_never_crashes() -> None:
     text = s.accepted_text()
     assert text == b"ab" * (len(text) // 2)
     states = [s.token_state(i) for i in range(s.ledger_len)]
-    assert states.count("accepted") == s.accepted_len and states.count("undecided") == s.pending_len
+    assert states.count(inert.TokenState.ACCEPTED) == s.accepted_len
+    assert states.count(inert.TokenState.UNDECIDED) == s.pending_len
 
 
 @pytest.mark.parametrize(

@@ -7,39 +7,18 @@ from typing import Any
 import pytest
 
 import inert
+from render import FORMATS
 from tools import as_call, as_calls, closed
-
-NINETEEN = [
-    "hermes",
-    "qwen3_coder",
-    "llama3_json",
-    "pythonic",
-    "mistral",
-    "deepseek_v3",
-    "deepseek_v31",
-    "deepseek_v32",
-    "kimi_k2",
-    "glm45",
-    "glm47",
-    "openai",
-    "granite",
-    "internlm",
-    "jamba",
-    "xlam",
-    "phi4_mini_json",
-    "minimax",
-    "minimax_m2",
-]
 
 
 def test_formats_lists_all_nineteen() -> None:
-    assert inert.formats() == NINETEEN
+    assert inert.formats() == FORMATS and len(FORMATS) == 19
 
 
 def test_unknown_format_lists_every_known_one() -> None:
     with pytest.raises(inert.UnknownFormatError) as info:
         inert.parse("x", "qwen9")
-    assert all(name in str(info.value) for name in NINETEEN)
+    assert all(name in str(info.value) for name in FORMATS)
 
 
 QWEN = (
@@ -114,14 +93,18 @@ def test_call_ids() -> None:
     assert as_call(inert.parse(kimi, "kimi_k2")[0]).call_id == "functions.f:3"
 
 
+KIMI_SPECIAL = {
+    163595: "<|tool_calls_section_begin|>",
+    163596: "<|tool_calls_section_end|>",
+    163597: "<|tool_call_begin|>",
+    163598: "<|tool_call_argument_begin|>",
+    163599: "<|tool_call_end|>",
+}
+"""Kimi K2's tool-call delimiters, by the ids its tokenizer gives them."""
+
+
 def test_special_token_ids_of_other_formats() -> None:
-    special = {
-        163595: "<|tool_calls_section_begin|>",
-        163596: "<|tool_calls_section_end|>",
-        163597: "<|tool_call_begin|>",
-        163598: "<|tool_call_argument_begin|>",
-        163599: "<|tool_call_end|>",
-    }
+    special = KIMI_SPECIAL
     vocab = {1: "functions.f:0", 2: '{"q": "<|tool_call_end|>"}'}
     s = inert.TokenStream("kimi_k2", vocab=vocab, special_tokens=special)
     outcomes = s.draft([163595, 163597, 1, 163598, 2, 163599, 163596])
@@ -210,13 +193,7 @@ def test_a_reasoning_closer_that_closed_nothing_is_a_notice() -> None:
 
 
 def test_a_kimi_section_token_ends_reasoning_its_spelling_does_not() -> None:
-    special = {
-        163595: "<|tool_calls_section_begin|>",
-        163596: "<|tool_calls_section_end|>",
-        163597: "<|tool_call_begin|>",
-        163598: "<|tool_call_argument_begin|>",
-        163599: "<|tool_call_end|>",
-    }
+    special = KIMI_SPECIAL
     vocab = {1: "<think>I will read it.", 2: "functions.read:0", 3: '{"path": "/a"}'}
     s = inert.TokenStream("kimi_k2", vocab=vocab, special_tokens=special)
     outcomes = s.draft([1, 163595, 163597, 2, 163598, 3, 163599, 163596]) + s.verify(8)

@@ -10,18 +10,10 @@ from typing import Any
 import pytest
 
 import inert
+from journals import turn
 from tools import block, peak_overlap
 
 WATCHDOG = 30.0  # seconds a blocked wait may take before the test calls it a hang
-
-
-def turn(
-    journal: Any, tools: dict[str, Any], effects: dict[str, Any], blocks: list[str], turn_key: str = "t1"
-) -> inert.Report:
-    orch = inert.Orchestrator(effects, tools, turn_key=turn_key, journal=journal)
-    orch.draft(blocks)
-    orch.verify(len(blocks))
-    return orch.finish(strict=False)
 
 
 def test_sqlite_journal_is_wal_and_full_sync(tmp_path: Path) -> None:

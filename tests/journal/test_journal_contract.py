@@ -13,17 +13,8 @@ from typing import Any
 import pytest
 
 import inert
-from journals import Backend, close, record
+from journals import Backend, close, record, turn
 from tools import block
-
-
-def turn(
-    journal: Any, tools: dict[str, Any], effects: dict[str, Any], blocks: list[str], turn_key: str = "t1"
-) -> inert.Report:
-    orch = inert.Orchestrator(effects, tools, turn_key=turn_key, journal=journal)
-    orch.draft(blocks)
-    orch.verify(len(blocks))
-    return orch.finish(strict=False)
 
 
 def test_intent_before_the_call_outcome_after(backend: Backend) -> None:

@@ -20,7 +20,7 @@ import pytest
 
 import inert
 from inert.cli import main
-from journals import Proxy, admin_execute, dbname_of, record
+from journals import Proxy, admin_execute, dbname_of, record, turn
 from tools import block
 
 Open = Callable[..., inert.PostgresJournal]
@@ -78,13 +78,6 @@ def in_thread(fn: Callable[[], Any]) -> tuple[threading.Thread, dict[str, Any]]:
     t = threading.Thread(target=run, daemon=True)
     t.start()
     return t, out
-
-
-def turn(journal: Any, tools: dict[str, Any], effects: dict[str, Any], blocks: list[str]) -> inert.Report:
-    orch = inert.Orchestrator(effects, tools, turn_key="t1", journal=journal)
-    orch.draft(blocks)
-    orch.verify(len(blocks))
-    return orch.finish(strict=False)
 
 
 # -- the schema: explicit, versioned, never forced on a database --

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 import inert
-from streams import Released, steps
+from inert import Released
+from streams import steps
 
 
 def content(rs: list[Released]) -> list[str]:

@@ -19,8 +19,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from real_output import FORMATS, real_cases
-from render import ANCHORED, XML_FORMATS, render
+from real_output import real_cases
+from render import ANCHORED, FORMATS, XML_FORMATS, render
 
 HERE = Path(__file__).resolve().parent
 

@@ -17,27 +17,6 @@ from typing import Any
 
 from render import ANCHORED, CLOSER, THINK, XML_FORMATS, param, reasoning, render, xml_call
 
-FORMATS = [
-    "hermes",
-    "qwen3_coder",
-    "llama3_json",
-    "pythonic",
-    "mistral",
-    "deepseek_v3",
-    "deepseek_v31",
-    "deepseek_v32",
-    "kimi_k2",
-    "glm45",
-    "glm47",
-    "openai",
-    "granite",
-    "internlm",
-    "jamba",
-    "xlam",
-    "phi4_mini_json",
-    "minimax",
-    "minimax_m2",
-]
 SECTIONED = {"deepseek_v3", "deepseek_v31", "deepseek_v32", "kimi_k2", "minimax_m2"}
 
 Call = tuple[str, dict[str, Any]]

@@ -71,12 +71,15 @@ class TraceWriter:
                 self.failure = f"the trace stopped at a write that failed: {e}"
 
     def draft(self, tokens: Any) -> None:
+        """A ``draft`` event: the window's tokens (pieces as text, ids as ints)."""
         self.emit("draft", tokens=[_token(t) for t in tokens])
 
     def verify(self, n: Any, correction: Any) -> None:
+        """A ``verify`` event: how many pending tokens were accepted, and the correction."""
         self.emit("verify", n_accepted=int(n), correction=None if correction is None else _token(correction))
 
     def outcome(self, o: Outcome) -> None:
+        """One core outcome, under its kind: where its block sits, its call or what was wrong, its key."""
         if isinstance(o, BlockMalformed):
             m = o.malformed
             self.emit(
@@ -104,6 +107,7 @@ class TraceWriter:
         self.emit(o.kind, **fields)
 
     def dispatch(self, r: DispatchRecord) -> None:
+        """A call handed to its tool, at the time it started: the audit pairs it with the accepted stream."""
         self.emit(
             "dispatch",
             t=r.started,
@@ -117,6 +121,7 @@ class TraceWriter:
         )
 
     def result(self, r: DispatchRecord) -> None:
+        """How a dispatched call ended, at the time it finished (its value only with ``results=True``)."""
         fields: dict[str, Any] = {
             "commit_key": r.commit_key,
             "ok": r.error is None,
@@ -131,9 +136,11 @@ class TraceWriter:
         self.emit("result", t=r.finished, **fields)
 
     def discard(self, r: DispatchRecord) -> None:
+        """An early read whose block was rejected: its result was thrown away."""
         self.emit("discard", commit_key=r.commit_key, name=r.name)
 
     def close(self) -> None:
+        """Closes the file; later events are dropped. A failure to close is noted in ``failure``."""
         with self._lock:
             try:
                 self._file.close()

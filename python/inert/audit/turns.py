@@ -34,6 +34,7 @@ class TurnAudit:
 
     @property
     def findings(self) -> list[Violation]:
+        """Where what ran diverges from the accepted stream (orphans, missed calls...): empty when clean."""
         return self.report.violations
 
 

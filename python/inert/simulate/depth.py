@@ -53,6 +53,7 @@ class DepthPoint:
     """Orphans, stale reads and diverged worlds under either policy, over every seed: 0, or a bug."""
 
     def as_json(self) -> dict[str, Any]:
+        """Its fields as a dict, for ``--json`` output."""
         return asdict(self)
 
 

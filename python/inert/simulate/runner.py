@@ -165,12 +165,16 @@ class SimOrchestrator:
         self._s = Session({n: t.spec() for n, t in tools.items()}, None, runtime=build, two_phase=two_phase, **session)
 
     def draft(self, tokens: list[str]) -> None:
+        """``Orchestrator.draft``, at the loop's current virtual time."""
         self._s.draft(tokens)
 
     def verify(self, n: int, correction: str | None) -> None:
+        """``Orchestrator.verify``, at the loop's current virtual time."""
         self._s.verify(n, correction)
 
     def finish(self) -> Report:
+        """Ends the turn, runs the virtual clock until every call is done, and reconciles
+        (never strict: the sweep counts violations rather than raising on them)."""
         self._s.finish()
         assert self._runtime is not None
         self._runtime.drain()

@@ -136,6 +136,8 @@ def median(values: list[float]) -> float:
 
 @dataclass(frozen=True)
 class Summary:
+    """One workload under one policy over every seed: latencies (seconds), waste and faults."""
+
     workload: str
     policy: str
     turns: int
@@ -152,6 +154,7 @@ class Summary:
     tokens_per_step: float
 
     def as_json(self) -> dict[str, Any]:
+        """Its fields as a dict, for ``--json`` output."""
         return asdict(self)
 
 

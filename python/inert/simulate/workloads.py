@@ -96,11 +96,14 @@ class Agent:
 
 @dataclass(frozen=True)
 class Workload:
+    """One model's decoding profile running one agent's script of tool calls."""
+
     model: ModelProfile
     agent: Agent
 
     @property
     def name(self) -> str:
+        """``"model / agent"``, as the tables and ``--json`` name it."""
         return f"{self.model.name} / {self.agent.name}"
 
 
@@ -212,6 +215,7 @@ DEPTH_AGENTS = ("coding-staged", "payments")
 
 
 def default_workloads() -> list[Workload]:
+    """Every model of ``MODELS`` with every agent of ``AGENTS``: what ``inert simulate`` runs by default."""
     return [Workload(m, a) for m in MODELS.values() for a in AGENTS.values()]
 
 

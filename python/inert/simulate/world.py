@@ -26,6 +26,7 @@ class Latency:
     p99: float | None = None
 
     def sample(self, rng: random.Random) -> float:
+        """One latency drawn from ``rng`` (the median when fixed)."""
         if self.p99 is None or self.p99 <= self.median:
             return self.median
         sigma = math.log(self.p99 / self.median) / Z99
@@ -48,13 +49,17 @@ class SimTool:
 
     @property
     def two_phase(self) -> bool:
+        """Whether it prepares before it commits (a write or delete with a ``prepare`` latency)."""
         return self.prepare is not None and self.kind != "read"
 
     @property
     def effect(self) -> EffectClass:
+        """Its effect class: reads are read-only, writes writes, deletes idempotent (deleting twice is harmless)."""
         return {"read": EffectClass.READ_ONLY, "write": EffectClass.WRITE, "delete": EffectClass.IDEMPOTENT}[self.kind]
 
     def spec(self) -> ToolSpec:
+        """Its entry in the effect table: its effect, and the resource named by its ``key`` argument as
+        its footprint, so calls on other resources never wait for it."""
         if self.kind == "read":
             return ToolSpec(self.effect, reads=self.key)
         return ToolSpec(self.effect, reads=self.key, writes=self.key)
@@ -78,19 +83,23 @@ class World:
         self.db.executemany("INSERT INTO rows VALUES (?, ?)", (rows or {}).items())
 
     def read(self, t: float, name: str) -> str | None:
+        """The row's value (``None`` when missing), logged at time ``t``."""
         row = self.db.execute("SELECT value FROM rows WHERE name = ?", (name,)).fetchone()
         self.db.execute("INSERT INTO ops VALUES (?, 'read', ?, ?)", (t, name, "found" if row else "missing"))
         return None if row is None else str(row[0])
 
     def write(self, t: float, name: str, value: str) -> None:
+        """Sets the row, logged at time ``t``."""
         self.db.execute("INSERT OR REPLACE INTO rows VALUES (?, ?)", (name, value))
         self.db.execute("INSERT INTO ops VALUES (?, 'write', ?, 'ok')", (t, name))
 
     def delete(self, t: float, name: str) -> None:
+        """Removes the row if there is one, logged at time ``t``."""
         gone = self.db.execute("DELETE FROM rows WHERE name = ?", (name,)).rowcount
         self.db.execute("INSERT INTO ops VALUES (?, 'delete', ?, ?)", (t, name, "deleted" if gone else "missing"))
 
     def rows(self) -> dict[str, str]:
+        """Every row, by name: a world whose rows differ from the sequential reference diverged."""
         return dict(self.db.execute("SELECT name, value FROM rows ORDER BY name"))
 
     def apply(self, tool: SimTool, arguments: dict[str, Any], t: float) -> Any:
