@@ -16,7 +16,7 @@ pub use error::{CoreError, TokenFault};
 pub use ledger::TokenState;
 pub use scan::{formats, FormatSpec, Reasoning, Schemas};
 pub use turn::{
-    parse, tool_call_id_prefix, Binding, CallRecord, CommitHasher, MalformedRecord, Outcome, ReasoningRecord, Released,
+    parse, tool_call_id_prefix, CallRecord, CommitHasher, MalformedRecord, Outcome, ReasoningRecord, Released, Setup,
     TokenIn, ToolCallDelta, Turn, TurnConfig,
 };
 pub use vocab::{decode::PieceEncoding, tokenizer_json, Vocab, VocabBuilder};

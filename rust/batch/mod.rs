@@ -4,7 +4,7 @@
 //! sequence id maps to its slot through one small hash table. A call walks the
 //! rows in the order given, so each row touches only its own turn's state: the
 //! turn itself (a few hundred bytes, contiguous with its neighbours in the slab)
-//! and the tails of its buffers. Every turn shares one `Binding` (scanner,
+//! and the tails of its buffers. Every turn shares one `Setup` (scanner,
 //! vocabulary, special-token roles), so adding a sequence allocates nothing
 //! proportional to the vocabulary or the format.
 //!
@@ -15,7 +15,7 @@ mod slots;
 mod trees;
 
 use crate::error::CoreError;
-use crate::turn::{Binding, Outcome, Released, TokenIn, Turn};
+use crate::turn::{Outcome, Released, Setup, TokenIn, Turn};
 use slots::Slots;
 use std::ops::Range;
 pub use trees::{PathRows, TreeParents};
@@ -100,7 +100,7 @@ pub struct VerifyRows<'a> {
 /// Many sequences' turns over one format and vocabulary.
 #[derive(Debug)]
 pub struct Batch {
-    binding: Binding,
+    setup: Setup,
     turns: Vec<Turn>,
     slots: Slots,
     /// The rows of the last call, resolved: an engine names the same sequences
@@ -125,13 +125,13 @@ fn in_seq(seq: u64) -> impl Fn(CoreError) -> CoreError {
 
 impl Batch {
     #[must_use]
-    pub fn new(binding: Binding) -> Self {
-        Self { binding, turns: Vec::new(), slots: Slots::default(), last_rows: Rows::default() }
+    pub fn new(setup: Setup) -> Self {
+        Self { setup, turns: Vec::new(), slots: Slots::default(), last_rows: Rows::default() }
     }
 
     #[must_use]
-    pub fn binding(&self) -> &Binding {
-        &self.binding
+    pub fn setup(&self) -> &Setup {
+        &self.setup
     }
 
     /// Sequences in the batch.
@@ -163,7 +163,7 @@ impl Batch {
         if self.slots.get(seq).is_some() {
             return Err(CoreError::DuplicateSequence { seq, why: "is already in the batch; finish() it first" });
         }
-        let turn = Turn::start_in_reasoning(&self.binding, turn_key, in_reasoning)?;
+        let turn = Turn::start_in_reasoning(&self.setup, turn_key, in_reasoning)?;
         let slot = self.slots.insert(seq);
         self.last_rows = Rows::default();
         if slot == self.turns.len() {
@@ -253,7 +253,7 @@ impl Batch {
     fn draft_rows(&mut self, slots: &[usize], d: DraftRows<'_>) -> Result<BatchOutcomes, CoreError> {
         let ids = |i: usize| d.ids(i);
         let row = |i: usize| ids(i).iter().map(|&id| TokenIn::Id(id));
-        let dense = self.binding.vocab().dense_below();
+        let dense = self.setup.vocab().dense_below();
         for (i, &slot) in slots.iter().enumerate() {
             let turn = &self.turns[slot];
             // Ids below `dense` resolve: the row is checked without resolving them.
@@ -293,7 +293,7 @@ impl Batch {
     /// `verify` of the rows' `slots`.
     fn verify_rows(&mut self, slots: &[usize], v: VerifyRows<'_>) -> Result<BatchOutcomes, CoreError> {
         let correction = |i: usize| correction_of(v.corrections, i);
-        let dense = self.binding.vocab().dense_below();
+        let dense = self.setup.vocab().dense_below();
         for (i, &slot) in slots.iter().enumerate() {
             let turn = &self.turns[slot];
             let check = correction(i).and_then(|c| match c {

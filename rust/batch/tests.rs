@@ -56,8 +56,8 @@ fn a_batch_gives_each_sequence_what_a_lone_turn_gives() {
     for (name, text) in samples() {
         let config = TurnConfig::builtin(name, "", 1 << 20).unwrap();
         let (vocab, pieces) = vocab_of(text.as_bytes());
-        let binding = Binding::new(&config, vocab.clone());
-        let mut batch = Batch::new(binding.clone());
+        let setup = Setup::new(&config, vocab.clone());
+        let mut batch = Batch::new(setup.clone());
         let mut lone: Vec<(u64, Turn, Vec<u64>, usize)> = Vec::new(); // seq, turn, target ids, position
         let mut next_seq = 1000u64;
         for _ in 0..60 {
@@ -66,7 +66,7 @@ fn a_batch_gives_each_sequence_what_a_lone_turn_gives() {
                 let key = format!("turn-{next_seq}");
                 batch.add(next_seq, &key, false).unwrap();
                 let ids = ids_of(text.as_bytes(), &pieces, &mut rng);
-                lone.push((next_seq, Turn::start(&binding, &key), ids, 0));
+                lone.push((next_seq, Turn::start(&setup, &key), ids, 0));
                 next_seq += 7;
             }
             if !lone.is_empty() && rng.below(6) == 0 {
@@ -132,7 +132,7 @@ fn a_batch_gives_each_sequence_what_a_lone_turn_gives() {
 fn hermes_batch() -> Batch {
     let config = TurnConfig::builtin("hermes", "", 1 << 20).unwrap();
     let (vocab, _) = vocab_of(b"");
-    Batch::new(Binding::new(&config, vocab))
+    Batch::new(Setup::new(&config, vocab))
 }
 
 #[test]
@@ -228,7 +228,7 @@ fn ids_past_a_hole_in_the_vocabulary_are_checked_one_by_one() {
     }
     let vocab = Arc::new(v.build());
     assert_eq!(vocab.dense_below(), 3);
-    let mut b = Batch::new(Binding::new(&TurnConfig::builtin("hermes", "", 1 << 20).unwrap(), vocab));
+    let mut b = Batch::new(Setup::new(&TurnConfig::builtin("hermes", "", 1 << 20).unwrap(), vocab));
     b.add(1, "a", false).unwrap();
     b.add(2, "b", false).unwrap();
     let rows = |tokens| DraftRows { seqs: &[1, 2], tokens, width: 2, lengths: None };
@@ -281,13 +281,13 @@ fn batched_trees_give_each_sequence_what_a_lone_turn_gives() {
     for (name, text) in samples() {
         let config = TurnConfig::builtin(name, "", 1 << 20).unwrap();
         let (vocab, pieces) = vocab_of(text.as_bytes());
-        let binding = Binding::new(&config, vocab.clone());
-        let mut batch = Batch::new(binding.clone());
+        let setup = Setup::new(&config, vocab.clone());
+        let mut batch = Batch::new(setup.clone());
         let mut lone: Vec<(u64, Turn, Vec<u64>, usize)> = Vec::new();
         for seq in 0..4u64 {
             let key = format!("turn-{seq}");
             batch.add(seq, &key, false).unwrap();
-            lone.push((seq, Turn::start(&binding, &key), ids_of(text.as_bytes(), &pieces, &mut rng), 0));
+            lone.push((seq, Turn::start(&setup, &key), ids_of(text.as_bytes(), &pieces, &mut rng), 0));
         }
         for step in 0..30 {
             let width = 1 + rng.below(6);

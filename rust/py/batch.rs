@@ -13,7 +13,7 @@ use super::token_stream::{
 use super::vocabulary::vocab_arg;
 use crate::batch::{Batch, BatchOutcomes, DraftRows, PathRows, TreeParents, VerifyRows};
 use crate::error::{CoreError, TokenFault};
-use crate::turn::{Binding, Outcome, Released};
+use crate::turn::{Outcome, Released, Setup};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -170,7 +170,7 @@ impl PyStreamBatch {
         let config = config(format, String::new(), schemas, max_block_bytes.0, reasoning, Flag(false), stream.0)?;
         let vocab = vocab_arg(vocab, special_tokens)?;
         Ok(Self {
-            batch: Batch::new(Binding::new(&config, vocab)),
+            batch: Batch::new(Setup::new(&config, vocab)),
             calls: CallCache::default(),
             notices: HashMap::new(),
             tails: HashMap::new(),
@@ -304,7 +304,7 @@ impl PyStreamBatch {
     fn finish<'py>(&mut self, py: Python<'py>, seq: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, PyAny>>> {
         let seq = seq_id(seq)?;
         let (out, tail) = self.batch.finish_released(seq)?;
-        if self.batch.binding().streams() {
+        if self.batch.setup().streams() {
             // Kept, even empty, until taken: a server takes every finished turn's tail once,
             // and a tail taken by the call after it always belongs to the turn it ended.
             self.tails.entry(seq).or_default().push_back(tail);
@@ -398,7 +398,7 @@ impl PyStreamBatch {
 
     #[getter]
     fn format(&self) -> String {
-        self.batch.binding().format().name.clone()
+        self.batch.setup().format().name.clone()
     }
 
     /// Tokens drafted onto `seq` and not yet verified.
@@ -412,6 +412,6 @@ impl PyStreamBatch {
     }
 
     fn __repr__(&self) -> String {
-        format!("StreamBatch(format={:?}, sequences={})", self.batch.binding().format().name, self.batch.len())
+        format!("StreamBatch(format={:?}, sequences={})", self.batch.setup().format().name, self.batch.len())
     }
 }

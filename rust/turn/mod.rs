@@ -6,7 +6,7 @@
 //! - `keys`: commit keys, absorbed one token at a time;
 //! - `key_cursor`: the live stream's key hash, absorbed only when a key needs it;
 //! - `outcome`: what a step reports;
-//! - `binding`: what every turn of one format over one vocabulary shares;
+//! - `setup`: what every turn of one format over one vocabulary shares;
 //! - `tree`: token trees (EAGLE, Medusa) drafted in one step, verified along one path.
 //!
 //! "Pending" has three meanings in this domain, and three names here: the
@@ -14,26 +14,26 @@
 //! block *awaiting confirmation* (structurally complete, its end not yet
 //! confirmed by a following token), and a call *closed* but not *committed*.
 
-mod binding;
 mod blocks;
 mod key_cursor;
 pub(crate) mod keys;
 mod outcome;
+mod setup;
 mod stream;
 mod tree;
 mod window;
 
-pub use binding::Binding;
 pub use keys::CommitHasher;
 pub use outcome::{CallRecord, MalformedRecord, Outcome, ReasoningRecord};
+pub use setup::Setup;
 pub use stream::{tool_call_id_prefix, Released, ToolCallDelta};
 
 use crate::error::CoreError;
 use crate::ledger::{Ledger, TokenState};
 use crate::scan::{BlockBody, FormatSpec, ScanEvent, ScanState, Scanner, Schemas};
 use crate::vocab::{Vocab, VocabBuilder};
-use binding::Resolved;
 use blocks::{BlockTable, First, Unread};
+use setup::Resolved;
 use std::sync::Arc;
 use stream::Streamer;
 use tree::Tree;
@@ -99,14 +99,14 @@ impl TurnConfig {
 /// One turn of one sequence. Not shared between threads: one per stream.
 #[derive(Debug)]
 pub struct Turn {
-    binding: Binding,
+    setup: Setup,
     ledger: Ledger,
     window: Window,
     blocks: BlockTable,
     scan_out: Vec<ScanEvent>,
     /// A drafted tree awaiting `verify_path`.
     tree: Option<Box<Tree>>,
-    /// Streaming output, when the binding asks for it.
+    /// Streaming output, when the setup asks for it.
     stream: Option<Box<Streamer>>,
     early: EarlyReads,
     finished: bool,
@@ -177,33 +177,33 @@ impl Turn {
     /// checked `config` (`TurnConfig::check`).
     #[must_use]
     pub fn with_vocab(config: &TurnConfig, vocab: Arc<Vocab>) -> Self {
-        Self::start(&Binding::new(config, vocab), &config.turn_key)
+        Self::start(&Setup::new(config, vocab), &config.turn_key)
     }
 
-    /// Starts a turn of `binding`'s format over its vocabulary: a few allocations,
+    /// Starts a turn of `setup`'s format over its vocabulary: a few allocations,
     /// nothing proportional to the vocabulary or the format.
     #[must_use]
-    pub fn start(binding: &Binding, turn_key: &str) -> Self {
-        Self::start_at(binding, turn_key, binding.scanner.initial())
+    pub fn start(setup: &Setup, turn_key: &str) -> Self {
+        Self::start_at(setup, turn_key, setup.scanner.initial())
     }
 
     /// `start`, inside the reasoning section the prompt opened when
     /// `in_reasoning` (a chat template that opens `<think>` for this request).
-    pub fn start_in_reasoning(binding: &Binding, turn_key: &str, in_reasoning: bool) -> Result<Self, CoreError> {
-        if in_reasoning && binding.format().reasoning.is_none() {
+    pub fn start_in_reasoning(setup: &Setup, turn_key: &str, in_reasoning: bool) -> Result<Self, CoreError> {
+        if in_reasoning && setup.format().reasoning.is_none() {
             return Err(CoreError::InReasoningWithoutReasoning);
         }
-        Ok(Self::start_at(binding, turn_key, binding.scanner.initial_in(in_reasoning)))
+        Ok(Self::start_at(setup, turn_key, setup.scanner.initial_in(in_reasoning)))
     }
 
-    fn start_at(binding: &Binding, turn_key: &str, scan: ScanState) -> Self {
+    fn start_at(setup: &Setup, turn_key: &str, scan: ScanState) -> Self {
         let base = Checkpoint { scan, ends: 0 };
-        let stream = binding.streams().then(|| {
-            let spec = binding.format();
+        let stream = setup.streams().then(|| {
+            let spec = setup.format();
             Box::new(Streamer::new(&spec.body, &spec.name_chars, turn_key, scan.class()))
         });
         Self {
-            binding: binding.clone(),
+            setup: setup.clone(),
             ledger: Ledger::with_capacity(START_TOKENS),
             window: Window::new(base, turn_key, START_TOKENS, START_WINDOW),
             blocks: BlockTable::default(),
@@ -217,7 +217,7 @@ impl Turn {
 
     #[must_use]
     pub fn format(&self) -> &FormatSpec {
-        self.binding.scanner.spec()
+        self.setup.scanner.spec()
     }
 
     /// Sets the bytes a draft may read early beyond what it drafted (`EarlyReads`):
@@ -265,7 +265,7 @@ impl Turn {
     /// The piece of ledger position `i` (below `ledger().len()`).
     #[must_use]
     pub fn ledger_piece(&self, i: usize) -> &[u8] {
-        self.binding.piece_of(self.ledger.token(i))
+        self.setup.piece_of(self.ledger.token(i))
     }
 
     /// The state of ledger position `i`.
@@ -309,7 +309,7 @@ impl Turn {
         tokens: impl ExactSizeIterator<Item = TokenIn<'a>>,
     ) -> Result<(), CoreError> {
         let bound =
-            self.ledger.byte_len().saturating_add((count as u64).saturating_mul(self.binding.vocab().longest_piece()));
+            self.ledger.byte_len().saturating_add((count as u64).saturating_mul(self.setup.vocab().longest_piece()));
         if u32::try_from(bound).is_ok() && u32::try_from(self.ledger.len() + count).is_ok() {
             return Ok(());
         }
@@ -329,7 +329,7 @@ impl Turn {
         // The ledger counts the bytes of rejected tokens too: the larger of the two texts.
         let mut total = self.ledger.byte_len();
         for t in tokens {
-            total += self.binding.resolve(t)?.bytes.len() as u64;
+            total += self.setup.resolve(t)?.bytes.len() as u64;
         }
         if total > u64::from(u32::MAX) || self.ledger.len() + count > u32::MAX as usize {
             return Err(CoreError::StreamTooLong);
@@ -356,10 +356,10 @@ impl Turn {
     /// state after each token carried in a local from one token to the next.
     pub(crate) fn draft_checked<'a>(&mut self, tokens: impl Iterator<Item = TokenIn<'a>>, out: &mut Vec<Outcome>) {
         self.early.start(self.window.text().len());
-        let (binding, mut live) = self.split(Drafting::Undecided);
+        let (setup, mut live) = self.split(Drafting::Undecided);
         let mut cp = live.window.last();
         for t in tokens {
-            let Ok(r) = binding.resolve(t) else {
+            let Ok(r) = setup.resolve(t) else {
                 debug_assert!(false, "draft of an unchecked token");
                 continue;
             };
@@ -434,7 +434,7 @@ impl Turn {
     #[inline]
     fn read_unread(&mut self, out: &mut Vec<Outcome>) {
         if self.blocks.has_unread() {
-            let (scanner, text) = (&self.binding.scanner, self.window.text());
+            let (scanner, text) = (&self.setup.scanner, self.window.text());
             let ended = self.blocks.read_unread(|body| scanner.read_body(text, body), out);
             if let Some((token, next)) = ended.filter(|&(token, _)| token + 1 == self.window.len()) {
                 debug_assert!(token + 1 == self.window.accepted_len(), "read with tokens undecided");
@@ -453,9 +453,9 @@ impl Turn {
         let safe = if last {
             text.len()
         } else {
-            text.len() - self.binding.scanner.undecided_tail(&self.window.base().scan, text.len())
+            text.len() - self.setup.scanner.undecided_tail(&self.window.base().scan, text.len())
         };
-        stream.release(text, self.window.shifts(), safe, outcomes, last, self.binding.scanner.schemas());
+        stream.release(text, self.window.shifts(), safe, outcomes, last, self.setup.scanner.schemas());
     }
 
     /// What the steps released since the last call (streaming output; empty
@@ -482,8 +482,8 @@ impl Turn {
     /// Appends one checked token as accepted: the verifier's own token is never
     /// undecided, so it saves no state, takes no decision and rolls nothing back.
     fn append_accepted(&mut self, token: TokenIn<'_>, out: &mut Vec<Outcome>) {
-        let (binding, mut live) = self.split(Drafting::Accepted);
-        let Ok(r) = binding.resolve(token) else {
+        let (setup, mut live) = self.split(Drafting::Accepted);
+        let Ok(r) = setup.resolve(token) else {
             debug_assert!(false, "append of an unchecked token");
             return;
         };
@@ -541,12 +541,12 @@ impl Turn {
             .commit(|start, last| ledger.is_accepted_whole(window.ledger_span(start, last), last + 1 - start), out);
     }
 
-    /// The turn's parts borrowed apart, so a piece borrowed from the binding's
+    /// The turn's parts borrowed apart, so a piece borrowed from the setup's
     /// vocabulary can advance the live state, with tokens as `drafting` says.
-    fn split(&mut self, drafting: Drafting) -> (&Binding, Live<'_>) {
-        let Self { binding, ledger, window, blocks, scan_out, early, .. } = self;
+    fn split(&mut self, drafting: Drafting) -> (&Setup, Live<'_>) {
+        let Self { setup, ledger, window, blocks, scan_out, early, .. } = self;
         let early = matches!(drafting, Drafting::Undecided).then_some(early);
-        (binding, Live { scanner: &binding.scanner, ledger, window, blocks, scan_out, early })
+        (setup, Live { scanner: &setup.scanner, ledger, window, blocks, scan_out, early })
     }
 }
 

@@ -160,7 +160,7 @@ impl Turn {
         let Parents(parents) = parents;
         let first_ledger = self.ledger.len();
         for &t in tokens {
-            if let Ok(r) = self.binding.resolve(t) {
+            if let Ok(r) = self.setup.resolve(t) {
                 self.ledger.append(r.drafted(), r.bytes.len());
             }
         }
@@ -179,14 +179,14 @@ impl Turn {
         shifts.resize_with(n, Vec::new);
         let mut node_out = Vec::new();
         for (node, depth) in depth_first(&parents) {
-            let (binding, mut live) = self.split(super::Drafting::Undecided);
+            let (setup, mut live) = self.split(super::Drafting::Undecided);
             live.window.retreat(depth);
             // Visited right after its parent (a first child), the table is the parent's already.
             if last != parents[node] {
                 live.blocks.restore(parents[node].map_or(&base_tail, |p| &tails[p as usize]));
             }
             let from = live.blocks.changeable_from();
-            let Ok(r) = binding.resolve(tokens[node]) else {
+            let Ok(r) = setup.resolve(tokens[node]) else {
                 debug_assert!(false, "a checked token failed to resolve");
                 continue;
             };
@@ -278,7 +278,7 @@ impl Turn {
         };
         for &node in path {
             let at = tree.first_ledger + node;
-            let (pos, _) = self.window.append(self.binding.piece_of(self.ledger.token(at)), at);
+            let (pos, _) = self.window.append(self.setup.piece_of(self.ledger.token(at)), at);
             self.window.save(tree.checkpoints[node]);
             for s in &tree.shifts[node] {
                 debug_assert_eq!(s.pos as usize, pos, "a node's depth is its place on its path");

@@ -9,9 +9,10 @@ use crate::scan::{Role, Scanner, TokenRole};
 use crate::vocab::Vocab;
 use std::sync::Arc;
 
-/// A format bound to a vocabulary. Immutable; cloning it is three reference counts.
+/// A format bound to a vocabulary (named `Setup`, not "binding", which here means the pyo3
+/// layer in `py/`). Immutable; cloning it is three reference counts.
 #[derive(Debug, Clone)]
-pub struct Binding {
+pub struct Setup {
     pub(super) scanner: Arc<Scanner>,
     vocab: Arc<Vocab>,
     /// The ids whose piece spells one of the format's delimiters, with its role.
@@ -37,7 +38,7 @@ impl Resolved<'_> {
     }
 }
 
-impl Binding {
+impl Setup {
     /// The piece of a token the ledger holds.
     pub(super) fn piece_of<'a>(&'a self, token: Drafted<'a>) -> &'a [u8] {
         match token {
@@ -84,7 +85,7 @@ impl Binding {
         &self.vocab
     }
 
-    /// Whether turns of this binding stream their output (`TurnConfig::stream`).
+    /// Whether turns of this setup stream their output (`TurnConfig::stream`).
     #[must_use]
     pub fn streams(&self) -> bool {
         self.scanner.records_shifts()
@@ -146,11 +147,11 @@ mod tests {
         let vocab = Arc::new(b.build());
         for name in NAMES {
             let config = TurnConfig::builtin(name, "", 1 << 20).unwrap();
-            let binding = Binding::new(&config, vocab.clone());
+            let setup = Setup::new(&config, vocab.clone());
             for (id, t) in (0u32..).zip(&texts) {
                 assert_eq!(
-                    binding.role_of(id),
-                    binding.scanner.role_of_special(t),
+                    setup.role_of(id),
+                    setup.scanner.role_of_special(t),
                     "{name}: {:?}",
                     String::from_utf8_lossy(t)
                 );
