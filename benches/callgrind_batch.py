@@ -44,7 +44,8 @@ seqs = np.arange(rows, dtype=np.int64)
 accepted = np.full(rows, 6, dtype=np.int64)
 if kind == "garbled":
     corr = np.full(rows, b.STREAM_IDS[0], dtype=np.int64)
-    steps = [(t, corr) for t in b.windows(rows)[: WARM + total]]
+    ws = b.windows(rows)  # STEPS windows, fewer than the run's steps: cycled
+    steps = [(ws[i % len(ws)], corr) for i in range(WARM + total)]
 if kind in ("batch", "garbled"):
     batch = inert.StreamBatch("hermes", b.VOCAB)
     for s in range(rows):
