@@ -1,13 +1,18 @@
 """A process that runs one turn against a journal and a world file, for the
 crash test (tests/journal/test_crash.py), which SIGKILLs it at random points.
 
-    python tests/crash_worker.py JOURNAL WORLD SEED
+    python tests/crash_worker.py JOURNAL WORLD SEED [GATE]
 
 JOURNAL is a SQLite path, or a postgresql:// URI (then with a half-second
 lease, so that a killed worker's keys fall in doubt quickly).
 
 `append` is a write, `put` is idempotent (it skips a key it already applied);
 both append a line to WORLD, fsynced, between random sleeps.
+
+GATE (an integer, 2 * item + 0 before / 1 after its effect) holds that call
+there until a line (or the end) arrives on stdin: the test leaves the gate
+shut, so that the turn cannot finish before its kill, however slow or fast
+the machine runs; the kill still lands wherever the rest of the turn is.
 """
 
 from __future__ import annotations
@@ -31,8 +36,12 @@ def transcript() -> str:
     return "Doing the work.\n" + "\n".join(calls)
 
 
-def main(journal: str, world: str, seed: int) -> None:
+def main(journal: str, world: str, seed: int, gate: int) -> None:
     rng = random.Random(seed)
+
+    def hold(item: int, after: bool) -> None:
+        if gate == 2 * item + after:
+            sys.stdin.readline()
 
     def write_line(line: str) -> None:
         with open(world, "a", encoding="utf-8") as f:
@@ -42,7 +51,9 @@ def main(journal: str, world: str, seed: int) -> None:
 
     def append(item: int) -> str:
         time.sleep(rng.random() * 0.01)
+        hold(item, after=False)
         write_line(f"append {item}")
+        hold(item, after=True)
         time.sleep(rng.random() * 0.01)
         return f"appended {item}"
 
@@ -51,7 +62,9 @@ def main(journal: str, world: str, seed: int) -> None:
         with open(world, encoding="utf-8") if os.path.exists(world) else open(os.devnull) as f:
             if any(idempotency_key in line for line in f):
                 return f"put {item} (already)"
+        hold(item, after=False)
         write_line(f"put {item} {idempotency_key}")
+        hold(item, after=True)
         time.sleep(rng.random() * 0.01)
         return f"put {item}"
 
@@ -81,4 +94,4 @@ def main(journal: str, world: str, seed: int) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2], int(sys.argv[3]))
+    main(sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]) if len(sys.argv) > 4 else -1)
