@@ -45,6 +45,10 @@ pub(super) fn buffer_ints(obj: &Bound<'_, PyAny>, what: &'static str) -> Result<
         ElementType::SignedInteger { bytes: 1 } => read::<i8>(py, &buf, swap),
         ElementType::SignedInteger { bytes: 2 } => read::<i16>(py, &buf, swap),
         ElementType::SignedInteger { bytes: 4 } => read::<i32>(py, &buf, swap),
+        // numpy's default: copied out once, with no widening pass.
+        ElementType::SignedInteger { bytes: 8 } if !swap && buf.item_count() > SMALL => {
+            buf.as_typed::<i64>().ok().and_then(|typed| typed.to_vec(py).ok())
+        }
         ElementType::SignedInteger { bytes: 8 } => read::<i64>(py, &buf, swap),
         ElementType::UnsignedInteger { bytes: 1 } => read::<u8>(py, &buf, swap),
         ElementType::UnsignedInteger { bytes: 2 } => read::<u16>(py, &buf, swap),
@@ -105,10 +109,12 @@ fn read<T: Int + Into<i64>>(py: Python<'_>, buf: &PyUntypedBuffer, swap: bool) -
     .ok()
 }
 
+/// Elements that `with_elements` copies to the stack.
+const SMALL: usize = 64;
+
 /// `f` of `typed`'s elements, copied out: a token window (a few ids) to the stack,
 /// so reading it allocates only what `f` makes of it; a longer buffer to the heap.
 fn with_elements<T: Int, R>(py: Python<'_>, typed: &PyBuffer<T>, f: impl FnOnce(&[T]) -> R) -> PyResult<R> {
-    const SMALL: usize = 64;
     let n = typed.item_count();
     if n <= SMALL {
         let mut small = [T::default(); SMALL];
