@@ -57,11 +57,15 @@ def lapsed(dsn: str) -> Callable[[], bool]:
     return lambda: not inert.recover(dsn).in_flight
 
 
-def backend_pids(admin: str, worker: str) -> list[int]:
+def backend_pids(admin: str, worker: str, dsn: str) -> list[int]:
+    """The server's sessions of ``worker`` on the database of ``dsn``: pg_stat_activity is the
+    whole server's, and tests running beside this one (pytest -n) open workers named alike."""
     return [
         r[0]
         for r in admin_execute(
-            admin, "SELECT pid FROM pg_stat_activity WHERE application_name = %s", (f"inert {worker}",)
+            admin,
+            "SELECT pid FROM pg_stat_activity WHERE application_name = %s AND datname = %s",
+            (f"inert {worker}", dbname_of(dsn)),
         )
     ]
 
@@ -386,7 +390,7 @@ def test_the_heartbeat_runs_only_while_keys_are_held(open_pg: Open) -> None:
 
 
 def test_a_worker_journals_its_concurrent_calls_on_at_most_pool_size_connections(
-    postgres_admin: str, open_pg: Open
+    postgres_admin: str, open_pg: Open, postgres_dsn: str
 ) -> None:
     j = open_pg(worker="A", pool_size=2)
     start = threading.Barrier(6)
@@ -403,7 +407,7 @@ def test_a_worker_journals_its_concurrent_calls_on_at_most_pool_size_connections
         t.join(30)
         assert "error" not in out, out.get("error")
     assert len(j.entries()) == 60
-    assert 1 <= len(backend_pids(postgres_admin, "A")) <= 2
+    assert 1 <= len(backend_pids(postgres_admin, "A", postgres_dsn)) <= 2
 
 
 def test_a_waiter_does_not_hold_the_connection_its_holder_needs(open_pg: Open) -> None:
@@ -431,12 +435,12 @@ def test_a_connection_lost_mid_call_is_reopened_and_the_outcome_recorded(
     j = open_pg(worker="A")
     r = record("ck1-a")
     assert j.begin(r, "t1") is None
-    (pid,) = backend_pids(postgres_admin, "A")
+    (pid,) = backend_pids(postgres_admin, "A", postgres_dsn)
     admin_execute(postgres_admin, "SELECT pg_terminate_backend(%s)", (pid,))
     r = dataclasses.replace(r, result=1)
     j.complete(r, "ok")
     assert [e.status for e in inert.recover(postgres_dsn).completed] == ["ok"]
-    assert backend_pids(postgres_admin, "A") != [pid]
+    assert backend_pids(postgres_admin, "A", postgres_dsn) != [pid]
 
 
 def test_a_network_drop_mid_call_leaves_it_in_doubt_and_says_so(open_pg: Open, postgres_dsn: str) -> None:
