@@ -4,18 +4,21 @@ step's outcomes."""
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import json
 import os
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import pytest
 
 import inert
+from inert.gate import Dispatch
+from inert.runtime import CallRun, CallState, tasks, threads
 
 
 def block(name: str, **arguments: Any) -> str:
@@ -135,6 +138,66 @@ def as_calls(found: Sequence[inert.Call | inert.Malformed | inert.ReasoningUnope
 
 
 WATCHDOG = 20.0  # seconds a finish() may take before a test calls it a hang
+PATIENCE = 3600.0  # seconds: a deadline that must not fire, which no stall of the machine reaches
+
+Fires = Callable[[Dispatch, "str | None"], bool]
+"""Whether the deadline of a call (``phase`` None) or of one phase of a two-phase call may fire."""
+
+
+def deadlines_only_for(
+    monkeypatch: pytest.MonkeyPatch, fires: Fires, *, in_tool: bool = True
+) -> defaultdict[str, threading.Event]:
+    """Only the deadlines that ``fires`` names keep the tool's short timeout; every other
+    call and phase, in both runtimes, is given ``PATIENCE`` instead. A test's deadline that
+    must fire is on a tool held inside (on an event) or on a held journal, so it fires
+    however slow the machine is; a call or phase that returns at once must not be caught
+    by the same short timeout when the machine stalls for longer than it between the
+    deadline's start and the return. (The tool's spec keeps one timeout for every phase.)
+    Slot waits keep their real deadlines.
+
+    ``in_tool``: a deadline that fires waits until its call is inside its tool, so that a
+    held tool is always entered (under threads a deadline starts before the journal takes
+    the intent, and a stall there would time the call out before it ran; asyncio's start at
+    the tool already). False for a test whose deadline must pass while the intent is written:
+    it still waits until a worker took the call up (a stall before that would time it out
+    before its intent was written at all).
+
+    Returns an event per tool name, set (threads only) once a deadline of it that fires has
+    expired its call or found it settled: what a test waits for instead of sleeping past it."""
+    fired: defaultdict[str, threading.Event] = defaultdict(threading.Event)
+    time_out = threads.ThreadRuntime._time_out
+
+    def threads_time_out(runtime: threads.ThreadRuntime, node: Any, phase: str | None) -> None:
+        if fires(node.owner.dispatch, phase):
+            if node.owner.state is CallState.STARTED or (in_tool and node.owner.state is CallState.JOURNALING):
+                # Not in its tool yet: look again shortly (the timer thread goes on meanwhile).
+                runtime.engine.deadlines.add(0.001, lambda: threads_time_out(runtime, node, phase))
+                return
+            time_out(runtime, node, phase)
+            fired[node.owner.dispatch.name].set()
+        elif node.owner.dispatch.timeout is not None:  # a patient deadline in its place
+            runtime.engine.deadlines.add(PATIENCE, lambda: time_out(runtime, node, phase))
+
+    call_by = tasks.AsyncRuntime._call_by
+    phase_of = tasks.AsyncRuntime._phase
+
+    async def tasks_call_by(runtime: tasks.AsyncRuntime, timeout: float, invocation: Any, run: CallRun) -> Any:
+        return await call_by(runtime, timeout if fires(run.dispatch, None) else PATIENCE, invocation, run)
+
+    async def tasks_phase(runtime: tasks.AsyncRuntime, run: CallRun, phase: str) -> Any:
+        if fires(run.dispatch, phase) or run.dispatch.timeout is None:
+            return await phase_of(runtime, run, phase)
+        real = run.dispatch  # _phase reads its deadline from the dispatch: a patient one for this phase
+        run.dispatch = dataclasses.replace(real, timeout=PATIENCE)
+        try:
+            return await phase_of(runtime, run, phase)
+        finally:
+            run.dispatch = real
+
+    monkeypatch.setattr(threads.ThreadRuntime, "_time_out", threads_time_out)
+    monkeypatch.setattr(tasks.AsyncRuntime, "_call_by", tasks_call_by)
+    monkeypatch.setattr(tasks.AsyncRuntime, "_phase", tasks_phase)
+    return fired
 
 
 def finish_within(orch: Any, strict: bool = False) -> inert.Report:

@@ -30,7 +30,7 @@ from inert.runtime.call_state import (
 from inert.simulate import Latency, SimTool, World
 from inert.simulate.clock import VirtualLoop
 from inert.simulate.runner import SimOrchestrator
-from tools import WATCHDOG, block, finish_within
+from tools import WATCHDOG, block, deadlines_only_for, finish_within
 
 S = CallState
 Edge = tuple[CallState, CallState]
@@ -267,8 +267,9 @@ class HeldIntent(inert.MemoryJournal):
 
 @scenario((S.JOURNALING, S.TIMED_OUT))
 def test_threads_a_deadline_passing_while_the_intent_is_written_times_the_call_out(
-    recorder: Recorder, deadline_passed: dict[str, threading.Event]
+    recorder: Recorder, deadline_passed: dict[str, threading.Event], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    deadlines_only_for(monkeypatch, lambda _, __: True, in_tool=False)  # not before its worker took it up
     ran: list[int] = []
     journal = HeldIntent(deadline_passed["call"])
     orch = inert.Orchestrator({"w": "write"}, {"w": ran.append}, turn_key="t", timeout=0.05, journal=journal)
@@ -281,7 +282,10 @@ def test_threads_a_deadline_passing_while_the_intent_is_written_times_the_call_o
 
 
 @scenario((S.IN_TOOL, S.OVERDUE), (S.OVERDUE, S.OVERDUE_RETURNED))
-def test_threads_a_tool_past_its_deadline_is_concluded_by_it_and_returns_later(recorder: Recorder) -> None:
+def test_threads_a_tool_past_its_deadline_is_concluded_by_it_and_returns_later(
+    recorder: Recorder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    deadlines_only_for(monkeypatch, lambda _, __: True)  # it fires once the tool is inside, never before
     release = threading.Event()
     orch = inert.Orchestrator({"w": "write"}, {"w": lambda: release.wait(WATCHDOG)}, turn_key="t", timeout=0.05)
     orch.draft([block("w")])
@@ -330,10 +334,12 @@ class HeldAbortOutcome(inert.MemoryJournal):
 
 @scenario((S.IN_TOOL, S.PREPARED), (S.PREPARED, S.JOURNALING), (S.RETURNED, S.OVERDUE_RETURNED))
 def test_threads_an_abort_whose_deadline_passes_after_it_returned_is_overdue(
-    recorder: Recorder, deadline_passed: dict[str, threading.Event]
+    recorder: Recorder, deadline_passed: dict[str, threading.Event], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The abort returned and its worker left the tool; the deadline passes while the
-    worker journals the abort: the deadline concludes the call, whose tool is not running."""
+    worker journals the abort: the deadline concludes the call, whose tool is not running.
+    The prepare returns at once: its deadline is patient, so a stall cannot expire it."""
+    deadlines_only_for(monkeypatch, lambda _, phase: phase == "abort")
     tool = Staged()
     journal = HeldAbortOutcome(deadline_passed["abort"])
     orch = inert.Orchestrator({"t": "write"}, {"t": tool}, turn_key="t", timeout=0.05, journal=journal)
@@ -372,9 +378,13 @@ def _apart(name: str) -> dict[str, inert.ToolSpec]:
 
 
 @scenario((S.PREPARED, S.TIMED_OUT), (S.STARTED, S.TIMED_OUT))
-def test_threads_calls_behind_a_slot_held_past_a_deadline_time_out_without_running(recorder: Recorder) -> None:
+def test_threads_calls_behind_a_slot_held_past_a_deadline_time_out_without_running(
+    recorder: Recorder, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A prepared commit, and a call that never started, give up their wait for the slot of a
-    commit hung past its deadline."""
+    commit hung past its deadline. Only the held calls' deadlines are short (the prepares
+    return at once); the waits for the slot keep theirs."""
+    deadlines_only_for(monkeypatch, lambda d, phase: d.arguments["n"] == 1 and phase in (None, "commit"))
     tool = CommitHangsForTheFirst()
     orch = inert.Orchestrator(_apart("t"), {"t": tool}, turn_key="t", limits={"t": 1}, timeout=0.2)
     orch.draft([block("t", n=1), block("t", n=2)])

@@ -10,8 +10,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 import inert
-from tools import WATCHDOG, block, finish_within
+from inert.runtime import CallState, ThreadRuntime
+from tools import PATIENCE, WATCHDOG, block, finish_within
 
 
 class Transfer:
@@ -32,15 +35,33 @@ class Transfer:
         self.events.append("abort")
 
 
-def test_a_prepared_call_waits_for_its_block_past_the_prepares_deadline() -> None:
+def test_a_prepared_call_waits_for_its_block_past_the_prepares_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
     """The prepare returned at once; the block was decided after the timeout. The prepare's
     deadline used to fire while the call waited, mark it timed out, and the commit's worker
-    then deadlocked on the runtime's lock (in a BatchOrchestrator, every sequence with it)."""
+    then deadlocked on the runtime's lock (in a BatchOrchestrator, every sequence with it).
+
+    Ordered, not slept: the prepare's deadline fires once the call is prepared (however
+    long the machine took to get there), and the block is decided after it fired; the
+    commit returns at once, so its deadline is patient."""
+    time_out = ThreadRuntime._time_out
+    prepare_deadline_over = threading.Event()
+
+    def ordered(runtime: ThreadRuntime, node: Any, phase: str | None) -> None:
+        if phase != "prepare":
+            runtime.engine.deadlines.add(PATIENCE, lambda: time_out(runtime, node, phase))
+            return
+        until = time.monotonic() + WATCHDOG  # the prepare returns at once: wait for the runtime to record it
+        while node.owner.state is not CallState.PREPARED and time.monotonic() < until:
+            time.sleep(0.001)
+        time_out(runtime, node, phase)
+        prepare_deadline_over.set()
+
+    monkeypatch.setattr(ThreadRuntime, "_time_out", ordered)
     tool = Transfer()
     orch = inert.Orchestrator({"transfer": "write"}, {"transfer": tool}, turn_key="t", timeout=0.05)
     orch.draft([block("transfer", amount=5)])
     assert tool.prepared.wait(WATCHDOG)
-    time.sleep(0.3)  # past the deadline: it must not apply to the wait for the block's fate
+    assert prepare_deadline_over.wait(WATCHDOG)  # past it: it must not apply to the wait for the block's fate
     orch.verify(1)
     [call] = finish_within(orch).results
     assert (tool.events, call.result, call.error) == (["prepare", "commit"], "done", None)

@@ -172,7 +172,7 @@ def test_a_write_missing_its_key_argument_serialises_with_every_call(release: th
 
 
 def test_disjoint_writes_run_concurrently() -> None:
-    barrier = threading.Barrier(2, timeout=2)
+    barrier = threading.Barrier(2, timeout=WATCHDOG)  # a hang guard: a stalled machine may start the second late
 
     def w(key: str) -> None:
         barrier.wait()  # deadlocks (and fails) unless both run at once

@@ -4,9 +4,10 @@ records a prepare that never ran as done; a plain phase past its deadline under 
 gives its worker up, so the turn's journal writes still get one; and a close that meets
 an error in one turn still abandons every other turn.
 
-The journal below is slow on purpose: a deadline of 0.1 s passes while it writes (0.3 s).
-On a machine so loaded that the timer fires later, these pass without testing anything;
-they never fail for it."""
+The journal below holds a phase's intent until that phase's deadline has fired, so the
+deadline passes while it writes however slow the machine is. Only the deadlines a test is
+about are short: a phase that returns at once gets a patient one (``deadlines_only_for``),
+so a stall of the machine cannot time it out."""
 
 from __future__ import annotations
 
@@ -20,19 +21,20 @@ from typing import Any
 import pytest
 
 import inert
-from tools import WATCHDOG, block, finish_within
+from tools import WATCHDOG, block, deadlines_only_for, finish_within
 
 
 class SlowIntent(inert.MemoryJournal):
-    """Takes 0.3 s to record the intent of one phase."""
+    """Records the intent of one phase only once that phase's deadline has fired."""
 
-    def __init__(self, phase: str) -> None:
+    def __init__(self, phase: str, monkeypatch: pytest.MonkeyPatch) -> None:
         super().__init__()
         self.phase = phase
+        self.deadline_fired = deadlines_only_for(monkeypatch, lambda _, p: p == phase, in_tool=False)
 
     def begin(self, record: inert.DispatchRecord, turn_key: str) -> inert.JournalEntry | None:
         if record.phase == self.phase:
-            time.sleep(0.3)
+            assert self.deadline_fired[record.name].wait(WATCHDOG), "the phase's deadline never fired"
         return super().begin(record, turn_key)
 
     def phases(self) -> list[tuple[str, str | None]]:
@@ -58,9 +60,11 @@ class Staged:
         self.ran.append("abort")
 
 
-def test_an_abort_runs_even_if_its_deadline_passed_while_its_intent_was_written() -> None:
+def test_an_abort_runs_even_if_its_deadline_passed_while_its_intent_was_written(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     tool = Staged()
-    journal = SlowIntent("abort")
+    journal = SlowIntent("abort", monkeypatch)
     orch = inert.Orchestrator({"t": "write"}, {"t": tool}, turn_key="t", timeout=0.1, journal=journal)
     orch.draft([block("t", n=1)])
     for _ in range(int(WATCHDOG * 100)):
@@ -77,9 +81,9 @@ def test_an_abort_runs_even_if_its_deadline_passed_while_its_intent_was_written(
     assert journal.phases() == [("abort", "ok"), ("prepare", "ok")]
 
 
-def test_a_prepare_that_never_ran_is_not_journaled_as_done() -> None:
+def test_a_prepare_that_never_ran_is_not_journaled_as_done(monkeypatch: pytest.MonkeyPatch) -> None:
     tool = Staged()
-    journal = SlowIntent("prepare")
+    journal = SlowIntent("prepare", monkeypatch)
     orch = inert.Orchestrator({"t": "write"}, {"t": tool}, turn_key="t", timeout=0.1, journal=journal)
     orch.draft([block("t", n=1)])
     orch.verify(1)
@@ -93,9 +97,10 @@ def test_a_prepare_that_never_ran_is_not_journaled_as_done() -> None:
     assert inert.recover(journal).prepared == [], "recover must not ask to clean up what was never staged"
 
 
-def test_async_a_plain_phase_past_its_deadline_gives_its_worker_up() -> None:
+def test_async_a_plain_phase_past_its_deadline_gives_its_worker_up(monkeypatch: pytest.MonkeyPatch) -> None:
     """With one worker, a hung plain commit kept it, and the call's own outcome (journaled
     through the same pool) queued behind it: finish() never returned."""
+    deadlines_only_for(monkeypatch, lambda _, phase: phase == "commit")
     tool = Staged(hang_commit=True)
 
     async def main() -> inert.Report:
@@ -197,10 +202,18 @@ def _journaled_abort(path: Path) -> None:
     raise AssertionError(f"recover still lists a prepare never aborted: {recovery.prepared}")
 
 
-def test_a_late_abort_after_finish_reaches_a_journal_opened_from_a_path(tmp_path: Path) -> None:
+def _prepare_is_held(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only the held prepare's deadline is short: the abort after it returns at once."""
+    deadlines_only_for(monkeypatch, lambda _, phase: phase == "prepare")
+
+
+def test_a_late_abort_after_finish_reaches_a_journal_opened_from_a_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """finish() returns at the deadline and used to close the journal it opened; the late
     prepare's outcome and abort were then written to a closed journal and lost, so
     recover listed staged state that had been dropped."""
+    _prepare_is_held(monkeypatch)
     tool = HeldPrepare()
     path = tmp_path / "journal.sqlite"
     orch = inert.Orchestrator({"t": "write"}, {"t": tool}, turn_key="t", timeout=0.1, journal=str(path))
@@ -212,7 +225,10 @@ def test_a_late_abort_after_finish_reaches_a_journal_opened_from_a_path(tmp_path
     _journaled_abort(path)
 
 
-def test_async_a_late_abort_after_finish_reaches_a_journal_opened_from_a_path(tmp_path: Path) -> None:
+def test_async_a_late_abort_after_finish_reaches_a_journal_opened_from_a_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _prepare_is_held(monkeypatch)
     tool = HeldPrepare()
     path = tmp_path / "journal.sqlite"
 
@@ -275,9 +291,11 @@ class CommitHangsForTheFirst:
         self.events.append(("abort", prepared))
 
 
-def test_async_finish_waits_for_the_abort_of_a_commit_that_never_got_a_slot() -> None:
+def test_async_finish_waits_for_the_abort_of_a_commit_that_never_got_a_slot(monkeypatch: pytest.MonkeyPatch) -> None:
     """The second commit gives up its wait behind the first, hung past its deadline: its
-    abort used to run as a task finish() did not wait for, which the loop's end cancelled."""
+    abort used to run as a task finish() did not wait for, which the loop's end cancelled.
+    Only the hung commit's deadline is short (the slot wait keeps its own)."""
+    deadlines_only_for(monkeypatch, lambda d, phase: d.arguments["n"] == 1 and phase == "commit")
     tool = CommitHangsForTheFirst()
 
     async def main() -> None:
@@ -296,7 +314,10 @@ def test_async_finish_waits_for_the_abort_of_a_commit_that_never_got_a_slot() ->
     assert ("abort", 2) in tool.events and ("commit", 2) not in tool.events
 
 
-def test_a_late_abort_after_a_batch_closes_reaches_a_journal_opened_from_a_path(tmp_path: Path) -> None:
+def test_a_late_abort_after_a_batch_closes_reaches_a_journal_opened_from_a_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _prepare_is_held(monkeypatch)
     tool = HeldPrepare()
     path = tmp_path / "journal.sqlite"
     vocab = inert.Vocabulary([block("t", n=1)])

@@ -16,9 +16,16 @@ from typing import Any
 import pytest
 
 import inert
-from tools import WATCHDOG, block, finish_within
+from tools import WATCHDOG, block, deadlines_only_for, finish_within
 
 GRACE = 0.5  # seconds the second call is given to start beside the first, wrongly
+
+
+def _first_is_held(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only the first call (held in its tool) has the short deadline, and it fires once that
+    call is inside its tool: the second returns at once when it runs, and must not time out
+    if the machine stalls meanwhile."""
+    deadlines_only_for(monkeypatch, lambda d, _: d.arguments["n"] == 1)
 
 
 class Guarded:
@@ -66,7 +73,8 @@ def _timed_out(journal: inert.Journal, key: str) -> None:
     raise AssertionError("the first call never timed out")
 
 
-def test_a_timed_out_call_holds_its_tool_slot_until_its_tool_returns() -> None:
+def test_a_timed_out_call_holds_its_tool_slot_until_its_tool_returns(monkeypatch: pytest.MonkeyPatch) -> None:
+    _first_is_held(monkeypatch)
     tool = Guarded()
     calls = [block("w", n=1), block("w", n=2)]
     orch = inert.Orchestrator(_effects(), {"w": tool}, turn_key="t", limits={"w": 1}, timeout=0.1)
@@ -88,9 +96,10 @@ def _ran_after_or_gave_up(call: inert.CallResult) -> None:
     assert (call.result, call.error) == (2, None) or "could not start" in str(call.error), call
 
 
-def test_the_caller_still_gets_the_timeout_on_time() -> None:
+def test_the_caller_still_gets_the_timeout_on_time(monkeypatch: pytest.MonkeyPatch) -> None:
     """Holding the slot does not hold the turn: finish() returns at the deadline while the
     tool is still inside (the second call, behind the slot, has not run then)."""
+    _first_is_held(monkeypatch)
     tool = Guarded()
     orch = inert.Orchestrator(_effects(), {"w": tool}, turn_key="t", limits={"w": 1}, timeout=0.1)
     orch.draft([block("w", n=1)])
@@ -102,7 +111,8 @@ def test_the_caller_still_gets_the_timeout_on_time() -> None:
     tool.release.set()
 
 
-def test_a_batch_limit_holds_across_sequences_past_a_timeout() -> None:
+def test_a_batch_limit_holds_across_sequences_past_a_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
+    _first_is_held(monkeypatch)
     tool = Guarded()
     vocab = inert.Vocabulary([block("w", n=1), block("w", n=2)])
     with inert.BatchOrchestrator(_effects(), {"w": tool}, vocab=vocab, limits={"w": 1}, timeout=0.1) as batch:
@@ -125,7 +135,10 @@ def _run(coro: Any) -> Any:
     return asyncio.run(asyncio.wait_for(coro, WATCHDOG))
 
 
-def test_async_a_timed_out_plain_tool_holds_its_slot_until_its_thread_returns() -> None:
+def test_async_a_timed_out_plain_tool_holds_its_slot_until_its_thread_returns(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _first_is_held(monkeypatch)
     tool = Guarded()
     calls = [block("w", n=1), block("w", n=2)]
 
@@ -169,9 +182,10 @@ def test_async_a_cancelled_read_holds_its_slot_until_its_thread_returns() -> Non
 # -- a slot held past a deadline never holds the turn: the caller still gets every timeout --
 
 
-def test_a_call_behind_a_slot_held_past_a_deadline_times_out_without_running() -> None:
+def test_a_call_behind_a_slot_held_past_a_deadline_times_out_without_running(monkeypatch: pytest.MonkeyPatch) -> None:
     """The first w never returns (until the test ends); the second, committed, waits for its
     slot: at its own deadline it fails without running, and finish() returns."""
+    _first_is_held(monkeypatch)
     tool = Guarded()
     orch = inert.Orchestrator(_effects(), {"w": tool}, turn_key="t", limits={"w": 1}, timeout=0.1)
     orch.draft([block("w", n=1), block("w", n=2)])
@@ -201,7 +215,8 @@ def test_async_a_call_behind_a_slot_held_past_a_deadline_times_out_without_runni
     assert "could not start" in str(second.error) and not tool.second_started.is_set()
 
 
-def test_a_batch_sequence_is_not_held_by_another_sequences_hung_tool() -> None:
+def test_a_batch_sequence_is_not_held_by_another_sequences_hung_tool(monkeypatch: pytest.MonkeyPatch) -> None:
+    _first_is_held(monkeypatch)
     tool = Guarded()
     vocab = inert.Vocabulary([block("w", n=1), block("w", n=2)])
     batch = inert.BatchOrchestrator(_effects(), {"w": tool}, vocab=vocab, limits={"w": 1}, timeout=0.1)
@@ -253,10 +268,11 @@ class HungCommit:
             self.events.append(("abort", prepared))
 
 
-def test_an_abort_never_waits_for_a_slot_a_hung_commit_holds() -> None:
+def test_an_abort_never_waits_for_a_slot_a_hung_commit_holds(monkeypatch: pytest.MonkeyPatch) -> None:
     """Sequence 0's commit hangs past its deadline, keeping the only slot; sequence 1's call
     is prepared and still undecided when the batch closes: its abort runs at once (a cleanup
-    needs no slot), and close() returns."""
+    needs no slot), and close() returns. Only the hung commit's deadline is short."""
+    deadlines_only_for(monkeypatch, lambda d, phase: d.arguments["n"] == 1 and phase == "commit")
     tool = HungCommit()
     vocab = inert.Vocabulary([block("t", n=1), block("t", n=2)])
     effects = {"t": inert.ToolSpec("write", reads=lambda a: [a["n"]], writes=lambda a: [a["n"]])}

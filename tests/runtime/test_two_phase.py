@@ -14,12 +14,13 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 import inert
 from speculation import Decoder, tokenizations
-from tools import block
+from tools import block, deadlines_only_for
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
 from two_phase_files import WriteFile  # CI's mypy checks examples/ with the tests, so these are typed
@@ -202,7 +203,8 @@ def test_recovery_lists_a_prepare_whose_abort_failed(tmp_path: Path) -> None:
     assert "/prepare/" in prepared.commit_key
 
 
-def test_a_prepare_past_its_deadline_is_aborted_when_it_returns() -> None:
+def test_a_prepare_past_its_deadline_is_aborted_when_it_returns(monkeypatch: pytest.MonkeyPatch) -> None:
+    deadlines_only_for(monkeypatch, lambda _, phase: phase == "prepare")  # once inside it; the abort is patient
     release = threading.Event()
     events: list[str] = []
 
