@@ -61,6 +61,13 @@ impl Delimiters {
         self.depths.get(&cursor.0).map_or(0, |&d| usize::from(d))
     }
 
+    /// Whether stepping through `bytes` from `cursor` leaves it where it is and
+    /// matches nothing: it is at rest and no byte begins a delimiter.
+    #[inline]
+    pub(super) fn passes_over(&self, cursor: Cursor, bytes: &[u8]) -> bool {
+        cursor.0 == self.start && bytes.iter().all(|&b| self.rests[usize::from(b)])
+    }
+
     /// The bytes on which the start state stays the start state and matches nothing.
     pub(super) fn rests(&self) -> &[bool; 256] {
         &self.rests
@@ -128,15 +135,14 @@ mod tests {
     }
 
     #[test]
-    fn bytes_that_begin_no_delimiter_rest() {
+    fn bytes_that_begin_no_delimiter_pass_over_a_cursor_at_rest() {
         let d = Delimiters::new(&["<tool_call>", "[TOOL"]);
-        let rest = |bytes: &[u8]| bytes.iter().all(|&b| d.rests()[usize::from(b)]);
-        assert!(rest(b"plain text, 42 {}"));
-        assert!(!rest(b"a <"));
-        assert!(!rest(b"["));
+        assert!(d.passes_over(d.start(), b"plain text, 42 {}"));
+        assert!(!d.passes_over(d.start(), b"a <"));
+        assert!(!d.passes_over(d.start(), b"["));
         let mut c = d.start();
         d.step(&mut c, b'<');
-        assert!(c != d.start(), "mid-delimiter is not at rest");
+        assert!(!d.passes_over(c, b"x"), "mid-delimiter is not at rest");
     }
 
     #[test]

@@ -113,12 +113,6 @@ impl Lexer {
         bytes.iter().position(|&b| b == quote || b == b'\\').unwrap_or(bytes.len())
     }
 
-    /// The quote of the string the lexer is in; 0 outside strings.
-    #[inline]
-    pub(super) fn quote(self) -> u8 {
-        self.quote
-    }
-
     /// Outside every string (an escaped byte is inside one).
     #[inline]
     pub(super) fn outside_strings(self) -> bool {
@@ -137,9 +131,11 @@ impl Lexer {
 
     /// `step` over `bytes`, outside strings and every one `quiet`.
     #[inline]
-    /// `blank` says whether they are all ASCII whitespace (asked only when it matters).
-    pub(super) fn pass_quiet(&mut self, syntax: Syntax, blank: impl FnOnce() -> bool) {
-        if syntax != Syntax::Raw && (!self.seen_text || self.tagged == Tagged::AfterTag) && !blank() {
+    pub(super) fn pass_quiet(&mut self, syntax: Syntax, bytes: &[u8]) {
+        if syntax != Syntax::Raw
+            && (!self.seen_text || self.tagged == Tagged::AfterTag)
+            && !bytes.iter().all(u8::is_ascii_whitespace)
+        {
             self.seen_text = true;
             self.tagged = Tagged::No;
         }

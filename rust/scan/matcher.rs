@@ -65,6 +65,12 @@ impl Matcher {
         self.delimiters.start()
     }
 
+    /// Whether stepping through `bytes` from `cursor` would change nothing.
+    #[inline]
+    pub(super) fn passes_over(&self, cursor: Cursor, bytes: &[u8]) -> bool {
+        self.delimiters.passes_over(cursor, bytes)
+    }
+
     /// How many of the last bytes read may still begin a delimiter.
     pub(super) fn depth(&self, cursor: Cursor) -> usize {
         self.delimiters.depth(cursor)

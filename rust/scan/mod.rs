@@ -8,7 +8,6 @@ pub mod formats;
 mod lexer;
 mod malformed;
 mod matcher;
-mod piece_class;
 mod scanner;
 pub(crate) mod spec;
 
@@ -21,7 +20,6 @@ pub(crate) use call::Call;
 pub(crate) use lexer::{InString, JsonStrings};
 pub(crate) use malformed::{Malformed, MalformedKind};
 pub(crate) use matcher::Role;
-pub(crate) use piece_class::PieceClass;
 pub(crate) use scanner::{BlockBody, ScanEvent, ScanState, Scanner, TextClass, TokenRole};
 pub(crate) use spec::Body;
 pub use spec::{FormatSpec, Reasoning};

@@ -7,7 +7,6 @@ use super::delimiter::Cursor;
 use super::lexer::{Lexer, Syntax};
 use super::malformed::{Malformed, MalformedKind};
 use super::matcher::{Hit, Matcher, Matchers, Role};
-use super::piece_class::{ByteClasses, PieceClass};
 use super::spec::FormatSpec;
 use std::ops::Range;
 
@@ -112,31 +111,23 @@ pub(crate) struct Scanner {
     closer_by_id: bool,
     /// Whether to report `ScanEvent::Shift`s (streaming output asks for them).
     shifts: bool,
-    /// What each byte lets the quiet paths skip (see `PieceClass`).
-    classes: ByteClasses,
+    /// The body bytes that change nothing outside strings but the lexer's
+    /// `seen_text`: `[0]` when the block ends on its bracket (no closer is
+    /// matched), `[1]` while the closer's matcher rests at its start.
+    quiet: [[bool; 256]; 2],
 }
 
 impl Scanner {
     #[must_use]
     pub(crate) fn new(spec: FormatSpec, schemas: Schemas, max_block_bytes: usize) -> Self {
         let m = Matchers::new(&spec);
-        let classes = byte_classes(&spec, &m);
-        Self {
-            spec,
-            m,
-            schemas,
-            max_block_bytes,
-            start_in_reasoning: false,
-            closer_by_id: false,
-            shifts: false,
-            classes,
+        let mut quiet = [[false; 256]; 2];
+        for b in 0..=255u8 {
+            let lexer = Lexer::quiet(spec.syntax, b);
+            quiet[0][usize::from(b)] = lexer;
+            quiet[1][usize::from(b)] = lexer && m.body.as_ref().is_none_or(|c| c.rests()[usize::from(b)]);
         }
-    }
-
-    /// The flags of each byte value: a piece's are the AND of its bytes' (see `PieceClass`).
-    #[must_use]
-    pub(crate) fn byte_classes(&self) -> &ByteClasses {
-        &self.classes
+        Self { spec, m, schemas, max_block_bytes, start_in_reasoning: false, closer_by_id: false, shifts: false, quiet }
     }
 
     /// Starts turns inside a reasoning section (the prompt opened it). The
@@ -216,7 +207,8 @@ impl Scanner {
     /// Scans one token whose bytes are `text[token]` (already appended to the
     /// live text), updating `state` and pushing what happened to `out`.
     /// Work is proportional to the token's bytes, plus one parse per ended block.
-    #[cfg(test)]
+    #[inline(always)] // the quiet check belongs in the caller's per-token loop
+    #[allow(clippy::inline_always)]
     pub(crate) fn scan(
         &self,
         state: &mut ScanState,
@@ -225,35 +217,17 @@ impl Scanner {
         role: TokenRole,
         out: &mut Vec<ScanEvent>,
     ) {
-        let class = self.classes.of(&text[token.clone()]);
-        self.scan_classed(state, text, token, role, class, out);
-    }
-
-    /// `scan` of a token whose piece's flags are `class` (`byte_classes().of` its
-    /// bytes): a token given by id has them from a table, without a pass over its bytes.
-    #[inline(always)] // the quiet check belongs in the caller's per-token loop
-    #[allow(clippy::inline_always)]
-    pub(crate) fn scan_classed(
-        &self,
-        state: &mut ScanState,
-        text: &[u8],
-        token: Range<usize>,
-        role: TokenRole,
-        class: PieceClass,
-        out: &mut Vec<ScanEvent>,
-    ) {
-        debug_assert_eq!(class, self.classes.of(&text[token.clone()]), "a piece's class is its bytes'");
         // Most prose tokens change nothing: decided here, inlined into the caller's
         // loop, instead of in a call to the whole scanner per token.
         let quiet = !state.awaiting_confirmation && !matches!(role, TokenRole::Delimiter(_));
         if quiet {
-            if self.passes_over(state, class) {
+            if self.passes_over(state, &text[token.clone()]) {
                 return;
             }
             if matches!(state.mode, Mode::Body | Mode::Overflow) {
                 // Nothing to settle and no delimiter token: the body loop alone, in a
                 // function of its own (see `body_part`), then what follows the block.
-                if !self.passes_in_body(state, text, &token, class) {
+                if !self.passes_in_body(state, text, &token) {
                     let by_id = role != TokenRole::Text;
                     let i = self.body_part(state, text, token.start, token.end, by_id, out);
                     if i < token.end {
@@ -272,18 +246,14 @@ impl Scanner {
     /// matcher at rest, no quote, bracket or byte that may begin the closer (the
     /// lexer's `seen_text`). Most body tokens: names, values, separators, blanks.
     #[inline]
-    fn passes_in_body(&self, state: &mut ScanState, text: &[u8], token: &Range<usize>, class: PieceClass) -> bool {
-        if token.is_empty() || self.unchecked_end(state, token.end) != token.end {
+    fn passes_in_body(&self, state: &mut ScanState, text: &[u8], token: &Range<usize>) -> bool {
+        let bytes = &text[token.clone()];
+        if bytes.is_empty() || self.unchecked_end(state, token.end) != token.end {
             return false;
         }
         let matcher = self.m.body.as_ref();
         if state.lexer.in_plain_string() {
-            let passes = match state.lexer.quote() {
-                b'"' => class.has(PieceClass::IN_DOUBLE_QUOTES),
-                b'\'' => class.has(PieceClass::IN_SINGLE_QUOTES),
-                _ => state.lexer.string_run(&text[token.clone()]) == token.len(),
-            };
-            if !passes {
+            if state.lexer.string_run(bytes) < bytes.len() {
                 return false;
             }
             if let Some(m) = matcher {
@@ -294,11 +264,11 @@ impl Scanner {
         if !state.lexer.outside_strings() || !matcher.is_none_or(|m| state.cursor == m.start()) {
             return false;
         }
-        let quiet = if matcher.is_some() { PieceClass::BODY_QUIET_AT_REST } else { PieceClass::BODY_QUIET };
-        if !class.has(quiet) {
+        let quiet = &self.quiet[usize::from(matcher.is_some())];
+        if !bytes.iter().all(|&b| quiet[usize::from(b)]) {
             return false;
         }
-        state.lexer.pass_quiet(self.spec.syntax, || class.has(PieceClass::BLANK));
+        state.lexer.pass_quiet(self.spec.syntax, bytes);
         true
     }
 
@@ -378,15 +348,11 @@ impl Scanner {
     /// begins a delimiter from where the automaton rests. Most prose tokens, in one
     /// table lookup per byte instead of a walk of the automaton.
     #[inline]
-    fn passes_over(&self, state: &ScanState, class: PieceClass) -> bool {
-        let rests = match state.mode {
-            Mode::Outside => PieceClass::RESTS_OUTSIDE,
-            Mode::Section => PieceClass::RESTS_SECTION,
-            Mode::Reasoning => PieceClass::RESTS_REASONING,
-            Mode::Body | Mode::Overflow => return false,
-        };
+    fn passes_over(&self, state: &ScanState, bytes: &[u8]) -> bool {
         let anchored = state.armed && state.mode == Mode::Outside && self.spec.anchor.is_some();
-        class.has(rests) && !anchored && self.matcher(state.mode).is_none_or(|m| state.cursor == m.start())
+        matches!(state.mode, Mode::Outside | Mode::Section | Mode::Reasoning)
+            && !anchored
+            && self.matcher(state.mode).is_none_or(|m| m.passes_over(state.cursor, bytes))
     }
 
     /// A special token acting as a whole delimiter; false when it means nothing in
@@ -551,12 +517,11 @@ impl Scanner {
             } else if state.lexer.outside_strings() && matcher.is_none_or(|m| state.cursor == m.start()) {
                 // Outside strings, prose and names (no quote, bracket or byte that
                 // may begin the closer) change nothing but the lexer's `seen_text`.
-                let quiet = if matcher.is_some() { PieceClass::BODY_QUIET_AT_REST } else { PieceClass::BODY_QUIET };
+                let quiet = &self.quiet[usize::from(matcher.is_some())];
                 let bytes = text.get(i..unchecked).unwrap_or_default();
-                let run =
-                    bytes.iter().position(|&b| self.classes.0[usize::from(b)] & quiet == 0).unwrap_or(bytes.len());
+                let run = bytes.iter().position(|&b| !quiet[usize::from(b)]).unwrap_or(bytes.len());
                 if run > 0 {
-                    state.lexer.pass_quiet(syntax, || bytes[..run].iter().all(u8::is_ascii_whitespace));
+                    state.lexer.pass_quiet(syntax, &bytes[..run]);
                     i += run;
                     continue;
                 }
@@ -842,24 +807,3 @@ pub(crate) use text_class::TextClass;
 
 #[cfg(test)]
 mod tests;
-
-/// Each byte's flags for the quiet paths of a scanner of `spec` (see `PieceClass`).
-fn byte_classes(spec: &FormatSpec, m: &Matchers) -> ByteClasses {
-    let rests = |matcher: Option<&Matcher>, b: u8| matcher.is_none_or(|m| m.rests()[usize::from(b)]);
-    let mut classes = [0u8; 256];
-    for b in 0..=255u8 {
-        let quiet = Lexer::quiet(spec.syntax, b);
-        let flags = [
-            (rests(m.outside.as_ref(), b), PieceClass::RESTS_OUTSIDE),
-            (rests(m.section.as_ref(), b), PieceClass::RESTS_SECTION),
-            (rests(m.reasoning.as_ref(), b), PieceClass::RESTS_REASONING),
-            (quiet, PieceClass::BODY_QUIET),
-            (quiet && rests(m.body.as_ref(), b), PieceClass::BODY_QUIET_AT_REST),
-            (b != b'"' && b != b'\\', PieceClass::IN_DOUBLE_QUOTES),
-            (b != b'\'' && b != b'\\', PieceClass::IN_SINGLE_QUOTES),
-            (b.is_ascii_whitespace(), PieceClass::BLANK),
-        ];
-        classes[usize::from(b)] = flags.iter().filter(|(yes, _)| *yes).fold(0, |all, (_, flag)| all | flag);
-    }
-    ByteClasses(classes)
-}

@@ -589,7 +589,7 @@ impl Live<'_> {
     fn step(&mut self, r: Resolved<'_>, ledger_at: usize, cp: &mut Checkpoint, out: &mut Vec<Outcome>) {
         cp.ends = 0;
         let (pos, bytes) = self.window.append(r.bytes, ledger_at);
-        self.scanner.scan_classed(&mut cp.scan, self.window.text(), bytes, r.role, r.class, self.scan_out);
+        self.scanner.scan(&mut cp.scan, self.window.text(), bytes, r.role, self.scan_out);
         // Most tokens change no block: skip the event loop (and its drop glue) for them.
         if !self.scan_out.is_empty() {
             let mut events = std::mem::take(self.scan_out);

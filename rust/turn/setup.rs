@@ -5,7 +5,7 @@
 use super::{TokenIn, TurnConfig};
 use crate::error::CoreError;
 use crate::ledger::Drafted;
-use crate::scan::{PieceClass, Role, Scanner, TokenRole};
+use crate::scan::{Role, Scanner, TokenRole};
 use crate::vocab::Vocab;
 use std::sync::Arc;
 
@@ -20,9 +20,6 @@ pub struct Setup {
     roles: Arc<[(u32, TokenRole)]>,
     /// The smallest and largest of those ids: most tokens fall outside and skip the scan.
     role_ids: (u32, u32),
-    /// Each id's `PieceClass` under this format: shared by every setup of the same
-    /// vocabulary and format (`Vocab::fold_bytes`).
-    classes: Arc<[u8]>,
 }
 
 /// A token resolved against the vocabulary: its bytes, id and role.
@@ -31,8 +28,6 @@ pub(super) struct Resolved<'a> {
     pub(super) bytes: &'a [u8],
     pub(super) id: Option<u32>,
     pub(super) role: TokenRole,
-    /// What its bytes let the scanner skip.
-    pub(super) class: PieceClass,
 }
 
 impl Resolved<'_> {
@@ -56,8 +51,7 @@ impl Setup {
     /// Binds `config`'s format to `vocab`. A vocabulary entry that spells a
     /// delimiter exactly is the model's special token for it (tokenizers list their
     /// added tokens in the vocabulary), so it matches by id. Costs a lookup per
-    /// delimiter spelling, and a pass over the vocabulary for the pieces' classes
-    /// the first time this vocabulary meets this format.
+    /// delimiter spelling, never a pass over the vocabulary.
     #[must_use]
     pub fn new(config: &TurnConfig, vocab: Arc<Vocab>) -> Self {
         let mut scanner = Scanner::new(config.format.clone(), config.schemas.clone(), config.max_block_bytes);
@@ -78,8 +72,7 @@ impl Setup {
             scanner.bind_closer_by_id();
         }
         let role_ids = roles.iter().fold((u32::MAX, 0), |(lo, hi), &(id, _)| (lo.min(id), hi.max(id)));
-        let classes = vocab.fold_bytes(&scanner.byte_classes().0);
-        Self { scanner: Arc::new(scanner), vocab, roles: roles.into(), role_ids, classes }
+        Self { scanner: Arc::new(scanner), vocab, roles: roles.into(), role_ids }
     }
 
     #[must_use]
@@ -111,10 +104,7 @@ impl Setup {
     #[inline]
     pub(super) fn resolve<'a>(&'a self, token: TokenIn<'a>) -> Result<Resolved<'a>, CoreError> {
         match token {
-            TokenIn::Piece(bytes) => {
-                let class = self.scanner.byte_classes().of(bytes);
-                Ok(Resolved { bytes, id: None, role: TokenRole::Text, class })
-            }
+            TokenIn::Piece(bytes) => Ok(Resolved { bytes, id: None, role: TokenRole::Text }),
             TokenIn::Id(id) => {
                 let bytes = self.vocab.piece(id)?;
                 // piece() succeeded, so the id is bounded by MAX_TOKEN_ID.
@@ -124,9 +114,7 @@ impl Setup {
                     TokenRole::Text => TokenRole::IdText,
                     role => role,
                 };
-                // Every id with a piece has a class: the table is as long as the vocabulary.
-                let class = PieceClass(self.classes.get(id as usize).copied().unwrap_or_default());
-                Ok(Resolved { bytes, id: Some(id), role, class })
+                Ok(Resolved { bytes, id: Some(id), role })
             }
         }
     }
@@ -168,43 +156,6 @@ mod tests {
                     String::from_utf8_lossy(t)
                 );
             }
-        }
-    }
-
-    /// A token given by id takes its class from the vocabulary's table: it must be
-    /// what the scanner reads off the piece's bytes, for every format, and the table
-    /// is made once per vocabulary and format.
-    #[test]
-    fn an_ids_class_is_its_pieces_bytes_class() {
-        let pieces: [&[u8]; 12] = [
-            b"plain",
-            b" ",
-            b"\n\t",
-            b"\"",
-            b"'",
-            b"\\",
-            b"{\"a\": [1]}",
-            b"<",
-            b"</tool_call>",
-            b"(x)",
-            b"",
-            b"\xe2\x80",
-        ];
-        let mut b = VocabBuilder::default();
-        for (id, piece) in (0u64..).zip(pieces) {
-            b.insert(id * 2, piece).unwrap(); // odd ids have no piece
-        }
-        let vocab = Arc::new(b.build());
-        for name in NAMES {
-            let config = TurnConfig::builtin(name, "", 1 << 20).unwrap();
-            let setup = Setup::new(&config, vocab.clone());
-            for (id, piece) in (0u64..).zip(pieces) {
-                let r = setup.resolve(TokenIn::Id(id * 2)).unwrap();
-                assert_eq!(r.class, setup.scanner.byte_classes().of(piece), "{name}: {piece:?}");
-                assert_eq!(setup.resolve(TokenIn::Piece(piece)).unwrap().class, r.class);
-            }
-            let again = Setup::new(&config, vocab.clone());
-            assert!(Arc::ptr_eq(&setup.classes, &again.classes), "{name}: the table is made once");
         }
     }
 }

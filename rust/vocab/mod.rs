@@ -10,7 +10,6 @@ pub mod tokenizer_json;
 
 use crate::error::CoreError;
 use std::ops::Range;
-use std::sync::{Arc, Mutex, PoisonError};
 
 /// Ids above this are refused: the table is dense, and real vocabularies
 /// stay far below it (the largest in use are about 260k).
@@ -42,12 +41,7 @@ pub struct Vocab {
     dense: u64,
     /// The longest piece: bounds the bytes a window of `n` ids adds without resolving them.
     longest: u64,
-    /// `fold_bytes` tables made so far, by their byte table: one per format in use.
-    folds: Mutex<Vec<Fold>>,
 }
-
-/// A `Vocab::fold_bytes` table, with the per-byte table it was made of.
-type Fold = ([u8; 256], Arc<[u8]>);
 
 /// Builds a `Vocab`: insertions may replace earlier ones (a special token
 /// overriding a piece), and the index is built once at the end.
@@ -93,15 +87,7 @@ impl VocabBuilder {
         let dense = self.spans.iter().position(|s| *s == ABSENT).unwrap_or(self.spans.len()) as u64;
         let longest = self.spans.iter().filter(|s| **s != ABSENT).map(|s| u64::from(s.end - s.start)).max();
         let longest = longest.unwrap_or(0);
-        let mut vocab = Vocab {
-            bytes: self.bytes,
-            spans: self.spans,
-            by_piece: Vec::new(),
-            len,
-            dense,
-            longest,
-            folds: Mutex::default(),
-        };
+        let mut vocab = Vocab { bytes: self.bytes, spans: self.spans, by_piece: Vec::new(), len, dense, longest };
         let size = (len * 2).next_power_of_two().max(16);
         let mut table = vec![0u32; size];
         for (id, span) in vocab.spans.iter().enumerate() {
@@ -142,24 +128,6 @@ impl Vocab {
     #[must_use]
     pub fn longest_piece(&self) -> u64 {
         self.longest
-    }
-
-    /// For every id, the AND of `per_byte` over its piece's bytes (`u8::MAX` for an
-    /// empty piece, 0 for an id with none). O(vocabulary) the first time a table is
-    /// asked for, then shared: a scanner's per-byte flags become per-token ones (see
-    /// `PieceClass`), so that a quiet token is judged without a pass over its bytes.
-    pub fn fold_bytes(&self, per_byte: &[u8; 256]) -> Arc<[u8]> {
-        let mut folds = self.folds.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some((_, table)) = folds.iter().find(|(key, _)| key == per_byte) {
-            return Arc::clone(table);
-        }
-        let fold = |span: &Span| {
-            let piece = if *span == ABSENT { None } else { self.bytes.get(range(*span)) };
-            piece.map_or(0, |p| p.iter().fold(u8::MAX, |all, &b| all & per_byte[usize::from(b)]))
-        };
-        let table: Arc<[u8]> = self.spans.iter().map(fold).collect();
-        folds.push((*per_byte, Arc::clone(&table)));
-        table
     }
 
     /// The piece of `id`.
