@@ -207,6 +207,7 @@ impl Scanner {
     /// Scans one token whose bytes are `text[token]` (already appended to the
     /// live text), updating `state` and pushing what happened to `out`.
     /// Work is proportional to the token's bytes, plus one parse per ended block.
+    /// False when the token left `state` as it was and reported nothing (most prose).
     #[inline(always)] // the quiet check belongs in the caller's per-token loop
     #[allow(clippy::inline_always)]
     pub(crate) fn scan(
@@ -216,13 +217,13 @@ impl Scanner {
         token: Range<usize>,
         role: TokenRole,
         out: &mut Vec<ScanEvent>,
-    ) {
+    ) -> bool {
         // Most prose tokens change nothing: decided here, inlined into the caller's
         // loop, instead of in a call to the whole scanner per token.
         let quiet = !state.awaiting_confirmation && !matches!(role, TokenRole::Delimiter(_));
         if quiet {
             if self.passes_over(state, &text[token.clone()]) {
-                return;
+                return false;
             }
             if matches!(state.mode, Mode::Body | Mode::Overflow) {
                 // Nothing to settle and no delimiter token: the body loop alone, in a
@@ -234,10 +235,11 @@ impl Scanner {
                         self.runs(state, text, i, token.end, by_id, out);
                     }
                 }
-                return;
+                return true;
             }
         }
         self.scan_token(state, text, token, role, out);
+        true
     }
 
     /// Whether `token`, in a body and short of the byte limit, changes only what a

@@ -364,8 +364,7 @@ impl Turn {
                 continue;
             };
             let ledger_at = live.ledger.append(r.drafted(), r.bytes.len());
-            live.step(r, ledger_at, &mut cp, out);
-            live.window.save(cp);
+            live.step_and_save(r, ledger_at, &mut cp, out);
         }
     }
 
@@ -576,20 +575,36 @@ impl Live<'_> {
     /// undecided, from the state after the last live token.
     fn advance(&mut self, r: Resolved<'_>, ledger_at: usize, out: &mut Vec<Outcome>) {
         let mut cp = self.window.last();
-        self.step(r, ledger_at, &mut cp, out);
-        self.window.save(cp);
+        self.step_and_save(r, ledger_at, &mut cp, out);
+    }
+
+    /// `step` from `cp`, the state after the last live token (`window.last()`),
+    /// then saves the state after the token, unless the token left it as it was.
+    #[inline(always)]
+    #[allow(clippy::inline_always)]
+    fn step_and_save(&mut self, r: Resolved<'_>, ledger_at: usize, cp: &mut Checkpoint, out: &mut Vec<Outcome>) {
+        let before = cp.ends;
+        if self.step(r, ledger_at, cp, out) || before != 0 {
+            self.window.save(*cp);
+        } else {
+            self.window.save_unchanged();
+        }
     }
 
     /// Scans a token onto the live stream from `cp`, the state after the last live
-    /// token, which becomes the state after this one (the caller saves it).
+    /// token, which becomes the state after this one (the caller saves it). False
+    /// when the token changed nothing but `cp.ends`, which it zeroes.
     /// Inlined into the draft loop: as a call it cost about a fifth of a token's
     /// work in saving and restoring registers.
     #[inline(always)]
     #[allow(clippy::inline_always)]
-    fn step(&mut self, r: Resolved<'_>, ledger_at: usize, cp: &mut Checkpoint, out: &mut Vec<Outcome>) {
+    fn step(&mut self, r: Resolved<'_>, ledger_at: usize, cp: &mut Checkpoint, out: &mut Vec<Outcome>) -> bool {
         cp.ends = 0;
         let (pos, bytes) = self.window.append(r.bytes, ledger_at);
-        self.scanner.scan(&mut cp.scan, self.window.text(), bytes, r.role, self.scan_out);
+        let text = self.window.text();
+        if !self.scanner.scan(&mut cp.scan, text, bytes, r.role, self.scan_out) {
+            return false;
+        }
         // Most tokens change no block: skip the event loop (and its drop glue) for them.
         if !self.scan_out.is_empty() {
             let mut events = std::mem::take(self.scan_out);
@@ -598,6 +613,7 @@ impl Live<'_> {
             }
             *self.scan_out = events;
         }
+        true
     }
 
     /// Whether a body of `len` bytes that ends in this token may be read now:

@@ -1,7 +1,8 @@
 //! The live stream of a turn: accepted tokens, then the undecided window, with
-//! the scanner state saved after each undecided token so that a rejection
-//! restores one saved value and never re-scans text. The key hash is not saved
-//! per token: `KeyCursor` absorbs tokens only when a key needs them.
+//! the scanner state saved after each undecided token that changed it (most
+//! prose changes nothing), so that a rejection restores one saved value and
+//! never re-scans text. The key hash is not saved per token: `KeyCursor`
+//! absorbs tokens only when a key needs them.
 //!
 //! Three positions meet here and are never mixed: a *live position* indexes
 //! this stream (rejected tokens are gone from it), a *ledger position* indexes
@@ -13,10 +14,13 @@ use crate::ledger::Ledger;
 use crate::scan::{ScanState, TextClass};
 use std::ops::Range;
 
-/// What changes per token and is saved after each undecided token: 40 bytes
-/// (the key hash, 48 more, once was too; see `KeyCursor`). Saving it costs less
-/// than rescanning the accepted part of a window after a rejection would: at 6
-/// of 8 tokens accepted, 8 small copies against 6 tokens' scan.
+/// What changes per token and is saved after each undecided token that changes
+/// it: 44 bytes (the key hash, 48 more, once was too; see `KeyCursor`). Saving it
+/// costs less than rescanning the accepted part of a window after a rejection
+/// would: at 6 of 8 tokens accepted, a few small copies against 6 tokens' scan.
+/// Tokens that change nothing (most prose) save nothing: in a batch of hundreds
+/// of sequences the saved states were a cache line or more written per sequence
+/// and step.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Checkpoint {
     pub(super) scan: ScanState,
@@ -51,8 +55,11 @@ pub(super) struct Window {
     tokens: Vec<LiveToken>,
     /// The state after the last accepted token.
     base: Checkpoint,
-    /// The state after each undecided token; as long as the ledger's undecided window.
-    undecided: Vec<Checkpoint>,
+    /// The state after each undecided token that changed it, with the token's index
+    /// in the window: after a token without one, the state is the last one before it.
+    saved: Vec<(u32, Checkpoint)>,
+    /// Undecided live tokens: as many as the ledger's undecided window.
+    undecided: usize,
     /// Where the text changes class (streaming output only), in stream order.
     shifts: Vec<Shift>,
     /// The key hash over the live tokens, absorbed when a key needs it.
@@ -69,8 +76,8 @@ impl Window {
     pub(super) fn new(base: Checkpoint, turn_key: &str, tokens: usize, window: usize) -> Self {
         let keys = KeyCursor::new(turn_key);
         let text = Vec::with_capacity(tokens * BYTES_PER_TOKEN);
-        let (tokens, undecided, shifts) = (Vec::with_capacity(tokens), Vec::with_capacity(window), Vec::new());
-        Self { text, tokens, base, undecided, shifts, keys, decided: 0 }
+        let (tokens, saved, shifts) = (Vec::with_capacity(tokens), Vec::with_capacity(window), Vec::new());
+        Self { text, tokens, base, saved, undecided: 0, shifts, keys, decided: 0 }
     }
 
     /// Tokens the key hash absorbed over the turn (tests).
@@ -92,7 +99,7 @@ impl Window {
     }
 
     pub(super) fn accepted_len(&self) -> usize {
-        self.tokens.len() - self.undecided.len()
+        self.tokens.len() - self.undecided
     }
 
     pub(super) fn text(&self) -> &[u8] {
@@ -111,7 +118,7 @@ impl Window {
 
     /// The state after the last live token: where the next token starts from.
     pub(super) fn last(&self) -> Checkpoint {
-        *self.undecided.last().unwrap_or(&self.base)
+        self.saved.last().map_or(self.base, |&(_, cp)| cp)
     }
 
     /// Appends an undecided token's bytes; returns its live position and byte range.
@@ -143,7 +150,7 @@ impl Window {
     /// The token just appended is accepted, with every live token before it
     /// (none is undecided): `checkpoint` is the state after it.
     pub(super) fn rebase(&mut self, checkpoint: Checkpoint) {
-        debug_assert!(self.undecided.is_empty(), "rebase over undecided tokens");
+        debug_assert!(self.undecided == 0, "rebase over undecided tokens");
         self.base = checkpoint;
         self.decided = self.tokens.len();
         self.keys.accept(self.decided);
@@ -151,8 +158,21 @@ impl Window {
 
     /// Saves the state after the token just appended.
     pub(super) fn save(&mut self, checkpoint: Checkpoint) {
-        self.undecided.push(checkpoint);
-        debug_assert_eq!(self.accepted_len() + self.undecided.len(), self.tokens.len());
+        self.saved.push((self.undecided as u32, checkpoint));
+        self.undecided += 1;
+        debug_assert_eq!(self.accepted_len() + self.undecided, self.tokens.len());
+    }
+
+    /// The token just appended left the state as `last` has it.
+    pub(super) fn save_unchanged(&mut self) {
+        self.undecided += 1;
+        debug_assert_eq!(self.accepted_len() + self.undecided, self.tokens.len());
+    }
+
+    /// The state after the first `undecided` undecided tokens.
+    fn state_after(&self, undecided: usize) -> Checkpoint {
+        let saved = self.saved.partition_point(|&(i, _)| (i as usize) < undecided);
+        saved.checked_sub(1).map_or(self.base, |last| self.saved[last].1)
     }
 
     /// The live position of the token holding byte `offset`. Offsets asked for
@@ -172,7 +192,8 @@ impl Window {
     pub(super) fn retreat(&mut self, undecided: usize) {
         let len = self.accepted_len() + undecided;
         self.drop_shifts(len);
-        self.undecided.truncate(undecided);
+        self.saved.truncate(self.saved.partition_point(|&(i, _)| (i as usize) < undecided));
+        self.undecided = undecided;
         self.tokens.truncate(len);
         self.keys.truncate(len);
         self.text.truncate(self.tokens.last().map_or(0, |t| t.text_end as usize));
@@ -183,10 +204,9 @@ impl Window {
     pub(super) fn keep(&mut self, len: usize) {
         let accepted = self.accepted_len();
         debug_assert!(len >= accepted && len <= self.tokens.len());
-        if let Some(&cp) = self.undecided.get((len - accepted).wrapping_sub(1)) {
-            self.base = cp;
-        }
-        self.undecided.clear();
+        self.base = self.state_after(len - accepted);
+        self.saved.clear();
+        self.undecided = 0;
         self.drop_shifts(len);
         self.tokens.truncate(len);
         self.decided = len;
