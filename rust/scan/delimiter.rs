@@ -4,7 +4,6 @@
 use aho_corasick::automaton::{Automaton, StateID};
 use aho_corasick::dfa::DFA;
 use aho_corasick::{Anchored, MatchKind};
-use std::collections::HashMap;
 
 /// Where the matcher stands inside a possibly partial delimiter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -18,9 +17,11 @@ pub(super) struct Delimiters {
     /// The bytes on which the start state stays the start state (no delimiter
     /// begins with them): a run of them from rest changes nothing.
     rests: [bool; 256],
-    /// Each reachable state's depth: how many of the last bytes it has read may
-    /// still begin a delimiter (the length of the string the state stands for).
-    depths: HashMap<StateID, u8>,
+    /// Each reachable state's depth, by state id: how many of the last bytes it has
+    /// read may still begin a delimiter (the length of the string the state stands
+    /// for); `None` for ids no state reaches. A table, not a map: building a hash
+    /// map of the states was most of the cost of starting a stream.
+    depths: Box<[Option<u8>]>,
 }
 
 impl Cursor {
@@ -58,7 +59,7 @@ impl Delimiters {
     /// delimiter from `cursor`: text before them can never become one.
     #[must_use]
     pub(super) fn depth(&self, cursor: Cursor) -> usize {
-        self.depths.get(&cursor.0).map_or(0, |&d| usize::from(d))
+        self.depths.get(cursor.0.as_usize()).copied().flatten().map_or(0, usize::from)
     }
 
     /// Whether stepping through `bytes` from `cursor` leaves it where it is and
@@ -93,8 +94,9 @@ impl Delimiters {
 /// Breadth-first from the start: in an Aho-Corasick automaton a state's shortest
 /// path from the start spells the string it stands for, so its length is the depth.
 /// Delimiters are a handful of short strings: a few hundred states at most.
-fn depths(dfa: &DFA, start: StateID) -> HashMap<StateID, u8> {
-    let mut depths = HashMap::from([(start, 0u8)]);
+fn depths(dfa: &DFA, start: StateID) -> Box<[Option<u8>]> {
+    let mut depths = vec![None; start.as_usize() + 1];
+    depths[start.as_usize()] = Some(0u8);
     let mut frontier = vec![start];
     let mut depth = 0u8;
     while !frontier.is_empty() {
@@ -106,15 +108,19 @@ fn depths(dfa: &DFA, start: StateID) -> HashMap<StateID, u8> {
                 if dfa.is_dead(t) {
                     continue;
                 }
-                depths.entry(t).or_insert_with(|| {
+                let i = t.as_usize();
+                if i >= depths.len() {
+                    depths.resize(i + 1, None);
+                }
+                if depths[i].is_none() {
+                    depths[i] = Some(depth);
                     next.push(t);
-                    depth
-                });
+                }
             }
         }
         frontier = next;
     }
-    depths
+    depths.into_boxed_slice()
 }
 
 #[cfg(test)]
