@@ -4,6 +4,11 @@
 use super::delimiter::{Cursor, Delimiters};
 use super::lexer::Syntax;
 use super::spec::{Body, FormatSpec};
+use std::sync::{Arc, Mutex, PoisonError};
+
+/// Formats whose matchers `Matchers::built` keeps: every built-in one and
+/// then some; past it the oldest is built again when next asked for.
+const SHARED_FORMATS: usize = 64;
 
 /// What a delimiter does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -124,6 +129,25 @@ pub(super) struct Matchers {
 }
 
 impl Matchers {
+    /// The matchers of `spec`, built once per format in a process and copied for
+    /// each scanner of it: building the automata was most of the cost of starting
+    /// a stream (or a one-shot `parse`). A copy, not a shared pointer: the scanner
+    /// reads them on every token, and one more indirection there made a batch step
+    /// of 512 sequences 12% slower.
+    pub(super) fn built(spec: &FormatSpec) -> Self {
+        static BUILT: Mutex<Vec<(FormatSpec, Arc<Matchers>)>> = Mutex::new(Vec::new());
+        let mut built = BUILT.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((_, m)) = built.iter().find(|(s, _)| s == spec) {
+            return Self::clone(m);
+        }
+        let m = Arc::new(Self::new(spec));
+        if built.len() == SHARED_FORMATS {
+            built.remove(0);
+        }
+        built.push((spec.clone(), Arc::clone(&m)));
+        Self::clone(&m)
+    }
+
     pub(super) fn new(spec: &FormatSpec) -> Self {
         let none = Vec::new();
         let arm = spec.anchor.as_ref().map_or(&none, |a| &a.arm);
@@ -167,5 +191,32 @@ impl Matchers {
         let body = Matcher::new(&body_groups);
         let reasoning = Matcher::new(&[(think_close, d(Role::ReasoningClose))]);
         Self { outside, section, body, reasoning }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scan::formats::builtin;
+
+    /// Scanners of one format copy the matchers built once; past `SHARED_FORMATS`
+    /// formats the oldest is built again. Either way a format gets its own matchers.
+    #[test]
+    fn built_matchers_are_the_formats_own_past_the_cache() {
+        let opener = |i: usize| format!("<call{i}>");
+        let finds = |m: &Matchers, text: &str| {
+            let d = &m.outside.as_ref().unwrap().delimiters;
+            let mut c = d.start();
+            text.bytes().any(|b| d.step(&mut c, b).is_some())
+        };
+        for round in 0..2 {
+            for i in 0..SHARED_FORMATS + 8 {
+                let mut spec = builtin("hermes").unwrap();
+                spec.call_open = vec![opener(i)];
+                let m = Matchers::built(&spec);
+                assert!(finds(&m, &format!("x {}", opener(i))), "round {round}, format {i}");
+                assert!(!finds(&m, &format!("x {}", opener(i + 1))), "round {round}, format {i}");
+            }
+        }
     }
 }

@@ -120,7 +120,7 @@ pub(crate) struct Scanner {
 impl Scanner {
     #[must_use]
     pub(crate) fn new(spec: FormatSpec, schemas: Schemas, max_block_bytes: usize) -> Self {
-        let m = Matchers::new(&spec);
+        let m = Matchers::built(&spec);
         let mut quiet = [[false; 256]; 2];
         for b in 0..=255u8 {
             let lexer = Lexer::quiet(spec.syntax, b);
