@@ -26,17 +26,15 @@ use super::keys::CommitHasher;
 use crate::ledger::Drafted;
 use std::ops::Range;
 
+/// Lengths (live tokens absorbed) first and together: a decision reads only
+/// them when no key was taken since the last one, and writes nothing.
 #[derive(Debug, Clone, Copy)]
-struct Prefix {
-    hash: CommitHasher,
-    /// Live tokens absorbed.
-    len: usize,
-}
-
-#[derive(Debug, Clone, Copy)]
+#[repr(C)]
 pub(super) struct KeyCursor {
-    settled: Prefix,
-    ahead: Prefix,
+    settled_len: usize,
+    ahead_len: usize,
+    settled: CommitHasher,
+    ahead: CommitHasher,
     /// Tokens absorbed over the turn (tests: each accepted token about once).
     #[cfg(test)]
     pub(super) absorbed: usize,
@@ -44,11 +42,11 @@ pub(super) struct KeyCursor {
 
 impl KeyCursor {
     pub(super) fn new(turn_key: &str) -> Self {
-        let start = Prefix { hash: CommitHasher::new(turn_key), len: 0 };
+        let start = CommitHasher::new(turn_key);
         #[cfg(test)]
-        return Self { settled: start, ahead: start, absorbed: 0 };
+        return Self { settled_len: 0, ahead_len: 0, settled: start, ahead: start, absorbed: 0 };
         #[cfg(not(test))]
-        Self { settled: start, ahead: start }
+        Self { settled_len: 0, ahead_len: 0, settled: start, ahead: start }
     }
 
     /// The hash of the first `len` live tokens, of which the first `accepted`
@@ -60,15 +58,13 @@ impl KeyCursor {
         accepted: usize,
         tokens: impl Fn(Range<usize>) -> I,
     ) -> CommitHasher {
-        debug_assert!(len >= accepted && accepted >= self.settled.len, "a key before the accepted tokens");
-        if self.ahead.len > len {
-            self.ahead = self.settled;
-        }
-        let (mut hash, from) = (self.ahead.hash, self.ahead.len);
+        debug_assert!(len >= accepted && accepted >= self.settled_len, "a key before the accepted tokens");
+        self.truncate(len);
+        let (mut hash, from) = (self.ahead, self.ahead_len);
         if from < accepted {
             // The absorbing passes the accepted frontier: settle there on the way.
             hash.absorb_all(tokens(from..accepted));
-            self.settled = Prefix { hash, len: accepted };
+            (self.settled, self.settled_len) = (hash, accepted);
             hash.absorb_all(tokens(accepted..len));
         } else {
             hash.absorb_all(tokens(from..len));
@@ -77,15 +73,15 @@ impl KeyCursor {
         {
             self.absorbed += len.saturating_sub(from);
         }
-        self.ahead = Prefix { hash, len };
+        (self.ahead, self.ahead_len) = (hash, len);
         hash
     }
 
     /// The live stream was cut back to `len` tokens, none of them accepted ones.
     #[inline]
     pub(super) fn truncate(&mut self, len: usize) {
-        if self.ahead.len > len {
-            self.ahead = self.settled;
+        if self.ahead_len > len {
+            (self.ahead, self.ahead_len) = (self.settled, self.settled_len);
         }
     }
 
@@ -93,6 +89,8 @@ impl KeyCursor {
     #[inline]
     pub(super) fn accept(&mut self, len: usize) {
         self.truncate(len);
-        self.settled = self.ahead;
+        if self.ahead_len != self.settled_len {
+            (self.settled, self.settled_len) = (self.ahead, self.ahead_len);
+        }
     }
 }
