@@ -55,6 +55,11 @@ impl Delimiters {
         Self { dfa, start, rests, depths }
     }
 
+    /// Bytes of memory the automaton and its tables hold.
+    pub(super) fn memory_usage(&self) -> usize {
+        self.dfa.memory_usage() + self.depths.len() * std::mem::size_of::<Option<u8>>()
+    }
+
     /// How many of the bytes stepped through last may still be the start of a
     /// delimiter from `cursor`: text before them can never become one.
     #[must_use]

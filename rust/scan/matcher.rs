@@ -4,11 +4,15 @@
 use super::delimiter::{Cursor, Delimiters};
 use super::lexer::Syntax;
 use super::spec::{Body, FormatSpec};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 /// Formats whose matchers `Matchers::built` keeps: every built-in one and
 /// then some; past it the oldest is built again when next asked for.
-const SHARED_FORMATS: usize = 64;
+const KEPT_FORMATS: usize = 64;
+
+/// Matchers larger than this are not kept: a custom format with huge delimiters
+/// would hold its automata for the life of the process. Built-in ones take a few KiB.
+const KEPT_BYTES: usize = 1 << 20;
 
 /// What a delimiter does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -119,6 +123,12 @@ fn nesting(body: &Body) -> Option<[&'static str; 2]> {
     }
 }
 
+/// The matchers `Matchers::built` keeps, by format: a handful, searched in order.
+fn kept() -> MutexGuard<'static, Vec<(FormatSpec, Arc<Matchers>)>> {
+    static KEPT: Mutex<Vec<(FormatSpec, Arc<Matchers>)>> = Mutex::new(Vec::new());
+    KEPT.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
 /// A format's matchers, one per scanner mode.
 #[derive(Debug, Clone)]
 pub(super) struct Matchers {
@@ -133,19 +143,38 @@ impl Matchers {
     /// each scanner of it: building the automata was most of the cost of starting
     /// a stream (or a one-shot `parse`). A copy, not a shared pointer: the scanner
     /// reads them on every token, and one more indirection there made a batch step
-    /// of 512 sequences 12% slower.
+    /// of 512 sequences 12% slower. Built outside the lock, so that a slow build (a
+    /// custom format's long delimiters) holds up no other stream's start.
     pub(super) fn built(spec: &FormatSpec) -> Self {
-        static BUILT: Mutex<Vec<(FormatSpec, Arc<Matchers>)>> = Mutex::new(Vec::new());
-        let mut built = BUILT.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some((_, m)) = built.iter().find(|(s, _)| s == spec) {
-            return Self::clone(m);
+        if let Some(m) = kept().iter().find(|(s, _)| s == spec).map(|(_, m)| Arc::clone(m)) {
+            return Self::clone(&m);
         }
-        let m = Arc::new(Self::new(spec));
-        if built.len() == SHARED_FORMATS {
-            built.remove(0);
+        let m = Self::new(spec);
+        if m.memory_usage() <= KEPT_BYTES {
+            let mut kept = kept();
+            if !kept.iter().any(|(s, _)| s == spec) {
+                if kept.len() == KEPT_FORMATS {
+                    kept.remove(0);
+                }
+                kept.push((spec.clone(), Arc::new(m.clone())));
+            }
         }
-        built.push((spec.clone(), Arc::clone(&m)));
-        Self::clone(&m)
+        m
+    }
+
+    /// Whether `built` keeps the matchers of `spec` now.
+    #[cfg(test)]
+    fn is_kept(spec: &FormatSpec) -> bool {
+        kept().iter().any(|(s, _)| s == spec)
+    }
+
+    /// Bytes their automata hold.
+    fn memory_usage(&self) -> usize {
+        [&self.outside, &self.section, &self.body, &self.reasoning]
+            .into_iter()
+            .flatten()
+            .map(|m| m.delimiters.memory_usage())
+            .sum()
     }
 
     pub(super) fn new(spec: &FormatSpec) -> Self {
@@ -199,7 +228,7 @@ mod tests {
     use super::*;
     use crate::scan::formats::builtin;
 
-    /// Scanners of one format copy the matchers built once; past `SHARED_FORMATS`
+    /// Scanners of one format copy the matchers built once; past `KEPT_FORMATS`
     /// formats the oldest is built again. Either way a format gets its own matchers.
     #[test]
     fn built_matchers_are_the_formats_own_past_the_cache() {
@@ -210,7 +239,7 @@ mod tests {
             text.bytes().any(|b| d.step(&mut c, b).is_some())
         };
         for round in 0..2 {
-            for i in 0..SHARED_FORMATS + 8 {
+            for i in 0..KEPT_FORMATS + 8 {
                 let mut spec = builtin("hermes").unwrap();
                 spec.call_open = vec![opener(i)];
                 let m = Matchers::built(&spec);
@@ -218,5 +247,19 @@ mod tests {
                 assert!(!finds(&m, &format!("x {}", opener(i + 1))), "round {round}, format {i}");
             }
         }
+    }
+
+    /// A custom format whose delimiters make megabytes of automata is built for
+    /// its scanner and not kept: nothing of it outlives its streams.
+    #[test]
+    fn huge_matchers_are_not_kept() {
+        let mut spec = builtin("hermes").unwrap();
+        spec.call_open = vec![format!("<{}>", "a".repeat(50_000))];
+        let m = Matchers::built(&spec);
+        assert!(m.memory_usage() > KEPT_BYTES, "{} bytes", m.memory_usage());
+        assert!(!Matchers::is_kept(&spec));
+        let small = builtin("hermes").unwrap();
+        Matchers::built(&small);
+        assert!(Matchers::is_kept(&small));
     }
 }
