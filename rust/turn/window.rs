@@ -58,7 +58,8 @@ pub(super) struct Window {
     /// The state after each undecided token that changed it, with the token's index
     /// in the window: after a token without one, the state is the last one before it.
     saved: Vec<(u32, Checkpoint)>,
-    /// Undecided live tokens: as many as the ledger's undecided window.
+    /// Undecided live tokens: the ledger's undecided window, or on a drafted tree's
+    /// walk the tokens of the path it stands on.
     undecided: usize,
     /// Where the text changes class (streaming output only), in stream order.
     shifts: Vec<Shift>,
@@ -169,10 +170,14 @@ impl Window {
         debug_assert_eq!(self.accepted_len() + self.undecided, self.tokens.len());
     }
 
+    /// How many saved states belong to the first `undecided` undecided tokens.
+    fn saved_within(&self, undecided: usize) -> usize {
+        self.saved.partition_point(|&(i, _)| (i as usize) < undecided)
+    }
+
     /// The state after the first `undecided` undecided tokens.
     fn state_after(&self, undecided: usize) -> Checkpoint {
-        let saved = self.saved.partition_point(|&(i, _)| (i as usize) < undecided);
-        saved.checked_sub(1).map_or(self.base, |last| self.saved[last].1)
+        self.saved_within(undecided).checked_sub(1).map_or(self.base, |last| self.saved[last].1)
     }
 
     /// The live position of the token holding byte `offset`. Offsets asked for
@@ -192,7 +197,7 @@ impl Window {
     pub(super) fn retreat(&mut self, undecided: usize) {
         let len = self.accepted_len() + undecided;
         self.drop_shifts(len);
-        self.saved.truncate(self.saved.partition_point(|&(i, _)| (i as usize) < undecided));
+        self.saved.truncate(self.saved_within(undecided));
         self.undecided = undecided;
         self.tokens.truncate(len);
         self.keys.truncate(len);
