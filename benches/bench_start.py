@@ -1,6 +1,6 @@
 """What starting costs: a TokenStream per turn (what the Orchestrator makes per turn) and a
 one-shot `inert.parse` of a short output, for each built-in format. Both were dominated by
-building the format's delimiter automata (about 150-300 µs); they are built once per process
+building the format's delimiter automata (about 140-280 µs); they are built once per process
 now and copied into each stream. Run: pytest benches/bench_start.py --benchmark-only
 """
 
