@@ -105,7 +105,9 @@ impl Rows {
             ),
         };
         // Padding past a row's length may be anything (-1 included); ids within it may not be negative.
-        for (i, &seq) in seqs.iter().enumerate() {
+        // One branch-free pass over the whole block first: rows are searched only if it finds one.
+        let negative = ints.values.iter().fold(0u8, |neg, &v| neg | u8::from(v < 0)) != 0;
+        for (i, &seq) in seqs.iter().enumerate().filter(|_| negative) {
             let n = lengths.as_ref().and_then(|l| l.get(i)).map_or(width, |&n| n.min(width));
             if let Some(j) = ints.values[i * width..i * width + n].iter().position(|&v| v < 0) {
                 let value = ints.values[i * width + j].to_string();
@@ -113,7 +115,9 @@ impl Rows {
                 return Err(CoreError::InSequence { seq, error });
             }
         }
-        let ids = ints.values.iter().map(|&v| u64::try_from(v).unwrap_or(u64::MAX)).collect();
+        // Reinterpreted in place (same size): a negative left is padding, never read.
+        #[allow(clippy::cast_sign_loss)]
+        let ids = ints.values.into_iter().map(|v| v as u64).collect();
         Ok(Self { seqs, ids, width, lengths })
     }
 

@@ -447,6 +447,7 @@ def test_batch_mistakes_raise_and_change_nothing() -> None:
         (inert.BatchError, lambda: batch.draft([1, 2], tokens, lengths=[1])),
         (inert.VocabularyError, lambda: batch.draft([1, 2], np.array([[0, 2], [10, 999]]))),
         (inert.VocabularyError, lambda: batch.draft([1, 2], np.array([[0, 2], [-5, 9]]))),
+        (inert.VocabularyError, lambda: batch.draft([1, 2], np.array([[0, -1], [-5, 9]]), lengths=[1, 1])),
         (inert.InertValueError, lambda: batch.draft([-1, 2], tokens)),
         (inert.PieceTypeError, lambda: batch.draft([1, 2], tokens.astype(np.float32))),
     ]
@@ -454,7 +455,8 @@ def test_batch_mistakes_raise_and_change_nothing() -> None:
         with pytest.raises(error):
             call()
         assert (batch.pending_len(1), batch.pending_len(2)) == (0, 0)
-    assert batch.draft([1, 2], tokens, lengths=np.array([2, 1])) == {}
+    # Padding past a row's length is never read: any negative goes.
+    assert batch.draft([1, 2], np.array([[0, 2], [10, -7]]), lengths=np.array([2, 1])) == {}
     verify_cases: list[tuple[type[Exception], Any]] = [
         (inert.VerifyError, lambda: batch.verify([1, 2], [2, 2])),
         (inert.VerifyError, lambda: batch.verify([1, 2], [-1, 0])),
