@@ -186,6 +186,13 @@ fn yes() -> bool {
 }
 
 /// The body layouts a custom format can name.
+/// The longest delimiter a custom format may have, and all of its delimiters
+/// together: a delimiter byte costs about 250 bytes of automaton in every stream
+/// of the format, so a 2 MB delimiter made a 500 MB stream that took 2.5 s to
+/// start. Real formats' delimiters are a few dozen bytes each, a few hundred together.
+pub(crate) const MAX_DELIMITER_BYTES: usize = 256;
+pub(crate) const MAX_DELIMITERS_BYTES: usize = 4096;
+
 pub(crate) const BODY_NAMES: &[&str] = &[
     "json_object",
     "json_objects",
@@ -276,6 +283,20 @@ impl FormatSpec {
         if all.iter().any(|d| d.iter().any(String::is_empty)) {
             return Err("custom format: delimiters must not be empty strings".into());
         }
+        if let Some(d) = all.iter().flat_map(|d| d.iter()).find(|d| d.len() > MAX_DELIMITER_BYTES) {
+            let start: String = d.chars().take(24).collect();
+            return Err(format!(
+                "custom format: the delimiter {start:?}... is {} bytes; a delimiter may be at most {MAX_DELIMITER_BYTES}",
+                d.len()
+            ));
+        }
+        let total: usize = all.iter().flat_map(|d| d.iter()).map(String::len).sum();
+        if total > MAX_DELIMITERS_BYTES {
+            return Err(format!(
+                "custom format: the delimiters come to {total} bytes; together they may be at most \
+                 {MAX_DELIMITERS_BYTES} (each byte costs about 250 bytes of automaton in every stream)"
+            ));
+        }
         if let Some(c) = self.name_chars.chars().find(|c| c.is_whitespace() || c.is_control()) {
             return Err(format!("custom format: name_chars cannot widen names to whitespace or controls ({c:?})"));
         }
@@ -305,6 +326,19 @@ mod tests {
     use serde_json::json;
 
     #[test]
+    fn builtin_formats_are_within_the_custom_limits() {
+        for name in crate::scan::formats::NAMES {
+            let spec = crate::scan::formats::builtin(name).unwrap();
+            let none = Vec::new();
+            let (open, close) = spec.reasoning.as_ref().map_or((&none, &none), |r| (&r.open, &r.close));
+            let all = [&spec.section_open, &spec.section_close, &spec.call_open, &spec.call_close, open, close];
+            let lens: Vec<usize> = all.iter().flat_map(|d| d.iter()).map(String::len).collect();
+            assert!(lens.iter().all(|&n| n <= MAX_DELIMITER_BYTES), "{name}");
+            assert!(lens.iter().sum::<usize>() * 8 <= MAX_DELIMITERS_BYTES, "{name}: far from the limit");
+        }
+    }
+
+    #[test]
     fn custom_specs_and_their_errors() {
         let ok = FormatSpec::custom(
             &json!({"name": "x", "call_open": ["<c>"], "call_close": ["</c>"], "body": "json_object"}),
@@ -316,6 +350,8 @@ mod tests {
             (json!({"name": "x", "call_open": ["<c>"], "body": "name_sep_json"}), "sep"),
             (json!({"name": "x", "call_open": ["<c>"], "body": "json_object", "syntax": "raw"}), "structurally"),
             (json!({"name": "x", "call_open": ["<c>"], "body": "json_object", "typo": 1}), "unknown field"),
+            (json!({"name": "x", "call_open": ["a".repeat(257)], "body": "json_object"}), "257 bytes"),
+            (json!({"name": "x", "call_open": vec!["b".repeat(256); 17], "body": "json_object"}), "at most 4096"),
         ];
         for (doc, words) in cases {
             let err = FormatSpec::custom(&doc).unwrap_err();

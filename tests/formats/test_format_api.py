@@ -151,6 +151,21 @@ def test_bad_custom_formats_say_what_is_wrong(spec: dict[str, Any], words: str) 
     assert isinstance(info.value, ValueError)
 
 
+def test_custom_delimiters_have_a_length_limit() -> None:
+    # A delimiter byte costs about 250 bytes of automaton per stream: a 2 MB delimiter was a
+    # 500 MB stream that took 2.5 s to start. At the limits a format is accepted.
+    at_limit = {"name": "x", "call_open": ["<" + "a" * 254 + ">"], "call_close": ["</c>"], "body": "json_object"}
+    assert inert.TokenStream(at_limit).format == "x"
+    long = {**at_limit, "call_open": ["<" + "a" * 255 + ">"]}
+    with pytest.raises(inert.FormatSpecError, match=r"is 257 bytes; a delimiter may be at most 256"):
+        inert.TokenStream(long)
+    many = {**at_limit, "call_open": [f"<{i:03}" + "b" * 250 + ">" for i in range(17)]}
+    with pytest.raises(inert.FormatSpecError, match=r"together they may be at most 4096"):
+        inert.StreamBatch(many)
+    with pytest.raises(inert.FormatSpecError, match=r"at most 256"):
+        inert.parse("text", {**at_limit, "call_close": ["x" * 2_000_000]})
+
+
 def test_format_must_be_a_name_or_a_dict() -> None:
     with pytest.raises(inert.InertTypeError, match="format name or a custom format dict"):
         inert.TokenStream(42)  # type: ignore[arg-type]
