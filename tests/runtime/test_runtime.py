@@ -247,6 +247,37 @@ def test_an_async_tool_that_ignores_the_cancel_still_times_out() -> None:
     assert cancels, "the tool was asked to stop"
 
 
+def test_a_rejected_async_read_that_ignores_the_cancel_settles_by_its_deadline() -> None:
+    """Found by a helper: the wait for a cancelled read was bounded by a timeout whose own
+    cancel went on to the tool, which swallowed it too: finish() waited for ever."""
+    done = asyncio.Event()
+    entered = asyncio.Event()
+    cancels: list[int] = []
+
+    async def stubborn() -> str:
+        entered.set()
+        while not done.is_set():
+            try:
+                await done.wait()
+            except asyncio.CancelledError:
+                cancels.append(1)  # ignored: it goes on waiting
+        return "late"
+
+    async def main() -> inert.Report:
+        orch = inert.AsyncOrchestrator({"s": "read_only"}, {"s": stubborn}, timeout=0.05)
+        await orch.draft([block("s"), "x"])
+        await entered.wait()  # the read runs early, in its tool
+        await orch.verify(0)
+        try:
+            return await asyncio.wait_for(orch.finish(strict=False), WATCHDOG)
+        finally:
+            done.set()  # lets the abandoned tool end before the loop closes
+
+    report = asyncio.run(main())
+    assert report.results == [] and [d.name for d in report.discarded] == ["s"]
+    assert cancels, "the tool was asked to stop"
+
+
 class _FailingJournal(inert.MemoryJournal):
     """A journal whose outcome writes fail, as a full disk or a lock held too long would."""
 

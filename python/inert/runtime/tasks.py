@@ -499,9 +499,14 @@ class AsyncRuntime:
             raise
         except asyncio.CancelledError:
             work.cancel()
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout_at(deadline.when()):
-                    await _settled(work)
+            # asyncio.wait, not a timeout around an await of ``work``: the timeout's own cancel
+            # would be passed on to ``work``, and a tool that ignores cancels would swallow it
+            # and hold the call (and finish()) past its deadline for ever.
+            when = deadline.when()
+            assert self._loop is not None and when is not None
+            await asyncio.wait({work}, timeout=max(0.0, when - self._loop.time()))
+            if not work.done():
+                work.add_done_callback(_retrieved)  # left to finish alone, as at the deadline
             raise
 
     async def _call(self, invocation: Invocation, run: CallRun) -> Any:
