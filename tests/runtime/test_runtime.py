@@ -278,6 +278,69 @@ def test_a_rejected_async_read_that_ignores_the_cancel_settles_by_its_deadline()
     assert cancels, "the tool was asked to stop"
 
 
+def _meddle(a: dict[str, Any], b: list[Any]) -> str:
+    a["x"] = "changed"
+    b.append("changed")
+    return "ok"
+
+
+class _MeddlingPrepare:
+    """A two-phase tool whose prepare changes the arguments it was given."""
+
+    def prepare(self, a: dict[str, Any], b: list[Any]) -> str:
+        return _meddle(a, b)
+
+    def commit(self, prepared: str, *, idempotency_key: str) -> str:
+        return "done"
+
+    def abort(self, prepared: str) -> None:
+        return None
+
+
+class _AsyncMeddlingPrepare(_MeddlingPrepare):
+    async def prepare(self, a: dict[str, Any], b: list[Any]) -> str:  # type: ignore[override]
+        return _meddle(a, b)
+
+
+async def _async_meddle(a: dict[str, Any], b: list[Any]) -> str:
+    return _meddle(a, b)
+
+
+def test_a_tool_that_changes_its_arguments_changes_neither_the_report_nor_the_journal() -> None:
+    """Found by a helper: tools got the call's own nested dicts and lists, so a tool that
+    changed them rewrote the report's arguments and, for a two-phase tool, the intent its
+    commit journaled (a restart then met arguments the model never wrote)."""
+    said = {"a": {"x": 1}, "b": [1]}
+    blocks = [block(name, **said) for name in ("r", "w", "tp")]
+    effects = {"r": "read_only", "w": "write", "tp": "write", "routed": "write"}
+
+    def check(report: inert.Report, journal: inert.MemoryJournal) -> None:
+        assert [r.error for r in report.results] == [None] * len(report.results)
+        assert [r.arguments for r in report.results] == [said] * len(report.results)
+        assert [e.arguments for e in journal.entries()] == [said] * len(journal.entries())
+
+    journal = inert.MemoryJournal()
+    threads: dict[str, Any] = {"r": _meddle, "w": _meddle, "tp": _MeddlingPrepare()}
+    check(run_turn(inert.Orchestrator(effects, threads, journal=journal, turn_key="t"), *blocks), journal)
+
+    journal = inert.MemoryJournal()
+    router = inert.Orchestrator(effects, lambda name, arguments: _meddle(**arguments), journal=journal, turn_key="t")
+    check(run_turn(router, block("routed", **said)), journal)
+
+    async def main(tools: dict[str, Any], journal: inert.MemoryJournal) -> inert.Report:
+        orch = inert.AsyncOrchestrator(effects, tools, journal=journal, turn_key="t")
+        await orch.draft(blocks)
+        await orch.verify(len(blocks))
+        return await asyncio.wait_for(orch.finish(strict=False), WATCHDOG)
+
+    for tools in (
+        {"r": _async_meddle, "w": _async_meddle, "tp": _AsyncMeddlingPrepare()},
+        {"r": _meddle, "w": _meddle, "tp": _MeddlingPrepare()},
+    ):
+        journal = inert.MemoryJournal()
+        check(asyncio.run(main(tools, journal)), journal)
+
+
 class _FailingJournal(inert.MemoryJournal):
     """A journal whose outcome writes fail, as a full disk or a lock held too long would."""
 

@@ -32,7 +32,7 @@ from .call import CallNode, CallRun, CallScheduler, Fate, abort_staged, journal_
 from .call_state import CallState
 from .pool import WorkerPool
 from .schedule import State
-from .tools import Invocation, enter_call
+from .tools import Invocation, enter_call, fresh_arguments
 
 __all__ = ["AsyncRuntime", "LoopError"]
 
@@ -281,7 +281,7 @@ class AsyncRuntime:
         late: _LatePrepare | None = None
         if inspect.iscoroutinefunction(fn):
             args: tuple[Any, ...] = () if phase == PREPARE else (run.prepared,)
-            kwargs: dict[str, Any] = dict(run.dispatch.arguments) if phase == PREPARE else {}
+            kwargs: dict[str, Any] = fresh_arguments(run.dispatch.arguments) if phase == PREPARE else {}
             if phase == COMMIT:
                 kwargs["idempotency_key"] = run.dispatch.commit_key
             work: asyncio.Future[Any] = asyncio.ensure_future(_carried(fn(*args, **kwargs)))

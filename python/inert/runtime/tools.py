@@ -29,6 +29,7 @@ __all__ = [
     "TwoPhaseTool",
     "current_call",
     "enter_call",
+    "fresh_arguments",
     "is_async_callable",
     "is_two_phase",
     "running_for",
@@ -100,6 +101,22 @@ Tools = Mapping[str, Callable[..., Any] | TwoPhaseTool] | Callable[[str, dict[st
 router called as ``router(name, arguments)``."""
 
 
+def fresh_arguments(arguments: dict[str, Any]) -> dict[str, Any]:
+    """A copy of a call's arguments for its tool, nested dicts and lists too: a tool that
+    changes what it was given must not change the call (its report, its journaled intent,
+    the commit of a prepared call, the arguments a restart compares). Parsed arguments
+    nest at most as deep as the core's JSON parser allows (128), so recursion is safe."""
+    return {k: _fresh(v) for k, v in arguments.items()}
+
+
+def _fresh(value: Any) -> Any:
+    if type(value) is dict:
+        return {k: _fresh(v) for k, v in value.items()}
+    if type(value) is list:
+        return [_fresh(v) for v in value]
+    return value  # str, int, float, bool, None: immutable
+
+
 def _takes_idempotency_key(fn: Callable[..., Any]) -> bool:
     try:
         params = inspect.signature(fn).parameters
@@ -138,7 +155,7 @@ class Invocation:
         """Stages the call (nothing observable), with ``current`` as this context's call."""
         token = _current.set((owner, current))
         try:
-            return self.fn.prepare(**arguments)
+            return self.fn.prepare(**fresh_arguments(arguments))
         finally:
             _current.reset(token)
 
@@ -169,8 +186,8 @@ class Invocation:
     def call(self, name: str, arguments: dict[str, Any], current: CurrentCall) -> Any:
         """Calls the tool; the caller has made ``current`` its context's call."""
         if self.routed:
-            return self.fn(name, dict(arguments))
-        kwargs = dict(arguments)
+            return self.fn(name, fresh_arguments(arguments))
+        kwargs = fresh_arguments(arguments)
         if self.takes_key and current.idempotency_key is not None:
             kwargs["idempotency_key"] = current.idempotency_key
         return self.fn(**kwargs)
