@@ -7,6 +7,7 @@ A tool's effect class decides when the gate may dispatch it; its footprint
 from __future__ import annotations
 
 import enum
+import math
 import tomllib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -111,7 +112,7 @@ class ToolSpec:
         speculate: whether the tool may run on draft tokens, before its block is
             accepted. Only read-only tools may; they do by default. Turn it off for
             reads that reveal intent or cost rate limits (open-world tools).
-        timeout: seconds a call may run before it is recorded as timed out (in doubt).
+        timeout: seconds (positive, finite) a call may run before it is recorded as timed out (in doubt).
         max_concurrency: most calls of this tool running at once.
 
     Raises:
@@ -142,8 +143,8 @@ class ToolSpec:
             raise EffectTableError(
                 f"speculate=True needs a read-only tool; a {effect.value} tool runs only after acceptance"
             )
-        if timeout is not None and timeout <= 0:
-            raise EffectTableError(f"timeout must be a positive number of seconds, got {timeout!r}")
+        if timeout is not None and (not timeout > 0 or math.isinf(timeout)):  # NaN fails `> 0`
+            raise EffectTableError(f"timeout must be a positive, finite number of seconds, got {timeout!r}")
         if max_concurrency is not None and max_concurrency < 1:
             raise EffectTableError(f"max_concurrency must be at least 1, got {max_concurrency!r}")
         object.__setattr__(self, "effect", effect)
@@ -195,7 +196,10 @@ def _apply(fn: FootprintFn | None, arguments: Mapping[str, Any]) -> frozenset[An
         return None
     try:
         return frozenset(fn(arguments))
-    except Exception:  # noqa: BLE001 - model-written arguments: an unusable footprint is an unknown one
+    except BaseException:  # noqa: BLE001 - model-written arguments: an unusable footprint is an unknown one
+        # BaseException too (a KeyboardInterrupt, a SystemExit the function raised): it ran in
+        # the middle of a step, after the stream moved on, and escaping left the turn half-applied
+        # (finish() then failed with a KeyError). Unknown overlaps everything, which is safe.
         return None
 
 

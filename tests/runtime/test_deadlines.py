@@ -87,3 +87,34 @@ def test_a_deadline_passing_while_the_journal_is_locked_still_ends_the_call(tmp_
         other.close()
     assert ran == []
     assert isinstance(call.error, inert.ToolTimeoutError | inert.JournalError), repr(call.error)
+
+
+def test_a_timeout_too_long_for_the_timer_leaves_the_other_deadlines_working(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Found by a helper: with a call's deadline 1e300 s away (a finite timeout, accepted) the
+    timer thread's wait raised OverflowError: the thread died, printing its traceback, and no
+    later deadline of the turn fired, so a tool that hung held finish() for ever."""
+    crashed: list[BaseException | None] = []
+    monkeypatch.setattr(threading, "excepthook", lambda args: crashed.append(args.exc_value))
+    release = threading.Event()
+    entered = threading.Event()
+
+    def hang() -> str:
+        entered.set()
+        release.wait(WATCHDOG)
+        return "late"
+
+    orch = inert.Orchestrator(
+        {"slow": "write", "hang": inert.ToolSpec("write", timeout=0.05)},
+        {"slow": lambda: "fine", "hang": hang},
+        timeout=1e300,
+    )
+    try:
+        orch.draft([block("slow")])
+        orch.verify(1)  # its deadline, 1e300 s away, is the timer's only one
+        orch.draft([block("hang")])
+        orch.verify(1)
+        report = finish_within(orch)
+    finally:
+        release.set()
+    assert entered.is_set() and isinstance(report.results[1].error, inert.ToolTimeoutError)
+    assert crashed == [], "the timer thread died"

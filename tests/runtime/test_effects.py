@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+import inert
 from inert import EffectClass, EffectTable, Footprint, ToolSpec
+from tools import block, finish_within
 
 
 def test_classify_and_default() -> None:
@@ -156,3 +161,35 @@ def test_a_table_built_from_another_copies_its_entries() -> None:
     table = EffectTable({"get": "read_only", "put": ToolSpec("write", writes="key")})
     copy = EffectTable(table)
     assert copy.items() == table.items() and copy.classify("get") is EffectClass.READ_ONLY
+
+
+@pytest.mark.parametrize("timeout", [float("nan"), float("inf"), -1.0, 0])
+def test_a_tool_spec_refuses_a_timeout_that_is_not_a_positive_finite_number(timeout: float) -> None:
+    """Found by a helper: NaN timed every call out at once ("within nan s"), and inf killed
+    the timer thread, so no later deadline fired; ``Orchestrator(timeout=)`` refused both."""
+    with pytest.raises(inert.EffectTableError, match="positive, finite"):
+        ToolSpec("write", timeout=timeout)
+
+
+class _Boom(BaseException):
+    """Neither an Exception nor one asyncio or Python treat specially."""
+
+
+@pytest.mark.parametrize("exc", [KeyboardInterrupt, SystemExit, _Boom])
+def test_a_footprint_function_raising_a_base_exception_is_an_unknown_footprint(exc: type[BaseException]) -> None:
+    """Found by a helper: a footprint function's BaseException escaped draft() halfway through
+    the step (the stream had moved on, the gate had not), and finish() then raised KeyError."""
+
+    def footprint(arguments: Mapping[str, Any]) -> list[str]:
+        raise exc("from the footprint")
+
+    ran: list[str] = []
+    spec = ToolSpec("write", reads=footprint, writes=footprint)
+    tools = {"w": lambda: ran.append("w"), "ok": lambda: ran.append("ok")}
+    orch = inert.Orchestrator({"w": spec, "ok": "write"}, tools)
+    assert orch.effects.spec("w").footprint({}) == Footprint(reads=None, writes=None), "unknown: overlaps everything"
+    orch.draft([block("w"), block("ok")])
+    orch.verify(2)
+    report = finish_within(orch)
+    assert [r.name for r in report.results] == ["w", "ok"] and [r.error for r in report.results] == [None, None]
+    assert ran == ["w", "ok"], "stream order: an unknown footprint overlaps the call after it"

@@ -21,6 +21,8 @@ from typing import Any
 
 __all__ = ["Deadlines", "WorkerPool"]
 
+_MAX_WAIT = min(threading.TIMEOUT_MAX, 86400.0)  # seconds: the timer looks again at least daily
+
 
 class WorkerPool(Executor):
     """At most ``max_workers`` busy daemon threads (plus one per call abandoned
@@ -121,7 +123,10 @@ class Deadlines:
         while True:
             with self._cond:
                 while not self._closed and (not self._heap or self._heap[0][0] > time.monotonic()):
-                    self._cond.wait(None if not self._heap else max(0.0, self._heap[0][0] - time.monotonic()))
+                    # At most TIMEOUT_MAX: a longer wait (a timeout of 1e300 s) raises OverflowError,
+                    # which killed this thread, and with it every later deadline of the engine.
+                    wait = None if not self._heap else min(max(0.0, self._heap[0][0] - time.monotonic()), _MAX_WAIT)
+                    self._cond.wait(wait)
                 if self._closed:
                     return
                 _, _, callback = heapq.heappop(self._heap)
