@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import random
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -34,8 +35,6 @@ from inert.simulate.clock import VirtualLoop
 
 @pytest.mark.parametrize(("alpha", "k"), [(0.6, 4), (0.8, 5), (0.9, 7)])
 def test_no_tools_mean_tokens_per_step_match_the_analytic_value(alpha: float, k: int) -> None:
-    import random
-
     tokens = tokenize("plain prose without any tool calls, " * 400)
     profile = ModelProfile("m", alpha=alpha, k=k)
     loop = VirtualLoop()
@@ -47,8 +46,6 @@ def test_no_tools_mean_tokens_per_step_match_the_analytic_value(alpha: float, k:
 
 
 def test_a_whole_call_drafter_drafts_each_call_in_one_window_right_at_its_accuracy() -> None:
-    import random
-
     w = Workload(DRAFTERS["call-model"], AGENTS["coding-staged"])
     spans = call_spans(w)
     tokens = tokenize(w.agent.transcript)
@@ -80,8 +77,6 @@ def test_a_whole_call_drafter_drafts_each_call_in_one_window_right_at_its_accura
 
 
 def test_a_deeper_window_under_batch_load_makes_each_verify_step_longer() -> None:
-    import random
-
     tokens = tokenize("plain prose without any tool calls, " * 50)
     ends = []
     for k in (4, 64):
@@ -310,3 +305,20 @@ def test_depth_plot_draws_each_drafter_and_its_verify_step(
         if p["agent"] == DEPTH_AGENTS[0]:
             drawn[p["drafter"]].append(p["saved_p50"] * 1e3)
     assert {k: v for k, v in saved.items() if k in drawn} == drawn, "the figure draws the saving it prints"
+
+
+@pytest.mark.parametrize("median", [math.nan, math.inf, -1.0])
+def test_a_latency_virtual_time_cannot_run_on_is_refused(median: float) -> None:
+    """Found by a helper: a NaN latency never came due, and the simulated turn ran for ever."""
+    with pytest.raises(inert.InertValueError, match="finite number of seconds"):
+        inert.simulate.Latency(median)
+    with pytest.raises(inert.InertValueError, match="finite number of seconds"):
+        inert.simulate.Latency(0.01, median)
+
+
+def test_latencies_at_the_edges_sample_without_raising() -> None:
+    """Found by a helper: a median of 0 with a tail (valid in a workload file) divided by zero,
+    and a far tail overflowed math.exp."""
+    assert inert.simulate.Latency(0.0, 1.0).sample(random.Random(1)) == 0.0
+    tail = inert.simulate.Latency(0.01, 1e300)
+    assert all(tail.sample(random.Random(seed)) >= 0 for seed in range(2000))

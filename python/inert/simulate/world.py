@@ -12,10 +12,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..effects import EffectClass, ToolSpec
+from ..errors import InertValueError
 
 __all__ = ["Latency", "SimTool", "World"]
 
 Z99 = 2.3263478740408408  # the standard normal's 99th percentile
+_MAX_EXPONENT = 700.0  # math.exp overflows past about 709.78
 
 
 @dataclass(frozen=True)
@@ -25,12 +27,27 @@ class Latency:
     median: float
     p99: float | None = None
 
+    def __post_init__(self) -> None:
+        """Refuses what virtual time cannot run on: a NaN latency never came due, and the
+        simulated turn ran for ever.
+
+        Raises:
+            InertValueError: ``median`` or ``p99`` is not a finite number of seconds, at least 0.
+        """
+        for field, value in (("median", self.median), ("p99", self.p99)):
+            if value is None and field == "p99":
+                continue
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+                raise InertValueError(f"Latency {field} must be a finite number of seconds, at least 0, got {value!r}")
+
     def sample(self, rng: random.Random) -> float:
-        """One latency drawn from ``rng`` (the median when fixed)."""
-        if self.p99 is None or self.p99 <= self.median:
+        """One latency drawn from ``rng`` (the median when fixed, or when the median is 0:
+        such a lognormal is 0 throughout). A draw far in the tail is capped short of
+        ``math.exp``'s overflow (it may still be ``inf`` seconds: a call that never ends)."""
+        if self.p99 is None or self.p99 <= self.median or self.median == 0:
             return self.median
         sigma = math.log(self.p99 / self.median) / Z99
-        return self.median * math.exp(sigma * rng.gauss(0.0, 1.0))
+        return self.median * math.exp(min(sigma * rng.gauss(0.0, 1.0), _MAX_EXPONENT))
 
 
 @dataclass(frozen=True)
