@@ -289,6 +289,56 @@ def test_a_failed_commit_reports_its_own_cause(tmp_path: Path) -> None:
     assert [e.commit_key for e in inert.recover(path).in_doubt] == ["ck1-a"], "the failed intent left nothing"
 
 
+# -- rows changed outside inert --
+
+
+def test_an_outcome_left_without_its_intent_never_becomes_a_new_calls_outcome(tmp_path: Path) -> None:
+    """An outcome row whose intent row is gone (deleted by hand, a damaged copy) used to
+    join the next intent of its key: a write that ran and crashed before its outcome read
+    as completed, with the old result, instead of in doubt."""
+    path = tmp_path / "j.sqlite"
+    with inert.SqliteJournal(path) as j:
+        old = record("ck1-a", "f", i=1)
+        assert j.begin(old, "t1") is None
+        j.complete(dataclasses.replace(old, result="old"), "ok")
+    with sqlite3.connect(path) as db:
+        db.execute("DELETE FROM intents WHERE commit_key = 'ck1-a'")
+    db.close()
+    with inert.SqliteJournal(path) as j:
+        assert j.begin(record("ck1-a", "f", i=1), "t1") is None  # runs; the process dies before its outcome
+        assert (entry := j.lookup("ck1-a")) is not None and entry.status is None
+    rec = inert.recover(path)
+    assert [(e.commit_key, e.status) for e in rec.in_doubt] == [("ck1-a", None)]
+    assert rec.completed == []
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        "UPDATE intents SET commit_key = CAST(commit_key AS BLOB)",
+        "UPDATE intents SET tool = X'ff'",
+        "UPDATE outcomes SET status = X'6f6b'",
+        "UPDATE outcomes SET status = 'done'",
+        "UPDATE outcomes SET error = X'00'",
+    ],
+    ids=["key", "tool", "status", "unknown-status", "error"],
+)
+def test_a_column_of_the_wrong_type_is_a_journal_error_naming_the_entry(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], damage: str
+) -> None:
+    """SQLite stores any type in any column: a key turned into a BLOB outside inert made
+    recover fail with a bare TypeError (a traceback from `inert recover`)."""
+    path = tmp_path / "j.sqlite"
+    journal_with_entries(path, n=1)
+    with sqlite3.connect(path) as db:
+        db.execute(damage)
+    db.close()
+    with pytest.raises(inert.JournalError, match=r"ck1-0.* damaged.*changed outside inert"):
+        inert.recover(path)
+    rc, out, err = cli(capsys, "recover", str(path))
+    assert rc == 2 and out == "" and "damaged" in err
+
+
 # -- recovery reads without writing --
 
 

@@ -23,7 +23,16 @@ from ..canonical import canonical_arguments
 from ..effects import EffectClass
 from ..errors import InertTypeError, InertValueError, JournalError, StaleClaimError
 from ..report import DispatchRecord
-from .protocol import JournalEntry, new_entry, outcome_of, result_json, same_call, stored_json
+from .protocol import (
+    JournalEntry,
+    new_entry,
+    outcome_of,
+    result_json,
+    same_call,
+    stored_json,
+    stored_status,
+    stored_text,
+)
 
 __all__ = ["SQLITE_SCHEMA_VERSION", "SqliteJournal", "read_sqlite_journal"]
 
@@ -298,6 +307,9 @@ class SqliteJournal:
                     row = self._db.execute(_SELECT + " WHERE i.commit_key = ?", (record.commit_key,)).fetchone()
                     prior = None if row is None else same_call(_row_entry(row, self.path), record)
                     if prior is None:
+                        # An outcome whose intent row is gone (changed outside inert) must not
+                        # join this intent: the call would read as finished before it ran.
+                        self._db.execute("DELETE FROM outcomes WHERE commit_key = ?", (record.commit_key,))
                         self._db.execute(
                             "INSERT INTO intents (commit_key, turn_key, tool, effect, arguments, fingerprint,"
                             " intent_at, claim) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
@@ -425,17 +437,19 @@ class SqliteJournal:
 
 def _row_entry(row: tuple[Any, ...], path: str) -> JournalEntry:
     key, turn, tool, effect, args, fp, intent_at, status, result, error, finished_at = row
+    # SQLite keeps any type in any column: a row changed outside inert is checked, not trusted.
+    key = stored_text(key, "commit key", key, path)
     return JournalEntry(
         key,
-        turn,
-        tool,
-        effect,
+        stored_text(turn, "turn key", key, path),
+        stored_text(tool, "tool", key, path),
+        stored_text(effect, "effect", key, path),
         stored_json(args, "arguments", key, path),
-        fp,
+        stored_text(fp, "fingerprint", key, path),
         intent_at,
-        status,
+        stored_status(status, key, path),
         None if result is None else stored_json(result, "result", key, path),
-        error,
+        None if error is None else stored_text(error, "error", key, path),
         finished_at,
     )
 
