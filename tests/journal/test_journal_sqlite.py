@@ -373,6 +373,46 @@ def test_recover_reads_intents_still_in_the_wal_without_changing_it(tmp_path: Pa
     worker.close()
 
 
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX permissions")
+def test_recover_reads_a_crashed_journal_in_a_folder_it_may_not_write(tmp_path: Path) -> None:
+    """A crashed journal copied (or mounted) read-only with its -wal but no -shm: SQLite
+    cannot read the -wal without making a -shm beside it, and recover, which never writes,
+    refused it ('check that this process may write there'). The intents in the -wal count."""
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    path = folder / "j.sqlite"
+    crashed = run_isolated(f"""
+        import os
+        import inert
+        from journals import record
+        j = inert.SqliteJournal({str(path)!r})
+        assert j.begin(record("ck1-a", "f"), "t1") is None
+        os._exit(0)  # dies holding it: the intent is in the -wal only
+    """)
+    assert crashed.returncode == 0, crashed.stderr
+    Path(f"{path}-shm").unlink()
+    before = snapshot(path)
+    assert "j.sqlite-wal" in before
+    folder.chmod(0o555)
+    try:
+        done = run_isolated(
+            f"""
+            import inert
+            from inert.cli import main
+            print([e.commit_key for e in inert.recover({str(path)!r}).in_doubt])
+            main(["recover", {str(path)!r}])
+        """,
+            drop_root_override=True,
+        )
+        assert sorted(os.listdir(folder)) == ["j.sqlite", "j.sqlite-wal"]
+    finally:
+        folder.chmod(0o755)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0] == "['ck1-a']", done.stdout
+    assert "1 in doubt" in done.stdout
+    assert snapshot(path) == before
+
+
 @pytest.mark.parametrize("kind", ["empty", "text", "other database", "database without tables", "directory"])
 def test_recover_refuses_what_is_not_a_journal(tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str) -> None:
     path = tmp_path / "thing"
