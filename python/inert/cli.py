@@ -423,15 +423,22 @@ def _emit(text: str) -> None:
         _stdout_closed()
 
 
+INTERRUPTED = 130
+"""The exit status of a command stopped by Ctrl-C (SIGINT), as shells report one: 128 + 2."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Runs the command line. Returns the exit status: 0 fine, 1 findings (or a failed
-    demo), 2 bad input. A closed stdout ends the output quietly."""
+    demo), 2 bad input, 130 interrupted (Ctrl-C). A closed stdout ends the output quietly."""
     code = 0
     try:
         code = _main(argv)
         sys.stdout.flush()
     except BrokenPipeError:
         _stdout_closed()
+    except KeyboardInterrupt:  # before a command started (parsing, imports)
+        print("inert: interrupted (Ctrl-C)", file=sys.stderr)
+        return INTERRUPTED
     return code
 
 
@@ -527,6 +534,11 @@ def _main(argv: Sequence[str] | None) -> int:
     except (InertError, OSError) as e:
         print(f"inert {args.command}: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        # A line, not a traceback through whatever the command was doing; a journal it
+        # wrote holds every intent, and `inert recover` lists a call cut short as in doubt.
+        print(f"inert {args.command}: interrupted (Ctrl-C); nothing more was done", file=sys.stderr)
+        return INTERRUPTED
     return 2  # pragma: no cover - argparse rejects unknown commands
 
 

@@ -5,6 +5,7 @@ output quietly, and bad input gets one clear line on stderr and exit status 2
 from __future__ import annotations
 
 import os
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -219,3 +220,32 @@ def test_simulate_refuses_a_plot_into_a_missing_folder(tmp_path: Path) -> None:
     assert_refused(
         inert("simulate", "--seeds", "2", "--plot", str(tmp_path / "no" / "x.png")), "inert simulate", "--plot"
     )
+
+
+# -- Ctrl-C --
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="FIFOs and SIGINT are POSIX")
+def test_ctrl_c_ends_a_command_with_a_line_not_a_traceback(tmp_path: Path) -> None:
+    """SIGINT while `inert audit` waits on a FIFO (a trace still being written): one line and
+    status 130, as a shell reports an interrupted command. Opening the FIFO's write end
+    returns only once the command has opened it to read, so the signal lands inside the command."""
+    fifo = tmp_path / "trace.jsonl"
+    os.mkfifo(fifo)
+    # Python's own SIGINT handler, whatever the test runner's process left inherited.
+    child = (
+        "import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+        "from inert.cli import main; sys.exit(main(sys.argv[1:]))"
+    )
+    with (
+        subprocess.Popen(
+            [sys.executable, "-c", child, "audit", str(fifo)], stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        ) as proc,
+        open(fifo, "w"),  # returns once the command has opened the trace to read
+    ):
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    assert "Traceback" not in err, err
+    assert proc.returncode == 130, (proc.returncode, err)
+    assert err.strip().splitlines() == ["inert audit: interrupted (Ctrl-C); nothing more was done"], err
+    assert out == ""

@@ -155,3 +155,14 @@ def test_entries_are_in_intent_order_and_recover_sorts_them(backend: Backend) ->
     assert [e.commit_key for e in rec.completed] == ["ck1-0", "ck1-2", "ck1-4"]
     assert [e.commit_key for e in rec.in_doubt] == ["ck1-1", "ck1-3"]
     assert rec.in_flight == []
+
+
+def test_an_outcome_for_a_key_never_begun_is_refused_and_records_nothing(backend: Backend) -> None:
+    """Only a call whose begin() claimed its key records an outcome: every back end says
+    so with StaleClaimError (the memory journal raised a bare KeyError)."""
+    j = backend.open()
+    with pytest.raises(inert.StaleClaimError, match="ck1-never"):
+        j.complete(dataclasses.replace(record("ck1-never", "send"), result=1), "ok")
+    assert j.entries() == []
+    assert j.lookup("ck1-never") is None
+    close(j)

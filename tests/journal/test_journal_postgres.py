@@ -8,6 +8,7 @@ events, never with sleeps that race."""
 from __future__ import annotations
 
 import dataclasses
+import math
 import sys
 import threading
 import time
@@ -136,6 +137,23 @@ def test_a_partial_schema_is_refused_and_init_completes_it(postgres_admin: str, 
         inert.PostgresJournal(postgres_dsn)
     assert inert.journal.init_schema(postgres_dsn) == (True, 1)
     inert.PostgresJournal(postgres_dsn).close()
+
+
+def test_a_journal_table_without_inert_columns_is_refused_at_open(
+    postgres_admin: str, postgres_dsn: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A table altered outside inert (or another application's inert_journal) used to
+    open, and every call then failed on a missing column; `inert journal init` said it
+    had checked the journal."""
+    admin_execute(postgres_admin, "ALTER TABLE inert_journal DROP COLUMN claim", dbname=dbname_of(postgres_dsn))
+    lacks = r"inert_journal table lacks claim"
+    with pytest.raises(inert.JournalError, match=lacks):
+        inert.PostgresJournal(postgres_dsn)
+    with pytest.raises(inert.JournalError, match=lacks):
+        inert.recover(postgres_dsn)
+    assert main(["journal", "init", postgres_dsn]) == 2
+    err = capsys.readouterr().err
+    assert "lacks claim" in err and "Traceback" not in err
 
 
 @pytest.mark.parametrize(
@@ -644,10 +662,34 @@ def test_without_psycopg_the_message_names_the_extra(monkeypatch: pytest.MonkeyP
 
 
 @pytest.mark.parametrize(
-    "kw", [{"lease_seconds": 0}, {"lease_seconds": -1}, {"wait_seconds": -0.5}, {"pool_size": 0}, {"pool_size": 1.5}]
+    "kw",
+    [
+        {"lease_seconds": 0},
+        {"lease_seconds": -1},
+        {"wait_seconds": -0.5},
+        {"pool_size": 0},
+        {"pool_size": 1.5},
+        # these raised a bare ValueError or OverflowError, a lease the database refused at every
+        # call, or were quietly made 1 ms or 1 s
+        {"lease_seconds": math.inf},
+        {"wait_seconds": math.nan},
+        {"connect_timeout": math.nan},
+        {"connect_timeout": math.inf},
+        {"connect_timeout": -5},
+        {"statement_timeout": math.nan},
+        {"statement_timeout": math.inf},
+        {"statement_timeout": -1},
+        {"statement_timeout": 0},
+    ],
 )
 def test_leases_waits_and_pools_must_make_sense(kw: dict[str, float]) -> None:
-    with pytest.raises(inert.InertValueError):
+    with pytest.raises(inert.InertValueError, match=next(iter(kw))):
+        inert.PostgresJournal("postgresql://u@127.0.0.1:1/db", **kw)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("kw", [{"lease_seconds": "30"}, {"statement_timeout": None}, {"wait_seconds": True}])
+def test_a_duration_that_is_no_number_is_a_type_error(kw: dict[str, object]) -> None:
+    with pytest.raises(inert.InertTypeError, match=next(iter(kw))):
         inert.PostgresJournal("postgresql://u@127.0.0.1:1/db", **kw)  # type: ignore[arg-type]
 
 

@@ -289,6 +289,56 @@ def test_a_failed_commit_reports_its_own_cause(tmp_path: Path) -> None:
     assert [e.commit_key for e in inert.recover(path).in_doubt] == ["ck1-a"], "the failed intent left nothing"
 
 
+# -- rows changed outside inert --
+
+
+def test_an_outcome_left_without_its_intent_never_becomes_a_new_calls_outcome(tmp_path: Path) -> None:
+    """An outcome row whose intent row is gone (deleted by hand, a damaged copy) used to
+    join the next intent of its key: a write that ran and crashed before its outcome read
+    as completed, with the old result, instead of in doubt."""
+    path = tmp_path / "j.sqlite"
+    with inert.SqliteJournal(path) as j:
+        old = record("ck1-a", "f", i=1)
+        assert j.begin(old, "t1") is None
+        j.complete(dataclasses.replace(old, result="old"), "ok")
+    with sqlite3.connect(path) as db:
+        db.execute("DELETE FROM intents WHERE commit_key = 'ck1-a'")
+    db.close()
+    with inert.SqliteJournal(path) as j:
+        assert j.begin(record("ck1-a", "f", i=1), "t1") is None  # runs; the process dies before its outcome
+        assert (entry := j.lookup("ck1-a")) is not None and entry.status is None
+    rec = inert.recover(path)
+    assert [(e.commit_key, e.status) for e in rec.in_doubt] == [("ck1-a", None)]
+    assert rec.completed == []
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        "UPDATE intents SET commit_key = CAST(commit_key AS BLOB)",
+        "UPDATE intents SET tool = X'ff'",
+        "UPDATE outcomes SET status = X'6f6b'",
+        "UPDATE outcomes SET status = 'done'",
+        "UPDATE outcomes SET error = X'00'",
+    ],
+    ids=["key", "tool", "status", "unknown-status", "error"],
+)
+def test_a_column_of_the_wrong_type_is_a_journal_error_naming_the_entry(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], damage: str
+) -> None:
+    """SQLite stores any type in any column: a key turned into a BLOB outside inert made
+    recover fail with a bare TypeError (a traceback from `inert recover`)."""
+    path = tmp_path / "j.sqlite"
+    journal_with_entries(path, n=1)
+    with sqlite3.connect(path) as db:
+        db.execute(damage)
+    db.close()
+    with pytest.raises(inert.JournalError, match=r"ck1-0.* damaged.*changed outside inert"):
+        inert.recover(path)
+    rc, out, err = cli(capsys, "recover", str(path))
+    assert rc == 2 and out == "" and "damaged" in err
+
+
 # -- recovery reads without writing --
 
 
@@ -321,6 +371,46 @@ def test_recover_reads_intents_still_in_the_wal_without_changing_it(tmp_path: Pa
         k: v for k, v in before.items() if k != "j.sqlite-shm"
     }
     worker.close()
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX permissions")
+def test_recover_reads_a_crashed_journal_in_a_folder_it_may_not_write(tmp_path: Path) -> None:
+    """A crashed journal copied (or mounted) read-only with its -wal but no -shm: SQLite
+    cannot read the -wal without making a -shm beside it, and recover, which never writes,
+    refused it ('check that this process may write there'). The intents in the -wal count."""
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    path = folder / "j.sqlite"
+    crashed = run_isolated(f"""
+        import os
+        import inert
+        from journals import record
+        j = inert.SqliteJournal({str(path)!r})
+        assert j.begin(record("ck1-a", "f"), "t1") is None
+        os._exit(0)  # dies holding it: the intent is in the -wal only
+    """)
+    assert crashed.returncode == 0, crashed.stderr
+    Path(f"{path}-shm").unlink()
+    before = snapshot(path)
+    assert "j.sqlite-wal" in before
+    folder.chmod(0o555)
+    try:
+        done = run_isolated(
+            f"""
+            import inert
+            from inert.cli import main
+            print([e.commit_key for e in inert.recover({str(path)!r}).in_doubt])
+            main(["recover", {str(path)!r}])
+        """,
+            drop_root_override=True,
+        )
+        assert sorted(os.listdir(folder)) == ["j.sqlite", "j.sqlite-wal"]
+    finally:
+        folder.chmod(0o755)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0] == "['ck1-a']", done.stdout
+    assert "1 in doubt" in done.stdout
+    assert snapshot(path) == before
 
 
 @pytest.mark.parametrize("kind", ["empty", "text", "other database", "database without tables", "directory"])

@@ -6,6 +6,7 @@ import dataclasses
 import threading
 import time
 
+from ..errors import StaleClaimError
 from ..report import DispatchRecord
 from .protocol import JournalEntry, new_entry, outcome_of, same_call
 
@@ -34,10 +35,19 @@ class MemoryJournal:
             return None
 
     def complete(self, record: DispatchRecord, status: str) -> None:
-        """Records the outcome of ``record``; see :meth:`inert.Journal.complete`."""
+        """Records the outcome of ``record``; see :meth:`inert.Journal.complete`.
+
+        Raises:
+            StaleClaimError: no call began ``record``'s key here; nothing was recorded.
+        """
         result, error = outcome_of(record, status)
         with self._lock:
-            e = self._entries[record.commit_key]
+            e = self._entries.get(record.commit_key)
+            if e is None:
+                raise StaleClaimError(
+                    f"memory journal: {record.name!r} under key {record.commit_key} was never begun here: only "
+                    "the call whose begin() claimed a key records its outcome; this one was not recorded"
+                )
             self._entries[record.commit_key] = dataclasses.replace(
                 e, status=status, result=result, error=error, finished_at=time.time()
             )

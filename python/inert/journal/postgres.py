@@ -48,7 +48,16 @@ from ..canonical import canonical_arguments
 from ..effects import EffectClass
 from ..errors import InertTypeError, InertValueError, InFlightError, JournalError, StaleClaimError
 from ..report import DispatchRecord
-from .postgres_connection import Timeouts, connect, connection_lost, failure, open_connection, psycopg_module, redact
+from .postgres_connection import (
+    Timeouts,
+    connect,
+    connection_lost,
+    failure,
+    open_connection,
+    psycopg_module,
+    redact,
+    seconds,
+)
 from .postgres_schema import check_schema
 from .protocol import JournalEntry, new_entry, outcome_of, result_json, same_call, stored_json
 
@@ -156,7 +165,10 @@ class PostgresJournal:
     Raises:
         JournalError: psycopg is missing; the database is unreachable; it holds no
             journal and ``create`` is false; or its schema is partial or of a newer version.
-        InertValueError: a lease or wait that is not a positive number (0 allowed for the wait).
+        InertValueError: a lease or timeout that is not a positive, finite number of seconds, or
+            a wait below 0 (0 does not wait; ``math.inf`` waits for the holder however long),
+            or a pool_size below 1.
+        InertTypeError: a duration that is no number.
     """
 
     def __init__(
@@ -177,16 +189,13 @@ class PostgresJournal:
                 f"PostgresJournal takes a DSN (a postgresql:// URI or a keyword/value "
                 f"connection string), got {type(dsn).__name__}"
             )
-        if not lease_seconds > 0:
-            raise InertValueError(f"lease_seconds must be positive, not {lease_seconds!r}")
-        if not wait_seconds >= 0:
-            raise InertValueError(f"wait_seconds must be 0 or more, not {wait_seconds!r}")
         if isinstance(pool_size, bool) or not isinstance(pool_size, int) or pool_size < 1:
             raise InertValueError(f"pool_size must be a positive int, not {pool_size!r}")
         self.dsn = dsn
         self.worker = worker or default_worker()
-        self.lease_seconds = float(lease_seconds)
-        self.wait_seconds = float(wait_seconds)
+        # A lease the database cannot add to its clock would fail every claim: refused here.
+        self.lease_seconds = seconds("lease_seconds", lease_seconds)
+        self.wait_seconds = seconds("wait_seconds", wait_seconds, zero_ok=True, finite=False)
         self.on_wait = on_wait
         self._timeouts = Timeouts(connect_timeout, statement_timeout)
         self._pg = psycopg_module()

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from ..errors import JournalError
+from ..errors import InertTypeError, InertValueError, JournalError
 from .address import DSN_PREFIXES, is_dsn, keyword_pairs
 
 if TYPE_CHECKING:
@@ -34,6 +34,7 @@ __all__ = [
     "open_connection",
     "psycopg_module",
     "redact",
+    "seconds",
 ]
 
 
@@ -85,6 +86,23 @@ def psycopg_module() -> ModuleType:
     return psycopg
 
 
+def seconds(name: str, value: object, *, zero_ok: bool = False, finite: bool = True) -> float:
+    """``value`` checked as a duration named ``name``: a real number, positive (or 0 with
+    ``zero_ok``) and finite unless ``finite`` is false. NaN is never one.
+
+    Raises:
+        InertTypeError: ``value`` is no number (a bool, a str, ``None``).
+        InertValueError: it is out of range.
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InertTypeError(f"{name} must be a number of seconds, not {type(value).__name__} {value!r}")
+    v = float(value)
+    if not (v >= 0 if zero_ok else v > 0) or (finite and not math.isfinite(v)):
+        wanted = ("0 or more" if zero_ok else "positive") + (" and finite" if finite else "")
+        raise InertValueError(f"{name} must be a number of seconds, {wanted}, not {value!r}")
+    return v
+
+
 @dataclass(frozen=True)
 class Timeouts:
     """How long the journal waits on the database, in seconds.
@@ -93,10 +111,19 @@ class Timeouts:
         connect: to open a connection (libpq's ``connect_timeout``, whole seconds, at least 1).
         statement: for one statement or lock, enforced by the server; also how long
             unacknowledged data may sit on a TCP connection before it counts as lost.
+
+    Raises:
+        InertTypeError: a timeout that is no number.
+        InertValueError: one that is not positive and finite (the server would be asked to
+            wait 1 ms, or never to give up).
     """
 
     connect: float = 5.0
     statement: float = 10.0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "connect", seconds("connect_timeout", self.connect))
+        object.__setattr__(self, "statement", seconds("statement_timeout", self.statement))
 
 
 def connect(dsn: str, *, application_name: str, timeouts: Timeouts, read_only: bool = False) -> psycopg.Connection[Any]:

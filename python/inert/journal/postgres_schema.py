@@ -55,6 +55,26 @@ _DDL = (
 )
 
 
+# What inert reads and writes in inert_journal (the columns _DDL makes).
+_COLUMNS = (
+    "seq",
+    "commit_key",
+    "turn_key",
+    "tool",
+    "effect",
+    "arguments",
+    "fingerprint",
+    "intent_at",
+    "worker",
+    "claim",
+    "lease_until",
+    "status",
+    "result",
+    "error",
+    "finished_at",
+)
+
+
 def _present(conn: psycopg.Connection[Any]) -> set[str]:
     rows = conn.execute("SELECT t, to_regclass(t) IS NOT NULL FROM unnest(%s::text[]) AS t", (list(TABLES),))
     return {name for name, exists in rows if exists}
@@ -86,6 +106,24 @@ def _check_version(version: int, dsn: str) -> None:
         )
 
 
+def _check_columns(conn: psycopg.Connection[Any], dsn: str) -> None:
+    """Refuses an ``inert_journal`` that lacks a column inert uses: altered outside inert, or
+    another application's table of that name. Every call would fail on it, one by one."""
+    have = {
+        name
+        for (name,) in conn.execute(
+            "SELECT attname FROM pg_attribute WHERE attrelid = 'inert_journal'::regclass AND attnum > 0"
+            " AND NOT attisdropped"
+        )
+    }
+    missing = [c for c in _COLUMNS if c not in have]
+    if missing:
+        raise JournalError(
+            f"PostgreSQL journal {redact(dsn)}: its inert_journal table lacks {', '.join(missing)}: it was altered "
+            "outside inert, or is another application's table; restore it, or give inert a database of its own"
+        )
+
+
 def check_schema(conn: psycopg.Connection[Any], dsn: str, *, create: bool) -> None:
     """Makes sure the database holds a journal this inert can use.
 
@@ -95,7 +133,8 @@ def check_schema(conn: psycopg.Connection[Any], dsn: str, *, create: bool) -> No
         create: create the tables when the database holds none of inert's (whatever else it holds).
 
     Raises:
-        JournalError: no journal and ``create`` is false; a partial schema; an unknown or newer version.
+        JournalError: no journal and ``create`` is false; a partial schema (a table, or a column
+            of inert_journal, missing); an unknown or newer version.
     """
     present = _present(conn)
     if not present and create:
@@ -113,6 +152,7 @@ def check_schema(conn: psycopg.Connection[Any], dsn: str, *, create: bool) -> No
             "run `inert journal init DSN` to complete it"
         )
     _check_version(_version(conn), dsn)
+    _check_columns(conn, dsn)
 
 
 def _create(conn: psycopg.Connection[Any], dsn: str) -> int:
@@ -145,7 +185,8 @@ def init_schema(dsn: str, *, timeouts: Timeouts | None = None) -> tuple[bool, in
 
     Raises:
         JournalError: the database is unreachable, the role may not create tables, or
-            it holds a schema of a newer or unknown version.
+            it holds a schema of a newer or unknown version, or an inert_journal without
+            inert's columns.
     """
     pg = psycopg_module()
     conn = connect(dsn, application_name="inert journal init", timeouts=timeouts or Timeouts())
@@ -153,6 +194,7 @@ def init_schema(dsn: str, *, timeouts: Timeouts | None = None) -> tuple[bool, in
         present = _present(conn)
         before = _create(conn, dsn) if present != set(TABLES) else _version(conn)
         _check_version(_version(conn), dsn)
+        _check_columns(conn, dsn)
         return before != SCHEMA_VERSION or present != set(TABLES), SCHEMA_VERSION
     except pg.Error as e:
         raise failure(dsn, "cannot create the journal's schema", e) from e

@@ -192,6 +192,37 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return obj
 
 
+def stored_text(value: object, what: str, commit_key: object, journal: str) -> str:
+    """A text column a durable journal stored (``what`` of ``commit_key``), checked: SQLite
+    keeps any type in any column, so a row changed outside inert may hold a BLOB or a number.
+
+    Raises:
+        JournalError: ``value`` is not text.
+    """
+    if isinstance(value, str):
+        return value
+    raise JournalError(
+        f"{journal}: the stored {what} of {commit_key!r} is damaged (a {type(value).__name__}, not text): "
+        "it was changed outside inert; restore the journal from a backup, or delete that entry"
+    )
+
+
+def stored_status(value: object, commit_key: object, journal: str) -> str | None:
+    """An outcome's status as a durable journal stored it: ``None`` or one of :data:`STATUSES`.
+
+    Raises:
+        JournalError: anything else (a status inert never writes would replay as a failure).
+    """
+    if value is None:
+        return None
+    if isinstance(value, str) and value in STATUSES:
+        return value
+    raise JournalError(
+        f"{journal}: the stored status of {commit_key!r} is damaged ({str(value)[:40]!r}, not one of "
+        f"{', '.join(STATUSES)}): it was changed outside inert; restore the journal from a backup, or delete that entry"
+    )
+
+
 def stored_json(text: str | bytes, what: str, commit_key: str, journal: str) -> Any:
     """JSON text a durable journal stored (``what`` of ``commit_key``), read back.
 

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import sqlite3
 import stat
+import tempfile
 import threading
 import time
 import urllib.parse
@@ -23,7 +25,16 @@ from ..canonical import canonical_arguments
 from ..effects import EffectClass
 from ..errors import InertTypeError, InertValueError, JournalError, StaleClaimError
 from ..report import DispatchRecord
-from .protocol import JournalEntry, new_entry, outcome_of, result_json, same_call, stored_json
+from .protocol import (
+    JournalEntry,
+    new_entry,
+    outcome_of,
+    result_json,
+    same_call,
+    stored_json,
+    stored_status,
+    stored_text,
+)
 
 __all__ = ["SQLITE_SCHEMA_VERSION", "SqliteJournal", "read_sqlite_journal"]
 
@@ -298,6 +309,9 @@ class SqliteJournal:
                     row = self._db.execute(_SELECT + " WHERE i.commit_key = ?", (record.commit_key,)).fetchone()
                     prior = None if row is None else same_call(_row_entry(row, self.path), record)
                     if prior is None:
+                        # An outcome whose intent row is gone (changed outside inert) must not
+                        # join this intent: the call would read as finished before it ran.
+                        self._db.execute("DELETE FROM outcomes WHERE commit_key = ?", (record.commit_key,))
                         self._db.execute(
                             "INSERT INTO intents (commit_key, turn_key, tool, effect, arguments, fingerprint,"
                             " intent_at, claim) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
@@ -425,17 +439,19 @@ class SqliteJournal:
 
 def _row_entry(row: tuple[Any, ...], path: str) -> JournalEntry:
     key, turn, tool, effect, args, fp, intent_at, status, result, error, finished_at = row
+    # SQLite keeps any type in any column: a row changed outside inert is checked, not trusted.
+    key = stored_text(key, "commit key", key, path)
     return JournalEntry(
         key,
-        turn,
-        tool,
-        effect,
+        stored_text(turn, "turn key", key, path),
+        stored_text(tool, "tool", key, path),
+        stored_text(effect, "effect", key, path),
         stored_json(args, "arguments", key, path),
-        fp,
+        stored_text(fp, "fingerprint", key, path),
         intent_at,
-        status,
+        stored_status(status, key, path),
         None if result is None else stored_json(result, "result", key, path),
-        error,
+        None if error is None else stored_text(error, "error", key, path),
         finished_at,
     )
 
@@ -452,6 +468,9 @@ def _read_only(path: str, immutable: bool) -> sqlite3.Connection:
 
 def read_sqlite_journal(path: str | os.PathLike[str]) -> list[JournalEntry]:
     """Every dispatch a journal file holds, read without writing to the file.
+
+    A crashed journal in a folder this process may not write, whose -wal has lost its
+    -shm, is read from a private copy (SQLite reads a -wal only through a -shm it makes).
 
     Args:
         path: a journal file written by :class:`SqliteJournal`.
@@ -476,20 +495,62 @@ def read_sqlite_journal(path: str | os.PathLike[str]) -> list[JournalEntry]:
     for attempt in range(2):
         wal = os.path.exists(path + "-wal")
         try:
-            db = _read_only(path, immutable=not wal)
+            rows = _read_rows(path, path, immutable=not wal)
         except sqlite3.Error as e:
-            raise _error(path, "cannot open it to read", e) from e
-        try:
-            problem = _schema_problem(db, path, empty_ok=False)
-            if problem is not None:
-                raise JournalError(f"{path}: {problem}")
-            rows = db.execute(_SELECT + " ORDER BY i.seq").fetchall()
-        except sqlite3.Error as e:
-            raise _error(path, "cannot read it", e) from e
-        finally:
-            db.close()
+            if not (wal and not os.path.exists(path + "-shm") and _cannot_write_beside(e)):
+                raise _error(path, "cannot read it", e) from e
+            # A -wal without its -shm (a crashed journal copied or mounted read-only): SQLite
+            # reads a -wal only through a -shm it makes beside it, which this folder may not
+            # take. A private copy is read instead; the journal stays as it is.
+            rows = _read_copy(path, e)
         if wal or not os.path.exists(path + "-wal") or attempt:
             return [_row_entry(r, path) for r in rows]
         # A worker opened the journal while it was read immutable: its newest
         # intents may be in the -wal only, so read again, through the -wal.
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _cannot_write_beside(e: sqlite3.Error) -> bool:
+    """Whether SQLite failed for want of a file it must make (the -shm), not the journal's content."""
+    primary = getattr(e, "sqlite_errorcode", 0) & 0xFF
+    return primary in (sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_READONLY)
+
+
+def _read_rows(path: str, name: str, *, immutable: bool) -> list[tuple[Any, ...]]:
+    """The journal's rows, read from ``path`` without writing to it (``name`` in messages).
+
+    Raises:
+        JournalError: it is not an inert journal, or of a newer schema.
+        sqlite3.Error: SQLite could not read it.
+    """
+    db = _read_only(path, immutable=immutable)
+    try:
+        problem = _schema_problem(db, name, empty_ok=False)
+        if problem is not None:
+            raise JournalError(f"{name}: {problem}")
+        return db.execute(_SELECT + " ORDER BY i.seq").fetchall()
+    finally:
+        db.close()
+
+
+def _read_copy(path: str, cause: sqlite3.Error) -> list[tuple[Any, ...]]:
+    """The rows of a copy of ``path`` and its -wal, made in a temporary folder.
+
+    Raises:
+        JournalError: the copy could not be made or read (naming ``cause`` when it could not be made).
+    """
+    with tempfile.TemporaryDirectory(prefix="inert-recover-") as folder:
+        copy = os.path.join(folder, "journal.sqlite")
+        try:
+            shutil.copyfile(path, copy)
+            shutil.copyfile(path + "-wal", copy + "-wal")
+        except OSError as e:
+            raise JournalError(
+                f"journal {path}: cannot read it: {cause}, and its -wal has no -shm, which SQLite must make "
+                f"beside it to read it; a copy to read instead could not be made either ({e}): copy the journal "
+                f"and its -wal to a folder this process may write, and run `inert recover` on the copy"
+            ) from cause
+        try:
+            return _read_rows(copy, path, immutable=False)
+        except sqlite3.Error as e:
+            raise _error(path, "cannot read it", e) from e
