@@ -178,6 +178,7 @@ impl Turn {
         let mut shifts: Vec<Vec<Shift>> = Vec::new();
         shifts.resize_with(n, Vec::new);
         let mut node_out = Vec::new();
+        self.window.walk(true);
         for (node, depth) in depth_first(&parents) {
             let (setup, mut live) = self.split(super::Drafting::Undecided);
             live.window.retreat(depth);
@@ -209,6 +210,7 @@ impl Turn {
             last = Some(node as u32);
         }
         self.window.retreat(0);
+        self.window.walk(false);
         self.blocks = base.clone();
         self.tree = Some(Box::new(Tree { parents, first_ledger, checkpoints, tails, base, announced, shifts }));
     }
