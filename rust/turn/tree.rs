@@ -24,7 +24,7 @@ use super::outcome::{CallRecord, Outcome};
 use super::window::{Checkpoint, Shift};
 use super::{TokenIn, Turn};
 use crate::error::CoreError;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 /// A drafted tree awaiting `verify_path`.
@@ -175,6 +175,8 @@ impl Turn {
         // The node whose table `self.blocks` holds (None: the base's).
         let mut last: Option<u32> = None;
         let mut announced: Vec<Arc<CallRecord>> = Vec::new();
+        // The same calls, to find one in O(1): a call a shared block ends is met on every branch below it.
+        let mut seen: HashSet<*const CallRecord> = HashSet::new();
         let mut shifts: Vec<Vec<Shift>> = Vec::new();
         shifts.resize_with(n, Vec::new);
         let mut node_out = Vec::new();
@@ -198,7 +200,7 @@ impl Turn {
             }
             for o in node_out.drain(..) {
                 if let Outcome::CallClosed(c) = &o {
-                    if announced.iter().any(|a| Arc::ptr_eq(a, c)) {
+                    if !seen.insert(Arc::as_ptr(c)) {
                         continue;
                     }
                     announced.push(c.clone());
