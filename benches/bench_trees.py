@@ -1,6 +1,12 @@
-"""draft_tree + verify_path on one chain of nodes full of calls, at several sizes: flat per node
-when a tree costs in proportion to its nodes (each node's block table once was a copy of its
-parent's, so a chain with calls cost the square of its length in time and memory).
+"""draft_tree + verify_path on hostile trees at several sizes: flat per node when a tree costs
+in proportion to its nodes.
+
+- chain: one chain of nodes full of calls (each node's block table once was a copy of its
+  parent's, so it cost the square of its length in time and memory);
+- calls: a chain whose every node is a whole call, against a linear draft of the same tokens
+  (each announced call was once compared with every call announced before it);
+- comb: a path of value bytes inside an open block, each node with a leaf that closes it (each
+  leaf's key once absorbed the whole shared path again).
 
     python benches/bench_trees.py [--sizes 500,2000,8000]
 
@@ -34,6 +40,31 @@ def chain(n: int) -> float:
     return time.perf_counter() - t
 
 
+def calls(n: int) -> tuple[float, float]:
+    """Seconds for a chain of n whole calls drafted as a tree, and drafted linearly."""
+    tokens = [f'<tool_call>{{"name": "f", "arguments": {{"a": {i}}}}}</tool_call>' for i in range(n)]
+    t = time.perf_counter()
+    inert.TokenStream("hermes", "t").draft_tree(tokens, list(range(-1, n - 1)))
+    tree = time.perf_counter() - t
+    t = time.perf_counter()
+    inert.TokenStream("hermes", "t").draft(tokens)
+    return tree, time.perf_counter() - t
+
+
+def comb(n: int) -> float:
+    """Seconds for a comb of n nodes: n/2 value bytes on a path, each with a closing leaf."""
+    stream = inert.TokenStream("hermes", "t")
+    stream.draft(['<tool_call>{"name": "f", "arguments": {"t": "'])
+    stream.verify(1)
+    tokens, parents = [], []
+    for d in range(n // 2):
+        tokens += ["x", '"}}</tool_call>']
+        parents += [2 * d - 2 if d else -1, 2 * d]
+    t = time.perf_counter()
+    stream.draft_tree(tokens, parents)
+    return time.perf_counter() - t
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--sizes", default="500,2000,8000")
@@ -45,6 +76,12 @@ def main() -> None:
             f"chain of {n:6d} nodes ({n // len(CALL)} calls): {seconds:8.3f} s  {seconds / n * 1e6:8.1f} us/node  "
             f"resident memory +{(rss() - before) / 2**20:7.1f} MB"
         )
+    for n in (int(s) * 8 for s in a.sizes.split(",")):
+        tree, linear = calls(n)
+        print(f"calls of {n:6d} nodes: {tree:8.3f} s  {tree / n * 1e6:8.1f} us/node  tree/linear {tree / linear:5.1f}")
+    for n in (int(s) * 4 for s in a.sizes.split(",")):
+        seconds = comb(n)
+        print(f"comb of  {n:6d} nodes: {seconds:8.3f} s  {seconds / n * 1e6:8.1f} us/node")
 
 
 if __name__ == "__main__":

@@ -28,6 +28,8 @@ pub enum CoreError {
     BadVocabKey { what: &'static str, key: String },
     /// A vocabulary entry that is not a piece.
     BadVocabEntry { what: &'static str, id: u64, got: String },
+    /// A vocabulary entry that is a `str` but not valid Unicode (a lone surrogate).
+    VocabEntryNotUnicode { what: &'static str, id: u64 },
     /// A token that is neither a `str` or `bytes` piece nor an `int` id.
     PieceType { index: usize, type_name: String },
     /// A `str` piece that is not valid Unicode (a lone surrogate).
@@ -38,6 +40,9 @@ pub enum CoreError {
     NotASequence { what: &'static str, type_name: String },
     /// An argument of the wrong type.
     WrongType { what: String, expected: &'static str, got: String },
+    /// A `str` argument that is not valid Unicode (a lone surrogate) where only a
+    /// `str` will do (a turn key, a name, a delimiter).
+    NotUnicode { what: String },
     /// A number outside the range an argument takes.
     OutOfRange { what: &'static str, value: String, expected: &'static str },
     /// A JSON-like argument (schemas, a format dict) that nests too deeply.
@@ -129,6 +134,9 @@ impl fmt::Display for CoreError {
             }
             Self::BadVocabKey { what, key } => write!(f, "{what} key {key} is not a non-negative integer token id"),
             Self::BadVocabEntry { what, id, got } => write!(f, "{what}[{id}] must be a str or bytes piece, got {got}"),
+            Self::VocabEntryNotUnicode { what, id } => {
+                write!(f, "{what}[{id}] is a str that is not valid Unicode (a lone surrogate); pass the piece as bytes")
+            }
             Self::PieceType { index, type_name } => {
                 write!(f, "token {index} is of type {type_name}; a token must be a str or bytes piece, or an int id")
             }
@@ -143,6 +151,7 @@ impl fmt::Display for CoreError {
                 write!(f, "{what} must be a sequence (a list, a tuple or a 1-D array), got {type_name}")
             }
             Self::WrongType { what, expected, got } => write!(f, "{what}: expected {expected}, got {got}"),
+            Self::NotUnicode { what } => write!(f, "{what} is a str that is not valid Unicode (a lone surrogate)"),
             Self::OutOfRange { what, value, expected } => write!(f, "{what} is {value}; it must be {expected}"),
             Self::TooDeep { what } => write!(f, "{what} nests too deeply (more than 64 levels)"),
             Self::PastLedger { index, len } => write!(f, "token {index} is past the ledger ({len} tokens)"),

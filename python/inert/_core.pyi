@@ -249,8 +249,9 @@ class TokenStream:
         InertTypeError: ``turn_key`` is not a str, ``format`` is neither a name nor a dict,
             ``special_tokens`` given with a ``Vocabulary``, ``schemas`` is not a dict of dicts,
             ``reasoning`` is not a pair of str, None or ``...``, or ``in_reasoning`` is not a bool.
-        InertValueError: ``max_block_bytes`` is negative, a reasoning delimiter is empty, or
-            ``in_reasoning=True`` with reasoning off.
+        InertValueError: ``max_block_bytes`` is negative, a reasoning delimiter is empty,
+            ``in_reasoning=True`` with reasoning off, or a str argument (``turn_key``, a format
+            name, a reasoning delimiter, a ``schemas`` key) that is not valid Unicode (a lone surrogate).
     """
 
     def __new__(
@@ -407,7 +408,8 @@ class Vocabulary:
 
     Raises:
         VocabularyError: a key that is not a non-negative int id (ids go up to 2**22 - 1),
-            a piece that is not str or bytes, an empty special token.
+            a piece that is not str or bytes (or a str that is not valid Unicode: pass it as
+            bytes), an empty special token.
         PieceTypeError: ``pieces`` is neither a mapping nor a sequence.
     """
 

@@ -124,8 +124,12 @@ pub(super) fn repr(obj: &Bound<'_, PyAny>) -> String {
 
 /// A `str` argument.
 pub(super) fn text<'a>(obj: &'a Bound<'_, PyAny>, what: &str) -> Result<&'a str, CoreError> {
-    let wrong = || CoreError::WrongType { what: what.to_owned(), expected: "a str", got: type_name(obj) };
-    obj.cast::<PyString>().map_err(|_| wrong())?.to_str().map_err(|_| wrong())
+    let s = obj.cast::<PyString>().map_err(|_| CoreError::WrongType {
+        what: what.to_owned(),
+        expected: "a str",
+        got: type_name(obj),
+    })?;
+    s.to_str().map_err(|_| CoreError::NotUnicode { what: what.to_owned() })
 }
 
 /// An integer past 64 bits (`-`, then digits) as a Python int; `None` for any

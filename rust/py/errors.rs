@@ -60,6 +60,7 @@ impl Classes {
             | CoreError::EmptySpecialToken { .. }
             | CoreError::BadVocabKey { .. }
             | CoreError::BadVocabEntry { .. }
+            | CoreError::VocabEntryNotUnicode { .. }
             | CoreError::BadTokenizer { .. } => &self.vocabulary,
             CoreError::PieceType { .. }
             | CoreError::BadTokenArg { fault: TokenFault::Type { .. }, .. }
@@ -75,6 +76,7 @@ impl Classes {
             CoreError::InSequence { error, .. } => self.of(error),
             CoreError::WrongType { .. } => &self.inert_type,
             CoreError::PieceNotUnicode { .. }
+            | CoreError::NotUnicode { .. }
             | CoreError::BadTokenArg { fault: TokenFault::NotUnicode, .. }
             | CoreError::OutOfRange { .. }
             | CoreError::BufferShape { .. }

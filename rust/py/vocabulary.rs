@@ -23,6 +23,7 @@ pub(super) struct PyVocabulary {
 fn piece_bytes(what: &'static str, id: u64, piece: &Bound<'_, PyAny>) -> Result<Vec<u8>, CoreError> {
     match token(0, piece) {
         Ok(TokenIn::Piece(b)) => Ok(b.to_vec()),
+        Err(CoreError::PieceNotUnicode { .. }) => Err(CoreError::VocabEntryNotUnicode { what, id }),
         _ => Err(CoreError::BadVocabEntry { what, id, got: type_name(piece) }),
     }
 }

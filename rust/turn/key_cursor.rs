@@ -14,8 +14,16 @@
 //!   rejected (a closer drafted and rejected step after step) costs the tokens
 //!   since the frontier, never the turn again;
 //! - `ahead`: the hash of a longer prefix, undecided tokens included (where the
-//!   last key was taken). A rejection or a tree's walk that drops any token of
-//!   it resets it to `settled`; an acceptance that keeps it whole settles it.
+//!   last key was taken). A rejection that drops any token of it resets it to
+//!   `settled` (a tree's walk: below); an acceptance that keeps it whole settles it.
+//!
+//! On a tree's walk (`walk`) the live tokens past the accepted ones are the
+//! path to the node being scanned, and the walk steps back to a node's parent
+//! before each of its other children: resetting `ahead` to `settled` there made
+//! a key on a sibling branch absorb the whole shared path again, so a deep tree
+//! whose branches close blocks cost the square of its depth. While walking, the
+//! hash after each undecided token absorbed is kept (`trail`): a step back keeps
+//! the states of the path it keeps, and each node is absorbed about once.
 //!
 //! Each accepted token is absorbed once over the turn (a rescan after a
 //! rejection absorbs at most the undecided tokens again); the keys are byte for
@@ -28,13 +36,19 @@ use std::ops::Range;
 
 /// Lengths (live tokens absorbed) first and together: a decision reads only
 /// them when no key was taken since the last one, and writes nothing.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 #[repr(C)]
 pub(super) struct KeyCursor {
     settled_len: usize,
     ahead_len: usize,
     settled: CommitHasher,
     ahead: CommitHasher,
+    /// On a tree's walk: `(len, hash of the first len live tokens)` for each
+    /// undecided token absorbed, `len` increasing, all within `settled_len..=ahead_len`
+    /// (the walk decides nothing: `settled` stays below them). Empty off a walk.
+    trail: Vec<(usize, CommitHasher)>,
+    /// A tree's walk is scanning: keep the `trail`.
+    walking: bool,
     /// Tokens absorbed over the turn (tests: each accepted token about once).
     #[cfg(test)]
     pub(super) absorbed: usize,
@@ -43,10 +57,20 @@ pub(super) struct KeyCursor {
 impl KeyCursor {
     pub(super) fn new(turn_key: &str) -> Self {
         let start = CommitHasher::new(turn_key);
+        let trail = Vec::new();
         #[cfg(test)]
-        return Self { settled_len: 0, ahead_len: 0, settled: start, ahead: start, absorbed: 0 };
+        return Self { settled_len: 0, ahead_len: 0, settled: start, ahead: start, trail, walking: false, absorbed: 0 };
         #[cfg(not(test))]
-        Self { settled_len: 0, ahead_len: 0, settled: start, ahead: start }
+        Self { settled_len: 0, ahead_len: 0, settled: start, ahead: start, trail, walking: false }
+    }
+
+    /// A tree's walk starts (`true`) or ends (`false`): while it walks, keys keep
+    /// the hash after each undecided token they absorb, for the walk's steps back.
+    pub(super) fn walk(&mut self, walking: bool) {
+        self.walking = walking;
+        if !walking {
+            self.trail = Vec::new();
+        }
     }
 
     /// The hash of the first `len` live tokens, of which the first `accepted`
@@ -65,7 +89,13 @@ impl KeyCursor {
             // The absorbing passes the accepted frontier: settle there on the way.
             hash.absorb_all(tokens(from..accepted));
             (self.settled, self.settled_len) = (hash, accepted);
-            hash.absorb_all(tokens(accepted..len));
+            if self.walking {
+                Self::absorb_kept(&mut hash, accepted, len, tokens, &mut self.trail);
+            } else {
+                hash.absorb_all(tokens(accepted..len));
+            }
+        } else if self.walking {
+            Self::absorb_kept(&mut hash, from, len, tokens, &mut self.trail);
         } else {
             hash.absorb_all(tokens(from..len));
         }
@@ -77,11 +107,40 @@ impl KeyCursor {
         hash
     }
 
+    /// Absorbs live tokens `from..len` into `hash` on a tree's walk, keeping the
+    /// hash after each in `trail`.
+    #[cold]
+    #[inline(never)]
+    fn absorb_kept<'a, I: Iterator<Item = Drafted<'a>>>(
+        hash: &mut CommitHasher,
+        from: usize,
+        len: usize,
+        tokens: impl Fn(Range<usize>) -> I,
+        trail: &mut Vec<(usize, CommitHasher)>,
+    ) {
+        for (at, token) in (from + 1..=len).zip(tokens(from..len)) {
+            hash.absorb_all(std::iter::once(token));
+            trail.push((at, *hash));
+        }
+    }
+
     /// The live stream was cut back to `len` tokens, none of them accepted ones.
     #[inline]
     pub(super) fn truncate(&mut self, len: usize) {
         if self.ahead_len > len {
             (self.ahead, self.ahead_len) = (self.settled, self.settled_len);
+        }
+    }
+
+    /// `truncate` on a tree's walk, stepping back to a node's parent: back to the
+    /// longest hash the `trail` keeps within `len`.
+    pub(super) fn step_back(&mut self, len: usize) {
+        while self.trail.last().is_some_and(|&(at, _)| at > len) {
+            self.trail.pop();
+        }
+        if self.ahead_len > len {
+            (self.ahead, self.ahead_len) =
+                self.trail.last().map_or((self.settled, self.settled_len), |&(at, h)| (h, at));
         }
     }
 

@@ -24,7 +24,7 @@ use super::outcome::{CallRecord, Outcome};
 use super::window::{Checkpoint, Shift};
 use super::{TokenIn, Turn};
 use crate::error::CoreError;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 /// A drafted tree awaiting `verify_path`.
@@ -175,9 +175,12 @@ impl Turn {
         // The node whose table `self.blocks` holds (None: the base's).
         let mut last: Option<u32> = None;
         let mut announced: Vec<Arc<CallRecord>> = Vec::new();
+        // The same calls, to find one in O(1): a call a shared block ends is met on every branch below it.
+        let mut seen: HashSet<*const CallRecord> = HashSet::new();
         let mut shifts: Vec<Vec<Shift>> = Vec::new();
         shifts.resize_with(n, Vec::new);
         let mut node_out = Vec::new();
+        self.window.walk(true);
         for (node, depth) in depth_first(&parents) {
             let (setup, mut live) = self.split(super::Drafting::Undecided);
             live.window.retreat(depth);
@@ -197,7 +200,7 @@ impl Turn {
             }
             for o in node_out.drain(..) {
                 if let Outcome::CallClosed(c) = &o {
-                    if announced.iter().any(|a| Arc::ptr_eq(a, c)) {
+                    if !seen.insert(Arc::as_ptr(c)) {
                         continue;
                     }
                     announced.push(c.clone());
@@ -209,6 +212,7 @@ impl Turn {
             last = Some(node as u32);
         }
         self.window.retreat(0);
+        self.window.walk(false);
         self.blocks = base.clone();
         self.tree = Some(Box::new(Tree { parents, first_ledger, checkpoints, tails, base, announced, shifts }));
     }

@@ -192,6 +192,11 @@ impl Window {
         self.tokens[start].ledger_at as usize..self.tokens[last].ledger_at as usize + 1
     }
 
+    /// A tree's depth-first walk starts (`true`) or ends (`false`): see `KeyCursor::walk`.
+    pub(super) fn walk(&mut self, walking: bool) {
+        self.keys.walk(walking);
+    }
+
     /// Drops the undecided tokens past the first `undecided`, deciding nothing: a
     /// tree's depth-first walk steps back to a node's parent this way.
     pub(super) fn retreat(&mut self, undecided: usize) {
@@ -200,7 +205,7 @@ impl Window {
         self.saved.truncate(self.saved_within(undecided));
         self.undecided = undecided;
         self.tokens.truncate(len);
-        self.keys.truncate(len);
+        self.keys.step_back(len);
         self.text.truncate(self.tokens.last().map_or(0, |t| t.text_end as usize));
     }
 

@@ -277,6 +277,43 @@ NO_FD = 2**20  # an int path would be opened as a file descriptor: one no proces
             ["parse(text) is a str", "surrogate"],
             id="parse-surrogate",
         ),
+        # A str that is not valid Unicode where only a str will do used to read "expected a str, got str".
+        pytest.param(
+            lambda: inert.TokenStream("hermes", "\ud800"),
+            inert.InertValueError,
+            ["turn_key is a str that is not valid Unicode", "surrogate"],
+            id="turn-key-surrogate",
+        ),
+        pytest.param(
+            lambda: inert.StreamBatch().add(0, "t\udfff"),
+            inert.InertValueError,
+            ["turn_key is a str that is not valid Unicode"],
+            id="batch-turn-key-surrogate",
+        ),
+        pytest.param(
+            lambda: inert.TokenStream(reasoning=("<t\ud800>", "</t>")),
+            inert.InertValueError,
+            ["reasoning[0] is a str that is not valid Unicode"],
+            id="reasoning-surrogate",
+        ),
+        pytest.param(
+            lambda: inert.TokenStream("qwen3_coder", schemas={"f\ud800": {}}),
+            inert.InertValueError,
+            ["schemas", "not valid Unicode"],
+            id="schemas-key-surrogate",
+        ),
+        pytest.param(
+            lambda: inert.parse("x", "\ud800"),
+            inert.InertValueError,
+            ["format is a str that is not valid Unicode"],
+            id="format-surrogate",
+        ),
+        pytest.param(
+            lambda: inert.Vocabulary(["a", "\ud800"]),
+            inert.VocabularyError,
+            ["pieces[1] is a str that is not valid Unicode", "pass the piece as bytes"],
+            id="vocabulary-piece-surrogate",
+        ),
         pytest.param(
             lambda: inert.TokenStream(schemas=bad("f")),
             inert.InertTypeError,

@@ -303,3 +303,32 @@ fn a_deep_chain_of_calls_keeps_blocks_in_proportion_to_its_nodes() {
     let out = t.verify_path(&(0..n).collect::<Vec<_>>(), None).unwrap();
     assert_eq!(committed(&out).len(), n / call.len(), "the path commits every call on it");
 }
+
+/// A comb: a path of value bytes inside an open block, each node with a leaf that
+/// closes the block. Each leaf takes a key on its own path, which shares all but its
+/// last token with the previous leaf's; the walk steps back past that token, and the
+/// key hash used to start again from the accepted tokens: a tree of n nodes absorbed
+/// n²/4 tokens (16k nodes took seconds). Each node is absorbed about once now.
+#[test]
+fn keys_on_a_deep_tree_absorb_each_node_about_once() {
+    for (format, head, closer) in [
+        ("hermes", &br#"<tool_call>{"name": "f", "arguments": {"t": ""#[..], &br#""}}</tool_call>"#[..]),
+        ("llama3_json", &br#"{"name": "f", "parameters": {"t": ""#[..], &br#""}}"#[..]),
+    ] {
+        let mut t = Turn::new(&TurnConfig::builtin(format, "t", 1 << 20).unwrap(), [], []).unwrap();
+        t.draft(&[TokenIn::Piece(head)]).unwrap();
+        t.verify(1, None).unwrap();
+        let depth: i64 = 2000;
+        let (mut tokens, mut parents) = (Vec::new(), Vec::new());
+        for d in 0..depth {
+            tokens.push(TokenIn::Piece(b"x"));
+            parents.push(if d == 0 { -1 } else { 2 * d - 2 });
+            tokens.push(TokenIn::Piece(closer));
+            parents.push(2 * d);
+        }
+        let before = t.window.keys_absorbed();
+        t.draft_tree(&tokens, &parents).unwrap();
+        let absorbed = t.window.keys_absorbed() - before;
+        assert!(absorbed <= 4 * tokens.len(), "{format}: absorbed {absorbed} tokens for a tree of {}", tokens.len());
+    }
+}
