@@ -219,19 +219,28 @@ def test_an_async_two_phase_tool_raising_a_base_exception_settles_its_call(
     assert isinstance(error, exc) and str(error) == f"from {phase}"
 
 
+class _Stubborn:
+    """An async tool that swallows every cancel and returns only once ``done`` is set."""
+
+    def __init__(self) -> None:
+        self.done = asyncio.Event()
+        self.entered = asyncio.Event()
+        self.cancels = 0
+
+    async def __call__(self) -> str:
+        self.entered.set()
+        while not self.done.is_set():
+            try:
+                await self.done.wait()
+            except asyncio.CancelledError:
+                self.cancels += 1  # ignored: it goes on waiting
+        return "late"
+
+
 def test_an_async_tool_that_ignores_the_cancel_still_times_out() -> None:
     """Found by a helper: the deadline cancelled the tool and then waited for it, so a tool
     that swallows the cancel ran past ``timeout`` and its late result was a success."""
-    done = asyncio.Event()
-    cancels: list[int] = []
-
-    async def stubborn() -> str:
-        while not done.is_set():
-            try:
-                await done.wait()
-            except asyncio.CancelledError:
-                cancels.append(1)  # ignored: it goes on waiting
-        return "late"
+    stubborn = _Stubborn()
 
     async def main() -> inert.Report:
         orch = inert.AsyncOrchestrator({"s": "write"}, {"s": stubborn}, timeout=0.05)
@@ -240,42 +249,31 @@ def test_an_async_tool_that_ignores_the_cancel_still_times_out() -> None:
         try:
             return await asyncio.wait_for(orch.finish(strict=False), WATCHDOG)
         finally:
-            done.set()  # lets the abandoned tool end before the loop closes
+            stubborn.done.set()  # lets the abandoned tool end before the loop closes
 
     report = asyncio.run(main())
     assert isinstance(report.results[0].error, inert.ToolTimeoutError), report.results[0]
-    assert cancels, "the tool was asked to stop"
+    assert stubborn.cancels, "the tool was asked to stop"
 
 
 def test_a_rejected_async_read_that_ignores_the_cancel_settles_by_its_deadline() -> None:
     """Found by a helper: the wait for a cancelled read was bounded by a timeout whose own
     cancel went on to the tool, which swallowed it too: finish() waited for ever."""
-    done = asyncio.Event()
-    entered = asyncio.Event()
-    cancels: list[int] = []
-
-    async def stubborn() -> str:
-        entered.set()
-        while not done.is_set():
-            try:
-                await done.wait()
-            except asyncio.CancelledError:
-                cancels.append(1)  # ignored: it goes on waiting
-        return "late"
+    stubborn = _Stubborn()
 
     async def main() -> inert.Report:
         orch = inert.AsyncOrchestrator({"s": "read_only"}, {"s": stubborn}, timeout=0.05)
         await orch.draft([block("s"), "x"])
-        await entered.wait()  # the read runs early, in its tool
+        await stubborn.entered.wait()  # the read runs early, in its tool
         await orch.verify(0)
         try:
             return await asyncio.wait_for(orch.finish(strict=False), WATCHDOG)
         finally:
-            done.set()  # lets the abandoned tool end before the loop closes
+            stubborn.done.set()  # lets the abandoned tool end before the loop closes
 
     report = asyncio.run(main())
     assert report.results == [] and [d.name for d in report.discarded] == ["s"]
-    assert cancels, "the tool was asked to stop"
+    assert stubborn.cancels, "the tool was asked to stop"
 
 
 def _meddle(a: dict[str, Any], b: list[Any]) -> str:
