@@ -7,13 +7,13 @@ A tool's effect class decides when the gate may dispatch it; its footprint
 from __future__ import annotations
 
 import enum
-import math
 import tomllib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from os import PathLike
 from typing import Any
 
+from .durations import seconds
 from .errors import EffectTableError, InertTypeError
 
 __all__ = ["EffectClass", "EffectTable", "Footprint", "FootprintFn", "ToolSpec"]
@@ -143,8 +143,8 @@ class ToolSpec:
             raise EffectTableError(
                 f"speculate=True needs a read-only tool; a {effect.value} tool runs only after acceptance"
             )
-        if timeout is not None and (not timeout > 0 or math.isinf(timeout)):  # NaN fails `> 0`
-            raise EffectTableError(f"timeout must be a positive, finite number of seconds, got {timeout!r}")
+        if timeout is not None:
+            seconds("timeout", timeout, error=EffectTableError)  # checked; kept as given
         if max_concurrency is not None and max_concurrency < 1:
             raise EffectTableError(f"max_concurrency must be at least 1, got {max_concurrency!r}")
         object.__setattr__(self, "effect", effect)

@@ -6,7 +6,6 @@ report reconciled at the end. ``Orchestrator``, ``AsyncOrchestrator``,
 
 from __future__ import annotations
 
-import math
 import os
 import uuid
 import warnings
@@ -16,6 +15,7 @@ from typing import Any, Protocol
 
 from . import _core
 from .audit import TraceWriter, reconcile
+from .durations import seconds
 from .effects import EffectLike, EffectTable
 from .errors import (
     EffectTableError,
@@ -118,13 +118,7 @@ def _limits(effects: EffectTable, limits: Mapping[str, int] | None) -> dict[str,
 
 
 def _timeout(timeout: object) -> float | None:
-    if timeout is None:
-        return None
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
-        raise InertTypeError(f"timeout must be a number of seconds or None, got {type(timeout).__name__}")
-    if not timeout > 0 or math.isinf(timeout):
-        raise InertValueError(f"timeout must be a positive, finite number of seconds, got {timeout!r}")
-    return float(timeout)
+    return None if timeout is None else seconds("timeout", timeout)
 
 
 def strict_flag(strict: object) -> bool:

@@ -45,6 +45,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 from ..canonical import canonical_arguments
+from ..durations import seconds
 from ..effects import EffectClass
 from ..errors import InertTypeError, InertValueError, InFlightError, JournalError, StaleClaimError
 from ..report import DispatchRecord
@@ -56,7 +57,6 @@ from .postgres_connection import (
     open_connection,
     psycopg_module,
     redact,
-    seconds,
 )
 from .postgres_schema import check_schema
 from .protocol import JournalEntry, new_entry, outcome_of, result_json, same_call, stored_json

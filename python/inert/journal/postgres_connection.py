@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from ..errors import InertTypeError, InertValueError, JournalError
+from ..durations import seconds
+from ..errors import JournalError
 from .address import DSN_PREFIXES, is_dsn, keyword_pairs
 
 if TYPE_CHECKING:
@@ -34,7 +35,6 @@ __all__ = [
     "open_connection",
     "psycopg_module",
     "redact",
-    "seconds",
 ]
 
 
@@ -84,23 +84,6 @@ def psycopg_module() -> ModuleType:
     except ImportError as e:
         raise JournalError("a PostgreSQL journal needs psycopg 3: pip install 'inert[postgres]'") from e
     return psycopg
-
-
-def seconds(name: str, value: object, *, zero_ok: bool = False, finite: bool = True) -> float:
-    """``value`` checked as a duration named ``name``: a real number, positive (or 0 with
-    ``zero_ok``) and finite unless ``finite`` is false. NaN is never one.
-
-    Raises:
-        InertTypeError: ``value`` is no number (a bool, a str, ``None``).
-        InertValueError: it is out of range.
-    """
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise InertTypeError(f"{name} must be a number of seconds, not {type(value).__name__} {value!r}")
-    v = float(value)
-    if not (v >= 0 if zero_ok else v > 0) or (finite and not math.isfinite(v)):
-        wanted = ("0 or more" if zero_ok else "positive") + (" and finite" if finite else "")
-        raise InertValueError(f"{name} must be a number of seconds, {wanted}, not {value!r}")
-    return v
 
 
 @dataclass(frozen=True)
