@@ -185,14 +185,15 @@ fn yes() -> bool {
     true
 }
 
-/// The body layouts a custom format can name.
-/// The longest delimiter a custom format may have, and all of its delimiters
-/// together: a delimiter byte costs about 250 bytes of automaton in every stream
-/// of the format, so a 2 MB delimiter made a 500 MB stream that took 2.5 s to
-/// start. Real formats' delimiters are a few dozen bytes each, a few hundred together.
+/// The longest delimiter a custom format may have: a delimiter byte costs about
+/// 250 bytes of automaton in every stream of the format, so a 2 MB delimiter made
+/// a 500 MB stream that took 2.5 s to start, and a 20 kB arm took 11 s to build.
+/// Real formats' delimiters are a few dozen bytes each, a few hundred together.
 pub(crate) const MAX_DELIMITER_BYTES: usize = 256;
+/// The most bytes a custom format's delimiters may come to together (see `MAX_DELIMITER_BYTES`).
 pub(crate) const MAX_DELIMITERS_BYTES: usize = 4096;
 
+/// The body layouts a custom format can name.
 pub(crate) const BODY_NAMES: &[&str] = &[
     "json_object",
     "json_objects",
@@ -276,6 +277,17 @@ impl FormatSpec {
         Ok(spec)
     }
 
+    /// Every delimiter the format's automata are built from: reasoning tags,
+    /// section and call delimiters, and the arms of an anchored format.
+    fn delimiters(&self) -> impl Iterator<Item = &String> {
+        let arm = self.anchor.as_ref().map(|a| a.arm.as_slice()).unwrap_or_default();
+        let (open, close) =
+            self.reasoning.as_ref().map_or((&[][..], &[][..]), |r| (r.open.as_slice(), r.close.as_slice()));
+        [open, close, &self.section_open, &self.section_close, &self.call_open, &self.call_close, arm]
+            .into_iter()
+            .flatten()
+    }
+
     fn check(&self) -> Result<(), String> {
         let none = Vec::new();
         let (think_open, think_close) = self.reasoning.as_ref().map_or((&none, &none), |r| (&r.open, &r.close));
@@ -283,14 +295,14 @@ impl FormatSpec {
         if all.iter().any(|d| d.iter().any(String::is_empty)) {
             return Err("custom format: delimiters must not be empty strings".into());
         }
-        if let Some(d) = all.iter().flat_map(|d| d.iter()).find(|d| d.len() > MAX_DELIMITER_BYTES) {
+        if let Some(d) = self.delimiters().find(|d| d.len() > MAX_DELIMITER_BYTES) {
             let start: String = d.chars().take(24).collect();
             return Err(format!(
                 "custom format: the delimiter {start:?}... is {} bytes; a delimiter may be at most {MAX_DELIMITER_BYTES}",
                 d.len()
             ));
         }
-        let total: usize = all.iter().flat_map(|d| d.iter()).map(String::len).sum();
+        let total: usize = self.delimiters().map(String::len).sum();
         if total > MAX_DELIMITERS_BYTES {
             return Err(format!(
                 "custom format: the delimiters come to {total} bytes; together they may be at most \
@@ -329,10 +341,7 @@ mod tests {
     fn builtin_formats_are_within_the_custom_limits() {
         for name in crate::scan::formats::NAMES {
             let spec = crate::scan::formats::builtin(name).unwrap();
-            let none = Vec::new();
-            let (open, close) = spec.reasoning.as_ref().map_or((&none, &none), |r| (&r.open, &r.close));
-            let all = [&spec.section_open, &spec.section_close, &spec.call_open, &spec.call_close, open, close];
-            let lens: Vec<usize> = all.iter().flat_map(|d| d.iter()).map(String::len).collect();
+            let lens: Vec<usize> = spec.delimiters().map(String::len).collect();
             assert!(lens.iter().all(|&n| n <= MAX_DELIMITER_BYTES), "{name}");
             assert!(lens.iter().sum::<usize>() * 8 <= MAX_DELIMITERS_BYTES, "{name}: far from the limit");
         }
@@ -352,6 +361,10 @@ mod tests {
             (json!({"name": "x", "call_open": ["<c>"], "body": "json_object", "typo": 1}), "unknown field"),
             (json!({"name": "x", "call_open": ["a".repeat(257)], "body": "json_object"}), "257 bytes"),
             (json!({"name": "x", "call_open": vec!["b".repeat(256); 17], "body": "json_object"}), "at most 4096"),
+            (
+                json!({"name": "x", "call_open": ["<c>"], "body": "json_object", "anchor": {"arm": ["a".repeat(300)], "starts": "{"}}),
+                "300 bytes",
+            ),
         ];
         for (doc, words) in cases {
             let err = FormatSpec::custom(&doc).unwrap_err();

@@ -166,6 +166,14 @@ def test_custom_delimiters_have_a_length_limit() -> None:
         inert.parse("text", {**at_limit, "call_close": ["x" * 2_000_000]})
 
 
+def test_an_anchored_formats_arms_have_the_delimiters_length_limit() -> None:
+    # An arm is a delimiter of the automata too, and went unchecked: a 20 kB arm took 11 s to build.
+    spec = {"name": "x", "call_open": ["<c>"], "call_close": ["</c>"], "body": "json_object"}
+    assert inert.TokenStream({**spec, "anchor": {"arm": ["a" * 256], "starts": "{"}}).format == "x"
+    with pytest.raises(inert.FormatSpecError, match=r"is 20000 bytes; a delimiter may be at most 256"):
+        inert.TokenStream({**spec, "anchor": {"arm": ["a" * 20_000], "starts": "{"}})
+
+
 def test_format_must_be_a_name_or_a_dict() -> None:
     with pytest.raises(inert.InertTypeError, match="format name or a custom format dict"):
         inert.TokenStream(42)  # type: ignore[arg-type]
