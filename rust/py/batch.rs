@@ -106,13 +106,14 @@ impl Rows {
         };
         // Padding past a row's length may be anything (-1 included); ids within it may not be negative.
         // One branch-free pass over the whole block first: rows are searched only if it finds one.
-        let negative = ints.values.iter().fold(0u8, |neg, &v| neg | u8::from(v < 0)) != 0;
-        for (i, &seq) in seqs.iter().enumerate().filter(|_| negative) {
-            let n = lengths.as_ref().and_then(|l| l.get(i)).map_or(width, |&n| n.min(width));
-            if let Some(j) = ints.values[i * width..i * width + n].iter().position(|&v| v < 0) {
-                let value = ints.values[i * width + j].to_string();
-                let error = Box::new(CoreError::InvalidTokenId { index: j, value });
-                return Err(CoreError::InSequence { seq, error });
+        if ints.values.iter().fold(0u8, |neg, &v| neg | u8::from(v < 0)) != 0 {
+            for (i, &seq) in seqs.iter().enumerate() {
+                let n = lengths.as_ref().and_then(|l| l.get(i)).map_or(width, |&n| n.min(width));
+                if let Some(j) = ints.values[i * width..i * width + n].iter().position(|&v| v < 0) {
+                    let value = ints.values[i * width + j].to_string();
+                    let error = Box::new(CoreError::InvalidTokenId { index: j, value });
+                    return Err(CoreError::InSequence { seq, error });
+                }
             }
         }
         // Reinterpreted in place (same size): a negative left is padding, never read.

@@ -84,24 +84,20 @@ impl KeyCursor {
     ) -> CommitHasher {
         debug_assert!(len >= accepted && accepted >= self.settled_len, "a key before the accepted tokens");
         self.truncate(len);
-        let (mut hash, from) = (self.ahead, self.ahead_len);
-        if from < accepted {
-            // The absorbing passes the accepted frontier: settle there on the way.
-            hash.absorb_all(tokens(from..accepted));
-            (self.settled, self.settled_len) = (hash, accepted);
-            if self.walking {
-                Self::absorb_kept(&mut hash, accepted, len, tokens, &mut self.trail);
-            } else {
-                hash.absorb_all(tokens(accepted..len));
-            }
-        } else if self.walking {
-            Self::absorb_kept(&mut hash, from, len, tokens, &mut self.trail);
-        } else {
-            hash.absorb_all(tokens(from..len));
-        }
+        let (mut hash, mut from) = (self.ahead, self.ahead_len);
         #[cfg(test)]
         {
             self.absorbed += len.saturating_sub(from);
+        }
+        if from < accepted {
+            // The absorbing passes the accepted frontier: settle there on the way.
+            hash.absorb_all(tokens(from..accepted));
+            (self.settled, self.settled_len, from) = (hash, accepted, accepted);
+        }
+        if self.walking {
+            Self::absorb_kept(&mut hash, from, len, tokens, &mut self.trail);
+        } else {
+            hash.absorb_all(tokens(from..len));
         }
         (self.ahead, self.ahead_len) = (hash, len);
         hash
@@ -124,21 +120,16 @@ impl KeyCursor {
         }
     }
 
-    /// The live stream was cut back to `len` tokens, none of them accepted ones.
+    /// The live stream was cut back to `len` tokens, none of them accepted ones (a
+    /// rejection, or a tree's walk stepping back to a node's parent): `ahead` goes
+    /// back to the longest hash within `len` that the `trail` keeps, else to `settled`.
+    /// The trail lies within `ahead_len`, so when `ahead` is within `len` it is too.
     #[inline]
     pub(super) fn truncate(&mut self, len: usize) {
         if self.ahead_len > len {
-            (self.ahead, self.ahead_len) = (self.settled, self.settled_len);
-        }
-    }
-
-    /// `truncate` on a tree's walk, stepping back to a node's parent: back to the
-    /// longest hash the `trail` keeps within `len`.
-    pub(super) fn step_back(&mut self, len: usize) {
-        while self.trail.last().is_some_and(|&(at, _)| at > len) {
-            self.trail.pop();
-        }
-        if self.ahead_len > len {
+            while self.trail.last().is_some_and(|&(at, _)| at > len) {
+                self.trail.pop();
+            }
             (self.ahead, self.ahead_len) =
                 self.trail.last().map_or((self.settled, self.settled_len), |&(at, h)| (h, at));
         }

@@ -205,7 +205,7 @@ impl Window {
         self.saved.truncate(self.saved_within(undecided));
         self.undecided = undecided;
         self.tokens.truncate(len);
-        self.keys.step_back(len);
+        self.keys.truncate(len);
         self.text.truncate(self.tokens.last().map_or(0, |t| t.text_end as usize));
     }
 
