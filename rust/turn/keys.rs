@@ -207,28 +207,33 @@ impl CommitHasher {
     /// than through `write_le`'s bookkeeping per token.
     pub(crate) fn absorb_all<'a>(&mut self, tokens: impl Iterator<Item = Drafted<'a>>) {
         let mut h = *self;
-        // Bytes not yet compressed, little-endian: at most 7 + 5 of them.
-        let (mut pending, mut filled) = (u128::from(h.tail), u32::from(h.ntail));
+        // Bytes not yet compressed, little-endian: `filled` (at most 7) of them. All in
+        // u64: a variable u128 shift per token cost more than the packing itself.
+        let (mut pending, mut filled) = (h.tail, u32::from(h.ntail));
         for t in tokens {
             match t {
                 Drafted::Id(id) => {
-                    pending |= u128::from(u64::from(TAG_ID) | u64::from(id) << 8) << (8 * filled);
-                    filled += 5;
+                    let x = u64::from(TAG_ID) | u64::from(id) << 8;
+                    // The bits shifted out are the ones the next word starts with.
+                    pending |= x << (8 * filled);
                     h.len = h.len.wrapping_add(5);
-                    if filled >= 8 {
-                        h.compress(pending as u64);
-                        pending >>= 64;
-                        filled -= 8;
+                    if filled >= 3 {
+                        h.compress(pending);
+                        // 8 - filled is 1 to 5: the bytes of x that went into the word.
+                        pending = x >> (8 * (8 - filled));
+                        filled -= 3;
+                    } else {
+                        filled += 5;
                     }
                 }
                 Drafted::Piece(piece) => {
-                    (h.tail, h.ntail) = (pending as u64, filled as u8);
+                    (h.tail, h.ntail) = (pending, filled as u8);
                     h.absorb_piece(piece);
-                    (pending, filled) = (u128::from(h.tail), u32::from(h.ntail));
+                    (pending, filled) = (h.tail, u32::from(h.ntail));
                 }
             }
         }
-        (h.tail, h.ntail) = (pending as u64, filled as u8);
+        (h.tail, h.ntail) = (pending, filled as u8);
         *self = h;
     }
 
