@@ -67,11 +67,11 @@ impl Delimiters {
         self.depths.get(cursor.0.as_usize()).copied().flatten().map_or(0, usize::from)
     }
 
-    /// Whether stepping through `bytes` from `cursor` leaves it where it is and
-    /// matches nothing: it is at rest and no byte begins a delimiter.
+    /// The bytes that leave `cursor` where it is and match nothing, when it is at
+    /// rest: a run of them begins no delimiter.
     #[inline]
-    pub(super) fn passes_over(&self, cursor: Cursor, bytes: &[u8]) -> bool {
-        cursor.0 == self.start && bytes.iter().all(|&b| self.rests[usize::from(b)])
+    pub(super) fn rests_at(&self, cursor: Cursor) -> Option<&[bool; 256]> {
+        (cursor.0 == self.start).then_some(&self.rests)
     }
 
     /// The bytes on which the start state stays the start state and matches nothing.
@@ -148,12 +148,13 @@ mod tests {
     #[test]
     fn bytes_that_begin_no_delimiter_pass_over_a_cursor_at_rest() {
         let d = Delimiters::new(&["<tool_call>", "[TOOL"]);
-        assert!(d.passes_over(d.start(), b"plain text, 42 {}"));
-        assert!(!d.passes_over(d.start(), b"a <"));
-        assert!(!d.passes_over(d.start(), b"["));
+        let passes = |c: Cursor, bytes: &[u8]| d.rests_at(c).is_some_and(|r| bytes.iter().all(|&b| r[usize::from(b)]));
+        assert!(passes(d.start(), b"plain text, 42 {}"));
+        assert!(!passes(d.start(), b"a <"));
+        assert!(!passes(d.start(), b"["));
         let mut c = d.start();
         d.step(&mut c, b'<');
-        assert!(!d.passes_over(c, b"x"), "mid-delimiter is not at rest");
+        assert!(!passes(c, b"x"), "mid-delimiter is not at rest");
     }
 
     #[test]

@@ -74,10 +74,10 @@ impl Matcher {
         self.delimiters.start()
     }
 
-    /// Whether stepping through `bytes` from `cursor` would change nothing.
+    /// The bytes that leave `cursor` where it is and match nothing, if it is at rest.
     #[inline]
-    pub(super) fn passes_over(&self, cursor: Cursor, bytes: &[u8]) -> bool {
-        self.delimiters.passes_over(cursor, bytes)
+    pub(super) fn rests_at(&self, cursor: Cursor) -> Option<&[bool; 256]> {
+        self.delimiters.rests_at(cursor)
     }
 
     /// How many of the last bytes read may still begin a delimiter.

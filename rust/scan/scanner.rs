@@ -117,6 +117,18 @@ pub(crate) struct Scanner {
     quiet: [[bool; 256]; 2],
 }
 
+/// `Scanner::resting` of a mode with no delimiters to look for.
+static EVERY_BYTE: [bool; 256] = [true; 256];
+
+impl TokenRole {
+    /// Text, given as a piece or by id: its bytes are scanned, it is no delimiter token.
+    #[inline]
+    #[must_use]
+    pub(crate) fn is_text(self) -> bool {
+        !matches!(self, TokenRole::Delimiter(_))
+    }
+}
+
 impl Scanner {
     #[must_use]
     pub(crate) fn new(spec: FormatSpec, schemas: Schemas, max_block_bytes: usize) -> Self {
@@ -220,8 +232,7 @@ impl Scanner {
     ) -> bool {
         // Most prose tokens change nothing: decided here, inlined into the caller's
         // loop, instead of in a call to the whole scanner per token.
-        let quiet = !state.awaiting_confirmation && !matches!(role, TokenRole::Delimiter(_));
-        if quiet {
+        if !state.awaiting_confirmation && role.is_text() {
             if self.passes_over(state, &text[token.clone()]) {
                 return false;
             }
@@ -351,10 +362,24 @@ impl Scanner {
     /// table lookup per byte instead of a walk of the automaton.
     #[inline]
     fn passes_over(&self, state: &ScanState, bytes: &[u8]) -> bool {
+        self.resting(state).is_some_and(|rests| bytes.iter().all(|&b| rests[usize::from(b)]))
+    }
+
+    /// The bytes that change nothing from `state` (`passes_over`), when it rests
+    /// between blocks with nothing to settle: a text token of only such bytes leaves
+    /// it as it is. A draft asks once and tests token after token against the table
+    /// until one does not pass (`Turn::draft_checked`).
+    #[inline]
+    pub(crate) fn resting(&self, state: &ScanState) -> Option<&[bool; 256]> {
         let anchored = state.armed && state.mode == Mode::Outside && self.spec.anchor.is_some();
-        matches!(state.mode, Mode::Outside | Mode::Section | Mode::Reasoning)
-            && !anchored
-            && self.matcher(state.mode).is_none_or(|m| m.passes_over(state.cursor, bytes))
+        if state.awaiting_confirmation || anchored || !matches!(state.mode, Mode::Outside | Mode::Section | Mode::Reasoning)
+        {
+            return None;
+        }
+        match self.matcher(state.mode) {
+            None => Some(&EVERY_BYTE),
+            Some(m) => m.rests_at(state.cursor),
+        }
     }
 
     /// A special token acting as a whole delimiter; false when it means nothing in

@@ -358,13 +358,22 @@ impl Turn {
         self.early.start(self.window.text().len());
         let (setup, mut live) = self.split(Drafting::Undecided);
         let mut cp = live.window.last();
+        let mut resting = live.resting(&cp);
         for t in tokens {
             let Ok(r) = setup.resolve(t) else {
                 debug_assert!(false, "draft of an unchecked token");
                 continue;
             };
             let ledger_at = live.ledger.append(r.drafted(), r.bytes.len());
+            // Most prose: the state rests, and a text token of resting bytes leaves it so.
+            // Tested against the table asked for once, not through the scanner's dispatch.
+            if resting.is_some_and(|rests| r.role.is_text() && r.bytes.iter().all(|&b| rests[usize::from(b)])) {
+                live.window.append(r.bytes, ledger_at);
+                live.window.save_unchanged();
+                continue;
+            }
             live.step_and_save(r, ledger_at, &mut cp, out);
+            resting = live.resting(&cp);
         }
     }
 
@@ -570,12 +579,22 @@ struct Live<'t> {
     early: Option<&'t mut EarlyReads>,
 }
 
-impl Live<'_> {
+impl<'t> Live<'t> {
     /// Scans a token already in the ledger at `ledger_at` onto the live stream as
     /// undecided, from the state after the last live token.
     fn advance(&mut self, r: Resolved<'_>, ledger_at: usize, out: &mut Vec<Outcome>) {
         let mut cp = self.window.last();
         self.step_and_save(r, ledger_at, &mut cp, out);
+    }
+
+    /// The bytes a text token may hold and change nothing after `cp` (`Scanner::resting`):
+    /// none right after a token that ended calls, whose state is saved with its count.
+    #[inline]
+    fn resting(&self, cp: &Checkpoint) -> Option<&'t [bool; 256]> {
+        if cp.ends != 0 {
+            return None;
+        }
+        self.scanner.resting(&cp.scan)
     }
 
     /// `step` from `cp`, the state after the last live token (`window.last()`),
