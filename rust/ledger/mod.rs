@@ -2,9 +2,9 @@
 //! decision. Rejected tokens stay here (off the live stream) for audit. The
 //! ledger owns the undecided window: its length is asked of the ledger alone.
 
-mod bitset;
+mod decisions;
 
-use bitset::BitSet;
+use decisions::Decisions;
 
 use crate::error::CoreError;
 use std::ops::Range;
@@ -34,10 +34,9 @@ struct TokenRecord {
 
 const BY_ID: u32 = u32::MAX;
 
-/// Per-token records and states. The undecided tokens are always a suffix
-/// (the undecided window), so a decision is two range updates on the bitsets.
-/// The bitsets cover the decided tokens only: a decision grows them, so
-/// drafting a token touches neither.
+/// Per-token records and decisions. The undecided tokens are always a suffix
+/// (the undecided window): the decisions cover the tokens before it, so
+/// drafting a token touches them not at all, and a decision appends a run or two.
 #[derive(Debug, Default)]
 pub struct Ledger {
     /// The pieces of tokens given as text.
@@ -45,9 +44,7 @@ pub struct Ledger {
     tokens: Vec<TokenRecord>,
     /// Bytes of every token drafted, by id or as text.
     drafted_bytes: u64,
-    accepted: BitSet,
-    rejected: BitSet,
-    undecided_start: usize,
+    decisions: Decisions,
 }
 
 impl Ledger {
@@ -76,7 +73,7 @@ impl Ledger {
     /// Number of undecided tokens: the current draft window.
     #[must_use]
     pub fn undecided(&self) -> usize {
-        self.len() - self.undecided_start
+        self.len() - self.decisions.len()
     }
 
     /// Appends an undecided token of `len` bytes and returns its ledger position.
@@ -101,9 +98,7 @@ impl Ledger {
     pub(crate) fn append_accepted(&mut self, token: Drafted<'_>, len: usize) -> usize {
         debug_assert_eq!(self.undecided(), 0, "an accepted token after undecided ones");
         let i = self.append(token, len);
-        self.cover_window();
-        self.accepted.set(i);
-        self.undecided_start = self.len();
+        self.decisions.extend(i + 1, true);
         i
     }
 
@@ -121,12 +116,10 @@ impl Ledger {
     /// ## Panics
     /// If `n` is more than are undecided: `check_decision` first.
     pub(crate) fn decide(&mut self, n: usize) {
-        let split = self.undecided_start + n;
+        let split = self.decisions.len() + n;
         assert!(split <= self.len(), "decide({n}) with {} undecided", self.undecided());
-        self.cover_window();
-        self.accepted.set_range(self.undecided_start..split);
-        self.rejected.set_range(split..self.len());
-        self.undecided_start = self.len();
+        self.decisions.extend(split, true);
+        self.decisions.extend(self.len(), false);
     }
 
     /// Accepts the undecided tokens at `accepted` (ledger positions) and rejects
@@ -135,32 +128,25 @@ impl Ledger {
     /// ## Panics
     /// If a position is not undecided: the turn passes its checked path.
     pub(crate) fn decide_only(&mut self, accepted: impl Iterator<Item = usize>) {
-        let window = self.undecided_start..self.len();
-        self.cover_window();
-        self.rejected.set_range(window.clone());
+        let window = self.decisions.len()..self.len();
+        let mut accepted: Vec<usize> = accepted.collect();
+        accepted.sort_unstable();
+        accepted.dedup();
         for i in accepted {
             assert!(window.contains(&i), "decide_only: {i} is not undecided");
-            self.rejected.clear(i);
-            self.accepted.set(i);
+            self.decisions.extend(i, false);
+            self.decisions.extend(i + 1, true);
         }
-        self.undecided_start = self.len();
+        self.decisions.extend(self.len(), false);
     }
 
-    /// Grows the bitsets over the undecided window, about to be decided.
-    fn cover_window(&mut self) {
-        self.accepted.grow(self.len());
-        self.rejected.grow(self.len());
-    }
-
-    /// Past the bitsets' end a token is undecided: neither bit is set.
+    /// Past the decided tokens a token is undecided.
     #[must_use]
     pub fn state(&self, i: usize) -> TokenState {
-        if self.accepted.get(i) {
-            TokenState::Accepted
-        } else if self.rejected.get(i) {
-            TokenState::Rejected
-        } else {
-            TokenState::Undecided
+        match self.decisions.get(i) {
+            Some(true) => TokenState::Accepted,
+            Some(false) => TokenState::Rejected,
+            None => TokenState::Undecided,
         }
     }
 
@@ -179,30 +165,19 @@ impl Ledger {
     /// has `live_tokens` tokens on the live stream is accepted whole: nothing in
     /// its span is undecided and exactly its own tokens are accepted (any
     /// rejected tokens inside the span are drafts the block was rebuilt past).
-    /// Word-at-a-time over both bitsets.
+    /// Costs the decisions' runs over the span: two per step it reaches over at most.
     #[must_use]
     pub fn is_accepted_whole(&self, span: Range<usize>, live_tokens: usize) -> bool {
-        if span.is_empty() || span.end > self.len() {
+        if span.is_empty() || span.end > self.decisions.len() {
             return false;
         }
-        let accepted = self.accepted.count_ones(span.clone());
-        let rejected = self.rejected.count_ones(span.clone());
-        accepted == live_tokens && accepted + rejected == span.len() && self.accepted.get(span.end - 1)
+        self.decisions.get(span.end - 1) == Some(true) && self.decisions.accepted_in(span) == live_tokens
     }
 
     /// Maximal runs of rejected tokens, for audit.
     #[must_use]
     pub fn rejected_runs(&self) -> Vec<Range<usize>> {
-        let mut runs: Vec<Range<usize>> = Vec::new();
-        for i in 0..self.len() {
-            if self.rejected.get(i) {
-                match runs.last_mut() {
-                    Some(r) if r.end == i => r.end = i + 1,
-                    _ => runs.push(i..i + 1),
-                }
-            }
-        }
-        runs
+        self.decisions.rejected()
     }
 }
 

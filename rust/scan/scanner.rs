@@ -372,7 +372,9 @@ impl Scanner {
     #[inline]
     pub(crate) fn resting(&self, state: &ScanState) -> Option<&[bool; 256]> {
         let anchored = state.armed && state.mode == Mode::Outside && self.spec.anchor.is_some();
-        if state.awaiting_confirmation || anchored || !matches!(state.mode, Mode::Outside | Mode::Section | Mode::Reasoning)
+        if state.awaiting_confirmation
+            || anchored
+            || !matches!(state.mode, Mode::Outside | Mode::Section | Mode::Reasoning)
         {
             return None;
         }
