@@ -2,9 +2,9 @@
 //! decision. Rejected tokens stay here (off the live stream) for audit. The
 //! ledger owns the undecided window: its length is asked of the ledger alone.
 
-mod decisions;
+mod bitset;
 
-use decisions::Decisions;
+use bitset::BitSet;
 
 use crate::error::CoreError;
 use std::ops::Range;
@@ -34,9 +34,10 @@ struct TokenRecord {
 
 const BY_ID: u32 = u32::MAX;
 
-/// Per-token records and decisions. The undecided tokens are always a suffix
-/// (the undecided window): the decisions cover the tokens before it, so
-/// drafting a token touches them not at all, and a decision appends a run or two.
+/// Per-token records and states. The undecided tokens are always a suffix
+/// (the undecided window), so a decision is two range updates on the bitsets.
+/// The bitsets cover the decided tokens only: a decision grows them, so
+/// drafting a token touches neither.
 #[derive(Debug, Default)]
 pub struct Ledger {
     /// The pieces of tokens given as text.
@@ -44,7 +45,9 @@ pub struct Ledger {
     tokens: Vec<TokenRecord>,
     /// Bytes of every token drafted, by id or as text.
     drafted_bytes: u64,
-    decisions: Decisions,
+    accepted: BitSet,
+    rejected: BitSet,
+    undecided_start: usize,
 }
 
 impl Ledger {
@@ -73,7 +76,7 @@ impl Ledger {
     /// Number of undecided tokens: the current draft window.
     #[must_use]
     pub fn undecided(&self) -> usize {
-        self.len() - self.decisions.len()
+        self.len() - self.undecided_start
     }
 
     /// Appends an undecided token of `len` bytes and returns its ledger position.
@@ -98,7 +101,9 @@ impl Ledger {
     pub(crate) fn append_accepted(&mut self, token: Drafted<'_>, len: usize) -> usize {
         debug_assert_eq!(self.undecided(), 0, "an accepted token after undecided ones");
         let i = self.append(token, len);
-        self.decisions.extend(i + 1, true);
+        self.cover_window();
+        self.accepted.set(i);
+        self.undecided_start = self.len();
         i
     }
 
@@ -116,10 +121,12 @@ impl Ledger {
     /// ## Panics
     /// If `n` is more than are undecided: `check_decision` first.
     pub(crate) fn decide(&mut self, n: usize) {
-        let split = self.decisions.len() + n;
+        let split = self.undecided_start + n;
         assert!(split <= self.len(), "decide({n}) with {} undecided", self.undecided());
-        self.decisions.extend(split, true);
-        self.decisions.extend(self.len(), false);
+        self.cover_window();
+        self.accepted.set_range(self.undecided_start..split);
+        self.rejected.set_range(split..self.len());
+        self.undecided_start = self.len();
     }
 
     /// Accepts the undecided tokens at `accepted` (ledger positions) and rejects
@@ -128,25 +135,32 @@ impl Ledger {
     /// ## Panics
     /// If a position is not undecided: the turn passes its checked path.
     pub(crate) fn decide_only(&mut self, accepted: impl Iterator<Item = usize>) {
-        let window = self.decisions.len()..self.len();
-        let mut accepted: Vec<usize> = accepted.collect();
-        accepted.sort_unstable();
-        accepted.dedup();
+        let window = self.undecided_start..self.len();
+        self.cover_window();
+        self.rejected.set_range(window.clone());
         for i in accepted {
             assert!(window.contains(&i), "decide_only: {i} is not undecided");
-            self.decisions.extend(i, false);
-            self.decisions.extend(i + 1, true);
+            self.rejected.clear(i);
+            self.accepted.set(i);
         }
-        self.decisions.extend(self.len(), false);
+        self.undecided_start = self.len();
     }
 
-    /// Past the decided tokens a token is undecided.
+    /// Grows the bitsets over the undecided window, about to be decided.
+    fn cover_window(&mut self) {
+        self.accepted.grow(self.len());
+        self.rejected.grow(self.len());
+    }
+
+    /// Past the bitsets' end a token is undecided: neither bit is set.
     #[must_use]
     pub fn state(&self, i: usize) -> TokenState {
-        match self.decisions.get(i) {
-            Some(true) => TokenState::Accepted,
-            Some(false) => TokenState::Rejected,
-            None => TokenState::Undecided,
+        if self.accepted.get(i) {
+            TokenState::Accepted
+        } else if self.rejected.get(i) {
+            TokenState::Rejected
+        } else {
+            TokenState::Undecided
         }
     }
 
@@ -165,19 +179,30 @@ impl Ledger {
     /// has `live_tokens` tokens on the live stream is accepted whole: nothing in
     /// its span is undecided and exactly its own tokens are accepted (any
     /// rejected tokens inside the span are drafts the block was rebuilt past).
-    /// Costs the decisions' runs over the span: two per step it reaches over at most.
+    /// Word-at-a-time over both bitsets.
     #[must_use]
     pub fn is_accepted_whole(&self, span: Range<usize>, live_tokens: usize) -> bool {
-        if span.is_empty() || span.end > self.decisions.len() {
+        if span.is_empty() || span.end > self.len() {
             return false;
         }
-        self.decisions.get(span.end - 1) == Some(true) && self.decisions.accepted_in(span) == live_tokens
+        let accepted = self.accepted.count_ones(span.clone());
+        let rejected = self.rejected.count_ones(span.clone());
+        accepted == live_tokens && accepted + rejected == span.len() && self.accepted.get(span.end - 1)
     }
 
     /// Maximal runs of rejected tokens, for audit.
     #[must_use]
     pub fn rejected_runs(&self) -> Vec<Range<usize>> {
-        self.decisions.rejected()
+        let mut runs: Vec<Range<usize>> = Vec::new();
+        for i in 0..self.len() {
+            if self.rejected.get(i) {
+                match runs.last_mut() {
+                    Some(r) if r.end == i => r.end = i + 1,
+                    _ => runs.push(i..i + 1),
+                }
+            }
+        }
+        runs
     }
 }
 
