@@ -20,7 +20,7 @@ pub(crate) use call::Call;
 pub(crate) use lexer::{InString, JsonStrings};
 pub(crate) use malformed::{Malformed, MalformedKind};
 pub(crate) use matcher::Role;
-pub(crate) use scanner::{BlockBody, ScanEvent, ScanState, Scanner, TextClass, TokenRole};
+pub(crate) use scanner::{rests_on, BlockBody, ScanEvent, ScanState, Scanner, TextClass, TokenRole};
 pub(crate) use spec::Body;
 pub use spec::{FormatSpec, Reasoning};
 

@@ -117,6 +117,12 @@ pub(crate) struct Scanner {
     quiet: [[bool; 256]; 2],
 }
 
+/// Whether every byte of `bytes` is one `rests` (a `Scanner::resting` table) keeps at rest.
+#[inline]
+pub(crate) fn rests_on(rests: &[bool; 256], bytes: &[u8]) -> bool {
+    bytes.iter().all(|&b| rests[usize::from(b)])
+}
+
 /// `Scanner::resting` of a mode with no delimiters to look for.
 static EVERY_BYTE: [bool; 256] = [true; 256];
 
@@ -362,7 +368,7 @@ impl Scanner {
     /// table lookup per byte instead of a walk of the automaton.
     #[inline]
     fn passes_over(&self, state: &ScanState, bytes: &[u8]) -> bool {
-        self.resting(state).is_some_and(|rests| bytes.iter().all(|&b| rests[usize::from(b)]))
+        self.resting(state).is_some_and(|rests| rests_on(rests, bytes))
     }
 
     /// The bytes that change nothing from `state` (`passes_over`), when it rests

@@ -30,7 +30,7 @@ pub use stream::{tool_call_id_prefix, Released, ToolCallDelta};
 
 use crate::error::CoreError;
 use crate::ledger::{Ledger, TokenState};
-use crate::scan::{BlockBody, FormatSpec, ScanEvent, ScanState, Scanner, Schemas};
+use crate::scan::{rests_on, BlockBody, FormatSpec, ScanEvent, ScanState, Scanner, Schemas};
 use crate::vocab::{Vocab, VocabBuilder};
 use blocks::{BlockTable, First, Unread};
 use setup::Resolved;
@@ -367,7 +367,7 @@ impl Turn {
             let ledger_at = live.ledger.append(r.drafted(), r.bytes.len());
             // Most prose: the state rests, and a text token of resting bytes leaves it so.
             // Tested against the table asked for once, not through the scanner's dispatch.
-            if resting.is_some_and(|rests| r.role.is_text() && r.bytes.iter().all(|&b| rests[usize::from(b)])) {
+            if resting.is_some_and(|rests| r.role.is_text() && rests_on(rests, r.bytes)) {
                 live.window.append(r.bytes, ledger_at);
                 live.window.save_unchanged();
                 continue;
