@@ -80,3 +80,25 @@ def test_duplicates_and_divergent_arguments() -> None:
     assert kinds(report) == ["duplicate"]
     changed = {**acc("k1", "w"), "arguments": {"n": 2}}
     assert kinds(inert.reconcile(log[:1], [changed])) == ["key_divergence"]
+
+
+def test_a_key_reused_by_every_call_is_reconciled_in_linear_work() -> None:
+    """A stack that keys every call on its turn alone puts n dispatches under one key;
+    each accepted call must not rescan them (it did: n**2 reads, seconds at a few thousand)."""
+    reads = 0
+
+    class Counted(inert.DispatchRecord):
+        @property
+        def executed_effect(self) -> bool:
+            nonlocal reads
+            reads += 1
+            return bool(super().executed_effect)
+
+    n = 300
+    log = [
+        Counted("k", "w", {"i": i}, inert.EffectClass.WRITE, inert.Footprint(None, None), (i, i + 1), False, i, i + 0.5)
+        for i in range(n)
+    ]
+    report = inert.reconcile(log, [inert.AcceptedCall("k", "w", {"i": n - 1}, (i, i + 1)) for i in range(n)])
+    assert kinds(report).count("duplicate") == n
+    assert reads <= 3 * n, f"{reads} reads of the dispatch log for {n} calls"

@@ -3,6 +3,7 @@ by the one commit key both sides compute."""
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
@@ -185,9 +186,12 @@ def reconcile(
         "AcceptedCall (or a dict with commit_key, name, arguments, span)",
     )
     report = Report(dispatch_log=log, accepted=accepted)
-    by_key: dict[str, list[DispatchRecord]] = {}
+    by_key: dict[str, _KeyRecords] = {}
     for r in log:
-        by_key.setdefault(r.commit_key, []).append(r)
+        if (records := by_key.get(r.commit_key)) is None:
+            by_key[r.commit_key] = _KeyRecords(r)
+        else:
+            records.add(r)
     accepted_keys = {a.commit_key for a in accepted}
 
     # An effect that ran under an accepted key is that call's effect (see duplicates below).
@@ -225,8 +229,8 @@ def reconcile(
 
     ran: list[tuple[AcceptedCall, DispatchRecord]] = []
     for a in accepted:
-        records = by_key.get(a.commit_key, [])
-        if not records:
+        records = by_key.get(a.commit_key)
+        if records is None:
             source = moved.get(id(a))
             if source is not None:
                 report.violations.append(
@@ -252,18 +256,15 @@ def reconcile(
                     )
                 )
             continue
-        # The dispatch that counts: the last one not discarded (rejected tokens drafted again recur a key).
-        live = [x for x in records if not x.discarded] or records
-        r0 = live[-1]
-        executed = [x for x in records if not x.replayed and x.executed_effect]
-        if len(executed) > 1:
+        r0 = records.counted
+        if records.executed > 1:
             report.violations.append(
                 Violation(
                     "duplicate",
                     a.name,
                     a.span,
                     a.commit_key,
-                    f"{r0.effect.value} tool {a.name!r} at tokens {a.span} ran {len(executed)} times under key "
+                    f"{r0.effect.value} tool {a.name!r} at tokens {a.span} ran {records.executed} times under key "
                     f"{a.commit_key}",
                 )
             )
@@ -301,6 +302,33 @@ def reconcile(
     return report
 
 
+class _KeyRecords:
+    """What reconciliation asks of the dispatches under one key, kept as they are
+    added: a stack that reuses one key for every call must not make each accepted
+    call rescan all of them."""
+
+    __slots__ = ("executed", "last", "last_live")
+
+    def __init__(self, first: DispatchRecord) -> None:
+        self.last = first
+        self.last_live: DispatchRecord | None = None
+        self.executed = 0
+        self.add(first)
+
+    def add(self, r: DispatchRecord) -> None:
+        self.last = r
+        if not r.discarded:
+            self.last_live = r
+        if not r.replayed and r.executed_effect:
+            self.executed += 1
+
+    @property
+    def counted(self) -> DispatchRecord:
+        """The dispatch that counts: the last one not discarded (rejected tokens drafted
+        again recur a key), else the last."""
+        return self.last if self.last_live is None else self.last_live
+
+
 _Entry = TypeVar("_Entry")
 
 
@@ -331,12 +359,12 @@ def _same_call_under_two_keys(orphans: list[DispatchRecord], missed: list[Accept
     """Pairs an orphaned effect with a never-dispatched accepted call that is the same
     call (tool and arguments): it ran under one key and was accepted under another,
     so a reconciliation keyed on either cannot see it. Returns id(accepted) -> record."""
-    waiting: dict[tuple[str, str], list[AcceptedCall]] = {}
+    waiting: dict[tuple[str, str], deque[AcceptedCall]] = {}
     for a in missed:
-        waiting.setdefault((a.name, canonical_arguments(a.arguments)), []).append(a)
+        waiting.setdefault((a.name, canonical_arguments(a.arguments)), deque()).append(a)
     pairs: dict[int, DispatchRecord] = {}
     for r in orphans:
         candidates = waiting.get((r.name, canonical_arguments(r.arguments)))
         if candidates:
-            pairs[id(candidates.pop(0))] = r
+            pairs[id(candidates.popleft())] = r
     return pairs
