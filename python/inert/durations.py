@@ -27,8 +27,12 @@ def seconds(
     """
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise InertTypeError(f"{name} must be a number of seconds, not {type(value).__name__} {value!r}")
-    v = float(value)
+    try:
+        v = float(value)
+    except OverflowError:  # an int past a float's range (TOML and JSON ints have no limit): beyond any finite one
+        v = math.inf if value > 0 else -math.inf
     if not (v >= 0 if zero_ok else v > 0) or (finite and not math.isfinite(v)):
         wanted = ("non-negative" if zero_ok else "positive") + (", finite" if finite else "")
-        raise error(f"{name} must be a {wanted} number of seconds, not {value!r}")
+        shown = repr(value) if len(repr(value)) <= 40 else f"an integer of {len(str(abs(value)))} digits"
+        raise error(f"{name} must be a {wanted} number of seconds, not {shown}")
     return v

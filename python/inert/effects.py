@@ -14,7 +14,7 @@ from os import PathLike
 from typing import Any
 
 from .durations import seconds
-from .errors import EffectTableError, InertTypeError
+from .errors import EffectTableError, InertTypeError, closest_name
 
 __all__ = ["EffectClass", "EffectTable", "Footprint", "FootprintFn", "ToolSpec"]
 
@@ -385,7 +385,8 @@ class EffectTable:
 
         Raises:
             InertTypeError: ``path`` is not a str or path (an int would be read as an open file descriptor).
-            EffectTableError: the file is not TOML, or its ``tools`` is not a table, or a bad entry.
+            EffectTableError: the file is not TOML, or its ``tools`` is not a table, or a bad entry, or
+                a key it does not know (a misspelling is refused, never skipped).
             OSError: the file cannot be read (``FileNotFoundError`` when there is none).
         """
         if not isinstance(path, (str, PathLike)):
@@ -395,12 +396,16 @@ class EffectTable:
                 doc = tomllib.load(f)
             except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
                 raise EffectTableError(f"{path}: not a TOML effect table: {e}") from None
+        # A misspelled key is refused, never skipped: `speculat = false` would leave a read
+        # speculating, and `[tool]` for `[tools]` would make every tool a write, without a word.
+        _known_keys(doc, _TABLE_KEYS, f"{path}")
         tools = doc.get("tools", {})
         if not isinstance(tools, dict):
             raise EffectTableError(f"{path}: tools must be a table of tool names, got {type(tools).__name__}")
         mapping: dict[str, EffectLike] = {}
         for name, entry in tools.items():
             if isinstance(entry, dict):
+                _known_keys(entry, _TOOL_KEYS, f"{path}: [tools.{name}]")
                 mapping[name] = ToolSpec(
                     entry.get("effect", EffectClass.WRITE),
                     entry.get("reads"),
@@ -412,3 +417,16 @@ class EffectTable:
             else:
                 mapping[name] = entry
         return cls(mapping, default=doc.get("default", EffectClass.WRITE))
+
+
+_TABLE_KEYS = ("default", "tools")
+_TOOL_KEYS = ("effect", "reads", "writes", "speculate", "timeout", "max_concurrency")
+
+
+def _known_keys(table: dict[str, Any], known: tuple[str, ...], where: str) -> None:
+    """Refuses a key of an effect table's TOML that it does not know, naming the likely one."""
+    for key in table:
+        if key not in known:
+            close = closest_name(key, list(known))
+            hint = f"did you mean {close!r}? " if close else ""
+            raise EffectTableError(f"{where}: unknown key {key!r}; {hint}the keys are {', '.join(known)}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -9,7 +10,7 @@ from typing import Any
 import pytest
 
 import inert
-from inert import EffectClass, EffectTable, Footprint, ToolSpec
+from inert import EffectClass, EffectTable, EffectTableError, Footprint, ToolSpec
 from tools import block, finish_within
 
 
@@ -93,6 +94,31 @@ def test_from_toml(tmp_path: Path) -> None:
     assert t.spec("rm").footprint({"path": "/x"}).writes == frozenset({"/x"})
 
 
+@pytest.mark.parametrize(
+    ("text", "named"),
+    [
+        (
+            '[tools.search]\neffect = "read_only"\nspeculat = false\n',
+            "[tools.search]: unknown key 'speculat'; did you mean 'speculate'?",
+        ),
+        (
+            '[tools.db]\neffect = "write"\nmax_concurency = 1\n',
+            "unknown key 'max_concurency'; did you mean 'max_concurrency'?",
+        ),
+        ('[tool]\nsearch = "read_only"\n', "unknown key 'tool'; did you mean 'tools'?"),
+        ('defaults = "read_only"\n', "unknown key 'defaults'; did you mean 'default'?"),
+    ],
+    ids=["tool-key", "limit", "tools-table", "default"],
+)
+def test_from_toml_refuses_a_misspelled_key(tmp_path: Path, text: str, named: str) -> None:
+    """A misspelled safety setting was skipped without a word: the read kept speculating,
+    the tool kept no limit, or every tool became a write."""
+    path = tmp_path / "effects.toml"
+    path.write_text(text)
+    with pytest.raises(EffectTableError, match=re.escape(named)):
+        EffectTable.from_toml(path)
+
+
 def test_from_mcp_untrusted_hints_never_weaken_safety() -> None:
     tools = [
         {"name": "put", "annotations": {"idempotentHint": True}},
@@ -163,12 +189,24 @@ def test_a_table_built_from_another_copies_its_entries() -> None:
     assert copy.items() == table.items() and copy.classify("get") is EffectClass.READ_ONLY
 
 
-@pytest.mark.parametrize("timeout", [float("nan"), float("inf"), -1.0, 0])
+@pytest.mark.parametrize("timeout", [float("nan"), float("inf"), -1.0, 0, 10**400, -(10**400)])
 def test_a_tool_spec_refuses_a_timeout_that_is_not_a_positive_finite_number(timeout: float) -> None:
     """Found by a helper: NaN timed every call out at once ("within nan s"), and inf killed
     the timer thread, so no later deadline fired; ``Orchestrator(timeout=)`` refused both."""
     with pytest.raises(inert.EffectTableError, match="positive, finite"):
         ToolSpec("write", timeout=timeout)
+
+
+def test_an_integer_timeout_past_a_floats_range_is_refused_by_name(tmp_path: Path) -> None:
+    """Found by a helper: a TOML integer has no size limit, and one of 400 digits raised
+    OverflowError from float() instead of the table's own error."""
+    path = tmp_path / "effects.toml"
+    path.write_text(f'[tools.get]\neffect = "read_only"\ntimeout = {"9" * 400}\n')
+    with pytest.raises(
+        inert.EffectTableError,
+        match="timeout must be a positive, finite number of seconds, not an integer of 400 digits",
+    ):
+        EffectTable.from_toml(path)
 
 
 class _Boom(BaseException):

@@ -37,8 +37,10 @@ class Latency:
         for field, value in (("median", self.median), ("p99", self.p99)):
             if value is None and field == "p99":
                 continue
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
-                raise InertValueError(f"Latency {field} must be a finite number of seconds, at least 0, got {value!r}")
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not _finite(value) or value < 0:
+                raise InertValueError(
+                    f"Latency {field} must be a finite number of seconds, at least 0, got {value!r}"[:200]
+                )
 
     def sample(self, rng: random.Random) -> float:
         """One latency drawn from ``rng`` (the median when fixed, or when the median is 0:
@@ -129,3 +131,11 @@ class World:
         else:
             self.delete(t, name)
         return "ok"
+
+
+def _finite(value: float) -> bool:
+    """``math.isfinite``, for an int past a float's range too (false; isfinite raises)."""
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
