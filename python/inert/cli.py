@@ -15,7 +15,7 @@ from typing import Any
 from . import __version__
 from .audit import TurnAudit, audit
 from .demo import SLIP, DemoRun, demo_ok, run_demo, two_phase_ok
-from .errors import InertError, InertValueError, TraceWarning
+from .errors import InertError, TraceWarning
 from .journal import JournalEntry, init_journal, is_dsn, recover, redact
 
 COL = 52
@@ -284,13 +284,10 @@ def _recover_text(name: str) -> str:
 
 def _simulate(args: argparse.Namespace) -> int:
     from .simulate import default_workloads, depth_workloads, load_workloads, simulate
-    from .simulate.plot import plot_alpha_sweep, require_matplotlib, sweep_lines
+    from .simulate.plot import check_plot_path, plot_alpha_sweep, sweep_lines
 
     if args.plot:  # before the sweep, which takes a while: say first what is missing
-        require_matplotlib()
-        folder = os.path.dirname(os.path.abspath(args.plot))
-        if not os.path.isdir(folder):
-            raise InertValueError(f"--plot {args.plot}: no such folder {folder}")
+        check_plot_path(args.plot)
     if args.depths is not None:
         return _simulate_depths(args, load_workloads(args.workloads) if args.workloads else depth_workloads())
     workloads = load_workloads(args.workloads) if args.workloads else default_workloads()

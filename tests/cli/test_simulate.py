@@ -307,7 +307,7 @@ def test_depth_plot_draws_each_drafter_and_its_verify_step(
     assert {k: v for k, v in saved.items() if k in drawn} == drawn, "the figure draws the saving it prints"
 
 
-@pytest.mark.parametrize("median", [math.nan, math.inf, -1.0])
+@pytest.mark.parametrize("median", [math.nan, math.inf, -1.0, 10**400])
 def test_a_latency_virtual_time_cannot_run_on_is_refused(median: float) -> None:
     """Found by a helper: a NaN latency never came due, and the simulated turn ran for ever."""
     with pytest.raises(inert.InertValueError, match="finite number of seconds"):
@@ -322,3 +322,34 @@ def test_latencies_at_the_edges_sample_without_raising() -> None:
     assert inert.simulate.Latency(0.0, 1.0).sample(random.Random(1)) == 0.0
     tail = inert.simulate.Latency(0.01, 1e300)
     assert all(tail.sample(random.Random(seed)) >= 0 for seed in range(2000))
+
+
+@pytest.mark.parametrize("name", ["figure", "figure.txt"], ids=["no-extension", "unknown-format"])
+def test_a_plot_path_matplotlib_would_not_write_as_named_is_refused_before_the_sweep(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str
+) -> None:
+    """Found by a helper: `--plot figure.txt` ran the sweep, then matplotlib's ValueError ended it
+    in a traceback (exit 1, the findings code); `--plot figure` wrote figure.png and reported
+    `figure`, a file that did not exist."""
+    pytest.importorskip("matplotlib", reason="the optional plot extra (matplotlib) is not installed")
+    import inert.simulate
+
+    def no_sweep(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the sweep ran before --plot was checked")
+
+    monkeypatch.setattr(inert.simulate, "simulate", no_sweep)
+    monkeypatch.setattr(inert.simulate, "depth_workloads", no_sweep)
+    for depths in ([], ["--depths", "4"]):
+        assert main(["simulate", "--seeds", "2", *depths, "--plot", str(tmp_path / name)]) == 2
+        out, err = capsys.readouterr()
+        assert out == "" and len(err.strip().splitlines()) == 1 and "name it .png, .svg or .pdf" in err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_workload_number_past_a_floats_range_is_refused_by_name(tmp_path: Path) -> None:
+    """Found by a helper: TOML integers have no size limit, and a 400-digit one raised
+    OverflowError (a traceback from the CLI) instead of naming the field."""
+    path = tmp_path / "w.toml"
+    path.write_text(f"[agents.a]\ntranscript = 'hi'\n[agents.a.tools.get]\nkind = \"read\"\nmedian_s = {'9' * 400}\n")
+    with pytest.raises(inert.InertValueError, match=r"agents\.a\.tools\.get\.median_s: must be a number .* 400 digits"):
+        load_workloads(path)

@@ -7,12 +7,12 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from ..errors import InertError
+from ..errors import InertError, InertValueError
 from .depth import DepthPoint
 from .sweep import POLICIES, Summary, alpha_sweep
 from .workloads import Workload
 
-__all__ = ["ALPHAS", "plot_alpha_sweep", "plot_depth_sweep", "require_matplotlib", "sweep_lines"]
+__all__ = ["ALPHAS", "check_plot_path", "plot_alpha_sweep", "plot_depth_sweep", "require_matplotlib", "sweep_lines"]
 
 ALPHAS = [round(0.5 + 0.05 * i, 2) for i in range(10)]
 """The acceptance rates the figure sweeps."""
@@ -55,6 +55,27 @@ def require_matplotlib() -> Any:
     except ImportError:
         raise InertError("--plot needs matplotlib: pip install 'inert[plot]'") from None
     return plt
+
+
+def check_plot_path(path: str) -> None:
+    """Refuses a figure path matplotlib would not write as given, before any sweep runs:
+    a missing folder, no extension (matplotlib would add ``.png``, and the path reported
+    would name no file), or a format it cannot write.
+
+    Raises:
+        InertError: matplotlib is not installed.
+        InertValueError: the path cannot take the figure.
+    """
+    plt = require_matplotlib()
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise InertValueError(f"--plot {path}: no such folder {folder}")
+    formats = plt.figure().canvas.get_supported_filetypes()
+    plt.close("all")
+    ext = os.path.splitext(path)[1].lstrip(".").lower()
+    if ext not in formats:
+        said = f"a .{ext} figure is not a format matplotlib writes" if ext else "the file name has no extension"
+        raise InertValueError(f"--plot {path}: {said}; name it .png, .svg or .pdf ({', '.join(sorted(formats))})")
 
 
 def plot_alpha_sweep(workload: Workload, path: str | os.PathLike[str], seeds: int = 100) -> dict[float, list[Summary]]:

@@ -452,14 +452,20 @@ class _Loader:
         )
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise self.fail(f"{where}.{field}", f"must be a number {bound}, got {self.show(value)}")
+        try:
+            value = float(value)  # a TOML integer has no size limit: past a float's range, no number here
+        except OverflowError:
+            raise self.fail(
+                f"{where}.{field}", f"must be a number {bound}, got an integer of {len(str(table[field]))} digits"
+            ) from None
         if (
             not math.isfinite(value)
             or value < low
             or (low_open and value == low)
             or (high is not None and value > high)
         ):
-            raise self.fail(f"{where}.{field}", f"must be a number {bound}, got {value!r}")
-        return float(value)
+            raise self.fail(f"{where}.{field}", f"must be a number {bound}, got {table[field]!r}")
+        return value
 
     def whole(self, table: dict[str, Any], where: str, field: str, *, low: int) -> int:
         value = table[field]
