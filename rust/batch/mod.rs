@@ -184,9 +184,11 @@ impl Batch {
         let slot = self.slots.get(seq).ok_or(CoreError::UnknownSequence { seq })?;
         let out = self.turns[slot].finish().map_err(in_seq(seq))?;
         let tail = self.turns[slot].take_released();
+        // Freed now, not when the slot is reused: a batch that shrinks after long
+        // turns would otherwise hold every finished turn's text, ledger and blocks.
+        self.turns[slot] = Turn::vacant(&self.setup);
         self.slots.remove(seq);
         self.last_rows = Rows::default();
-        // The slot's turn stays until reused: its buffers are the next turn's to drop.
         Ok((out, tail))
     }
 

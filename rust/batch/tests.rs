@@ -188,6 +188,24 @@ fn finished_slots_are_reused() {
     assert!(b.contains(10) && !b.contains(1));
 }
 
+/// A finished turn's buffers are freed by `finish`, not when its slot is next
+/// used: a batch that shrinks after long turns holds none of them.
+#[test]
+fn a_finish_frees_the_turns_buffers() {
+    let mut b = hermes_batch();
+    for seq in 0..2 {
+        b.add(seq, "", false).unwrap();
+    }
+    let tokens = vec![65; 2 * 4096];
+    b.draft(DraftRows { seqs: &[0, 1], tokens: &tokens, width: 4096, lengths: None }).unwrap();
+    b.verify(VerifyRows { seqs: &[0, 1], n_accepted: &[4096, 4096], corrections: None }).unwrap();
+    b.finish(0).unwrap();
+    let vacated = &b.turns[0];
+    assert_eq!((vacated.ledger().len(), vacated.live_text().len()), (0, 0));
+    assert_eq!(vacated.held_bytes(), 0, "the slot's turn holds no buffer");
+    assert!(b.turn(1).unwrap().held_bytes() >= 4096 * 4, "the other turn is untouched");
+}
+
 /// The rows of one call are remembered for the next call naming the same
 /// sequences; adding or finishing a sequence in between must be seen.
 #[test]

@@ -57,6 +57,12 @@ impl Ledger {
         Self { tokens: Vec::with_capacity(tokens), ..Self::default() }
     }
 
+    /// Bytes its per-token buffers have room for (tests).
+    #[cfg(test)]
+    pub(crate) fn held_bytes(&self) -> usize {
+        self.bytes.capacity() + self.tokens.capacity() * size_of::<TokenRecord>()
+    }
+
     #[must_use]
     pub fn len(&self) -> usize {
         self.tokens.len()

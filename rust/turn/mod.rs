@@ -196,16 +196,28 @@ impl Turn {
         Ok(Self::start_at(setup, turn_key, setup.scanner.initial_in(in_reasoning)))
     }
 
+    /// A turn that holds nothing and allocates nothing: what a batch leaves in a
+    /// finished sequence's slot, so the finished turn's buffers are freed at once.
+    pub(crate) fn vacant(setup: &Setup) -> Self {
+        Self::sized(setup, "", setup.scanner.initial(), 0, 0, false)
+    }
+
     fn start_at(setup: &Setup, turn_key: &str, scan: ScanState) -> Self {
+        Self::sized(setup, turn_key, scan, START_TOKENS, START_WINDOW, setup.streams())
+    }
+
+    /// A turn with room for `tokens` tokens and a draft window of `window` before a
+    /// buffer grows, streaming its output when `streams`.
+    fn sized(setup: &Setup, turn_key: &str, scan: ScanState, tokens: usize, window: usize, streams: bool) -> Self {
         let base = Checkpoint { scan, ends: 0 };
-        let stream = setup.streams().then(|| {
+        let stream = streams.then(|| {
             let spec = setup.format();
             Box::new(Streamer::new(&spec.body, &spec.name_chars, turn_key, scan.class()))
         });
         Self {
             setup: setup.clone(),
-            ledger: Ledger::with_capacity(START_TOKENS),
-            window: Window::new(base, turn_key, START_TOKENS, START_WINDOW),
+            ledger: Ledger::with_capacity(tokens),
+            window: Window::new(base, turn_key, tokens, window),
             blocks: BlockTable::default(),
             scan_out: Vec::new(),
             tree: None,
@@ -260,6 +272,12 @@ impl Turn {
     #[must_use]
     pub fn live_text(&self) -> &[u8] {
         self.window.text()
+    }
+
+    /// Bytes the turn's per-token buffers have room for (tests).
+    #[cfg(test)]
+    pub(crate) fn held_bytes(&self) -> usize {
+        self.ledger.held_bytes() + self.window.held_bytes()
     }
 
     /// The piece of ledger position `i` (below `ledger().len()`).

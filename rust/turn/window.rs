@@ -87,6 +87,14 @@ impl Window {
         self.keys.absorbed
     }
 
+    /// Bytes its buffers have room for (tests).
+    #[cfg(test)]
+    pub(super) fn held_bytes(&self) -> usize {
+        self.text.capacity()
+            + self.tokens.capacity() * size_of::<LiveToken>()
+            + self.saved.capacity() * size_of::<(u32, Checkpoint)>()
+    }
+
     /// The key hash after live token `pos`; `ledger` holds the tokens as drafted.
     pub(super) fn hash_after(&mut self, pos: usize, ledger: &Ledger) -> CommitHasher {
         let tokens = &self.tokens;
