@@ -12,16 +12,31 @@ text (two code paths, one answer).
     python tests/fuzz/fuzz_scanner.py -dict=tests/fuzz/delimiters.dict -max_total_time=60   # what CI runs
     python tests/fuzz/fuzz_scanner.py -dict=tests/fuzz/delimiters.dict -max_total_time=3600 -workers=2 -jobs=2
 
-Atheris instruments the Python harness; the Rust core is exercised but not
-coverage-instrumented (that needs a sanitizer-coverage build of the extension).
+Atheris instruments the Python harness. Over a plain build of the extension the
+Rust core runs but libFuzzer sees none of its branches; build it with sanitizer
+coverage (and debug assertions) into a virtualenv of its own for that, as CI does:
+
+    bash tests/fuzz/build_native.sh .venv-fuzz
+    .venv-fuzz/bin/python tests/fuzz/fuzz_scanner.py -dict=tests/fuzz/delimiters.dict -max_total_time=60
 """
 
 from __future__ import annotations
 
+import os
 import sys
 
 # atheris ships no types (and the test extra does not install it): it reads as Any
 import atheris  # type: ignore[import-untyped, import-not-found, unused-ignore]
+
+# An instrumented extension calls libFuzzer's coverage hooks, which live in atheris's
+# own libFuzzer module: loaded first, with its symbols global, the extension links to
+# it, and Setup must then run that same libFuzzer (its internal one). A plain build
+# needs neither and is unaffected.
+_flags = sys.getdlopenflags()
+sys.setdlopenflags(_flags | os.RTLD_GLOBAL)
+import atheris.core_with_libfuzzer  # type: ignore[import-untyped, import-not-found, unused-ignore]
+
+sys.setdlopenflags(_flags)
 
 with atheris.instrument_imports():
     import inert
@@ -122,5 +137,5 @@ def one_input(data: bytes) -> None:
 
 
 if __name__ == "__main__":
-    atheris.Setup(sys.argv, one_input)
+    atheris.Setup(sys.argv, one_input, internal_libfuzzer=True)
     atheris.Fuzz()
