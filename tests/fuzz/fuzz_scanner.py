@@ -9,7 +9,7 @@ reasoning closers that closed nothing) equals a one-shot parse of the accepted
 text (two code paths, one answer).
 
     pip install atheris
-    python tests/fuzz/fuzz_scanner.py -dict=tests/fuzz/delimiters.dict -max_total_time=60   # what CI runs
+    python tests/fuzz/fuzz_scanner.py -dict=tests/fuzz/delimiters.dict -max_total_time=60
     python tests/fuzz/fuzz_scanner.py -dict=tests/fuzz/delimiters.dict -max_total_time=3600 -workers=2 -jobs=2
 
 Atheris instruments the Python harness. Over a plain build of the extension the
@@ -22,21 +22,11 @@ coverage (and debug assertions) into a virtualenv of its own for that, as CI doe
 
 from __future__ import annotations
 
-import os
 import sys
 
 # atheris ships no types (and the test extra does not install it): it reads as Any
 import atheris  # type: ignore[import-untyped, import-not-found, unused-ignore]
-
-# An instrumented extension calls libFuzzer's coverage hooks, which live in atheris's
-# own libFuzzer module: loaded first, with its symbols global, the extension links to
-# it, and Setup must then run that same libFuzzer (its internal one). A plain build
-# needs neither and is unaffected.
-_flags = sys.getdlopenflags()
-sys.setdlopenflags(_flags | os.RTLD_GLOBAL)
-import atheris.core_with_libfuzzer  # type: ignore[import-untyped, import-not-found, unused-ignore]
-
-sys.setdlopenflags(_flags)
+import native_coverage  # noqa: F401  # before inert: see its docstring
 
 with atheris.instrument_imports():
     import inert
