@@ -15,9 +15,9 @@ venv=${1:?usage: build_native.sh VENV}
 cd "$(dirname "$0")/../.."
 python3 -m venv "$venv"
 "$venv/bin/pip" install -q 'maturin>=1.7,<2' 'atheris>=2.3'
+rm -rf "$venv/wheels"
 # An explicit --target keeps these flags off build scripts and proc macros, which run
 # on the host and have no libFuzzer to link against.
-rm -rf "$venv/wheels"
 host=$(rustc -vV | sed -n 's/^host: //p')
 RUSTFLAGS="-Cpasses=sancov-module -Cllvm-args=-sanitizer-coverage-level=3 \
 -Cllvm-args=-sanitizer-coverage-inline-8bit-counters -Cllvm-args=-sanitizer-coverage-pc-table \

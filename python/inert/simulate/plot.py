@@ -70,8 +70,9 @@ def check_plot_path(path: str) -> None:
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
         raise InertValueError(f"--plot {path}: no such folder {folder}")
-    formats = plt.figure().canvas.get_supported_filetypes()
-    plt.close("all")
+    probe = plt.figure()
+    formats = probe.canvas.get_supported_filetypes()
+    plt.close(probe)  # only the probe: never a figure of the caller's
     ext = os.path.splitext(path)[1].lstrip(".").lower()
     if ext not in formats:
         said = f"a .{ext} figure is not a format matplotlib writes" if ext else "the file name has no extension"
