@@ -4,16 +4,18 @@ call's intent."""
 
 from __future__ import annotations
 
+import gc
 import sqlite3
 import threading
 import time
+import weakref
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import inert
-from inert.runtime import CallState, ThreadRuntime
+from inert.runtime import CallState, Deadlines, ThreadRuntime
 from tools import PATIENCE, WATCHDOG, block, finish_within
 
 
@@ -118,3 +120,71 @@ def test_a_timeout_too_long_for_the_timer_leaves_the_other_deadlines_working(mon
         release.set()
     assert entered.is_set() and isinstance(report.results[1].error, inert.ToolTimeoutError)
     assert crashed == [], "the timer thread died"
+
+
+class _Result:
+    """A tool's result that a test can watch die."""
+
+
+def test_a_batch_keeps_nothing_of_its_finished_sequences_until_their_deadlines(tmp_path: Path) -> None:
+    """Found by a helper: with ``timeout=3600`` every call that finished in time left its
+    deadline armed, and the callback held the call's runtime (its log, its results): a
+    serving loop's BatchOrchestrator grew by about 17 kB per finished sequence for an hour
+    (69 MB after 4,000). Now a call's deadlines are dropped when it ends: plain writes,
+    two-phase writes (a deadline per phase), reads, and calls that waited for a tool slot.
+    An idle worker also held its last call. (A SQLite journal: the in-memory one keeps results.)"""
+    results: list[weakref.ref[_Result]] = []
+
+    def make() -> _Result:
+        result = _Result()
+        results.append(weakref.ref(result))
+        return result
+
+    class Stage:
+        def prepare(self) -> int:
+            return 1
+
+        def commit(self, prepared: int, *, idempotency_key: str) -> _Result:
+            return make()
+
+        def abort(self, prepared: int) -> None:
+            pass
+
+    effects = {"w": "write", "r": "read_only", "t": "write"}
+    tools: dict[str, Any] = {"w": lambda: make(), "r": lambda: make(), "t": Stage()}
+    vocab = inert.Vocabulary([block("w"), block("r"), block("t"), " text"])
+    journal = str(tmp_path / "journal.sqlite")
+    with inert.BatchOrchestrator(
+        effects, tools, vocab=vocab, timeout=PATIENCE, limits={"w": 1}, journal=journal
+    ) as batch:
+        deadlines = batch._engine.deadlines  # what the timer holds is the point
+        for round_ in range(20):
+            seqs = [2 * round_, 2 * round_ + 1]
+            for seq in seqs:
+                batch.add(seq, f"turn-{seq}")
+            batch.draft(seqs, [[0, 1, 2, 3], [0, 2, 1, 3]])  # both sequences' w: one waits for the slot
+            batch.verify(seqs, [4, 2])
+            for seq in seqs:
+                assert batch.finish(seq, strict=False).results
+        assert len(deadlines) == 0, "deadlines of calls that ended are still armed"
+    gc.collect()
+    assert results and all(ref() is None for ref in results), "a finished call's result is still held"
+
+
+def test_cancelled_deadlines_leave_the_timer_in_proportion_to_the_armed_ones() -> None:
+    fired = threading.Event()
+    deadlines = Deadlines()
+    try:
+        handles = [deadlines.add(PATIENCE, fired.set) for _ in range(10_000)]
+        kept = deadlines.add(PATIENCE, fired.set)
+        for handle in handles:
+            deadlines.cancel(handle)
+        deadlines.cancel(handles[0])  # twice: nothing
+        assert len(deadlines) == 1
+        assert len(deadlines._heap) <= 128  # cancelled entries dropped as they piled up
+        deadlines.cancel(kept)
+        soon = threading.Event()
+        deadlines.add(0.0, soon.set)
+        assert soon.wait(WATCHDOG) and not fired.is_set()
+    finally:
+        deadlines.close()

@@ -62,6 +62,7 @@ class CallRun:
         "result",
         "started",
         "status",
+        "timers",
     )
 
     def __init__(self, dispatch: Dispatch, invocation: Invocation | None) -> None:
@@ -90,6 +91,9 @@ class CallRun:
         self.lingering: Any = None
         """Under asyncio: the future of the tool's work (a thread's or a task's), which may
         outlive the call's deadline or its cancellation; its tool slot is held until it ends."""
+        self.timers: list[int] = []
+        """Under threads: the handles of the deadlines armed for it (``Deadlines``), dropped
+        when it ends so the timer does not hold it until they would have passed."""
 
     # -- the state, and what it answers --
 

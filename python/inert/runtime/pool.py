@@ -91,43 +91,75 @@ class WorkerPool(Executor):
                     future.set_result(fn(*args))
                 except BaseException as exc:  # noqa: BLE001 - the submitter reads it from the future
                     future.set_exception(exc)
+            # An idle worker holds nothing of its last task (a finished call, its turn, its result).
+            del task, future, fn, args
 
 
 class Deadlines:
-    """One daemon thread that calls each callback at its deadline (``time.monotonic``)."""
+    """One daemon thread that calls each callback at its deadline (``time.monotonic``).
+
+    ``add`` returns a handle; ``cancel`` drops a callback that is no longer needed (a call
+    that finished in time), so a long-lived engine does not keep every finished call, and
+    what its callback holds, until the deadline would have passed."""
 
     def __init__(self) -> None:
         self._cond = threading.Condition()
-        self._heap: list[tuple[float, int, Callable[[], None]]] = []
+        self._heap: list[tuple[float, int]] = []  # (deadline, handle); a cancelled handle stays until popped
+        self._callbacks: dict[int, Callable[[], None]] = {}
         self._ids = itertools.count()
         self._thread: threading.Thread | None = None
         self._closed = False
 
-    def add(self, delay: float, callback: Callable[[], None]) -> None:
+    def __len__(self) -> int:
+        """The callbacks still armed."""
         with self._cond:
+            return len(self._callbacks)
+
+    def add(self, delay: float, callback: Callable[[], None]) -> int:
+        with self._cond:
+            handle = next(self._ids)
             if self._closed:
-                return
-            heapq.heappush(self._heap, (time.monotonic() + delay, next(self._ids), callback))
+                return handle
+            self._callbacks[handle] = callback
+            heapq.heappush(self._heap, (time.monotonic() + delay, handle))
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="inert-deadlines", daemon=True)
                 self._thread.start()
             self._cond.notify()
+            return handle
+
+    def cancel(self, handle: int) -> None:
+        """Its callback will not be called (a no-op if it was, or was cancelled)."""
+        with self._cond:
+            if self._callbacks.pop(handle, None) is None:
+                return
+            # Rebuilt once cancelled entries are most of the heap: amortised O(1) per cancel,
+            # and the heap stays proportional to the deadlines still armed.
+            if len(self._heap) > 64 and len(self._heap) > 2 * len(self._callbacks):
+                self._heap = [entry for entry in self._heap if entry[1] in self._callbacks]
+                heapq.heapify(self._heap)
 
     def close(self) -> None:
         with self._cond:
             self._closed = True
             self._heap.clear()
+            self._callbacks.clear()
             self._cond.notify()
 
     def _run(self) -> None:
         while True:
             with self._cond:
-                while not self._closed and (not self._heap or self._heap[0][0] > time.monotonic()):
+                while True:
+                    while self._heap and self._heap[0][1] not in self._callbacks:
+                        heapq.heappop(self._heap)  # cancelled
+                    if self._closed or (self._heap and self._heap[0][0] <= time.monotonic()):
+                        break
                     # At most TIMEOUT_MAX: a longer wait (a timeout of 1e300 s) raises OverflowError,
                     # which killed this thread, and with it every later deadline of the engine.
                     wait = None if not self._heap else min(max(0.0, self._heap[0][0] - time.monotonic()), _MAX_WAIT)
                     self._cond.wait(wait)
                 if self._closed:
                     return
-                _, _, callback = heapq.heappop(self._heap)
+                _, handle = heapq.heappop(self._heap)
+                callback = self._callbacks.pop(handle)
             callback()  # outside the lock: a callback may take the runtime's lock

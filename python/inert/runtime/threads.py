@@ -156,6 +156,7 @@ class ThreadRuntime:
             ready, started = lifecycle.retract(self._scheduler, node)
             self._start(ready)
             if not started:
+                self._disarm(node.owner)  # a wait for a tool slot it will never take
                 self._notify_if_idle()
                 return
             record = node.owner.record()
@@ -197,7 +198,7 @@ class ThreadRuntime:
             self._trace.dispatch(run.record())
         timeout = run.dispatch.timeout
         if timeout is not None and not run.dispatch.two_phase:
-            self._deadlines.add(timeout, partial(self._time_out, node, None))
+            self._arm(node, timeout, partial(self._time_out, node, None))
 
     def _run(self, node: CallNode) -> CallNode | None:
         """Runs the call; returns a call its end let go, for this worker to run next.
@@ -265,10 +266,10 @@ class ThreadRuntime:
             late = run.settled  # the call timed out while this phase waited for a worker
             if not late:
                 phase = run.take_up_phase()
+                if run.dispatch.timeout is not None:
+                    self._arm(node, run.dispatch.timeout, partial(self._time_out, node, phase))
         if late:
             return self._conclude(node)  # not under the lock: concluding takes it
-        if run.dispatch.timeout is not None:
-            self._deadlines.add(run.dispatch.timeout, partial(self._time_out, node, phase))
         if phase == PREPARE:
             return self._prepare(node)
         return self._second_phase(node, phase)
@@ -415,7 +416,19 @@ class ThreadRuntime:
         call's own deadline (live holders end by theirs, so waiting on them is not timed)."""
         timeout = node.dispatch.timeout
         if timeout is not None:
-            self._deadlines.add(timeout, partial(self._slot_wait_over, node, node.slot_waits))
+            self._arm(node, timeout, partial(self._slot_wait_over, node, node.slot_waits))
+
+    def _arm(self, node: CallNode, delay: float, callback: Callable[[], None]) -> None:
+        """A deadline for the call (lock held). The ones it armed before (an earlier phase's, a
+        slot wait's) are over by now; every one is dropped when the call ends (``_disarm``)."""
+        run: CallRun = node.owner
+        self._disarm(run)
+        run.timers.append(self._deadlines.add(delay, callback))
+
+    def _disarm(self, run: CallRun) -> None:
+        for handle in run.timers:
+            self._deadlines.cancel(handle)
+        run.timers.clear()
 
     def _slot_wait_over(self, node: CallNode, wait: int) -> None:
         run = node.owner
@@ -425,6 +438,7 @@ class ThreadRuntime:
                 if node.state is State.WAITING and node.slot_waits == wait:
                     self._slot_wait(node)  # calls within their deadlines hold the slots: wait on
                 return
+            self._disarm(run)
             if not over.commit:
                 self._log.append(run)
             else:
@@ -448,6 +462,7 @@ class ThreadRuntime:
                 self._trace.result(run.record())
         finally:  # whatever escaped, the call ends: later calls and finish() never wait on it forever
             with self._lock:
+                self._disarm(run)
                 # A tool past its deadline that has not returned keeps its slot until it does.
                 ready = self._scheduler.finish(node, keep_slot=run.state is CallState.OVERDUE)
                 self._start(ready[1:])
