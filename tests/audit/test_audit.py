@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
+from types import FrameType
+from typing import Any
 
 import pytest
 
 import inert
-from inert.audit import SCHEMA, audit, read_trace
+from inert.audit import SCHEMA, audit, read_trace, turns
 from inert.cli import main
 
 FOREIGN = Path(__file__).resolve().parents[1] / "traces" / "foreign_incident.jsonl"
@@ -220,3 +223,35 @@ def test_recover_json_stays_json_when_a_result_is_nan(tmp_path: Path, capsys: py
 
     [entry] = json.loads(capsys.readouterr().out, parse_constant=refuse)["completed"]
     assert entry["result"] is None
+
+
+def test_a_key_drafted_again_and_again_is_audited_in_linear_work(tmp_path: Path) -> None:
+    """Found by a helper: each result event scanned every earlier dispatch of its key for
+    the first unfinished one, and each discard marked them all again: n**2 (17 s at 32k
+    dispatches under one key). Counted in lines the audit runs, not in time."""
+    n = 400
+    rows: list[dict[str, object]] = []
+    for i in range(n):
+        rows.append({**DISPATCH, "effect": "read_only", "t": 3.0 * i, "span": [i, i + 1]})
+        rows.append({"v": SCHEMA, "turn": "t", "event": "result", "t": 3.0 * i + 1, "commit_key": "k"})
+        rows.append({"v": SCHEMA, "turn": "t", "event": "discard", "t": 3.0 * i + 2, "commit_key": "k"})
+    trace = tmp_path / "t.jsonl"
+    trace.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    lines = 0
+
+    def count(frame: FrameType, event: str, arg: object) -> Any:
+        nonlocal lines
+        if frame.f_code.co_filename != turns.__file__:
+            return None
+        if event == "line":
+            lines += 1
+        return count
+
+    sys.settrace(count)
+    try:
+        (turn,) = audit(trace)
+    finally:
+        sys.settrace(None)
+    assert [d.finished for d in turn.dispatched] == [3.0 * i + 1 for i in range(n)]
+    assert len(turn.report.discarded) == n
+    assert lines <= 60 * n, f"{lines} lines of the audit for {n} dispatches"

@@ -39,13 +39,34 @@ class TurnAudit:
 
 
 @dataclass
+class _KeyDispatches:
+    """The dispatches of one commit key, in order. A result goes to the first one not
+    finished and a discard marks every one so far; both only move forward, so each keeps
+    where it got to and a key drafted again and again costs linear time, not quadratic."""
+
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    finished: int = 0  # rows[:finished] have their result
+    discarded: int = 0  # rows[:discarded] are marked discarded
+
+    def result(self, result: dict[str, Any]) -> None:
+        if self.finished < len(self.rows):
+            self.rows[self.finished].update(result)
+            self.finished += 1
+
+    def discard(self) -> None:
+        for row in self.rows[self.discarded :]:
+            row["discarded"] = True
+        self.discarded = len(self.rows)
+
+
+@dataclass
 class _TurnEvents:
     """What a trace says of one turn, gathered as its events are read. Dispatches
     stay JSON rows until the turn is read whole: records are immutable."""
 
     name: str
     order: list[dict[str, Any]] = field(default_factory=list)
-    by_key: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    by_key: dict[str, _KeyDispatches] = field(default_factory=dict)
     accepted: list[AcceptedCall] = field(default_factory=list)
 
     def report(self) -> Report:
@@ -90,16 +111,14 @@ def audit(path: str | os.PathLike[str]) -> list[TurnAudit]:
                 dispatch = {**row, "started": row["t"], "finished": None}
                 record_from_json(dispatch)  # checks its fields now, to name this line if one is bad
                 turn.order.append(dispatch)
-                turn.by_key.setdefault(row["commit_key"], []).append(dispatch)
+                turn.by_key.setdefault(row["commit_key"], _KeyDispatches()).rows.append(dispatch)
             elif event == "discard":
-                for dispatch in turn.by_key.get(text_field(row["commit_key"], "commit_key"), []):
-                    dispatch["discarded"] = True
+                if (dispatches := turn.by_key.get(text_field(row["commit_key"], "commit_key"))) is not None:
+                    dispatches.discard()
             elif event == "result":
                 result = result_from_json(row)  # checked even when no dispatch takes it
-                for dispatch in turn.by_key.get(text_field(row["commit_key"], "commit_key"), []):
-                    if dispatch["finished"] is None:
-                        dispatch.update(result)
-                        break
+                if (dispatches := turn.by_key.get(text_field(row["commit_key"], "commit_key"))) is not None:
+                    dispatches.result(result)
             elif event == "call_committed":
                 turn.accepted.append(accepted_from_json(row))
         except (KeyError, TypeError, ValueError, OverflowError) as e:
