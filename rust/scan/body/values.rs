@@ -15,7 +15,7 @@
 use super::super::malformed::{Malformed, MalformedKind};
 use super::excerpt;
 use super::schema::Tool;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::ops::Range;
 
 /// Candidate ends tried per call before it is declared too ambiguous to read.
@@ -58,8 +58,6 @@ struct Frame<'a> {
     /// The top-level position this parameter was read from.
     q: usize,
     param: Param<'a>,
-    /// The schema's index of the parameter, in schema mode.
-    index: Option<u32>,
     /// The schema parameters given through this one (see `Given`).
     given: Given,
     /// Candidate ends before this position were tried.
@@ -97,11 +95,13 @@ impl Given {
         Self(self.0, self.1 ^ (z ^ (z >> 31)) ^ 1)
     }
 
-    fn has(self, index: u32, frames: &[Frame<'_>]) -> bool {
+    /// Whether parameter `index` was given; past the exact part, whether its key is
+    /// `stacked` (one of the frames': a schema key's frame always has its index).
+    fn has(self, index: u32, stacked: impl FnOnce() -> bool) -> bool {
         if index < 128 {
             self.0 & 1 << index != 0
         } else {
-            frames.iter().any(|f| f.index == Some(index))
+            stacked()
         }
     }
 }
@@ -165,6 +165,9 @@ struct Search<'a> {
     closes: Vec<usize>,
     ends: Vec<usize>,
     failed: HashSet<(usize, Given)>,
+    /// The keys of the frames on the search's stack, counted: whether a key was given
+    /// is one lookup, not a walk down the stack (quadratic in a call's parameters).
+    stacked: HashMap<&'a str, u32>,
     /// The furthest place the search met text that is no structure, and why.
     furthest: (usize, String),
 }
@@ -188,12 +191,12 @@ pub(super) fn params<'a>(
         closes: at(layout.close),
         ends: layout.end.map(at).unwrap_or_default(),
         failed: HashSet::new(),
+        stacked: HashMap::new(),
         furthest: (from, String::new()),
     };
     let params = s.run(from)?;
-    if let Some(p) =
-        params.iter().enumerate().find_map(|(i, p)| params[..i].iter().any(|q| q.key == p.key).then_some(p))
-    {
+    let mut keys = HashSet::with_capacity(params.len());
+    if let Some(p) = params.iter().find(|p| !keys.insert(p.key)) {
         return Err(Malformed::new(
             MalformedKind::DuplicateArgument,
             p.at,
@@ -225,7 +228,8 @@ impl<'a> Search<'a> {
                             None if strict => state.1.with_key(op.key),
                             None => state.1,
                         };
-                        frames.push(Frame { q, param, index, given, cursor: start, strict });
+                        *self.stacked.entry(op.key).or_default() += 1;
+                        frames.push(Frame { q, param, given, cursor: start, strict });
                     }
                     Top::Junk => {
                         self.failed.insert(state);
@@ -252,8 +256,18 @@ impl<'a> Search<'a> {
                     break;
                 }
                 if let Some(f) = frames.pop() {
+                    self.unstack(f.param.key);
                     self.failed.insert((f.q, given(&frames)));
                 }
+            }
+        }
+    }
+
+    fn unstack(&mut self, key: &str) {
+        if let Some(n) = self.stacked.get_mut(key) {
+            *n -= 1;
+            if *n == 0 {
+                self.stacked.remove(key);
             }
         }
     }
@@ -296,8 +310,8 @@ impl<'a> Search<'a> {
     fn acceptable(&self, op: &Opener<'_>, frames: &[Frame<'_>], at: usize, implicit: bool) -> Option<Known> {
         let given = given(frames);
         let line_start = || line_start(self.text.as_bytes(), at);
-        let given_key = |key: &str| frames.iter().any(|f| f.param.key == key);
-        opens(self.tool, op.key, frames.is_empty(), |i| given.has(i, frames), given_key, line_start, implicit)
+        let stacked = |key: &str| self.stacked.contains_key(key);
+        opens(self.tool, op.key, frames.is_empty(), |i| given.has(i, || stacked(op.key)), stacked, line_start, implicit)
     }
 
     /// Sets the innermost value's end to its next candidate and returns the
@@ -388,6 +402,24 @@ mod tests {
         let text = "<parameter=path>x\n<parameter=content>use <parameter=q> here\n</parameter>\n</function>";
         let got = read(text, false).unwrap();
         assert_eq!(got, [("path".into(), "x\n".into()), ("content".into(), "use <parameter=q> here\n".into())]);
+    }
+
+    #[test]
+    fn given_parameters_past_the_exact_set_are_known_by_key() {
+        // Past a tool's first 128 parameters, whether one was given is the stack's key count.
+        let keys: Vec<String> = (0..300).map(|i| format!("p{i}")).collect();
+        let props: serde_json::Map<String, serde_json::Value> = keys.iter().map(|k| (k.clone(), json!({}))).collect();
+        let schemas = Schemas::from_json(&json!({"f": {"properties": props}}));
+        let param = |k: &str, v: &str| format!("<parameter={k}>\n{v}\n</parameter>\n");
+        let all: String = keys.iter().map(|k| param(k, "v")).collect::<String>() + "</function>";
+        let got = params(&all, 0, &QWEN, schemas.tool("f"), false).unwrap();
+        assert_eq!(got.iter().map(|p| p.key).collect::<Vec<_>>(), keys);
+        let twice = format!("{}{}{}</function>", param("p5", "a"), param("p250", "1"), param("p250", "2"));
+        let got = params(&twice, 0, &QWEN, schemas.tool("f"), false).unwrap();
+        assert_eq!(got.len(), 2, "p250 was given: its second opener is text of its value");
+        assert_eq!(&twice[got[1].value.clone()], "\n1\n</parameter>\n<parameter=p250>\n2\n");
+        let err = params(&twice, 0, &QWEN, None, false).unwrap_err();
+        assert_eq!(err.kind, MalformedKind::DuplicateArgument, "without a schema: malformed");
     }
 
     #[test]
