@@ -165,6 +165,12 @@ def journal_for(journal: Journal | str | os.PathLike[str] | None) -> tuple[Journ
     return journal, None
 
 
+_TYPO_HINTS = 16
+"""Past this many tools without an entry, they are a choice, not typos: one warning names
+them, with no suggestions (a fuzzy match per tool over the table was O(U x T): 4,000 such
+tools took 27 s to build an Orchestrator)."""
+
+
 def _warn_unknown_tools(effects: EffectTable, tools: ToolBox) -> None:
     """A callable for a tool the effect table does not name is usually a typo: the model's
     calls to the real name would fail as missing. Warned, not refused: an unnamed tool is
@@ -172,14 +178,22 @@ def _warn_unknown_tools(effects: EffectTable, tools: ToolBox) -> None:
     named = [n for n, _ in effects.items()]
     if not named:
         return  # an empty table classifies every tool by its default, on purpose
-    for name in tools.names():
-        if name not in effects:
-            hint = closest_name(name, named)
-            warnings.warn(
-                f"tool {name!r} has a callable but no entry in the effect table, so it is a "
-                f"{effects.default.effect.value}" + (f"; did you mean {hint!r}?" if hint else ""),
-                stacklevel=4,
-            )
+    unknown = [name for name in tools.names() if name not in effects]
+    kind = effects.default.effect.value
+    if len(unknown) > _TYPO_HINTS:
+        shown = ", ".join(map(repr, unknown[:_TYPO_HINTS]))
+        warnings.warn(
+            f"{len(unknown)} tools have a callable but no entry in the effect table, so each is a {kind}: {shown}, ...",
+            stacklevel=4,
+        )
+        return
+    for name in unknown:
+        hint = closest_name(name, named)
+        warnings.warn(
+            f"tool {name!r} has a callable but no entry in the effect table, so it is a "
+            f"{kind}" + (f"; did you mean {hint!r}?" if hint else ""),
+            stacklevel=4,
+        )
 
 
 _NOTHING = Step(())

@@ -11,6 +11,7 @@ import pytest
 
 import inert
 from inert import EffectClass, ToolSpec
+from inert.errors import closest_name
 from tools import HeldJournal, block, peak_overlap
 
 WATCHDOG = 30.0  # seconds a blocked wait may take before the test calls it a hang
@@ -386,3 +387,28 @@ def test_a_read_closed_by_the_correction_runs_as_committed_not_early() -> None:
         assert [r.name for r in step.dispatched] == ["get"]
         report = orch.finish()
         assert [(r.name, r.early) for r in report.results] == [("get", False)]
+
+
+def test_many_tools_without_an_entry_are_one_warning_not_a_fuzzy_match_each(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Found by a helper: each tool without an entry was fuzzy-matched against the whole table,
+    O(U x T): 4,000 such tools took 27 s to build an Orchestrator. Past a few they are a
+    choice, not typos: one warning names them; a few still get a suggestion each."""
+    matched: list[str] = []
+
+    def counted(name: str, known: list[str]) -> str | None:
+        matched.append(name)
+        return closest_name(name, known)
+
+    monkeypatch.setattr("inert.turn.closest_name", counted)
+    effects = {f"known_{i}": "read_only" for i in range(4_000)}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        inert.Orchestrator(effects, {f"other_{i}": lambda: 1 for i in range(4_000)})
+    assert matched == []
+    assert [str(w.message)[:60] for w in caught] == ["4000 tools have a callable but no entry in the effect table,"]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        inert.Orchestrator(effects, {"knwn_1": lambda: 1, "other": lambda: 1})
+    assert matched == ["knwn_1", "other"]
+    assert "'knwn_1' has a callable" in str(caught[0].message) and "did you mean 'known_1'?" in str(caught[0].message)
+    assert "'other' has a callable" in str(caught[1].message) and "did you mean" not in str(caught[1].message)
