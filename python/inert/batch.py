@@ -12,7 +12,7 @@ from typing import Any, Self, SupportsIndex
 
 from . import _core
 from .effects import EffectLike, EffectTable
-from .errors import InertTypeError, ReentrancyError, StreamFinishedError, TurnAbandonedWarning
+from .errors import BatchError, InertTypeError, ReentrancyError, StreamFinishedError, TurnAbandonedWarning
 from .inputs import Ids, Token, TokenRows, Tokens
 from .journal import Journal
 from .report import Report
@@ -84,7 +84,12 @@ class BatchOrchestrator:
         self.journal, self._owned = journal_for(journal)
         self._engine = ThreadEngine(self._tooling.workers, self._tooling.limits)
         self._turns: dict[int, TurnDriver] = {}
+        self._ending: dict[int, _Ending] = {}
+        """Turns whose ``finish`` was interrupted (a KeyboardInterrupt) while it waited for their
+        calls: ``finish(seq)`` again, or ``close()``, waits for them and reports them."""
         self._closed = False
+        self._shut = False  # the workers stopped and the journal closed: close() is over
+        self._closing = False
 
     def __len__(self) -> int:
         return len(self._turns)
@@ -103,6 +108,11 @@ class BatchOrchestrator:
         self._check_open()
         if not isinstance(turn_key, str):
             raise InertTypeError(f"turn_key must be a str, got {type(turn_key).__name__}")
+        if int(seq) in self._ending:
+            raise BatchError(
+                f"sequence {int(seq)}'s finish() was interrupted while it waited for its calls; "
+                "call finish() on it again before adding it anew"
+            )
         self._batch.add(seq, turn_key, in_reasoning=in_reasoning)
         runtime = ThreadRuntime(
             self.journal, turn_key, ordered=self._tooling.policy != "eager_unsafe", engine=self._engine, seq=int(seq)
@@ -147,7 +157,9 @@ class BatchOrchestrator:
 
     def finish(self, seq: int | SupportsIndex, *, strict: bool = True) -> Report:
         """Ends sequence ``seq``'s turn: waits for its calls (only its own) and reconciles
-        them, and frees its slot for a new sequence.
+        them, and frees its slot for a new sequence. If the wait is interrupted (a
+        KeyboardInterrupt), the calls go on: ``finish(seq)`` again waits and reports, and
+        ``close()`` waits for them.
 
         Raises:
             UnknownSequenceError: ``seq`` is not in the batch.
@@ -155,76 +167,95 @@ class BatchOrchestrator:
         """
         self._check_open()
         strict = strict_flag(strict)
-        notices = self._batch.notices(seq)  # the verifies committed them; finish forgets them
-        outcomes = self._batch.finish(seq)
-        driver = self._turns.pop(int(seq))
-        tail = driver.apply(outcomes, self._released_of(seq) or ("", "", []))
-        runtime = driver.runtime
-        assert isinstance(runtime, ThreadRuntime)
-        runtime.drain()
-        return driver.report(strict, notices, tail)
+        ending = self._ending.get(int(seq))
+        if ending is None:
+            notices = self._batch.notices(seq)  # the verifies committed them; finish forgets them
+            outcomes = self._batch.finish(seq)
+            driver = self._turns.pop(int(seq))
+            ending = self._ending[int(seq)] = _Ending(driver, notices)
+            ending.tail = driver.apply(outcomes, self._released_of(seq) or ("", "", []))
+        ending.wait()
+        del self._ending[int(seq)]
+        return ending.driver.report(strict, ending.notices, ending.tail)
 
     def close(self) -> dict[int, Report]:
         """Ends the batch. A sequence still in it is abandoned: its pending tokens are
         rejected, every call not committed yet is retracted (a prepared two-phase call is
         aborted, journaled; an early read discarded), nothing new runs, and the calls still
         running are waited for (a discarded read too), up to their deadlines, as ``finish``
-        waits. Then the shared workers stop and a journal opened from a path is closed; every
-        later call raises ``StreamFinishedError``.
+        waits, and so are the calls of a turn whose ``finish`` was interrupted. Then the shared
+        workers stop and a journal opened from a path is closed; every later call raises
+        ``StreamFinishedError``. If this wait is interrupted in turn, the calls still running
+        keep the workers and the journal until they end, so each is journaled, and ``close()``
+        again waits on.
         Leaving a ``with`` block, on an exception too, closes it.
 
         Returns:
-            ``{seq: Report}`` for the sequences it abandoned (empty when every turn was
-            finished); a ``TurnAbandonedWarning`` says how many, and what was retracted.
+            ``{seq: Report}`` for the sequences it abandoned, and for those whose ``finish`` was
+            interrupted (empty when every turn was finished); a ``TurnAbandonedWarning`` says
+            how many were abandoned, and what was retracted.
 
         Raises:
             ReentrancyError: a tool of this batch called it (its sequences still run).
         """
         self._check_not_in_tool()
-        if self._closed:
+        if self._shut or self._closing:  # over, or another thread is closing it
             return {}
         self._closed = True  # first: nothing new starts while the open turns are abandoned
+        self._closing = True
         reports: dict[int, Report] = {}
+        abandoned: list[int] = []
         retracted = 0
         failure: BaseException | None = None
         try:
             for seq in list(self._turns):
                 try:
-                    retracted += self._abandon(seq, reports)
+                    retracted += self._abandon(seq)
                 except BaseException as exc:  # noqa: BLE001 - every other turn is still abandoned; raised below
                     failure = failure or exc
+            # A KeyboardInterrupt here stops the wait, not the calls: a close() again waits on.
+            for seq, ending in list(self._ending.items()):
+                ending.wait()
+                del self._ending[seq]
+                try:
+                    reports[seq] = ending.driver.report(False, ending.notices, ending.tail)
+                except Exception as exc:  # noqa: BLE001 - every other turn is still reported; raised below
+                    failure = failure or exc
+                if ending.abandoned:
+                    abandoned.append(seq)
         finally:
-            self._engine.close()
-            if self._owned is not None:  # once a tool past its deadline has journaled what it did
-                self._engine.after_tools(self._owned.close)
+            self._closing = False
+            # Calls still running (the wait was interrupted) keep the workers, the timer and
+            # the journal until they end, so each of them is journaled.
+            if not self._ending:
+                self._shut = True
+                self._engine.close()
+                if self._owned is not None:  # once a tool past its deadline has journaled what it did
+                    self._engine.after_tools(self._owned.close)
         if failure is not None:
             raise failure
-        if reports:
+        if abandoned:
             warnings.warn(
                 TurnAbandonedWarning(
-                    f"the BatchOrchestrator was closed with {len(reports)} sequence(s) still in it "
-                    f"({', '.join(map(str, sorted(reports)))}): their turns were abandoned and {retracted} call(s) not "
-                    "yet committed were retracted (prepared two-phase calls aborted); close() returns their reports. "
-                    "finish(seq) each sequence first to end its turn"
+                    f"the BatchOrchestrator was closed with {len(abandoned)} sequence(s) still in it "
+                    f"({', '.join(map(str, sorted(abandoned)))}): their turns were abandoned and {retracted} call(s) "
+                    "not yet committed were retracted (prepared two-phase calls aborted); close() returns their "
+                    "reports. finish(seq) each sequence first to end its turn"
                 ),
                 stacklevel=2,
             )
         return reports
 
-    def _abandon(self, seq: int, reports: dict[int, Report]) -> int:
+    def _abandon(self, seq: int) -> int:
         """Ends ``seq``'s turn at a close: the slot is freed; the end-of-turn outcomes are not
-        applied (a close is no end of turn: a block it would confirm never commits)."""
+        applied (a close is no end of turn: a block it would confirm never commits). Returns
+        how many calls it retracted; ``close`` then waits for its calls."""
         driver = self._turns.pop(seq)
-        notices = self._batch.notices(seq)
+        self._ending[seq] = _Ending(driver, self._batch.notices(seq), abandoned=True)
         self._batch.finish(seq)
         if self._streaming:
             self._batch.take_released([seq])  # what the client never got stays unsent
-        retracted = driver.abandon()
-        runtime = driver.runtime
-        assert isinstance(runtime, ThreadRuntime)
-        runtime.drain()
-        reports[seq] = driver.report(False, notices)
-        return retracted
+        return driver.abandon()
 
     def __enter__(self) -> Self:
         return self
@@ -255,3 +286,19 @@ class BatchOrchestrator:
         runtime = running_for()
         if isinstance(runtime, ThreadRuntime) and runtime.engine is self._engine:
             raise ReentrancyError("a tool called back into the batch that is running it")
+
+
+class _Ending:
+    """A turn ended in the core (by ``finish``, or abandoned by ``close``), waiting for its
+    calls: what its report needs."""
+
+    def __init__(self, driver: TurnDriver, notices: list[Any], *, abandoned: bool = False) -> None:
+        self.driver = driver
+        self.notices = notices
+        self.abandoned = abandoned
+        self.tail: Step | None = None
+
+    def wait(self) -> None:
+        runtime = self.driver.runtime
+        assert isinstance(runtime, ThreadRuntime)
+        runtime.drain()
