@@ -360,21 +360,29 @@ def _simulate_depths(args: argparse.Namespace, workloads: list[Any]) -> int:
     return 0 if safe else 1
 
 
+_JSON_DEPTH = 200
+"""Levels of nesting ``--json`` writes out; deeper parts of a value (a tool's result nested
+600 deep, which the journal stored) are written as a note, not a RecursionError."""
+
+
 def _json_text(value: Any) -> str:
     """``value`` as JSON, with floats no JSON can spell (a sum of huge latencies that
     overflowed to infinity, a tool's NaN result in a journal) written as ``null``:
-    ``NaN`` and ``Infinity`` would break every reader; what JSON has no type for, as its repr."""
+    ``NaN`` and ``Infinity`` would break every reader; what JSON has no type for, as its
+    repr; what is nested past ``_JSON_DEPTH`` levels, as a note saying so."""
 
-    def finite(v: Any) -> Any:
+    def finite(v: Any, depth: int) -> Any:
         if isinstance(v, float) and not math.isfinite(v):
             return None
+        if isinstance(v, (dict, list, tuple)) and depth >= _JSON_DEPTH:
+            return f"(nested deeper than {_JSON_DEPTH} levels: not written out)"
         if isinstance(v, dict):
-            return {k: finite(x) for k, x in v.items()}
+            return {k: finite(x, depth + 1) for k, x in v.items()}
         if isinstance(v, (list, tuple)):
-            return [finite(x) for x in v]
+            return [finite(x, depth + 1) for x in v]
         return v
 
-    return json.dumps(finite(value), indent=2, allow_nan=False, default=repr)
+    return json.dumps(finite(value, 0), indent=2, allow_nan=False, default=repr)
 
 
 def _depths(text: str) -> list[int]:

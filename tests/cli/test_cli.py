@@ -4,6 +4,7 @@ output quietly, and bad input gets one clear line on stderr and exit status 2
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sqlite3
@@ -249,3 +250,36 @@ def test_ctrl_c_ends_a_command_with_a_line_not_a_traceback(tmp_path: Path) -> No
     assert proc.returncode == 130, (proc.returncode, err)
     assert err.strip().splitlines() == ["inert audit: interrupted (Ctrl-C); nothing more was done"], err
     assert out == ""
+
+
+def test_recover_json_writes_a_result_nested_past_its_depth_as_a_note(tmp_path: Path) -> None:
+    """Found by a helper: a tool's result nested 600 deep is stored, but ``recover --json``
+    recursed once per level and ended in a RecursionError traceback."""
+    import inert as package
+
+    def deep() -> list[object]:
+        value: list[object] = []
+        for _ in range(600):
+            value = [value]
+        return value
+
+    path = tmp_path / "journal.sqlite"
+    orch = package.Orchestrator({"deep": "read_only"}, {"deep": deep}, turn_key="t", journal=path)
+    orch.draft(['<tool_call>{"name": "deep", "arguments": {}}</tool_call>'])
+    orch.verify(1)
+    assert orch.finish().results[0].error is None
+    done = inert("recover", str(path), "--json")
+    assert (done.returncode, done.stderr) == (0, "")
+    assert "nested deeper than 200 levels" in done.stdout
+    json.loads(done.stdout)
+
+
+def test_audit_refuses_a_device_instead_of_reading_it_for_ever() -> None:
+    """Found by a helper: `inert audit /dev/zero` read one endless line until memory ran out
+    (a MemoryError traceback under a memory limit, the OOM killer without one)."""
+    done = inert("audit", "/dev/zero")
+    assert done.returncode == 2
+    assert (
+        done.stderr.strip()
+        == "inert audit: /dev/zero is a device, not a trace file: give the path of an inert.trace/2 trace"
+    )

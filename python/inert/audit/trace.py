@@ -153,12 +153,17 @@ def read_trace(path: str | os.PathLike[str]) -> Iterator[tuple[int, dict[str, An
 
     Raises:
         InertValueError: a line is not UTF-8, not JSON (or nests too deeply, or holds a
-            number too long to read), or not an event of this schema.
+            number too long to read), or not an event of this schema; ``path`` is a device.
         OSError: the file cannot be read.
     """
     from ..errors import InertValueError
+    from ..journal.sqlite import special_file
 
     where = os.fspath(path)
+    # A device never ends (/dev/zero, /dev/urandom: read until memory ran out); a FIFO does
+    # when its writer closes it, so `inert audit <(zcat trace.gz)` is read.
+    if (kind := special_file(path)) in ("a device", "a socket"):
+        raise InertValueError(f"{where} is {kind}, not a trace file: give the path of an {SCHEMA} trace")
     with open(path, "rb") as f:
         for n, raw in enumerate(f, 1):
             if not raw.strip():
