@@ -46,7 +46,9 @@ class BatchOrchestrator:
         max_workers: calls running at once, across every sequence.
         limits: tool name -> most calls of it running at once, across every sequence.
         journal: a ``Journal``, a SQLite path or a ``postgresql://`` URI, shared by every
-            sequence (each turn's key keeps their calls apart). In memory by default.
+            sequence (each turn's key keeps their calls apart). In memory by default, which
+            keeps every call's entry, its result too, for the batch's life (about 10 kB per
+            turn whose read returned 10 kB): a server that runs for long passes a path or a URI.
 
     Raises:
         As ``Orchestrator``.
