@@ -482,3 +482,31 @@ def test_a_journal_killed_while_being_created_is_absent_not_half_made(tmp_path: 
     orch.verify(1)
     orch.finish()
     assert [e.status for e in inert.recover(path).completed] == ["ok"]
+
+
+def test_once_the_file_is_found_locked_intents_stop_waiting_the_whole_busy_timeout(tmp_path: Path) -> None:
+    """Found by a helper: another process holding the file's write lock made every intent wait
+    the whole busy timeout (30 s) in turn, so a turn of n calls took n x 30 s to fail whatever
+    the calls' deadlines. Once one write waited it out, an intent waits 100 ms, until one
+    succeeds. Checked in the statements the journal runs, not in time."""
+    path = tmp_path / "journal.sqlite"
+    journal = inert.SqliteJournal(path)
+    journal._db.execute("PRAGMA busy_timeout = 200")  # not 30 s: the first wait is real
+    statements: list[str] = []
+    journal._db.set_trace_callback(statements.append)
+    other = sqlite3.connect(path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")  # another process holds the write lock
+    try:
+        for n in range(3):
+            with pytest.raises(inert.JournalError, match="database is locked") as failed:
+                journal.begin(record(f"k{n}"), "t")
+            assert ("waited 100 ms" in str(failed.value)) == (n > 0)
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    journal.begin(record("k3"), "t")  # the lock is free: this one succeeds, and patience is back
+    journal.begin(record("k4"), "t")
+    impatient = [s for s in statements if s.startswith("PRAGMA busy_timeout =")]
+    assert impatient == ["PRAGMA busy_timeout = 100", "PRAGMA busy_timeout = 200"] * 3
+    assert [e.commit_key for e in journal.entries()] == ["k3", "k4"]
+    journal.close()

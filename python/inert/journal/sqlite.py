@@ -19,6 +19,7 @@ import threading
 import time
 import urllib.parse
 import uuid
+from collections.abc import Iterator
 from typing import Any, Self
 
 from ..canonical import canonical_arguments
@@ -37,6 +38,9 @@ from .protocol import (
 )
 
 __all__ = ["SQLITE_SCHEMA_VERSION", "SqliteJournal", "read_sqlite_journal"]
+
+_LOCKED_OUT_WAIT_MS = 100
+"""How long an intent waits for the file's lock once a write found it held past the busy timeout."""
 
 SQLITE_SCHEMA_VERSION = 2
 """Stored in the file's ``PRAGMA user_version``. Version 2 added ``intents.claim``
@@ -231,6 +235,9 @@ class SqliteJournal:
             )
         self._lock = threading.Lock()  # guards the connection and the held claims
         self._held: dict[str, str] = {}  # commit key -> the claim this journal's call runs under
+        self._locked_out = False
+        """A write waited out the busy timeout (another process holds the file locked): until
+        one succeeds, an intent waits only ``_LOCKED_OUT_WAIT_MS`` (see ``_impatient``)."""
         if not os.path.exists(self.path):
             _create_file(self.path)
         try:
@@ -269,6 +276,26 @@ class SqliteJournal:
         except sqlite3.Error as e:
             raise _error(self.path, "cannot open it as a journal", e) from e
 
+    def _note_lock(self, exc: sqlite3.Error) -> None:
+        """A write failed: if because another process holds the file locked past the busy
+        timeout, later intents stop waiting that long (``_impatient``)."""
+        if isinstance(exc, sqlite3.OperationalError) and ("locked" in str(exc) or "busy" in str(exc)):
+            self._locked_out = True
+
+    @contextlib.contextmanager
+    def _impatient(self) -> Iterator[None]:
+        """The busy timeout cut to ``_LOCKED_OUT_WAIT_MS`` while the file is known to be locked:
+        each intent waited the whole timeout (30 s) in turn under the journal's lock, so a turn
+        of n calls took n x 30 s to fail, whatever the calls' deadlines. An intent not written
+        leaves its tool unrun: nothing happens that the journal does not know of. Outcomes
+        still wait the whole timeout (one not written leaves its call in doubt)."""
+        patience = self._db.execute("PRAGMA busy_timeout").fetchone()[0]
+        self._db.execute(f"PRAGMA busy_timeout = {min(int(patience), _LOCKED_OUT_WAIT_MS)}")
+        try:
+            yield
+        finally:
+            self._db.execute(f"PRAGMA busy_timeout = {int(patience)}")
+
     def _rollback(self) -> None:
         # A failed COMMIT (disk full) may already have ended the transaction: rolling
         # back then fails too, and its "no transaction is active" must not replace
@@ -303,8 +330,10 @@ class SqliteJournal:
         e = new_entry(record, turn_key)
         claim = uuid.uuid4().hex
         with self._lock:
+            impatient = self._locked_out
             try:
-                self._db.execute("BEGIN IMMEDIATE")
+                with self._impatient() if impatient else contextlib.nullcontext():
+                    self._db.execute("BEGIN IMMEDIATE")
                 try:
                     row = self._db.execute(_SELECT + " WHERE i.commit_key = ?", (record.commit_key,)).fetchone()
                     prior = None if row is None else same_call(_row_entry(row, self.path), record)
@@ -333,11 +362,16 @@ class SqliteJournal:
                 except BaseException:
                     self._rollback()
                     raise
+                self._locked_out = False
             except sqlite3.Error as exc:
+                self._note_lock(exc)
+                waited = (
+                    f"; it was found locked before, so this intent waited {_LOCKED_OUT_WAIT_MS} ms" if impatient else ""
+                )
                 raise _error(
                     self.path,
                     f"could not record the intent of {record.name!r} under key "
-                    f"{record.commit_key} (the tool was not run)",
+                    f"{record.commit_key} (the tool was not run){waited}",
                     exc,
                 ) from exc
             if taken:
@@ -385,6 +419,7 @@ class SqliteJournal:
                     self._rollback()
                     raise
             except sqlite3.Error as exc:
+                self._note_lock(exc)
                 raise _error(
                     self.path,
                     f"could not record the outcome of {record.name!r} under key {key}, which stays in doubt",
