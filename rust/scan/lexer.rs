@@ -62,6 +62,13 @@ impl JsonStrings {
     }
 }
 
+/// A nesting depth past what the counter holds: the count is lost, so the value never
+/// completes (the block ends malformed at its byte limit or at the end of the turn). A
+/// saturated counter that went on counting closers would complete it early, and the
+/// rest of the body would be read as blocks of its own (found by a helper: 70,000
+/// openers, then 65,535 closers and a call, committed the call).
+pub(super) const LOST: u16 = u16::MAX;
+
 /// The lexer state after a byte.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(super) struct Lexer {
@@ -188,7 +195,7 @@ impl Lexer {
         if self.counting {
             if opens {
                 self.depth = self.depth.saturating_add(1);
-            } else if closes && self.depth > 0 {
+            } else if closes && self.depth > 0 && self.depth < LOST {
                 self.depth -= 1;
                 step.completed = self.depth == 0;
             }
@@ -235,5 +242,14 @@ mod tests {
         assert_eq!(completes_at(Syntax::Json, mistral, "get[CALL_ID]id9[ARGS][1]"), Some(23));
         assert_eq!(completes_at(Syntax::Json, mistral, r#"get[x] y "s" [1]"#), None, "text after the tag");
         assert_eq!(completes_at(Syntax::Json, StructStart::FirstBracket, r#"{"a": 1"#), None);
+    }
+
+    #[test]
+    fn a_depth_past_the_counter_never_completes() {
+        let deep = |opens: usize, closes: usize| "[".repeat(opens) + &"]".repeat(closes);
+        let n = usize::from(LOST);
+        assert_eq!(completes_at(Syntax::Json, StructStart::FirstBracket, &deep(n - 1, n - 1)), Some(2 * n - 3));
+        assert_eq!(completes_at(Syntax::Json, StructStart::FirstBracket, &deep(n + 4465, n)), None);
+        assert_eq!(completes_at(Syntax::Json, StructStart::FirstBracket, &deep(n, n + 10)), None);
     }
 }

@@ -4,7 +4,7 @@
 
 use super::body::{self, Context, Item, Schemas};
 use super::delimiter::Cursor;
-use super::lexer::{Lexer, Syntax};
+use super::lexer::{Lexer, Syntax, LOST};
 use super::malformed::{Malformed, MalformedKind};
 use super::matcher::{Hit, Matcher, Matchers, Role};
 use super::spec::FormatSpec;
@@ -570,7 +570,8 @@ impl Scanner {
                 } else if let Some((hit, len)) = m.step_outlined(&mut state.cursor, byte) {
                     match hit {
                         Hit::Nest => state.depth = state.depth.saturating_add(1),
-                        Hit::Unnest => state.depth = state.depth.saturating_sub(1),
+                        // Past the counter the count is lost: no closer counts again (`LOST`).
+                        Hit::Unnest if state.depth < LOST => state.depth = state.depth.saturating_sub(1),
                         Hit::Delimiter(Role::CallClose) if !state.structural && self.closes_here(state, by_id) => {
                             self.close(state, i - len, i, out);
                             return i;
@@ -579,7 +580,7 @@ impl Scanner {
                             self.interrupt(state, i - len..i, out);
                             return i;
                         }
-                        Hit::Delimiter(_) => {}
+                        Hit::Unnest | Hit::Delimiter(_) => {}
                     }
                 }
             }

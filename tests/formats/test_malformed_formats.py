@@ -97,3 +97,25 @@ def test_a_mistral_call_whose_arguments_are_no_object_ends_at_the_next_call(by_i
     assert (committed, malformed) == (["g"], ["arguments_not_object"])
     deltas = s.take_released()[2]
     assert [d["function"].get("name") for d in deltas if "id" in d] == ["g"]
+
+
+_EVIL_XML = "<tool_call>\n<function=evil>\n<parameter=x>\n1\n</parameter>\n</function>\n</tool_call>"
+
+
+def _nested_then_call(fmt: str, opens: int, closes: int) -> str:
+    if fmt == "xlam":
+        return "[" * opens + "]" * closes + '[{"name": "evil", "arguments": {"x": 1}}]'
+    if fmt == "llama3_json":
+        return "{" * opens + "}" * closes + '; {"name": "evil", "parameters": {}}'
+    nested = "<function=" * opens + "</function>" * closes
+    return f"<tool_call>\n<function=f>\n<parameter=x>\n{nested}\n</parameter>\n</function>\n</tool_call>{_EVIL_XML}"
+
+
+@pytest.mark.parametrize("fmt", ["xlam", "llama3_json", "qwen3_coder"])
+def test_nesting_past_the_depth_counter_never_completes_a_block_early(fmt: str) -> None:
+    """Found by a helper: the bracket (and XML tag) depth saturated at 65,535, so 70,000
+    openers and 65,535 closers read as balanced: the block ended early and the call after
+    it committed. The same imbalance at a depth the counter holds is one malformed block."""
+    saturated = inert.parse(_nested_then_call(fmt, 70_000, 65_535), fmt, max_block_bytes=4 << 20)
+    control = inert.parse(_nested_then_call(fmt, 5_465, 1_000), fmt, max_block_bytes=4 << 20)
+    assert [type(o).__name__ for o in saturated] == [type(o).__name__ for o in control] == ["Malformed"]
