@@ -550,7 +550,9 @@ class StreamBatch:
     def finish(self, seq: int | SupportsIndex) -> list[_Outcome]:
         """Ends ``seq``'s turn (as ``TokenStream.finish``) and frees its slot for a new sequence.
         With ``stream=True`` what it released is kept for ``take_released``, even when ``seq``
-        is added again before then.
+        is added again before then, and even when it is empty: a streaming server names every
+        finished sequence in a ``take_released`` once (an untaken tail holds a few hundred bytes
+        for the batch's life).
 
         Raises:
             UnknownSequenceError: ``seq`` is not in the batch.
