@@ -9,6 +9,7 @@ pub(crate) mod decode;
 pub mod tokenizer_json;
 
 use crate::error::CoreError;
+use std::collections::HashMap;
 use std::ops::Range;
 
 /// Ids above this are refused: the table is dense, and real vocabularies
@@ -32,10 +33,14 @@ const ABSENT: Span = Span { start: u32::MAX, end: 0 };
 pub struct Vocab {
     bytes: Vec<u8>,
     spans: Vec<Span>,
-    /// Open addressing over the pieces' hashes, linear probing: `id + 1`, 0 for empty.
-    /// Every id lies in the probe run that starts at its hash, so a lookup walks that
-    /// run to its first empty slot and finds every id with the piece.
+    /// Open addressing over the distinct pieces' hashes, linear probing: `id + 1` of the
+    /// first id with the piece, 0 for empty. A piece lies in the probe run that starts at
+    /// its hash, so a lookup walks that run to the piece or to its first empty slot.
     by_piece: Vec<u32>,
+    /// The other ids that spell the piece of an id in `by_piece`. Empty for real
+    /// vocabularies; in the table, each would have lengthened the one probe run every id
+    /// with that piece walks (a vocabulary of 128k equal placeholders took 5 s to build).
+    same: HashMap<u32, Vec<u32>>,
     len: usize,
     /// Every id below it has a piece: a window of such ids resolves, checked by its largest.
     dense: u64,
@@ -87,21 +92,31 @@ impl VocabBuilder {
         let dense = self.spans.iter().position(|s| *s == ABSENT).unwrap_or(self.spans.len()) as u64;
         let longest = self.spans.iter().filter(|s| **s != ABSENT).map(|s| u64::from(s.end - s.start)).max();
         let longest = longest.unwrap_or(0);
-        let mut vocab = Vocab { bytes: self.bytes, spans: self.spans, by_piece: Vec::new(), len, dense, longest };
+        let (bytes, spans) = (self.bytes, self.spans);
         let size = (len * 2).next_power_of_two().max(16);
         let mut table = vec![0u32; size];
-        for (id, span) in vocab.spans.iter().enumerate() {
+        let mut same: HashMap<u32, Vec<u32>> = HashMap::new();
+        for (id, span) in spans.iter().enumerate() {
             if *span == ABSENT {
                 continue;
             }
-            let mut slot = hash(&vocab.bytes[range(*span)]) & (size - 1);
-            while table[slot] != 0 {
-                slot = (slot + 1) & (size - 1);
+            let piece = &bytes[range(*span)];
+            let mut slot = hash(piece) & (size - 1);
+            loop {
+                match table[slot] {
+                    0 => {
+                        table[slot] = id as u32 + 1;
+                        break;
+                    }
+                    entry if &bytes[range(spans[entry as usize - 1])] == piece => {
+                        same.entry(entry - 1).or_default().push(id as u32);
+                        break;
+                    }
+                    _ => slot = (slot + 1) & (size - 1),
+                }
             }
-            table[slot] = id as u32 + 1;
         }
-        vocab.by_piece = table;
-        vocab
+        Vocab { bytes, spans, by_piece: table, same, len, dense, longest }
     }
 }
 
@@ -144,24 +159,22 @@ impl Vocab {
     /// Every id whose piece is exactly `text`, in no particular order. Costs the
     /// probe run of `text`'s hash, about one slot: the table is at most half full.
     pub fn ids_spelled<'a>(&'a self, text: &'a [u8]) -> impl Iterator<Item = u32> + 'a {
-        let mask = self.by_piece.len().wrapping_sub(1);
-        let first = if self.by_piece.is_empty() { None } else { Some(hash(text) & mask) };
-        let mut slot = first;
-        std::iter::from_fn(move || {
-            while let Some(s) = slot {
-                let entry = self.by_piece[s];
-                if entry == 0 {
-                    slot = None;
-                    return None;
-                }
-                slot = Some((s + 1) & mask);
-                let id = entry - 1;
-                if &self.bytes[range(self.spans[id as usize])] == text {
-                    return Some(id);
-                }
+        let first = self.first_spelling(text);
+        let others = first.and_then(|id| self.same.get(&id)).map_or(&[][..], Vec::as_slice);
+        first.into_iter().chain(others.iter().copied())
+    }
+
+    /// The id of `text` in the index (`by_piece`), if any id spells it.
+    fn first_spelling(&self, text: &[u8]) -> Option<u32> {
+        let mask = self.by_piece.len().checked_sub(1)?;
+        let mut slot = hash(text) & mask;
+        loop {
+            let id = self.by_piece[slot].checked_sub(1)?;
+            if &self.bytes[range(self.spans[id as usize])] == text {
+                return Some(id);
             }
-            None
-        })
+            slot = (slot + 1) & mask;
+        }
     }
 }
 
@@ -223,5 +236,23 @@ mod tests {
         assert_eq!(v.ids_spelled(b"p7").count(), 4, "id 7 was replaced");
         assert_eq!(v.ids_spelled(b"absent").count(), 0);
         assert_eq!(VocabBuilder::default().build().ids_spelled(b"x").count(), 0);
+    }
+
+    #[test]
+    fn ids_that_share_a_piece_share_one_slot() {
+        // Placeholder vocabularies spell many ids alike: each used to take a slot of the one
+        // probe run they all walk, so building took time quadratic in them.
+        let mut b = VocabBuilder::default();
+        for id in 0..20_000u64 {
+            b.insert(id, if id % 2 == 0 { b"" } else { b"<pad>" }).unwrap();
+        }
+        b.insert(20_000, b"x").unwrap();
+        let v = b.build();
+        assert_eq!(v.by_piece.iter().filter(|&&e| e != 0).count(), 3, "one slot per distinct piece");
+        let mut pads: Vec<u32> = v.ids_spelled(b"<pad>").collect();
+        pads.sort_unstable();
+        assert_eq!(pads, (1..20_000).step_by(2).collect::<Vec<u32>>());
+        assert_eq!(v.ids_spelled(b"").count(), 10_000);
+        assert_eq!(v.ids_spelled(b"x").collect::<Vec<_>>(), [20_000]);
     }
 }
