@@ -9,14 +9,19 @@ use crate::scan::{Role, Scanner, TokenRole};
 use crate::vocab::Vocab;
 use std::sync::Arc;
 
+/// Bound ids a token's role is looked up among one by one; past them, by halves (a
+/// vocabulary spelling a delimiter with 64k ids took 100 µs a token, and binding it 5 s).
+const LINEAR_ROLES: usize = 16;
+
 /// A format bound to a vocabulary (named `Setup`, not "binding", which here means the pyo3
 /// layer in `py/`). Immutable; cloning it is three reference counts.
 #[derive(Debug, Clone)]
 pub struct Setup {
     pub(super) scanner: Arc<Scanner>,
     vocab: Arc<Vocab>,
-    /// The ids whose piece spells one of the format's delimiters, with its role.
-    /// A handful at most, so a linear scan beats hashing on the per-token path.
+    /// The ids whose piece spells one of the format's delimiters, with its role, by id.
+    /// A handful in real vocabularies, so a linear scan serves the per-token path; a
+    /// vocabulary that spells a delimiter with many ids is searched by halves.
     roles: Arc<[(u32, TokenRole)]>,
     /// The smallest and largest of those ids: most tokens fall outside and skip the scan.
     role_ids: (u32, u32),
@@ -62,12 +67,11 @@ impl Setup {
         let mut roles: Vec<(u32, TokenRole)> = Vec::new();
         for text in scanner.special_spellings() {
             let role = scanner.role_of_special(text);
-            for id in vocab.ids_spelled(text) {
-                if !roles.iter().any(|&(bound, _)| bound == id) {
-                    roles.push((id, role));
-                }
-            }
+            roles.extend(vocab.ids_spelled(text).map(|id| (id, role)));
         }
+        // By id; an id that spells two delimiters keeps the first one's role (a stable sort).
+        roles.sort_by_key(|&(id, _)| id);
+        roles.dedup_by_key(|&mut (id, _)| id);
         if roles.iter().any(|&(_, role)| role == TokenRole::Delimiter(Role::CallClose)) {
             scanner.bind_closer_by_id();
         }
@@ -97,6 +101,12 @@ impl Setup {
     pub fn role_of(&self, id: u32) -> TokenRole {
         if id < self.role_ids.0 || id > self.role_ids.1 {
             return TokenRole::Text;
+        }
+        if self.roles.len() > LINEAR_ROLES {
+            return self
+                .roles
+                .binary_search_by_key(&id, |&(bound, _)| bound)
+                .map_or(TokenRole::Text, |i| self.roles[i].1);
         }
         self.roles.iter().find(|&&(bound, _)| bound == id).map_or(TokenRole::Text, |&(_, role)| role)
     }
@@ -156,6 +166,20 @@ mod tests {
                     String::from_utf8_lossy(t)
                 );
             }
+        }
+    }
+
+    #[test]
+    fn many_ids_spelling_delimiters_are_bound_and_found_by_halves() {
+        let pieces: [&[u8]; 3] = [b"<tool_call>", b"x", b"</tool_call>"];
+        let mut b = VocabBuilder::default();
+        for id in 0..3000u64 {
+            b.insert(id, pieces[id as usize % 3]).unwrap();
+        }
+        let setup = Setup::new(&TurnConfig::builtin("hermes", "", 1 << 20).unwrap(), Arc::new(b.build()));
+        assert_eq!(setup.roles.len(), 2000);
+        for id in 0..3000u32 {
+            assert_eq!(setup.role_of(id), setup.scanner.role_of_special(pieces[id as usize % 3]), "id {id}");
         }
     }
 }
