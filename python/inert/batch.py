@@ -172,12 +172,14 @@ class BatchOrchestrator:
         ending = self._ending.get(int(seq))
         if ending is None:
             notices = self._batch.notices(seq)  # the verifies committed them; finish forgets them
+            # Held as ending before the core forgets the turn: an interrupt from here on
+            # leaves it where finish(seq) again and close() find it.
+            ending = self._ending[int(seq)] = _Ending(self._turns[int(seq)], notices)
+            del self._turns[int(seq)]
             outcomes = self._batch.finish(seq)
-            driver = self._turns.pop(int(seq))
-            ending = self._ending[int(seq)] = _Ending(driver, notices)
-            ending.tail = driver.apply(outcomes, self._released_of(seq) or ("", "", []))
+            ending.tail = ending.driver.apply(outcomes, self._released_of(seq) or ("", "", []))
         ending.wait()
-        del self._ending[int(seq)]
+        self._ending.pop(int(seq), None)  # close() in another thread may have taken it already
         return ending.driver.report(strict, ending.notices, ending.tail)
 
     def close(self) -> dict[int, Report]:
@@ -217,8 +219,15 @@ class BatchOrchestrator:
                     failure = failure or exc
             # A KeyboardInterrupt here stops the wait, not the calls: a close() again waits on.
             for seq, ending in list(self._ending.items()):
+                try:
+                    if ending.abandoned:
+                        self._abandon(seq)  # again, if an interrupt cut it short: each step is done once
+                except Exception as exc:  # noqa: BLE001 - a turn that cannot be abandoned is not waited for
+                    failure = failure or exc
+                    self._ending.pop(seq, None)
+                    continue
                 ending.wait()
-                del self._ending[seq]
+                self._ending.pop(seq, None)  # a finish(seq) in another thread may have taken it already
                 try:
                     reports[seq] = ending.driver.report(False, ending.notices, ending.tail)
                 except Exception as exc:  # noqa: BLE001 - every other turn is still reported; raised below
@@ -229,7 +238,7 @@ class BatchOrchestrator:
             self._closing = False
             # Calls still running (the wait was interrupted) keep the workers, the timer and
             # the journal until they end, so each of them is journaled.
-            if not self._ending:
+            if not self._ending and not self._turns:
                 self._shut = True
                 self._engine.close()
                 if self._owned is not None:  # once a tool past its deadline has journaled what it did
@@ -251,13 +260,19 @@ class BatchOrchestrator:
     def _abandon(self, seq: int) -> int:
         """Ends ``seq``'s turn at a close: the slot is freed; the end-of-turn outcomes are not
         applied (a close is no end of turn: a block it would confirm never commits). Returns
-        how many calls it retracted; ``close`` then waits for its calls."""
-        driver = self._turns.pop(seq)
-        self._ending[seq] = _Ending(driver, self._batch.notices(seq), abandoned=True)
-        self._batch.finish(seq)
-        if self._streaming:
-            self._batch.take_released([seq])  # what the client never got stays unsent
-        return driver.abandon()
+        how many calls it retracted; ``close`` then waits for its calls. Held as ending first,
+        and each step done once, so a close() interrupted here finishes it when called again."""
+        ending = self._ending.get(seq)
+        if ending is None:
+            ending = self._ending[seq] = _Ending(self._turns[seq], self._batch.notices(seq), abandoned=True)
+        self._turns.pop(seq, None)
+        if seq in self._batch:
+            self._batch.finish(seq)
+            if self._streaming:
+                self._batch.take_released([seq])  # what the client never got stays unsent
+        if ending.retracted is None:
+            ending.retracted = ending.driver.abandon()
+        return ending.retracted
 
     def __enter__(self) -> Self:
         return self
@@ -298,6 +313,7 @@ class _Ending:
         self.driver = driver
         self.notices = notices
         self.abandoned = abandoned
+        self.retracted: int | None = None  # abandoned: the calls it retracted, once it has
         self.tail: Step | None = None
 
     def wait(self) -> None:

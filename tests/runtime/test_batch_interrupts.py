@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 import inert
+from inert import batch as batch_module
 from inert.runtime import ThreadRuntime
 from tools import WATCHDOG, block
 
@@ -109,4 +110,113 @@ def test_an_interrupted_close_leaves_the_journal_to_the_running_calls(
         reports = batch.close()  # waits on, then stops the workers and closes the journal
     assert [r.result for r in reports[0].results] == [1, 2]
     assert batch.close() == {}
+    assert _journaled(path) == ([1, 2], [])
+
+
+class _Staged:
+    """A two-phase write: what each phase did."""
+
+    def __init__(self) -> None:
+        self.log: list[str] = []
+
+    def prepare(self, n: int) -> int:
+        self.log.append("prepare")
+        return n
+
+    def commit(self, prepared: int, *, idempotency_key: str) -> int:
+        self.log.append("commit")
+        return prepared
+
+    def abort(self, prepared: int) -> None:
+        self.log.append("abort")
+
+
+def _interrupt_first_ending(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The interrupt lands as the turn is about to be held as ending (after its driver was read)."""
+    init = batch_module._Ending.__init__
+    armed = [True]
+
+    def interrupted(self: Any, *args: Any, **kwargs: Any) -> None:
+        if armed[0]:
+            armed[0] = False
+            raise KeyboardInterrupt
+        init(self, *args, **kwargs)
+
+    monkeypatch.setattr(batch_module._Ending, "__init__", interrupted)
+
+
+def test_finish_interrupted_before_its_wait_is_finished_again(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Found by a helper: an interrupt between taking the turn from the batch and holding it
+    as ending lost it: finish(seq) again raised UnknownSequenceError and close() closed the
+    journal under the accepted write, which never ran."""
+    _interrupt_first_ending(monkeypatch)
+    tool = Writes()
+    tool.release.set()
+    batch, path = _batch(tmp_path, tool)
+    with pytest.raises(KeyboardInterrupt):
+        batch.finish(0)
+    assert [r.result for r in batch.finish(0).results] == [1, 2]
+    batch.close()
+    assert _journaled(path) == ([1, 2], [])
+
+
+def test_close_interrupted_while_abandoning_aborts_the_prepared_call_when_called_again(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Found by a helper: an interrupt as close() abandoned a turn left it out of the batch
+    and out of the turns being ended: close() shut the journal, and the call prepared on
+    draft tokens was never aborted (recover listed it prepared)."""
+    tool = _Staged()
+    path = str(tmp_path / "journal.sqlite")
+    vocab = inert.Vocabulary([block("t", n=1), "."])
+    batch = inert.BatchOrchestrator({"t": "write"}, {"t": tool}, vocab=vocab, journal=path)
+    batch.add(0, "turn")
+    batch.draft([0], [[0, 1]])  # the block closed in the draft: its prepare runs early
+    until_prepared(path)
+    _interrupt_first_ending(monkeypatch)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", inert.TurnAbandonedWarning)
+        with pytest.raises(KeyboardInterrupt):
+            batch.close()
+        reports = batch.close()
+    assert list(reports) == [0] and tool.log == ["prepare", "abort"]
+    assert inert.recover(path).prepared == []
+
+
+def until_prepared(path: str) -> None:
+    journal = inert.SqliteJournal(path)
+    try:
+        for _ in range(int(WATCHDOG * 100)):
+            if any(e.tool == "t" for e in journal.entries()):
+                return
+            threading.Event().wait(0.01)
+    finally:
+        journal.close()
+    raise AssertionError("the prepare never began")
+
+
+def test_finish_and_close_in_two_threads_both_report_the_turn(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Found by a helper: both waited on the one ending turn and both deleted it; the second
+    raised KeyError and its report was lost. The write is held until both wait on it."""
+    tool = Writes()
+    batch, path = _batch(tmp_path, tool)
+    wait = batch_module._Ending.wait
+    waiting = threading.Semaphore(0)
+
+    def counted(ending: Any) -> None:
+        waiting.release()
+        wait(ending)
+
+    monkeypatch.setattr(batch_module._Ending, "wait", counted)
+    finished: list[inert.Report] = []
+    waiter = threading.Thread(target=lambda: finished.append(batch.finish(0)), daemon=True)
+    waiter.start()
+    assert waiting.acquire(timeout=WATCHDOG)  # finish() holds the turn as ending and waits
+    closer = threading.Thread(target=lambda: finished.append(batch.close()[0]), daemon=True)
+    closer.start()
+    assert waiting.acquire(timeout=WATCHDOG)  # close() waits on the same turn
+    tool.release.set()
+    waiter.join(WATCHDOG)
+    closer.join(WATCHDOG)
+    assert [[r.result for r in report.results] for report in finished] == [[1, 2], [1, 2]]
     assert _journaled(path) == ([1, 2], [])
