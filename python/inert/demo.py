@@ -31,7 +31,7 @@ from typing import Any
 
 from . import CallClosed, EffectClass, Orchestrator, Report, ToolSpec
 from .errors import InertValueError
-from .journal.sqlite import special_file
+from .files import special_file
 
 __all__ = ["DRAFT", "RUNS", "TARGET", "DemoRun", "demo_ok", "run_demo", "run_policy", "two_phase_ok"]
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from .durations import seconds
 from .errors import EffectTableError, InertTypeError, closest_name
+from .files import endless
 
 __all__ = ["EffectClass", "EffectTable", "Footprint", "FootprintFn", "ToolSpec"]
 
@@ -391,6 +392,8 @@ class EffectTable:
         """
         if not isinstance(path, (str, PathLike)):
             raise InertTypeError(f"from_toml: path must be a str or os.PathLike, got {type(path).__name__}")
+        if (kind := endless(path)) is not None:
+            raise EffectTableError(f"{path} is {kind}, not a TOML effect table")
         with open(path, "rb") as f:
             try:
                 doc = tomllib.load(f)

@@ -274,12 +274,24 @@ def test_recover_json_writes_a_result_nested_past_its_depth_as_a_note(tmp_path: 
     json.loads(done.stdout)
 
 
-def test_audit_refuses_a_device_instead_of_reading_it_for_ever() -> None:
-    """Found by a helper: `inert audit /dev/zero` read one endless line until memory ran out
-    (a MemoryError traceback under a memory limit, the OOM killer without one)."""
-    done = inert("audit", "/dev/zero")
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (("audit", "/dev/zero"), "inert audit: /dev/zero is a device, not a trace file"),
+        (("simulate", "--workloads", "/dev/zero"), "inert simulate: /dev/zero is a device, not a TOML file"),
+    ],
+    ids=["audit", "simulate"],
+)
+def test_a_device_is_refused_instead_of_read_for_ever(args: tuple[str, ...], says: str) -> None:
+    """Found by helpers: `inert audit /dev/zero` and `inert simulate --workloads /dev/zero`
+    read until memory ran out (a MemoryError traceback under a memory limit)."""
+    done = inert(*args)
     assert done.returncode == 2
-    assert (
-        done.stderr.strip()
-        == "inert audit: /dev/zero is a device, not a trace file: give the path of an inert.trace/2 trace"
-    )
+    assert done.stderr.strip().startswith(says)
+
+
+def test_an_effect_table_from_a_device_is_refused() -> None:
+    import inert as package
+
+    with pytest.raises(package.EffectTableError, match="/dev/zero is a device"):
+        package.EffectTable.from_toml("/dev/zero")

@@ -501,6 +501,11 @@ def test_once_the_file_is_found_locked_intents_stop_waiting_the_whole_busy_timeo
             with pytest.raises(inert.JournalError, match="database is locked") as failed:
                 journal.begin(record(f"k{n}"), "t")
             assert ("waited 100 ms" in str(failed.value)) == (n > 0)
+        # A commit settles what a prepare staged (found by a helper): it waits the whole timeout.
+        commit = dataclasses.replace(record("k-commit"), phase="commit")
+        with pytest.raises(inert.JournalError, match="database is locked") as failed:
+            journal.begin(commit, "t")
+        assert "waited 100 ms" not in str(failed.value)
     finally:
         other.execute("ROLLBACK")
         other.close()

@@ -157,12 +157,10 @@ def read_trace(path: str | os.PathLike[str]) -> Iterator[tuple[int, dict[str, An
         OSError: the file cannot be read.
     """
     from ..errors import InertValueError
-    from ..journal.sqlite import special_file
+    from ..files import endless
 
     where = os.fspath(path)
-    # A device never ends (/dev/zero, /dev/urandom: read until memory ran out); a FIFO does
-    # when its writer closes it, so `inert audit <(zcat trace.gz)` is read.
-    if (kind := special_file(path)) in ("a device", "a socket"):
+    if (kind := endless(path)) is not None:
         raise InertValueError(f"{where} is {kind}, not a trace file: give the path of an {SCHEMA} trace")
     with open(path, "rb") as f:
         for n, raw in enumerate(f, 1):

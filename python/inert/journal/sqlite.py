@@ -13,7 +13,6 @@ import contextlib
 import os
 import shutil
 import sqlite3
-import stat
 import tempfile
 import threading
 import time
@@ -25,6 +24,7 @@ from typing import Any, Self
 from ..canonical import canonical_arguments
 from ..effects import EffectClass
 from ..errors import InertTypeError, InertValueError, JournalError, StaleClaimError
+from ..files import special_file
 from ..report import DispatchRecord
 from .protocol import (
     JournalEntry,
@@ -84,18 +84,6 @@ _SELECT = (
     "SELECT i.commit_key, i.turn_key, i.tool, i.effect, i.arguments, i.fingerprint, i.intent_at,"
     " o.status, o.result, o.error, o.finished_at FROM intents i LEFT JOIN outcomes o ON o.commit_key = i.commit_key"
 )
-
-
-def special_file(path: str | os.PathLike[str]) -> str | None:
-    """What ``path`` is when it exists and is neither a regular file nor a directory (a
-    FIFO, a device, a socket), which SQLite would block on or misuse; else ``None``."""
-    try:
-        mode = os.stat(path).st_mode
-    except OSError:
-        return None
-    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
-        return None
-    return "a FIFO" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else "a device"
 
 
 def _error(path: str, doing: str, exc: BaseException) -> JournalError:
@@ -287,8 +275,9 @@ class SqliteJournal:
         """The busy timeout cut to ``_LOCKED_OUT_WAIT_MS`` while the file is known to be locked:
         each intent waited the whole timeout (30 s) in turn under the journal's lock, so a turn
         of n calls took n x 30 s to fail, whatever the calls' deadlines. An intent not written
-        leaves its tool unrun: nothing happens that the journal does not know of. Outcomes
-        still wait the whole timeout (one not written leaves its call in doubt)."""
+        leaves its tool unrun: nothing happens that the journal does not know of. Outcomes, and
+        the intents of two-phase commits and aborts (what a prepare staged waits on them), still
+        wait the whole timeout (an outcome not written leaves its call in doubt)."""
         patience = self._db.execute("PRAGMA busy_timeout").fetchone()[0]
         self._db.execute(f"PRAGMA busy_timeout = {min(int(patience), _LOCKED_OUT_WAIT_MS)}")
         try:
@@ -330,7 +319,8 @@ class SqliteJournal:
         e = new_entry(record, turn_key)
         claim = uuid.uuid4().hex
         with self._lock:
-            impatient = self._locked_out
+            # A commit or abort settles what a prepare staged: it waits the whole timeout.
+            impatient = self._locked_out and record.phase not in ("commit", "abort")
             try:
                 with self._impatient() if impatient else contextlib.nullcontext():
                     self._db.execute("BEGIN IMMEDIATE")

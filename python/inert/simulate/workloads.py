@@ -65,6 +65,7 @@ from typing import Any
 
 from .._core import TokenStream
 from ..errors import InertError, InertValueError
+from ..files import endless
 from .decoding import ModelProfile
 from .world import Latency, SimTool
 
@@ -285,6 +286,8 @@ class _Loader:
         return InertValueError(f"{self.path}: {where}: {problem}")
 
     def load(self) -> list[Workload]:
+        if (kind := endless(self.path)) is not None:
+            raise InertValueError(f"{self.path} is {kind}, not a TOML file of workloads")
         with open(self.path, "rb") as f:
             raw = f.read()
         try:
