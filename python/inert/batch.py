@@ -176,8 +176,15 @@ class BatchOrchestrator:
             # leaves it where finish(seq) again and close() find it.
             ending = self._ending[int(seq)] = _Ending(self._turns[int(seq)], notices)
             del self._turns[int(seq)]
+        if ending.tail is None and int(seq) in self._batch:
             outcomes = self._batch.finish(seq)
             ending.tail = ending.driver.apply(outcomes, self._released_of(seq) or ("", "", []))
+        elif ending.tail is None:
+            # An interrupt cut the end of the turn short after the core gave it: what it did
+            # not apply is gone, so the calls it left undecided (a prepared call waiting for
+            # its fate) are retracted, as a close does, rather than waited for for ever.
+            ending.retracted = ending.driver.abandon()
+            ending.tail = Step(())
         ending.wait()
         self._ending.pop(int(seq), None)  # close() in another thread may have taken it already
         return ending.driver.report(strict, ending.notices, ending.tail)
@@ -220,8 +227,10 @@ class BatchOrchestrator:
             # A KeyboardInterrupt here stops the wait, not the calls: a close() again waits on.
             for seq, ending in list(self._ending.items()):
                 try:
-                    if ending.abandoned:
-                        self._abandon(seq)  # again, if an interrupt cut it short: each step is done once
+                    if ending.abandoned or ending.tail is None:
+                        # Again, if an interrupt cut it short (each step is done once); and a
+                        # finish cut short before its end of turn was applied: a close is no end.
+                        self._abandon(seq)
                 except Exception as exc:  # noqa: BLE001 - a turn that cannot be abandoned is not waited for
                     failure = failure or exc
                     self._ending.pop(seq, None)

@@ -18,6 +18,7 @@ import pytest
 import inert
 from inert import batch as batch_module
 from inert.runtime import ThreadRuntime
+from inert.turn import TurnDriver
 from tools import WATCHDOG, block
 
 
@@ -220,3 +221,39 @@ def test_finish_and_close_in_two_threads_both_report_the_turn(monkeypatch: pytes
     closer.join(WATCHDOG)
     assert [[r.result for r in report.results] for report in finished] == [[1, 2], [1, 2]]
     assert _journaled(path) == ([1, 2], [])
+
+
+@pytest.mark.parametrize("again", ["finish", "close"])
+def test_an_end_of_turn_cut_short_retracts_what_it_left_undecided(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, again: str
+) -> None:
+    """Found by a helper: an interrupt while finish applied the end of the turn lost its
+    outcomes, so a call prepared on draft tokens waited for its fate for ever, and finish
+    again (or close) with it. What the end left undecided is retracted instead, as a close
+    retracts it: the prepare is aborted, journaled."""
+    tool = _Staged()
+    path = str(tmp_path / "journal.sqlite")
+    vocab = inert.Vocabulary([block("t", n=1)])
+    batch = inert.BatchOrchestrator({"t": "write"}, {"t": tool}, vocab=vocab, journal=path)
+    batch.add(0, "turn")
+    batch.draft([0], [[0]])  # closes in the draft, never verified: its prepare runs early
+    until_prepared(path)
+    apply = TurnDriver.apply
+    armed = [True]
+
+    def interrupted(driver: TurnDriver, *args: Any, **kwargs: Any) -> Any:
+        if armed[0]:
+            armed[0] = False
+            raise KeyboardInterrupt
+        return apply(driver, *args, **kwargs)
+
+    monkeypatch.setattr(TurnDriver, "apply", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        batch.finish(0)
+    if again == "finish":
+        assert batch.finish(0, strict=False).results == []
+        batch.close()
+    else:
+        assert list(batch.close()) == [0]
+    assert tool.log == ["prepare", "abort"]
+    assert inert.recover(path).prepared == []
