@@ -204,6 +204,9 @@ class Session:
         """Ends the stream; the step is what ``finish`` did and released (``report.tail``)."""
         outcomes = self.stream.finish()
         self.tail = self.apply(outcomes, self.released() or ("", "", []))
+        # The end of the turn decides every call; one left undecided lost its outcome to an
+        # interrupt in an earlier step (a verify's retraction): retracted, never waited for.
+        self.driver.abandon()
         return self.tail
 
     def abandon(self) -> None:

@@ -334,7 +334,10 @@ class TurnDriver:
         new is let go. Returns how many were retracted."""
         keys = list(self._nodes)
         for key in reversed(keys):
-            self.runtime.retract(self._nodes.pop(key))
+            # Dropped once retracted: an interrupt between the two leaves it to retract again
+            # (a prepared call lost here would wait for its fate for ever).
+            self.runtime.retract(self._nodes[key])
+            del self._nodes[key]
         return len(keys)
 
     def report(self, strict: bool, notices: Sequence[_core.ReasoningUnopened] = (), tail: Step | None = None) -> Report:

@@ -12,6 +12,7 @@ import pytest
 
 import inert
 from inert.audit import SCHEMA, audit, read_trace, turns
+from inert.audit import trace as trace_module
 from inert.cli import main
 
 FOREIGN = Path(__file__).resolve().parents[1] / "traces" / "foreign_incident.jsonl"
@@ -255,3 +256,15 @@ def test_a_key_drafted_again_and_again_is_audited_in_linear_work(tmp_path: Path)
     assert [d.finished for d in turn.dispatched] == [3.0 * i + 1 for i in range(n)]
     assert len(turn.report.discarded) == n
     assert lines <= 60 * n, f"{lines} lines of the audit for {n} dispatches"
+
+
+def test_a_file_with_no_line_breaks_is_refused_at_the_longest_event(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found by a helper: /proc/self/pagemap (a regular file, no line breaks) was read as one
+    line until memory ran out. A line past the longest event is refused (256 MiB; 1 kB here)."""
+    monkeypatch.setattr(trace_module, "_LONGEST_LINE", 1024)
+    endless = tmp_path / "blob"
+    endless.write_bytes(b"x" * 4096)
+    with pytest.raises(inert.InertValueError, match=r"blob:1: a line longer than"):
+        audit(endless)

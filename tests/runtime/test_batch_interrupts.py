@@ -3,8 +3,8 @@
 lost its turn, so the ``with`` block's close closed the journal under it: an accepted
 write never ran and left no intent, and one that ran read as in doubt.
 
-The interrupt is raised by the wait itself (no signal, no timing): the first drain raises
-it, as a Ctrl-C landing there would."""
+The interrupt is raised by the code it lands in (no signal, no timing), as a Ctrl-C landing
+there would. The last test is a lone Orchestrator's: a step's lost outcomes held its finish too."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ import inert
 from inert import batch as batch_module
 from inert.runtime import ThreadRuntime
 from inert.turn import TurnDriver
-from tools import WATCHDOG, block
+from tools import WATCHDOG, block, finish_within
 
 
 class Writes:
@@ -255,5 +255,77 @@ def test_an_end_of_turn_cut_short_retracts_what_it_left_undecided(
         batch.close()
     else:
         assert list(batch.close()) == [0]
+    assert tool.log == ["prepare", "abort"]
+    assert inert.recover(path).prepared == []
+
+
+def _prepared_batch(tmp_path: Path) -> tuple[inert.BatchOrchestrator, _Staged, str]:
+    tool = _Staged()
+    path = str(tmp_path / "journal.sqlite")
+    vocab = inert.Vocabulary([block("t", n=1), "."])
+    batch = inert.BatchOrchestrator({"t": "write"}, {"t": tool}, vocab=vocab, journal=path)
+    batch.add(0, "turn")
+    batch.draft([0], [[0, 1]])  # the block closed in the draft: its prepare runs early
+    until_prepared(path)
+    return batch, tool, path
+
+
+def _raise_once(monkeypatch: pytest.MonkeyPatch, owner: Any, name: str) -> None:
+    real = getattr(owner, name)
+    armed = [True]
+
+    def interrupted(*args: Any, **kwargs: Any) -> Any:
+        if armed[0]:
+            armed[0] = False
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(owner, name, interrupted)
+
+
+def test_close_interrupted_inside_a_retraction_still_aborts_the_prepared_call(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Found by a helper: abandoning dropped each call before retracting it, so an interrupt
+    at the retraction lost the prepared call; close() then waited for its fate for ever."""
+    batch, tool, path = _prepared_batch(tmp_path)
+    _raise_once(monkeypatch, ThreadRuntime, "retract")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", inert.TurnAbandonedWarning)
+        with pytest.raises(KeyboardInterrupt):
+            batch.close()  # abandons every turn, waits for them, then raises what interrupted it
+    assert tool.log == ["prepare", "abort"]
+    assert inert.recover(path).prepared == []
+
+
+def test_a_verify_whose_retraction_was_lost_does_not_hold_finish(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Found by a helper: an interrupt while a verify applied its outcomes lost the retraction
+    of a prepared call, which then waited for its fate for ever, and finish with it. The end
+    of the turn decides every call: one left undecided is retracted."""
+    batch, tool, path = _prepared_batch(tmp_path)
+    _raise_once(monkeypatch, TurnDriver, "apply")
+    with pytest.raises(KeyboardInterrupt):
+        batch.verify([0], [0])  # rejects the block: the core retracts it, the runtime never hears
+    assert batch.finish(0, strict=False).results == []
+    batch.close()
+    assert tool.log == ["prepare", "abort"]
+    assert inert.recover(path).prepared == []
+
+
+def test_a_lone_turns_verify_whose_retraction_was_lost_does_not_hold_finish(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The same lost retraction in a lone Orchestrator: its finish waited for ever too."""
+    tool = _Staged()
+    path = str(tmp_path / "journal.sqlite")
+    orch = inert.Orchestrator({"t": "write"}, {"t": tool}, turn_key="turn", journal=path)
+    orch.draft([block("t", n=1), "."])
+    until_prepared(path)
+    _raise_once(monkeypatch, TurnDriver, "apply")
+    with pytest.raises(KeyboardInterrupt):
+        orch.verify(0)
+    assert finish_within(orch).results == []
     assert tool.log == ["prepare", "abort"]
     assert inert.recover(path).prepared == []

@@ -148,12 +148,19 @@ class TraceWriter:
                 self.failure = self.failure or f"the trace could not be closed: {e}"
 
 
+_LONGEST_LINE = 256 << 20
+"""Bytes of one event line ``read_trace`` takes before it calls the file no trace: an event
+holds at most a block's arguments, and a file with no line breaks (/proc/self/pagemap, a
+sparse file) was read whole into memory."""
+
+
 def read_trace(path: str | os.PathLike[str]) -> Iterator[tuple[int, dict[str, Any]]]:
     """The events of a trace file, with their line numbers, in order.
 
     Raises:
         InertValueError: a line is not UTF-8, not JSON (or nests too deeply, or holds a
-            number too long to read), or not an event of this schema; ``path`` is a device.
+            number too long to read), or not an event of this schema, or longer than 256 MiB;
+            ``path`` is a device.
         OSError: the file cannot be read.
     """
     from ..errors import InertValueError
@@ -163,7 +170,12 @@ def read_trace(path: str | os.PathLike[str]) -> Iterator[tuple[int, dict[str, An
     if (kind := endless(path)) is not None:
         raise InertValueError(f"{where} is {kind}, not a trace file: give the path of an {SCHEMA} trace")
     with open(path, "rb") as f:
-        for n, raw in enumerate(f, 1):
+        for n, raw in enumerate(iter(lambda: f.readline(_LONGEST_LINE + 1), b""), 1):
+            if len(raw) > _LONGEST_LINE:
+                raise InertValueError(
+                    f"{where}:{n}: a line longer than {_LONGEST_LINE >> 20} MiB is no {SCHEMA} event "
+                    "(a file with no line breaks, or not a trace)"
+                )
             if not raw.strip():
                 continue
             try:
