@@ -325,7 +325,7 @@ class _Ending:
         self.driver = driver
         self.notices = notices
         self.abandoned = abandoned
-        self.retracted: int | None = None  # abandoned: the calls it retracted, once it has
+        self.retracted: int | None = None  # the calls left undecided it retracted, once it did
         self.tail: Step | None = None
 
     def wait(self) -> None:
