@@ -178,10 +178,7 @@ class BatchOrchestrator:
         self._turns.pop(int(seq), None)  # if an interrupt came between holding it and this
         if ending.tail is None and int(seq) in self._batch:
             outcomes = self._batch.finish(seq)
-            ending.tail = ending.driver.apply(outcomes, self._released_of(seq) or ("", "", []))
-            # The end of the turn decides every call; one left undecided lost its outcome to an
-            # interrupt in an earlier step (a verify's retraction): retracted, never waited for.
-            ending.retracted = ending.driver.abandon()
+            ending.tail = ending.driver.end(outcomes, self._released_of(seq) or ("", "", []))
         elif ending.tail is None:
             # An interrupt cut the end of the turn short after the core gave it: what it did
             # not apply is gone, so the calls it left undecided (a prepared call waiting for

@@ -203,10 +203,7 @@ class Session:
     def finish(self) -> Step:
         """Ends the stream; the step is what ``finish`` did and released (``report.tail``)."""
         outcomes = self.stream.finish()
-        self.tail = self.apply(outcomes, self.released() or ("", "", []))
-        # The end of the turn decides every call; one left undecided lost its outcome to an
-        # interrupt in an earlier step (a verify's retraction): retracted, never waited for.
-        self.driver.abandon()
+        self.tail = self.driver.end(outcomes, self.released() or ("", "", []))
         return self.tail
 
     def abandon(self) -> None:

@@ -328,6 +328,14 @@ class TurnDriver:
             return Step(tuple(outcomes), let_out)
         return Step(tuple(outcomes), let_out, released[0], released[1], tuple(released[2]))
 
+    def end(self, outcomes: list[Outcome], released: ReleasedTuple | None = None) -> Step:
+        """``apply`` of the end of the turn's outcomes, which decide every call. A call left
+        undecided lost its outcome to an interrupt in an earlier step (a verify's retraction):
+        it is retracted, never waited for (a prepared call would wait for its fate for ever)."""
+        step = self.apply(outcomes, released)
+        self.abandon()
+        return step
+
     def abandon(self) -> int:
         """Ends the turn short of its end (a closed batch): every call not committed yet is
         retracted, the latest first, as the end of a turn retracts undecided ones; nothing
