@@ -9,19 +9,15 @@ use crate::scan::{Role, Scanner, TokenRole};
 use crate::vocab::Vocab;
 use std::sync::Arc;
 
-/// Bound ids a token's role is looked up among one by one; past them, by halves (a
-/// vocabulary spelling a delimiter with 64k ids took 100 µs a token, and binding it 5 s).
-const LINEAR_ROLES: usize = 16;
-
 /// A format bound to a vocabulary (named `Setup`, not "binding", which here means the pyo3
 /// layer in `py/`). Immutable; cloning it is three reference counts.
 #[derive(Debug, Clone)]
 pub struct Setup {
     pub(super) scanner: Arc<Scanner>,
     vocab: Arc<Vocab>,
-    /// The ids whose piece spells one of the format's delimiters, with its role, by id.
-    /// A handful in real vocabularies, so a linear scan serves the per-token path; a
-    /// vocabulary that spells a delimiter with many ids is searched by halves.
+    /// The ids whose piece spells one of the format's delimiters, with its role, by id:
+    /// searched by halves (a handful in real vocabularies; a vocabulary that spelled a
+    /// delimiter with 64k ids, scanned one by one, took 100 µs a token).
     roles: Arc<[(u32, TokenRole)]>,
     /// The smallest and largest of those ids: most tokens fall outside and skip the scan.
     role_ids: (u32, u32),
@@ -102,13 +98,7 @@ impl Setup {
         if id < self.role_ids.0 || id > self.role_ids.1 {
             return TokenRole::Text;
         }
-        if self.roles.len() > LINEAR_ROLES {
-            return self
-                .roles
-                .binary_search_by_key(&id, |&(bound, _)| bound)
-                .map_or(TokenRole::Text, |i| self.roles[i].1);
-        }
-        self.roles.iter().find(|&&(bound, _)| bound == id).map_or(TokenRole::Text, |&(_, role)| role)
+        self.roles.binary_search_by_key(&id, |&(bound, _)| bound).map_or(TokenRole::Text, |i| self.roles[i].1)
     }
 
     #[inline]

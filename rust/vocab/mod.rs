@@ -100,20 +100,9 @@ impl VocabBuilder {
             if *span == ABSENT {
                 continue;
             }
-            let piece = &bytes[range(*span)];
-            let mut slot = hash(piece) & (size - 1);
-            loop {
-                match table[slot] {
-                    0 => {
-                        table[slot] = id as u32 + 1;
-                        break;
-                    }
-                    entry if &bytes[range(spans[entry as usize - 1])] == piece => {
-                        same.entry(entry - 1).or_default().push(id as u32);
-                        break;
-                    }
-                    _ => slot = (slot + 1) & (size - 1),
-                }
+            match probe(&table, &bytes, &spans, &bytes[range(*span)]) {
+                Ok(first) => same.entry(first).or_default().push(id as u32),
+                Err(empty) => table[empty] = id as u32 + 1,
             }
         }
         Vocab { bytes, spans, by_piece: table, same, len, dense, longest }
@@ -166,15 +155,24 @@ impl Vocab {
 
     /// The id of `text` in the index (`by_piece`), if any id spells it.
     fn first_spelling(&self, text: &[u8]) -> Option<u32> {
-        let mask = self.by_piece.len().checked_sub(1)?;
-        let mut slot = hash(text) & mask;
-        loop {
-            let id = self.by_piece[slot].checked_sub(1)?;
-            if &self.bytes[range(self.spans[id as usize])] == text {
-                return Some(id);
-            }
-            slot = (slot + 1) & mask;
+        if self.by_piece.is_empty() {
+            return None; // a vocabulary never built (`Vocab::default`)
         }
+        probe(&self.by_piece, &self.bytes, &self.spans, text).ok()
+    }
+}
+
+/// Walks `piece`'s probe run in `table` (a power of two long, never full): the first id
+/// that spells it, or the empty slot that ends the run, where it would go.
+fn probe(table: &[u32], bytes: &[u8], spans: &[Span], piece: &[u8]) -> Result<u32, usize> {
+    let mask = table.len() - 1;
+    let mut slot = hash(piece) & mask;
+    loop {
+        let Some(id) = table[slot].checked_sub(1) else { return Err(slot) };
+        if &bytes[range(spans[id as usize])] == piece {
+            return Ok(id);
+        }
+        slot = (slot + 1) & mask;
     }
 }
 

@@ -35,18 +35,36 @@ class Writes:
         return n
 
 
-def _interrupt_first_wait(monkeypatch: pytest.MonkeyPatch) -> None:
-    drain = ThreadRuntime.drain
-    waits = 0
+class _Staged:
+    """A two-phase write: what each phase did."""
 
-    def interrupted(runtime: ThreadRuntime) -> None:
-        nonlocal waits
-        waits += 1
-        if waits == 1:
+    def __init__(self) -> None:
+        self.log: list[str] = []
+
+    def prepare(self, n: int) -> int:
+        self.log.append("prepare")
+        return n
+
+    def commit(self, prepared: int, *, idempotency_key: str) -> int:
+        self.log.append("commit")
+        return prepared
+
+    def abort(self, prepared: int) -> None:
+        self.log.append("abort")
+
+
+def _raise_once(monkeypatch: pytest.MonkeyPatch, owner: Any, name: str) -> None:
+    """The first call of ``owner.name`` raises KeyboardInterrupt, as a Ctrl-C landing there would."""
+    real = getattr(owner, name)
+    armed = [True]
+
+    def interrupted(*args: Any, **kwargs: Any) -> Any:
+        if armed[0]:
+            armed[0] = False
             raise KeyboardInterrupt
-        drain(runtime)
+        return real(*args, **kwargs)
 
-    monkeypatch.setattr(ThreadRuntime, "drain", interrupted)
+    monkeypatch.setattr(owner, name, interrupted)
 
 
 def _batch(tmp_path: Path, tool: Writes) -> tuple[inert.BatchOrchestrator, str]:
@@ -67,7 +85,7 @@ def _journaled(path: str) -> tuple[list[Any], list[Any]]:
 def test_finish_again_after_an_interrupted_finish_waits_and_reports(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    _interrupt_first_wait(monkeypatch)
+    _raise_once(monkeypatch, ThreadRuntime, "drain")
     tool = Writes()
     batch, path = _batch(tmp_path, tool)
     with pytest.raises(KeyboardInterrupt):
@@ -83,7 +101,7 @@ def test_finish_again_after_an_interrupted_finish_waits_and_reports(
 
 
 def test_close_after_an_interrupted_finish_waits_for_its_calls(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    _interrupt_first_wait(monkeypatch)
+    _raise_once(monkeypatch, ThreadRuntime, "drain")
     tool = Writes()
     batch, path = _batch(tmp_path, tool)
     with pytest.raises(KeyboardInterrupt), batch:  # the with block closes it on the way out
@@ -98,7 +116,7 @@ def test_close_after_an_interrupted_finish_waits_for_its_calls(monkeypatch: pyte
 def test_an_interrupted_close_leaves_the_journal_to_the_running_calls(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    _interrupt_first_wait(monkeypatch)
+    _raise_once(monkeypatch, ThreadRuntime, "drain")
     tool = Writes()
     batch, path = _batch(tmp_path, tool)
     with warnings.catch_warnings():
@@ -114,43 +132,34 @@ def test_an_interrupted_close_leaves_the_journal_to_the_running_calls(
     assert _journaled(path) == ([1, 2], [])
 
 
-class _Staged:
-    """A two-phase write: what each phase did."""
-
-    def __init__(self) -> None:
-        self.log: list[str] = []
-
-    def prepare(self, n: int) -> int:
-        self.log.append("prepare")
-        return n
-
-    def commit(self, prepared: int, *, idempotency_key: str) -> int:
-        self.log.append("commit")
-        return prepared
-
-    def abort(self, prepared: int) -> None:
-        self.log.append("abort")
+def _until_prepared(path: str) -> None:
+    journal = inert.SqliteJournal(path)
+    try:
+        for _ in range(int(WATCHDOG * 100)):
+            if any(e.tool == "t" for e in journal.entries()):
+                return
+            threading.Event().wait(0.01)
+    finally:
+        journal.close()
+    raise AssertionError("the prepare never began")
 
 
-def _interrupt_first_ending(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The interrupt lands as the turn is about to be held as ending (after its driver was read)."""
-    init = batch_module._Ending.__init__
-    armed = [True]
-
-    def interrupted(self: Any, *args: Any, **kwargs: Any) -> None:
-        if armed[0]:
-            armed[0] = False
-            raise KeyboardInterrupt
-        init(self, *args, **kwargs)
-
-    monkeypatch.setattr(batch_module._Ending, "__init__", interrupted)
+def _prepared_batch(tmp_path: Path) -> tuple[inert.BatchOrchestrator, _Staged, str]:
+    tool = _Staged()
+    path = str(tmp_path / "journal.sqlite")
+    vocab = inert.Vocabulary([block("t", n=1), "."])
+    batch = inert.BatchOrchestrator({"t": "write"}, {"t": tool}, vocab=vocab, journal=path)
+    batch.add(0, "turn")
+    batch.draft([0], [[0, 1]])  # the block closed in the draft: its prepare runs early
+    _until_prepared(path)
+    return batch, tool, path
 
 
 def test_finish_interrupted_before_its_wait_is_finished_again(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """Found by a helper: an interrupt between taking the turn from the batch and holding it
     as ending lost it: finish(seq) again raised UnknownSequenceError and close() closed the
     journal under the accepted write, which never ran."""
-    _interrupt_first_ending(monkeypatch)
+    _raise_once(monkeypatch, batch_module._Ending, "__init__")  # as the turn is about to be held as ending
     tool = Writes()
     tool.release.set()
     batch, path = _batch(tmp_path, tool)
@@ -167,14 +176,8 @@ def test_close_interrupted_while_abandoning_aborts_the_prepared_call_when_called
     """Found by a helper: an interrupt as close() abandoned a turn left it out of the batch
     and out of the turns being ended: close() shut the journal, and the call prepared on
     draft tokens was never aborted (recover listed it prepared)."""
-    tool = _Staged()
-    path = str(tmp_path / "journal.sqlite")
-    vocab = inert.Vocabulary([block("t", n=1), "."])
-    batch = inert.BatchOrchestrator({"t": "write"}, {"t": tool}, vocab=vocab, journal=path)
-    batch.add(0, "turn")
-    batch.draft([0], [[0, 1]])  # the block closed in the draft: its prepare runs early
-    until_prepared(path)
-    _interrupt_first_ending(monkeypatch)
+    batch, tool, path = _prepared_batch(tmp_path)
+    _raise_once(monkeypatch, batch_module._Ending, "__init__")  # as the turn is about to be held as ending
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", inert.TurnAbandonedWarning)
         with pytest.raises(KeyboardInterrupt):
@@ -182,18 +185,6 @@ def test_close_interrupted_while_abandoning_aborts_the_prepared_call_when_called
         reports = batch.close()
     assert list(reports) == [0] and tool.log == ["prepare", "abort"]
     assert inert.recover(path).prepared == []
-
-
-def until_prepared(path: str) -> None:
-    journal = inert.SqliteJournal(path)
-    try:
-        for _ in range(int(WATCHDOG * 100)):
-            if any(e.tool == "t" for e in journal.entries()):
-                return
-            threading.Event().wait(0.01)
-    finally:
-        journal.close()
-    raise AssertionError("the prepare never began")
 
 
 def test_finish_and_close_in_two_threads_both_report_the_turn(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -231,23 +222,8 @@ def test_an_end_of_turn_cut_short_retracts_what_it_left_undecided(
     outcomes, so a call prepared on draft tokens waited for its fate for ever, and finish
     again (or close) with it. What the end left undecided is retracted instead, as a close
     retracts it: the prepare is aborted, journaled."""
-    tool = _Staged()
-    path = str(tmp_path / "journal.sqlite")
-    vocab = inert.Vocabulary([block("t", n=1)])
-    batch = inert.BatchOrchestrator({"t": "write"}, {"t": tool}, vocab=vocab, journal=path)
-    batch.add(0, "turn")
-    batch.draft([0], [[0]])  # closes in the draft, never verified: its prepare runs early
-    until_prepared(path)
-    apply = TurnDriver.apply
-    armed = [True]
-
-    def interrupted(driver: TurnDriver, *args: Any, **kwargs: Any) -> Any:
-        if armed[0]:
-            armed[0] = False
-            raise KeyboardInterrupt
-        return apply(driver, *args, **kwargs)
-
-    monkeypatch.setattr(TurnDriver, "apply", interrupted)
+    batch, tool, path = _prepared_batch(tmp_path)  # never verified: the end of the turn retracts it
+    _raise_once(monkeypatch, TurnDriver, "apply")
     with pytest.raises(KeyboardInterrupt):
         batch.finish(0)
     if again == "finish":
@@ -257,30 +233,6 @@ def test_an_end_of_turn_cut_short_retracts_what_it_left_undecided(
         assert list(batch.close()) == [0]
     assert tool.log == ["prepare", "abort"]
     assert inert.recover(path).prepared == []
-
-
-def _prepared_batch(tmp_path: Path) -> tuple[inert.BatchOrchestrator, _Staged, str]:
-    tool = _Staged()
-    path = str(tmp_path / "journal.sqlite")
-    vocab = inert.Vocabulary([block("t", n=1), "."])
-    batch = inert.BatchOrchestrator({"t": "write"}, {"t": tool}, vocab=vocab, journal=path)
-    batch.add(0, "turn")
-    batch.draft([0], [[0, 1]])  # the block closed in the draft: its prepare runs early
-    until_prepared(path)
-    return batch, tool, path
-
-
-def _raise_once(monkeypatch: pytest.MonkeyPatch, owner: Any, name: str) -> None:
-    real = getattr(owner, name)
-    armed = [True]
-
-    def interrupted(*args: Any, **kwargs: Any) -> Any:
-        if armed[0]:
-            armed[0] = False
-            raise KeyboardInterrupt
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(owner, name, interrupted)
 
 
 def test_close_interrupted_inside_a_retraction_still_aborts_the_prepared_call(
@@ -322,7 +274,7 @@ def test_a_lone_turns_verify_whose_retraction_was_lost_does_not_hold_finish(
     path = str(tmp_path / "journal.sqlite")
     orch = inert.Orchestrator({"t": "write"}, {"t": tool}, turn_key="turn", journal=path)
     orch.draft([block("t", n=1), "."])
-    until_prepared(path)
+    _until_prepared(path)
     _raise_once(monkeypatch, TurnDriver, "apply")
     with pytest.raises(KeyboardInterrupt):
         orch.verify(0)

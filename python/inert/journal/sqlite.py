@@ -86,6 +86,12 @@ _SELECT = (
 )
 
 
+def _locked(exc: BaseException) -> bool:
+    """SQLite gave up waiting for a lock another connection holds (the busy timeout)."""
+    text = str(exc).lower()
+    return "locked" in text or "busy" in text
+
+
 def _error(path: str, doing: str, exc: BaseException) -> JournalError:
     """A :class:`JournalError` for ``exc``, naming the file and what to do about it."""
     text = str(exc)
@@ -104,7 +110,7 @@ def _error(path: str, doing: str, exc: BaseException) -> JournalError:
         advice = "the disk is full or failing: free space (or move the journal), then run `inert recover` on it"
     elif "unable to open" in low:
         advice = "check that its folder exists and that this process may write there"
-    elif "locked" in low or "busy" in low:
+    elif _locked(exc):
         advice = "another process held the journal locked for too long; retry, or look for a stuck process"
     else:
         advice = "that is all SQLite says of it: check the file, its folder and the disk"
@@ -267,7 +273,7 @@ class SqliteJournal:
     def _note_lock(self, exc: sqlite3.Error) -> None:
         """A write failed: if because another process holds the file locked past the busy
         timeout, later intents stop waiting that long (``_impatient``)."""
-        if isinstance(exc, sqlite3.OperationalError) and ("locked" in str(exc) or "busy" in str(exc)):
+        if isinstance(exc, sqlite3.OperationalError) and _locked(exc):
             self._locked_out = True
 
     @contextlib.contextmanager

@@ -171,12 +171,6 @@ class ThreadRuntime:
         if self._owns_engine:
             self._engine.close()
 
-    @property
-    def idle(self) -> bool:
-        """No permitted call of the turn is still to conclude (what ``drain`` waits for)."""
-        with self._lock:
-            return self._scheduler.in_flight == 0
-
     def records(self) -> list[DispatchRecord]:
         """Every call that started, in start order."""
         with self._lock:
