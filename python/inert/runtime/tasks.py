@@ -21,7 +21,7 @@ from functools import partial
 from typing import Any, TypeVar
 
 from ..audit.trace import TraceWriter
-from ..errors import CancelledCallError, LoopError, MissingToolError, ToolTimeoutError
+from ..errors import CancelledCallError, InDoubtError, LoopError, MissingToolError, ToolTimeoutError
 from ..gate import Dispatch
 from ..journal import Journal
 from ..journal.phases import ABORT, COMMIT, PREPARE
@@ -204,13 +204,14 @@ class AsyncRuntime:
         except asyncio.CancelledError as exc:
             if begin is not None:
                 await _settled(begin)  # the intent's fate is known before the outcome is written
-            # inert cancels only the task of a call whose block was rejected; any other
-            # CancelledError is the tool's own (it cancelled something it awaited), its error.
-            error = (
-                CancelledCallError(f"{run.dispatch.name!r} was cancelled: its block was rejected")
-                if run.discarded
-                else exc
-            )
+            # inert cancels only the task of a call whose block was rejected. Any other cancel
+            # of this task came from outside (the loop shutting down, a caller's task group):
+            # if its tool was called, the effect may have happened, so the call is in doubt.
+            # A CancelledError this task was not asked for is the tool's own, its error.
+            if run.discarded:
+                error = CancelledCallError(f"{run.dispatch.name!r} was cancelled: its block was rejected")
+            elif not _cancelled_in_tool(run, PLAIN, self.clock()):
+                error = exc
         except _TimedOut:
             run.expire(
                 ToolTimeoutError(
@@ -382,6 +383,8 @@ class AsyncRuntime:
         except _TimedOut:
             run.expire(_timeout_error(run, COMMIT), self.clock())
             return None, None
+        except asyncio.CancelledError as exc:  # as in ``_run``: from outside, a commit called is in doubt
+            return None, None if _cancelled_in_tool(run, COMMIT, self.clock()) else exc
         except BaseException as exc:  # noqa: BLE001 - every path out of a phase settles the call
             return None, exc
 
@@ -604,6 +607,29 @@ def _retrieved(done: asyncio.Future[Any]) -> None:
     """Reads a dropped future's exception, so asyncio does not log it as never retrieved."""
     if not done.cancelled():
         done.exception()
+
+
+PLAIN = "call"
+"""``_cancelled_in_tool``'s name for a plain (one-phase) call's only phase."""
+
+
+def _cancelled_in_tool(run: CallRun, phase: str, now: float) -> bool:
+    """This task was cancelled from outside inert while ``run``'s tool (or its ``phase``)
+    ran: the effect may have happened, so the call is fixed in doubt, as an overdue deadline
+    fixes it (journaled ``timeout``, listed by ``inert recover``). Returns whether it was;
+    ``False`` for a cancel this task was not asked for (the tool's own CancelledError), or
+    before the tool was called (then it never ran: the cancel is its error)."""
+    task = asyncio.current_task()
+    if run.state is not CallState.IN_TOOL or task is None or task.cancelling() == 0:
+        return False
+    what = repr(run.dispatch.name) if phase == PLAIN else f"the {phase} of {run.dispatch.name!r}"
+    return run.expire(
+        InDoubtError(
+            f"{what} was cancelled from outside inert (its task, or the event loop ending) while its tool ran: "
+            "whether its effect happened is unknown; see `inert recover`"
+        ),
+        now,
+    )
 
 
 async def _settled(future: asyncio.Future[Any]) -> None:

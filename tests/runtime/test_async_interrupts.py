@@ -1,0 +1,127 @@
+"""AsyncOrchestrator when its tasks are cancelled from outside inert or a Ctrl-C lands in
+its bookkeeping, found by a helper attacking it. Cancels come from the event loop ending
+(``asyncio.run`` cancels the tasks its main coroutine left) or from cancelling the
+awaiting task; interrupts are raised by the code they land in. Nothing waits on timing:
+tools are held by events."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import warnings
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import inert
+from inert.runtime import AsyncRuntime
+from inert.turn import TurnDriver
+from tools import WATCHDOG, block
+
+
+def _journal_of(path: Path) -> list[tuple[str, str | None, str]]:
+    return [(e.tool, e.status, e.error or "") for e in inert.SqliteJournal(str(path)).entries()]
+
+
+def test_a_write_whose_task_the_loop_cancels_while_its_tool_runs_is_in_doubt(tmp_path: Path) -> None:
+    """Was journaled ``error`` (CancelledError) although the write went on and happened, so
+    ``inert recover`` listed it as completed, failed, and nothing said to check it."""
+    inside, release = threading.Event(), threading.Event()
+
+    def pay(n: int) -> int:
+        inside.set()
+        release.wait(WATCHDOG)
+        return n
+
+    path = tmp_path / "journal.sqlite"
+
+    async def main() -> None:
+        orch = inert.AsyncOrchestrator({"pay": "write"}, {"pay": pay}, turn_key="t", journal=str(path))
+        await orch.draft([block("pay", n=1)])
+        await orch.verify(1, ".")
+        await asyncio.to_thread(inside.wait, WATCHDOG)
+        # Returns with the call in its tool: asyncio.run cancels the call's task.
+
+    asyncio.run(main())
+    release.set()
+    [(tool, status, error)] = _journal_of(path)
+    assert (tool, status) == ("pay", "timeout")
+    assert "cancelled from outside inert" in error and "inert recover" in error
+    assert [e.tool for e in inert.recover(str(path)).in_doubt] == ["pay"]
+
+
+def test_a_coroutine_write_cut_off_by_the_loop_is_in_doubt(tmp_path: Path) -> None:
+    path = tmp_path / "journal.sqlite"
+    started: list[int] = []
+
+    async def pay(n: int) -> int:
+        started.append(n)
+        await asyncio.Event().wait()  # cut off here, part-way through its effect
+        return n
+
+    async def main() -> None:
+        orch = inert.AsyncOrchestrator({"pay": "write"}, {"pay": pay}, turn_key="t", journal=str(path))
+        await orch.draft([block("pay", n=1)])
+        await orch.verify(1, ".")
+        while not started:
+            await asyncio.sleep(0)
+
+    asyncio.run(main())
+    assert [(t, s) for t, s, _ in _journal_of(path)] == [("pay", "timeout")]
+
+
+def test_a_tools_own_cancelled_error_is_its_error_not_a_doubt(tmp_path: Path) -> None:
+    """A CancelledError the call's task was not asked for is the tool's own outcome."""
+
+    async def pay(n: int) -> int:
+        raise asyncio.CancelledError
+
+    async def main() -> inert.Report:
+        orch = inert.AsyncOrchestrator({"pay": "write"}, {"pay": pay}, turn_key="t")
+        await orch.draft([block("pay", n=1)])
+        await orch.verify(1, ".")
+        return await orch.finish(strict=False)
+
+    [result] = asyncio.run(main()).results
+    assert isinstance(result.error, asyncio.CancelledError)
+
+
+class _Staged:
+    """A two-phase write whose commit is held until ``release``."""
+
+    def __init__(self) -> None:
+        self.log: list[str] = []
+        self.in_commit = threading.Event()
+        self.release = threading.Event()
+
+    def prepare(self, n: int) -> int:
+        self.log.append("prepare")
+        return n
+
+    def commit(self, prepared: int, *, idempotency_key: str) -> int:
+        self.log.append("commit")
+        self.in_commit.set()
+        self.release.wait(WATCHDOG)
+        return prepared
+
+    def abort(self, prepared: int) -> None:
+        self.log.append("abort")
+
+
+def test_a_commit_whose_task_the_loop_cancels_is_in_doubt(tmp_path: Path) -> None:
+    tool, path = _Staged(), tmp_path / "journal.sqlite"
+
+    async def main() -> None:
+        orch = inert.AsyncOrchestrator({"t": "write"}, {"t": tool}, turn_key="t", journal=str(path))
+        await orch.draft([block("t", n=1)])
+        await orch.verify(1, ".")
+        await asyncio.to_thread(tool.in_commit.wait, WATCHDOG)
+
+    asyncio.run(main())
+    tool.release.set()
+    # The prepare's own entry is ``ok``; the commit's (under the call's key) is in doubt.
+    by_key = {e.commit_key: e.status for e in inert.SqliteJournal(str(path)).entries()}
+    [commit_key] = [k for k in by_key if "/" not in k]
+    assert by_key[commit_key] == "timeout"
+    assert [e.commit_key for e in inert.recover(str(path)).in_doubt] == [commit_key]
