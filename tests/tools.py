@@ -200,6 +200,20 @@ def deadlines_only_for(
     return fired
 
 
+def raise_once(monkeypatch: pytest.MonkeyPatch, owner: Any, name: str) -> None:
+    """The first call of ``owner.name`` raises KeyboardInterrupt, as a Ctrl-C landing there would."""
+    real = getattr(owner, name)
+    armed = [True]
+
+    def interrupted(*args: Any, **kwargs: Any) -> Any:
+        if armed[0]:
+            armed[0] = False
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(owner, name, interrupted)
+
+
 def finish_within(orch: Any, strict: bool = False) -> inert.Report:
     """``orch.finish()`` in a thread; a hang fails the test instead of freezing the suite."""
     out: list[Any] = []

@@ -189,6 +189,8 @@ class Session:
             )
         if not self.stream.finished:
             self.finish()
+        else:
+            self.driver.abandon()  # what an interrupted end or abandon left undecided
 
     @contextlib.contextmanager
     def waiting(self) -> Iterator[None]:
@@ -209,19 +211,29 @@ class Session:
     def abandon(self) -> None:
         """Ends the turn short of its end (the client went away, the engine stops): the
         stream is finished without its end-of-turn outcomes, so nothing that only the end
-        would confirm commits, and every call not committed yet is retracted."""
-        self.stream.finish()
-        self.released()  # what the client never got stays unsent
+        would confirm commits, and every call not committed yet is retracted. After a
+        ``finish()`` or ``abandon()`` cut short by an interrupt, it retracts what that left
+        undecided (a prepared call would wait for its fate for ever)."""
+        if not self.stream.finished:
+            self.stream.finish()
+            self.released()  # what the client never got stays unsent
         self.driver.abandon()
 
     def report(self, strict: bool) -> Report:
         """The turn's report (every call must have concluded); closes what the session owns, even
         when reconciliation raises (SpeculativeEffectViolation, with ``strict``)."""
-        self.reported = True
         try:
             report = self.driver.report(strict, self.stream.notices(), self.tail)
-        finally:
+        except Exception:
+            # The turn is reported: a SpeculativeEffectViolation holds the report; a warning the
+            # caller made an error (ReasoningWarning) is what the caller asked for.
+            self.reported = True
             self.close()
+            raise
+        # Only once it exists: a KeyboardInterrupt (or a cancel) while it was made leaves the
+        # turn to report again, by finish() or close() again.
+        self.reported = True
+        self.close()
         return report
 
     def close(self) -> None:
@@ -485,8 +497,7 @@ class Orchestrator(_TurnView):
         runtime = self._s.runtime
         assert isinstance(runtime, ThreadRuntime)
         with self._s.waiting():
-            if not self._s.stream.finished:  # else a finish() that was interrupted: its wait and report are left
-                self._s.abandon()
+            self._s.abandon()  # after a finish() or close() cut short: what it left undecided
             runtime.drain()
             return self._s.report(False)
 
@@ -597,8 +608,7 @@ class AsyncOrchestrator(_TurnView):
         if self._s.reported or self._s.ending:
             return None
         with self._s.waiting():
-            if not self._s.stream.finished:  # else a finish() that was cancelled: its wait and report are left
-                self._s.abandon()
+            self._s.abandon()  # after a finish() or close() cut short: what it left undecided
             await runtime.drain()
             return self._s.report(False)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import uuid
 import warnings
+from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -25,7 +26,7 @@ from .errors import (
     SpeculativeEffectViolation,
     closest_name,
 )
-from .gate import Confirm, Dispatch, Gate, Retract, Schedule
+from .gate import Command, Confirm, Dispatch, Gate, Retract, Schedule
 from .journal import Journal, MemoryJournal, OwnedJournal, open_journal
 from .outcomes import Outcome
 from .report import DispatchRecord, Report
@@ -287,7 +288,13 @@ class Tooling:
 
 class TurnDriver:
     """One turn's gate and runtime: the core's outcomes in, the runtime's commands
-    out, the report at the end. ``trace`` gets the outcomes as they come."""
+    out, the report at the end. ``trace`` gets the outcomes as they come.
+
+    A step's commands are queued, and each leaves the queue only once the runtime has
+    acted on it: a KeyboardInterrupt (or any exception) while a step is applied leaves
+    the rest of the step queued, and the next step, the end of the turn or ``abandon``
+    applies it first. An accepted call's confirmation is never lost to an interrupt
+    between commands, and a call's retraction is never half done."""
 
     def __init__(self, tooling: Tooling, runtime: Runtime, trace: TraceWriter | None = None) -> None:
         self.tooling = tooling
@@ -295,11 +302,12 @@ class TurnDriver:
         self.runtime = runtime
         self.trace = trace
         self._nodes: dict[str, CallNode] = {}  # commit key -> its call, until committed or retracted
+        self._todo: deque[Command] = deque()  # commands handed over, not yet acted on, in order
 
     def apply(self, outcomes: list[Outcome], released: ReleasedTuple | None = None) -> Step:
         """Turns one step's outcomes into commands and hands them to the runtime;
         ``released`` is what the step released for streaming (``None``: nothing)."""
-        if not outcomes:
+        if not outcomes and not self._todo:
             if released is None:
                 return _NOTHING  # most steps close nothing: no work, no allocation
             return Step((), (), released[0], released[1], tuple(released[2]))
@@ -307,45 +315,66 @@ class TurnDriver:
             for outcome in outcomes:
                 self.trace.outcome(outcome)
         commands, let_go = self.gate.apply(outcomes)
-        dispatched: dict[str, Dispatch] = {}
-        runtime = self.runtime
+        dispatched = {c.dispatch.commit_key: c.dispatch for c in commands if isinstance(c, Schedule)}
+        for key in let_go:
+            if key not in dispatched:  # confirmed here, scheduled in an earlier step
+                dispatched[key] = self._scheduled(key)
         # Retractions first, the latest call first: retracting an earlier call must not let
         # a later one start that this same step retracts (it waits on it, as a ghost, instead).
-        for command in reversed(commands):
-            if isinstance(command, Retract):
-                runtime.retract(self._nodes.pop(command.commit_key))
-        for command in commands:
-            if isinstance(command, Schedule):
-                d = command.dispatch
-                self._nodes[d.commit_key] = runtime.schedule(d, self.tooling.tools.get(d.name), permit=command.permit)
-                dispatched[d.commit_key] = d
-            elif isinstance(command, Confirm):
-                node = self._nodes.pop(command.commit_key)
-                dispatched[command.commit_key] = node.dispatch
-                runtime.confirm(node)
+        self._todo.extend(c for c in reversed(commands) if isinstance(c, Retract))
+        self._todo.extend(c for c in commands if not isinstance(c, Retract))
+        self._act()
         let_out = tuple(dispatched[k] for k in let_go)
         if released is None:
             return Step(tuple(outcomes), let_out)
         return Step(tuple(outcomes), let_out, released[0], released[1], tuple(released[2]))
 
+    def _scheduled(self, key: str) -> Dispatch:
+        """The dispatch of a call an earlier step scheduled (or queued to, if cut short)."""
+        node = self._nodes.get(key)
+        if node is not None:
+            return node.dispatch
+        return next(c.dispatch for c in self._todo if isinstance(c, Schedule) and c.dispatch.commit_key == key)
+
+    def _act(self) -> None:
+        """Hands the queued commands to the runtime, in order; each leaves the queue once
+        acted on, so one cut short by an interrupt is acted on again (a confirmation or a
+        retraction done twice is done once: the runtime ignores the repeat)."""
+        todo, nodes, runtime = self._todo, self._nodes, self.runtime
+        while todo:
+            command = todo[0]
+            if isinstance(command, Schedule):
+                d = command.dispatch
+                if d.commit_key not in nodes:  # else scheduled already, before an interrupt
+                    nodes[d.commit_key] = runtime.schedule(d, self.tooling.tools.get(d.name), permit=command.permit)
+            else:
+                node = nodes.get(command.commit_key)
+                if node is not None:  # else acted on already, before an interrupt
+                    if isinstance(command, Confirm):
+                        runtime.confirm(node)
+                    else:
+                        runtime.retract(node)
+                    del nodes[command.commit_key]
+            todo.popleft()
+
     def end(self, outcomes: list[Outcome], released: ReleasedTuple | None = None) -> Step:
         """``apply`` of the end of the turn's outcomes, which decide every call. A call left
-        undecided lost its outcome to an interrupt in an earlier step (a verify's retraction):
-        it is retracted, never waited for (a prepared call would wait for its fate for ever)."""
+        undecided lost its outcome to an interrupt before the driver got it (a verify's
+        retraction): it is retracted, never waited for (a prepared call would wait for its
+        fate for ever)."""
         step = self.apply(outcomes, released)
         self.abandon()
         return step
 
     def abandon(self) -> int:
-        """Ends the turn short of its end (a closed batch): every call not committed yet is
+        """Ends the turn short of its end (a closed batch): what earlier steps handed over is
+        acted on first (an interrupt cut them short), then every call not committed yet is
         retracted, the latest first, as the end of a turn retracts undecided ones; nothing
-        new is let go. Returns how many were retracted."""
+        new is let go. Returns how many were retracted. Resumable, as ``apply`` is."""
+        self._act()
         keys = list(self._nodes)
-        for key in reversed(keys):
-            # Dropped once retracted: an interrupt between the two leaves it to retract again
-            # (a prepared call lost here would wait for its fate for ever).
-            self.runtime.retract(self._nodes[key])
-            del self._nodes[key]
+        self._todo.extend(Retract(key) for key in reversed(keys))
+        self._act()
         return len(keys)
 
     def report(self, strict: bool, notices: Sequence[_core.ReasoningUnopened] = (), tail: Step | None = None) -> Report:

@@ -8,15 +8,12 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import warnings
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 import inert
 from inert.runtime import AsyncRuntime
-from inert.turn import TurnDriver
 from tools import WATCHDOG, block
 
 
@@ -125,3 +122,64 @@ def test_a_commit_whose_task_the_loop_cancels_is_in_doubt(tmp_path: Path) -> Non
     [commit_key] = [k for k in by_key if "/" not in k]
     assert by_key[commit_key] == "timeout"
     assert [e.commit_key for e in inert.recover(str(path)).in_doubt] == [commit_key]
+
+
+class _SlowCommit:
+    """A two-phase write whose commit outlives its deadline and whose abort is held inside."""
+
+    def __init__(self) -> None:
+        self.log: list[str] = []
+        self.abort_in, self.abort_go, self.commit_go = threading.Event(), threading.Event(), threading.Event()
+
+    def prepare(self, n: int) -> int:
+        self.log.append(f"prepare {n}")
+        return n
+
+    def commit(self, prepared: int, *, idempotency_key: str) -> int:
+        self.log.append(f"commit {prepared}")
+        self.commit_go.wait(WATCHDOG)
+        return prepared
+
+    def abort(self, prepared: int) -> None:
+        self.log.append(f"abort {prepared}")
+        self.abort_in.set()
+        self.abort_go.wait(WATCHDOG)
+        self.log.append(f"aborted {prepared}")
+
+
+def test_cancelling_finish_while_it_waits_for_an_abort_leaves_the_abort_running() -> None:
+    """finish() waited for the cleanup aborts under a plain gather: cancelling finish() (a
+    request timeout) cancelled them, so the journal said the abort failed with CancelledError
+    while its thread went on and dropped what the prepare staged."""
+    tool, journal = _SlowCommit(), inert.MemoryJournal()
+    # The first commit holds the only slot past its deadline, so the other gives up its wait
+    # for a slot and its prepare is aborted: a cleanup that finish() waits for.
+    # Footprints apart, so that call 2 prepares beside call 1 rather than after it.
+    spec = inert.ToolSpec("write", reads=lambda a: [a["n"]], writes=lambda a: [a["n"]], timeout=0.2)
+
+    async def main() -> None:
+        orch = inert.AsyncOrchestrator({"t": spec}, {"t": tool}, turn_key="t", journal=journal, limits={"t": 1})
+        await orch.draft([block("t", n=1), block("t", n=2)])
+        while len(tool.log) < 2:
+            await asyncio.sleep(0)
+        await orch.verify(2, ".")
+        await asyncio.to_thread(tool.abort_in.wait, WATCHDOG)
+        runtime = orch._s.runtime
+        assert isinstance(runtime, AsyncRuntime)
+        while runtime._scheduler.in_flight:  # the timed-out commit concluded: only the abort is left
+            await asyncio.sleep(0)
+        finish = asyncio.ensure_future(orch.finish(strict=False))
+        await asyncio.sleep(0)  # finish() runs to its wait for the cleanup
+        finish.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await finish
+        tool.abort_go.set()
+        tool.commit_go.set()
+        await asyncio.wait_for(orch.finish(strict=False), WATCHDOG)
+
+    asyncio.run(main())
+    # Whichever commit took the slot first, the other call's prepare was aborted, whole.
+    aborted = [entry.split()[1] for entry in tool.log if entry.startswith("abort ")]
+    assert len(aborted) == 1 and tool.log[-2:] == [f"abort {aborted[0]}", f"aborted {aborted[0]}"]
+    aborts = [e for e in journal.entries() if "/abort/" in e.commit_key]
+    assert [(e.status, e.error) for e in aborts] == [("ok", None)]

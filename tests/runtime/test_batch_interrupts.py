@@ -19,7 +19,7 @@ import inert
 from inert import batch as batch_module
 from inert.runtime import ThreadRuntime
 from inert.turn import TurnDriver
-from tools import WATCHDOG, block, finish_within
+from tools import WATCHDOG, block, finish_within, raise_once
 
 
 class Writes:
@@ -53,20 +53,6 @@ class _Staged:
         self.log.append("abort")
 
 
-def _raise_once(monkeypatch: pytest.MonkeyPatch, owner: Any, name: str) -> None:
-    """The first call of ``owner.name`` raises KeyboardInterrupt, as a Ctrl-C landing there would."""
-    real = getattr(owner, name)
-    armed = [True]
-
-    def interrupted(*args: Any, **kwargs: Any) -> Any:
-        if armed[0]:
-            armed[0] = False
-            raise KeyboardInterrupt
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(owner, name, interrupted)
-
-
 def _batch(tmp_path: Path, tool: Writes) -> tuple[inert.BatchOrchestrator, str]:
     path = str(tmp_path / "journal.sqlite")
     vocab = inert.Vocabulary([block("put", n=1), block("put", n=2), "."])
@@ -85,7 +71,7 @@ def _journaled(path: str) -> tuple[list[Any], list[Any]]:
 def test_finish_again_after_an_interrupted_finish_waits_and_reports(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    _raise_once(monkeypatch, ThreadRuntime, "drain")
+    raise_once(monkeypatch, ThreadRuntime, "drain")
     tool = Writes()
     batch, path = _batch(tmp_path, tool)
     with pytest.raises(KeyboardInterrupt):
@@ -101,7 +87,7 @@ def test_finish_again_after_an_interrupted_finish_waits_and_reports(
 
 
 def test_close_after_an_interrupted_finish_waits_for_its_calls(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    _raise_once(monkeypatch, ThreadRuntime, "drain")
+    raise_once(monkeypatch, ThreadRuntime, "drain")
     tool = Writes()
     batch, path = _batch(tmp_path, tool)
     with pytest.raises(KeyboardInterrupt), batch:  # the with block closes it on the way out
@@ -116,7 +102,7 @@ def test_close_after_an_interrupted_finish_waits_for_its_calls(monkeypatch: pyte
 def test_an_interrupted_close_leaves_the_journal_to_the_running_calls(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    _raise_once(monkeypatch, ThreadRuntime, "drain")
+    raise_once(monkeypatch, ThreadRuntime, "drain")
     tool = Writes()
     batch, path = _batch(tmp_path, tool)
     with warnings.catch_warnings():
@@ -159,7 +145,7 @@ def test_finish_interrupted_before_its_wait_is_finished_again(monkeypatch: pytes
     """Found by a helper: an interrupt between taking the turn from the batch and holding it
     as ending lost it: finish(seq) again raised UnknownSequenceError and close() closed the
     journal under the accepted write, which never ran."""
-    _raise_once(monkeypatch, batch_module._Ending, "__init__")  # as the turn is about to be held as ending
+    raise_once(monkeypatch, batch_module._Ending, "__init__")  # as the turn is about to be held as ending
     tool = Writes()
     tool.release.set()
     batch, path = _batch(tmp_path, tool)
@@ -177,7 +163,7 @@ def test_close_interrupted_while_abandoning_aborts_the_prepared_call_when_called
     and out of the turns being ended: close() shut the journal, and the call prepared on
     draft tokens was never aborted (recover listed it prepared)."""
     batch, tool, path = _prepared_batch(tmp_path)
-    _raise_once(monkeypatch, batch_module._Ending, "__init__")  # as the turn is about to be held as ending
+    raise_once(monkeypatch, batch_module._Ending, "__init__")  # as the turn is about to be held as ending
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", inert.TurnAbandonedWarning)
         with pytest.raises(KeyboardInterrupt):
@@ -223,7 +209,7 @@ def test_an_end_of_turn_cut_short_retracts_what_it_left_undecided(
     again (or close) with it. What the end left undecided is retracted instead, as a close
     retracts it: the prepare is aborted, journaled."""
     batch, tool, path = _prepared_batch(tmp_path)  # never verified: the end of the turn retracts it
-    _raise_once(monkeypatch, TurnDriver, "apply")
+    raise_once(monkeypatch, TurnDriver, "apply")
     with pytest.raises(KeyboardInterrupt):
         batch.finish(0)
     if again == "finish":
@@ -241,7 +227,7 @@ def test_close_interrupted_inside_a_retraction_still_aborts_the_prepared_call(
     """Found by a helper: abandoning dropped each call before retracting it, so an interrupt
     at the retraction lost the prepared call; close() then waited for its fate for ever."""
     batch, tool, path = _prepared_batch(tmp_path)
-    _raise_once(monkeypatch, ThreadRuntime, "retract")
+    raise_once(monkeypatch, ThreadRuntime, "retract")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", inert.TurnAbandonedWarning)
         with pytest.raises(KeyboardInterrupt):
@@ -257,7 +243,7 @@ def test_a_verify_whose_retraction_was_lost_does_not_hold_finish(
     of a prepared call, which then waited for its fate for ever, and finish with it. The end
     of the turn decides every call: one left undecided is retracted."""
     batch, tool, path = _prepared_batch(tmp_path)
-    _raise_once(monkeypatch, TurnDriver, "apply")
+    raise_once(monkeypatch, TurnDriver, "apply")
     with pytest.raises(KeyboardInterrupt):
         batch.verify([0], [0])  # rejects the block: the core retracts it, the runtime never hears
     assert batch.finish(0, strict=False).results == []
@@ -275,7 +261,7 @@ def test_a_lone_turns_verify_whose_retraction_was_lost_does_not_hold_finish(
     orch = inert.Orchestrator({"t": "write"}, {"t": tool}, turn_key="turn", journal=path)
     orch.draft([block("t", n=1), "."])
     _until_prepared(path)
-    _raise_once(monkeypatch, TurnDriver, "apply")
+    raise_once(monkeypatch, TurnDriver, "apply")
     with pytest.raises(KeyboardInterrupt):
         orch.verify(0)
     assert finish_within(orch).results == []

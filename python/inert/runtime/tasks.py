@@ -137,7 +137,9 @@ class AsyncRuntime:
         while self._idle is not None and not self._idle.is_set():
             await self._idle.wait()
         while self._cleanups:  # the aborts of commits that never got a slot (each under its deadline)
-            await asyncio.gather(*self._cleanups, return_exceptions=True)
+            # Shielded: a cancel of this wait (a request timeout) must not cancel the aborts,
+            # whose threads would go on while their journal entries said they were cancelled.
+            await asyncio.shield(asyncio.gather(*self._cleanups, return_exceptions=True))
         self._drained = True
         if self._late == 0:
             self._pool.shutdown()

@@ -1,0 +1,172 @@
+"""A KeyboardInterrupt inside a lone Orchestrator's or AsyncOrchestrator's step, end or
+report, found by a helper: a verify interrupted as it confirmed or retracted a prepared
+call lost the decision (finish() then waited for the call's fate for ever); a finish() or
+close() interrupted as it ended the turn was never retried by the next one (the same
+hang); an interrupt while the report was made lost it (finish() again said it had been
+returned). Each interrupt is raised by the code it lands in, as a Ctrl-C landing there
+would; nothing waits on timing."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import warnings
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+import inert
+from inert.runtime import AsyncRuntime, ThreadRuntime
+from inert.turn import TurnDriver
+from tools import WATCHDOG, block, raise_once
+
+RUNTIMES = ["threads", "asyncio"]
+
+
+class _Staged:
+    """A two-phase write: what each phase did; ``prepared`` is set once it prepared."""
+
+    def __init__(self) -> None:
+        self.log: list[str] = []
+        self.prepared = threading.Event()
+
+    def prepare(self, n: int) -> int:
+        self.log.append("prepare")
+        self.prepared.set()
+        return n
+
+    def commit(self, prepared: int, *, idempotency_key: str) -> int:
+        self.log.append("commit")
+        return prepared
+
+    def abort(self, prepared: int) -> None:
+        self.log.append("abort")
+
+
+class _Lone:
+    """One turn's orchestrator, driven the same way under threads and asyncio: each call
+    returns (or raises) what the orchestrator's method did, and a hang fails the test."""
+
+    def __init__(self, runtime: str, tools: dict[str, Any], journal: inert.MemoryJournal) -> None:
+        self.loop = asyncio.new_event_loop() if runtime == "asyncio" else None
+        kind = inert.AsyncOrchestrator if runtime == "asyncio" else inert.Orchestrator
+        self.orch: Any = kind({name: "write" for name in tools}, tools, turn_key="t", journal=journal)
+        self.runtime = AsyncRuntime if runtime == "asyncio" else ThreadRuntime
+
+    def __call__(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        if self.loop is not None:
+            # Run as the coroutine's own task, not under wait_for: a KeyboardInterrupt would
+            # come out of both tasks, the second time in the next call's run. A hang stops the loop.
+            watchdog = self.loop.call_later(WATCHDOG, self.loop.stop)
+            try:
+                return self.loop.run_until_complete(getattr(self.orch, method)(*args, **kwargs))
+            except RuntimeError as exc:
+                raise AssertionError(f"{method}() did not return: the turn hangs") from exc
+            finally:
+                watchdog.cancel()
+        out: list[Any] = []
+
+        def run() -> None:
+            try:
+                out.append(getattr(self.orch, method)(*args, **kwargs))
+            except BaseException as exc:  # noqa: BLE001 - handed back to the test thread
+                out.append(exc)
+
+        worker = threading.Thread(target=run, daemon=True)
+        worker.start()
+        worker.join(WATCHDOG)
+        assert out, f"{method}() did not return: the turn hangs"
+        if isinstance(out[0], BaseException):
+            raise out[0]
+        return out[0]
+
+    def until(self, event: threading.Event) -> bool:
+        """Waits for ``event``, the loop running meanwhile (its tasks run the tools)."""
+        if self.loop is not None:
+            return self.loop.run_until_complete(asyncio.to_thread(event.wait, WATCHDOG))
+        return event.wait(WATCHDOG)
+
+    def close_loop(self) -> None:
+        if self.loop is not None:
+            self.loop.close()
+
+
+@pytest.fixture(params=RUNTIMES)
+def prepared(request: pytest.FixtureRequest) -> Iterator[tuple[_Lone, _Staged, inert.MemoryJournal]]:
+    """A turn whose two-phase write prepared on draft tokens and waits for its fate."""
+    tool, journal = _Staged(), inert.MemoryJournal()
+    lone = _Lone(request.param, {"t": tool}, journal)
+    lone("draft", [block("t", n=1)])
+    assert lone.until(tool.prepared)
+    yield lone, tool, journal
+    lone.close_loop()
+
+
+def test_a_verify_interrupted_as_it_confirms_still_commits(
+    monkeypatch: pytest.MonkeyPatch, prepared: tuple[_Lone, _Staged, inert.MemoryJournal]
+) -> None:
+    """The accepted call's confirmation was lost: it was retracted at the end (missed) or,
+    before the end-of-turn net, waited for for ever. It stays queued and is acted on next."""
+    lone, tool, journal = prepared
+    raise_once(monkeypatch, lone.runtime, "confirm")
+    with pytest.raises(KeyboardInterrupt):
+        lone("verify", 1, ".")
+    report = lone("finish")
+    assert [(r.name, r.result) for r in report.results] == [("t", 1)]
+    assert tool.log == ["prepare", "commit"]
+    assert not inert.recover(journal).prepared
+
+
+def test_a_verify_interrupted_as_it_retracts_still_aborts(
+    monkeypatch: pytest.MonkeyPatch, prepared: tuple[_Lone, _Staged, inert.MemoryJournal]
+) -> None:
+    lone, tool, journal = prepared
+    raise_once(monkeypatch, lone.runtime, "retract")
+    with pytest.raises(KeyboardInterrupt):
+        lone("verify", 0, ".")
+    report = lone("finish")
+    assert report.results == [] and [d.name for d in report.discarded] == ["t"]
+    assert tool.log == ["prepare", "abort"]
+    assert not inert.recover(journal).prepared
+
+
+@pytest.mark.parametrize("first", ["finish", "close"])
+@pytest.mark.parametrize("again", ["finish", "close"])
+def test_an_end_cut_short_is_finished_by_the_next_finish_or_close(
+    monkeypatch: pytest.MonkeyPatch, prepared: tuple[_Lone, _Staged, inert.MemoryJournal], first: str, again: str
+) -> None:
+    """finish() interrupted as the end of the turn was applied (its retraction of the never
+    verified call lost), or close() interrupted inside that retraction: the next finish() or
+    close() only waited, for a call whose fate never came."""
+    lone, tool, journal = prepared
+    raise_once(monkeypatch, *((TurnDriver, "apply") if first == "finish" else (lone.runtime, "retract")))
+    with pytest.raises(KeyboardInterrupt), warnings.catch_warnings():
+        warnings.simplefilter("ignore", inert.TurnAbandonedWarning)
+        lone(first)
+    report = lone(again)
+    assert report is not None and report.results == []
+    assert tool.log == ["prepare", "abort"]
+    assert not inert.recover(journal).prepared
+
+
+@pytest.mark.parametrize("runtime", RUNTIMES)
+def test_a_report_cut_short_is_returned_by_the_next_finish(monkeypatch: pytest.MonkeyPatch, runtime: str) -> None:
+    """The turn was marked reported before its report was made: finish() again raised
+    StreamFinishedError ("its report was returned already") and the report was gone."""
+    ran: list[int] = []
+
+    def put(n: int) -> int:
+        ran.append(n)
+        return n
+
+    lone = _Lone(runtime, {"put": put}, inert.MemoryJournal())
+    lone("draft", [block("put", n=1)])
+    lone("verify", 1, ".")
+    raise_once(monkeypatch, TurnDriver, "report")
+    with pytest.raises(KeyboardInterrupt):
+        lone("finish")
+    assert [(r.name, r.result) for r in lone("finish").results] == [("put", 1)]
+    assert ran == [1]
+    assert lone("close") is None
+    lone.close_loop()
