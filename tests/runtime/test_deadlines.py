@@ -16,7 +16,7 @@ import pytest
 
 import inert
 from inert.runtime import CallState, Deadlines, ThreadRuntime
-from tools import PATIENCE, WATCHDOG, block, finish_within
+from tools import PATIENCE, WATCHDOG, block, deadlines_only_for, finish_within
 
 
 class Transfer:
@@ -89,6 +89,43 @@ def test_a_deadline_passing_while_the_journal_is_locked_still_ends_the_call(tmp_
         other.close()
     assert ran == []
     assert isinstance(call.error, inert.ToolTimeoutError | inert.JournalError), repr(call.error)
+    assert "in doubt" not in str(call.error)
+
+
+class _SlowIntents(inert.MemoryJournal):
+    """A journal whose intents wait until ``release`` (a lock another process holds)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release = threading.Event()
+
+    def begin(self, record: inert.DispatchRecord, turn_key: str) -> inert.JournalEntry | None:
+        self.release.wait(WATCHDOG)
+        return super().begin(record, turn_key)
+
+
+def test_a_deadline_passing_while_the_intent_is_written_says_the_tool_never_ran(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Said "did not return ...; its effect is in doubt" of a call whose tool was never
+    called, and the journal recorded that text (found by a helper on a locked PostgreSQL)."""
+    fired = deadlines_only_for(monkeypatch, lambda _, __: True, in_tool=False)
+    ran: list[str] = []
+    journal = _SlowIntents()
+    orch = inert.Orchestrator(
+        {"send": inert.ToolSpec("write", timeout=0.05)}, {"send": ran.append}, turn_key="t", journal=journal
+    )
+    orch.draft([block("send", to="bo")])
+    orch.verify(1)
+    assert fired["send"].wait(WATCHDOG)  # the deadline passed while the intent waited
+    journal.release.set()
+    [call] = finish_within(orch).results
+    assert ran == []
+    assert isinstance(call.error, inert.ToolTimeoutError)
+    assert "did not start" in str(call.error) and "the tool was not run" in str(call.error)
+    [entry] = journal.entries()
+    assert entry.status == "error" and "not run" in (entry.error or "")
+    assert not inert.recover(journal).in_doubt
 
 
 def test_a_timeout_too_long_for_the_timer_leaves_the_other_deadlines_working(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -403,8 +403,14 @@ class ThreadRuntime:
             if run.phase != phase or (phase is not None and not run.in_phase):
                 return  # the deadline of a phase that is over
             what = f"the {phase} of {run.dispatch.name!r}" if phase else repr(run.dispatch.name)
-            doubt = "nothing was committed" if phase in (PREPARE, ABORT) else "its effect is in doubt"
-            error = ToolTimeoutError(f"{what} did not return within {run.dispatch.timeout} s; {doubt}")
+            if run.state in (CallState.IN_TOOL, CallState.RETURNED):
+                doubt = "nothing was committed" if phase in (PREPARE, ABORT) else "its effect is in doubt"
+                error = ToolTimeoutError(f"{what} did not return within {run.dispatch.timeout} s; {doubt}")
+            else:  # its worker will not call the tool now: say so, not that its effect is in doubt
+                error = ToolTimeoutError(
+                    f"{what} did not start within {run.dispatch.timeout} s (it waited for a worker, or for the "
+                    "journal to record its intent: a lock another process holds?); the tool was not run"
+                )
             if not run.expire(error, self.clock()) or not run.overdue:
                 return  # settled already, or queued or journaling its intent: its worker concludes it
         self._pool.abandon_one()  # its worker is stuck in the tool; the other calls keep their capacity
