@@ -83,6 +83,11 @@ def test_a_connection_strings_password_never_reaches_a_message(
     assert redact("host=h password=pw dbname='a b'") == "host=h password=*** dbname='a b'"
     assert redact("host=h password='it''s'") == "the PostgreSQL journal", "not a connection string: nothing shown"
     assert redact("host=h password=a\\ b") == "host=h password=***"
+    # The SSL key's passphrase too (found by a helper: it was printed as given).
+    assert redact("host=h sslpassword=TOPSECRET") == "host=h sslpassword=***"
+    assert redact("postgresql://u@h/db?sslpassword=TOPSECRET&sslmode=require") == (
+        "postgresql://u@h/db?sslpassword=***&sslmode=require"
+    )
 
 
 AMBIGUOUS: list[tuple[str, str]] = [

@@ -38,6 +38,10 @@ __all__ = [
 ]
 
 
+_SECRET_KEYS = frozenset({"password", "sslpassword"})
+"""libpq's connection parameters that hold a secret: the password, and the one that decrypts the client's SSL key."""
+
+
 def redact(dsn: str) -> str:
     """``dsn`` with any password replaced by ``***``, fit for messages and logs (a URI, or a
     keyword/value connection string)."""
@@ -45,7 +49,7 @@ def redact(dsn: str) -> str:
         pairs = keyword_pairs(dsn)
         if not pairs:
             return "the PostgreSQL journal"  # unparseable: show nothing that might hold a secret
-        return " ".join(f"{k}={_quoted('***' if k == 'password' else v)}" for k, v in pairs)
+        return " ".join(f"{k}={_quoted('***' if k in _SECRET_KEYS else v)}" for k, v in pairs)
     try:
         parts = urllib.parse.urlsplit(dsn)
         netloc = parts.netloc
@@ -53,7 +57,7 @@ def redact(dsn: str) -> str:
             user, _, host = netloc.rpartition("@")
             netloc = user.split(":", 1)[0] + ":***@" + host
         query = urllib.parse.urlencode(
-            [(k, "***" if k == "password" else v) for k, v in urllib.parse.parse_qsl(parts.query)], safe="/*"
+            [(k, "***" if k in _SECRET_KEYS else v) for k, v in urllib.parse.parse_qsl(parts.query)], safe="/*"
         )
         return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
     except ValueError:
