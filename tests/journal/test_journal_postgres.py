@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 import sys
 import threading
 import time
@@ -154,6 +155,50 @@ def test_a_journal_table_without_inert_columns_is_refused_at_open(
     assert main(["journal", "init", postgres_dsn]) == 2
     err = capsys.readouterr().err
     assert "lacks claim" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    "alter, lacks",
+    [
+        (
+            "ALTER TABLE inert_journal ALTER COLUMN lease_until TYPE text",
+            "lease_until of type timestamp with time zone (it is text)",
+        ),
+        ("ALTER TABLE inert_journal DROP CONSTRAINT inert_journal_commit_key_key", "a unique commit_key"),
+    ],
+)
+def test_a_journal_table_of_other_types_is_refused_at_open(
+    postgres_admin: str, postgres_dsn: str, alter: str, lacks: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Found by a helper: only the columns' names were checked. Without the unique key every
+    intent failed one by one (no ON CONFLICT arbiter); with a text lease_until turns ran and
+    journaled, and only `inert recover` failed."""
+    admin_execute(postgres_admin, alter, dbname=dbname_of(postgres_dsn))
+    with pytest.raises(inert.JournalError, match=re.escape(lacks)):
+        inert.PostgresJournal(postgres_dsn)
+    with pytest.raises(inert.JournalError, match=re.escape(lacks)):
+        inert.recover(postgres_dsn)
+    assert main(["journal", "init", postgres_dsn]) == 2
+    err = capsys.readouterr().err
+    assert lacks in err and "Traceback" not in err
+
+
+def test_init_over_another_applications_table_refuses_and_changes_nothing(
+    postgres_admin: str, postgres_db: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Found by a helper: `inert journal init` refused, after it had added inert_meta and
+    overwritten the other table's comment."""
+    db = dbname_of(postgres_db)
+    admin_execute(postgres_admin, "CREATE TABLE inert_journal (id int, note text)", dbname=db)
+    admin_execute(postgres_admin, "COMMENT ON TABLE inert_journal IS 'the app''s own'", dbname=db)
+    assert main(["journal", "init", postgres_db]) == 2
+    assert "lacks seq" in capsys.readouterr().err
+    assert tables(postgres_admin, postgres_db) == {"inert_journal"}
+    comment = admin_execute(postgres_admin, "SELECT obj_description('inert_journal'::regclass)", dbname=db)
+    assert comment == [("the app's own",)]
+    with pytest.raises(inert.JournalError, match="incomplete"):  # create= makes tables only where none are
+        inert.PostgresJournal(postgres_db, create=True)
+    assert tables(postgres_admin, postgres_db) == {"inert_journal"}
 
 
 @pytest.mark.parametrize(

@@ -55,24 +55,26 @@ _DDL = (
 )
 
 
-# What inert reads and writes in inert_journal (the columns _DDL makes).
-_COLUMNS = (
-    "seq",
-    "commit_key",
-    "turn_key",
-    "tool",
-    "effect",
-    "arguments",
-    "fingerprint",
-    "intent_at",
-    "worker",
-    "claim",
-    "lease_until",
-    "status",
-    "result",
-    "error",
-    "finished_at",
-)
+# What inert reads and writes in inert_journal (the columns _DDL makes), with their types as
+# PostgreSQL's format_type names them: a column of another type fails only some statements
+# (an interval on a text lease_until fails recovery alone), so a wrong one is refused at open.
+_COLUMNS = {
+    "seq": "bigint",
+    "commit_key": "text",
+    "turn_key": "text",
+    "tool": "text",
+    "effect": "text",
+    "arguments": "text",
+    "fingerprint": "text",
+    "intent_at": "double precision",
+    "worker": "text",
+    "claim": "text",
+    "lease_until": "timestamp with time zone",
+    "status": "text",
+    "result": "text",
+    "error": "text",
+    "finished_at": "double precision",
+}
 
 
 def _present(conn: psycopg.Connection[Any]) -> set[str]:
@@ -107,21 +109,35 @@ def _check_version(version: int, dsn: str) -> None:
 
 
 def _check_columns(conn: psycopg.Connection[Any], dsn: str) -> None:
-    """Refuses an ``inert_journal`` that lacks a column inert uses: altered outside inert, or
+    """Refuses an ``inert_journal`` that lacks a column inert uses, has one of another type, or
+    lacks the unique commit key every intent's ``ON CONFLICT`` needs: altered outside inert, or
     another application's table of that name. Every call would fail on it, one by one."""
-    have = {
-        name
-        for (name,) in conn.execute(
-            "SELECT attname FROM pg_attribute WHERE attrelid = 'inert_journal'::regclass AND attnum > 0"
-            " AND NOT attisdropped"
-        )
-    }
-    missing = [c for c in _COLUMNS if c not in have]
-    if missing:
+    have = dict(
+        conn.execute(
+            "SELECT attname, format_type(atttypid, atttypmod) FROM pg_attribute"
+            " WHERE attrelid = 'inert_journal'::regclass AND attnum > 0 AND NOT attisdropped"
+        ).fetchall()
+    )
+    wrong = [c for c in _COLUMNS if c not in have]
+    if not wrong:
+        wrong = [f"{c} of type {want} (it is {have[c]})" for c, want in _COLUMNS.items() if have[c] != want]
+    if not wrong and not _commit_key_unique(conn):
+        wrong = ["a unique commit_key"]
+    if wrong:
         raise JournalError(
-            f"PostgreSQL journal {redact(dsn)}: its inert_journal table lacks {', '.join(missing)}: it was altered "
+            f"PostgreSQL journal {redact(dsn)}: its inert_journal table lacks {', '.join(wrong)}: it was altered "
             "outside inert, or is another application's table; restore it, or give inert a database of its own"
         )
+
+
+def _commit_key_unique(conn: psycopg.Connection[Any]) -> bool:
+    """Whether a unique index on ``commit_key`` alone exists (the intents' conflict arbiter)."""
+    row = conn.execute(
+        "SELECT EXISTS (SELECT 1 FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid"
+        " AND a.attnum = i.indkey[0] WHERE i.indrelid = 'inert_journal'::regclass AND i.indisunique"
+        " AND i.indnkeyatts = 1 AND i.indpred IS NULL AND a.attname = 'commit_key')"
+    ).fetchone()
+    return bool(row and row[0])
 
 
 def check_schema(conn: psycopg.Connection[Any], dsn: str, *, create: bool) -> None:
@@ -166,7 +182,10 @@ def _create(conn: psycopg.Connection[Any], dsn: str) -> int:
             "INSERT INTO inert_meta (key, value) VALUES ('schema_version', %s) ON CONFLICT (key) DO NOTHING",
             (str(SCHEMA_VERSION),),
         )
+        # Inside the transaction: a refusal rolls it back, so another application's table
+        # keeps its comment and the database gains no inert_meta.
         _check_version(_version(conn), dsn)
+        _check_columns(conn, dsn)
     return before
 
 
