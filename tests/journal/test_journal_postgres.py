@@ -561,6 +561,32 @@ def test_a_lock_held_elsewhere_is_bounded_by_the_statement_timeout(
         locker.rollback()
 
 
+def test_once_an_intent_waited_out_a_lock_later_intents_do_not_wait_it_again(open_pg: Open, postgres_dsn: str) -> None:
+    """Found by a helper: under a lock another session held, each intent waited the whole
+    statement timeout in turn (a turn of n writes took n times it to fail, whatever their
+    deadlines). The first still waits it; the next ones give up at the short lock wait, their
+    tools unrun; once the lock is gone, intents are written again."""
+    import psycopg
+
+    j = open_pg(worker="A", statement_timeout=0.5)
+    ran: list[int] = []
+
+    def send(n: int) -> int:
+        ran.append(n)
+        return n
+
+    with psycopg.connect(postgres_dsn) as locker:  # an open transaction holding the table
+        locker.execute("LOCK TABLE inert_journal IN ACCESS EXCLUSIVE MODE")
+        report = turn(j, {"send": send}, {"send": "write"}, [block("send", n=i) for i in range(3)])
+        locker.rollback()
+    errors = [str(r.error) for r in report.results]
+    assert ran == [] and all("the tool was not run" in e for e in errors), errors
+    assert "statement timeout" in errors[0] or "lock timeout" in errors[0], errors[0]
+    assert all("lock on the journal's table past the lock timeout" in e for e in errors[1:]), errors
+    report = turn(j, {"send": send}, {"send": "write"}, [block("send", n=9)], turn_key="t2")
+    assert [r.error for r in report.results] == [None] and ran == [9]
+
+
 def test_a_drop_mid_call_through_an_orchestrator_does_not_hang(open_pg: Open, postgres_dsn: str) -> None:
     """The journal raises JournalError from complete(); today's dispatcher then never
     settles the call and finish() never returns (issue 9, item 2: the runtime must

@@ -185,7 +185,9 @@ def failure(dsn: str, doing: str, exc: BaseException) -> JournalError:
     """A :class:`JournalError` for a database error, naming the database and what to do."""
     pg = psycopg_module()
     text = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-    if isinstance(exc, pg.errors.QueryCanceled):
+    if isinstance(exc, pg.errors.LockNotAvailable):  # an OperationalError, but no lost connection
+        advice = "another session holds a lock on the journal's table past the lock timeout"
+    elif isinstance(exc, pg.errors.QueryCanceled):
         advice = (
             "a statement or lock wait outran the journal's statement timeout: "
             "the database is overloaded or a lock is held"
