@@ -179,7 +179,9 @@ def turn(
 
 class Proxy:
     """A TCP front for the test server's unix socket. ``cut()`` drops every
-    connection through it and refuses new ones: a network drop, as the worker sees it."""
+    connection through it and refuses new ones: a network drop, as the worker sees it.
+    ``freeze()`` stops forwarding while the connections stay open (the kernel still
+    acknowledges every byte): a stopped server, or a proxy that hung."""
 
     def __init__(self, dsn: str) -> None:
         params = inert.journal.postgres_connection.psycopg_module().conninfo.conninfo_to_dict(dsn)
@@ -191,6 +193,8 @@ class Proxy:
         self._sockets: list[socket.socket] = []
         self._lock = threading.Lock()
         self._cut = False
+        self._thawed = threading.Event()
+        self._thawed.set()
         threading.Thread(target=self._accept, daemon=True).start()
 
     @property
@@ -214,10 +218,10 @@ class Proxy:
             for a, b in ((client, server), (server, client)):
                 threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
 
-    @staticmethod
-    def _pump(src: socket.socket, dst: socket.socket) -> None:
+    def _pump(self, src: socket.socket, dst: socket.socket) -> None:
         try:
             while data := src.recv(65536):
+                self._thawed.wait()
                 dst.sendall(data)
         except OSError:
             pass
@@ -226,7 +230,14 @@ class Proxy:
                 with contextlib.suppress(OSError):
                     s.shutdown(socket.SHUT_RDWR)
 
+    def freeze(self) -> None:
+        self._thawed.clear()
+
+    def thaw(self) -> None:
+        self._thawed.set()
+
     def cut(self) -> None:
+        self._thawed.set()
         with self._lock:
             self._cut = True
             self._listener.close()

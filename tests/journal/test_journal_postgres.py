@@ -23,7 +23,7 @@ import pytest
 import inert
 from inert.cli import main
 from journals import Proxy, admin_execute, dbname_of, record, turn
-from tools import WATCHDOG, block
+from tools import WATCHDOG, block, finish_within
 
 Open = Callable[..., inert.PostgresJournal]
 
@@ -585,6 +585,37 @@ def test_once_an_intent_waited_out_a_lock_later_intents_do_not_wait_it_again(ope
     assert all("lock on the journal's table past the lock timeout" in e for e in errors[1:]), errors
     report = turn(j, {"send": send}, {"send": "write"}, [block("send", n=9)], turn_key="t2")
     assert [r.error for r in report.results] == [None] and ran == [9]
+
+
+def test_a_frozen_database_fails_the_journal_instead_of_hanging_finish_and_close(
+    open_pg: Open, postgres_dsn: str
+) -> None:
+    """Found by a helper: a server that stopped answering while its connections stayed open
+    (a stopped backend, a hung proxy) held complete(), finish() and close() for ever: the
+    server's statement timeout never fires, and the kernel still acknowledges the bytes."""
+    proxy = Proxy(postgres_dsn)
+    journal = open_pg(proxy.dsn, worker="A", statement_timeout=0.2, connect_timeout=1, lease_seconds=60)
+    started, release = threading.Event(), threading.Event()
+
+    def send() -> str:
+        started.set()
+        release.wait(WATCHDOG)
+        return "sent"
+
+    orch = inert.Orchestrator({"send": "write"}, {"send": send}, turn_key="t1", journal=journal)
+    orch.draft([block("send")])
+    orch.verify(1)
+    assert started.wait(WATCHDOG)
+    proxy.freeze()
+    release.set()
+    [result] = finish_within(orch).results
+    assert isinstance(result.error, inert.JournalError), repr(result.error)
+    assert "did not answer within" in str(result.error) and "in doubt" in str(result.error)
+    closing = threading.Thread(target=journal.close, daemon=True)
+    closing.start()
+    closing.join(WATCHDOG)
+    assert not closing.is_alive(), "close() hangs"
+    proxy.cut()
 
 
 def test_a_drop_mid_call_through_an_orchestrator_does_not_hang(open_pg: Open, postgres_dsn: str) -> None:

@@ -59,6 +59,7 @@ from .postgres_connection import (
     redact,
 )
 from .postgres_schema import check_schema
+from .postgres_watchdog import StatementWatchdog
 from .protocol import JournalEntry, new_entry, outcome_of, result_json, same_call, stored_json
 
 if TYPE_CHECKING:
@@ -210,6 +211,8 @@ class PostgresJournal:
         self._stop = threading.Event()
         self._heartbeat: threading.Thread | None = None
         self._closed = False
+        # Past the server's own statement timeout, which ends a statement first when it answers.
+        self._watchdog = StatementWatchdog(2 * self._timeouts.statement + 2, f"inert-watchdog {self.worker}")
         self._locked_out = False
         """An intent waited out the lock timeout (another session holds a lock on the journal):
         until one succeeds, plain intents wait only ``_LOCKED_OUT_WAIT_MS`` (see ``_claim_now``)."""
@@ -237,6 +240,7 @@ class PostgresJournal:
         conn = self._checkout(doing)
         try:
             for attempt in (1, 2):
+                watch = None
                 try:
                     if conn is None or connection_lost(conn):
                         if conn is not None:
@@ -245,8 +249,15 @@ class PostgresJournal:
                         conn = open_connection(
                             self.dsn, application_name=self._application_name, timeouts=self._timeouts
                         )
-                    return work(conn)
+                    with self._watchdog.watching(conn) as watch:
+                        return work(conn)
                 except self._pg.Error as e:
+                    if watch is not None and watch.severed:  # not tried again: it would wait as long
+                        raise JournalError(
+                            f"PostgreSQL journal {redact(self.dsn)}: {doing}: the database did not answer within "
+                            f"{self._watchdog.bound:g} s, so the connection was dropped; a server (or a proxy "
+                            "before it) that stopped answering while its connections stay open?"
+                        ) from e
                     if attempt == 1 and (conn is None or connection_lost(conn)):
                         log.warning("%r: connection lost (%s); reconnecting", self, str(e).strip())
                         continue
@@ -545,13 +556,16 @@ class PostgresJournal:
         with self._lock:
             heartbeat = self._heartbeat
         if heartbeat is not None and heartbeat is not threading.current_thread():
-            heartbeat.join()
+            # Bounded: a renewal the watchdog cuts short, tried again on a new connection that
+            # cannot connect, then cut short again.
+            heartbeat.join(2 * self._watchdog.bound + self._timeouts.connect + 1)
         with self._lock:
             self._closed = True
             idle, self._idle = self._idle, []
             self._returned.notify_all()
         for conn in idle:  # those in use close as they come back
             conn.close()
+        self._watchdog.close()
 
     def __enter__(self) -> Self:
         return self

@@ -1,0 +1,109 @@
+"""A client-side bound on the PostgreSQL journal's statements.
+
+The server's ``statement_timeout`` ends a statement the server runs, and TCP
+keepalives end a connection whose peer vanished from the network. Neither ends
+a read from a server that stopped answering while its kernel still acknowledges
+the bytes: a stopped backend, or a proxy before it (pgbouncer, a load balancer)
+that stopped forwarding. psycopg then waits for the reply for ever, and with it
+``finish()`` and ``close()``. The watchdog shuts such a connection's socket down
+once a statement on it outlives its bound, so the wait ends in an error (the
+call is in doubt, or its tool not run, as for any journal failure).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import psycopg
+
+__all__ = ["StatementWatchdog"]
+
+_IDLE = 30.0
+"""Seconds the watchdog's thread waits with nothing to watch before it ends (the next
+statement starts another): a journal dropped without ``close()`` leaves no thread."""
+
+
+class StatementWatchdog:
+    """Severs a connection whose statement outlives ``bound`` seconds.
+
+    Args:
+        bound: seconds a statement may take, past which the server is taken to be frozen
+            (well past the server's own statement timeout, which ends it first otherwise).
+        name: the thread's name.
+    """
+
+    def __init__(self, bound: float, name: str) -> None:
+        self.bound = bound
+        self._name = name
+        self._cond = threading.Condition()
+        self._watched: dict[int, tuple[float, psycopg.Connection[Any]]] = {}
+        self._severed: set[int] = set()  # tokens whose connection was shut down
+        self._next = 0
+        self._thread: threading.Thread | None = None
+        self._closed = False
+
+    @contextlib.contextmanager
+    def watching(self, conn: psycopg.Connection[Any]) -> Iterator[_Watch]:
+        """Bounds what runs in the block on ``conn``; the watch says whether it was severed."""
+        with self._cond:
+            token = self._next
+            self._next += 1
+            self._watched[token] = (time.monotonic() + self.bound, conn)
+            if self._thread is None and not self._closed:
+                self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
+                self._thread.start()
+            self._cond.notify()
+        watch = _Watch()
+        try:
+            yield watch
+        finally:
+            with self._cond:
+                self._watched.pop(token, None)
+                watch.severed = token in self._severed
+                self._severed.discard(token)
+
+    def close(self) -> None:
+        """Stops watching (the thread ends at once)."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify()
+
+    def _run(self) -> None:
+        with self._cond:
+            while not self._closed:
+                now = time.monotonic()
+                for token, (deadline, conn) in list(self._watched.items()):
+                    if deadline <= now:
+                        del self._watched[token]
+                        self._severed.add(token)
+                        _sever(conn)
+                if self._watched:
+                    self._cond.wait(min(deadline for deadline, _ in self._watched.values()) - now)
+                elif not self._cond.wait(_IDLE) and not self._watched:
+                    break
+            self._thread = None
+
+
+class _Watch:
+    """One bounded block: ``severed`` once it is over, if the watchdog cut it short."""
+
+    severed = False
+
+
+def _sever(conn: psycopg.Connection[Any]) -> None:
+    """Shuts ``conn``'s socket down, both ways: its pending read ends in an error (the
+    socket itself stays open until psycopg closes the broken connection)."""
+    with contextlib.suppress(Exception):
+        fd = conn.pgconn.socket
+        dup = socket.socket(fileno=os.dup(fd))
+        try:
+            dup.shutdown(socket.SHUT_RDWR)
+        finally:
+            dup.close()
