@@ -120,7 +120,7 @@ def test_a_name_that_reads_as_neither_is_refused_and_creates_nothing(
 
 
 def test_a_typo_in_a_keyword_is_a_database_error_not_a_file(workdir: Path) -> None:
-    with pytest.raises(inert.JournalError, match=r'not a valid PostgreSQL URI or connection string.*"…"'):
+    with pytest.raises(inert.JournalError, match=r'not a valid PostgreSQL URI or connection string.*"hots"'):
         inert.recover("hots=db dbname=x")
     assert list(workdir.iterdir()) == []
 
@@ -144,3 +144,28 @@ def test_a_file_whose_name_looks_like_a_setting_is_given_as_a_path(workdir: Path
         "run=4.sqlite",
     ]
     assert os.path.exists(workdir / "run=3.sqlite")
+
+
+@pytest.mark.parametrize(
+    "dsn, said",
+    [
+        ("postgresql://u@127.0.0.1:1/db?connect_timeout=abc", "bad value for connect_timeout"),
+        ("host=/nonexistent/socket/dir dbname=d sslmode=bogus", 'invalid sslmode value: "bogus"'),
+        ("host=/tmp dbname=d bogusopt=1", 'invalid connection option "bogusopt"'),
+    ],
+)
+def test_a_bad_parameter_in_the_dsn_is_named_as_the_dsns_fault(
+    capsys: pytest.CaptureFixture[str], dsn: str, said: str
+) -> None:
+    """Found by a helper: these were told to check the server's log, or that the database was
+    unreachable; an unknown option's name was hidden as "…", and the message ended in a blank line."""
+    pytest.importorskip("psycopg")
+    rc, out, err = cli(capsys, "recover", dsn)
+    assert rc == 2 and out == "" and "Traceback" not in err
+    assert said in err and err.count("\n") == 1, err
+    assert "server" not in err.split(said, 1)[1] and "unreachable" not in err
+
+
+def test_a_quoted_piece_of_a_malformed_dsn_stays_hidden(capsys: pytest.CaptureFixture[str]) -> None:
+    rc, _, err = cli(capsys, "recover", "host=x dbname='hunter2 user=u")
+    assert rc == 2 and "hunter2" not in err and "Traceback" not in err

@@ -259,7 +259,9 @@ class PostgresJournal:
                             "before it) that stopped answering while its connections stay open?"
                         ) from e
                     if attempt == 1 and (conn is None or connection_lost(conn)):
-                        log.warning("%r: connection lost (%s); reconnecting", self, str(e).strip())
+                        what = "could not connect" if conn is None else "connection lost"
+                        said = (str(e).strip().splitlines() or [type(e).__name__])[0]
+                        log.warning("%r: %s (%s); trying once more", self, what, said)
                         continue
                     raise failure(self.dsn, doing, e) from e
             raise AssertionError("unreachable")  # pragma: no cover

@@ -72,9 +72,19 @@ def _quoted(value: str) -> str:
 
 
 def scrubbed(message: str) -> str:
-    """psycopg's complaint about a DSN without the text it quotes: that is the DSN, or a
-    piece of it, and may be the password (a malformed URI cannot be redacted reliably)."""
-    return re.sub(r'"[^"]*"', '"…"', message)
+    """psycopg's complaint about a DSN, its first line, without the text it quotes: that is
+    the DSN, or a piece of it, and may be the password (a malformed URI cannot be redacted
+    reliably). An unknown option's name is kept: the key of a key=value pair, never its value."""
+    first = (message.strip().splitlines() or [""])[0]
+    return re.sub(
+        r'"([^"]*)"',
+        lambda m: m.group(0) if re.fullmatch(r"\w+", m.group(1)) and _names_option(first, m.start()) else '"…"',
+        first,
+    )
+
+
+def _names_option(message: str, at: int) -> bool:
+    return message[:at].endswith("invalid connection option ")
 
 
 def psycopg_module() -> ModuleType:
@@ -181,11 +191,17 @@ def connection_lost(conn: psycopg.Connection[Any]) -> bool:
     return conn.closed or conn.broken
 
 
+_BAD_VALUE = re.compile(r"^(connection is bad: )?invalid \w+ value\b")
+"""libpq's refusal of a DSN's parameter (``invalid sslmode value: "bogus"``), raised as a failed connection."""
+
+
 def failure(dsn: str, doing: str, exc: BaseException) -> JournalError:
     """A :class:`JournalError` for a database error, naming the database and what to do."""
     pg = psycopg_module()
     text = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-    if isinstance(exc, pg.errors.LockNotAvailable):  # an OperationalError, but no lost connection
+    if isinstance(exc, pg.ProgrammingError) or _BAD_VALUE.search(text):
+        advice = "the DSN gives a connection parameter a value libpq does not accept: correct it"
+    elif isinstance(exc, pg.errors.LockNotAvailable):  # an OperationalError, but no lost connection
         advice = "another session holds a lock on the journal's table past the lock timeout"
     elif isinstance(exc, pg.errors.QueryCanceled):
         advice = (
