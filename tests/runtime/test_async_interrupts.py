@@ -14,7 +14,7 @@ import pytest
 
 import inert
 from inert.runtime import AsyncRuntime
-from tools import WATCHDOG, block
+from tools import WATCHDOG, block, raise_once
 
 
 def _journal_of(path: Path) -> list[tuple[str, str | None, str]]:
@@ -183,3 +183,54 @@ def test_cancelling_finish_while_it_waits_for_an_abort_leaves_the_abort_running(
     assert len(aborted) == 1 and tool.log[-2:] == [f"abort {aborted[0]}", f"aborted {aborted[0]}"]
     aborts = [e for e in journal.entries() if "/abort/" in e.commit_key]
     assert [(e.status, e.error) for e in aborts] == [("ok", None)]
+
+
+@pytest.mark.parametrize("where", ["finish", "settle"])
+def test_an_interrupt_in_a_call_tasks_bookkeeping_leaves_finish_able_to_end(
+    monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    """Found by a helper: a KeyboardInterrupt landing in a call task's own bookkeeping (on the
+    loop's thread, where signals land; here as the task concludes its call) killed the task
+    with the call unconcluded: write 2 never started and finish() waited for ever. Now the
+    task's end concludes it (in doubt if its outcome was not fixed yet) and the turn goes on."""
+    from inert.runtime.call import CallRun
+    from inert.runtime.schedule import Scheduler
+
+    ran: list[int] = []
+
+    async def put(n: int) -> int:
+        ran.append(n)
+        return n
+
+    loop = asyncio.new_event_loop()
+    finish: asyncio.Task[inert.Report] | None = None
+    try:
+        orch = inert.AsyncOrchestrator({"put": "write"}, {"put": put}, turn_key="t")
+
+        async def steps() -> None:
+            await orch.draft([block("put", n=1), block("put", n=2)])
+            await orch.verify(2, ".")
+
+        loop.run_until_complete(steps())
+        raise_once(monkeypatch, *((Scheduler, "finish") if where == "finish" else (CallRun, "settle")))
+        finish = loop.create_task(orch.finish(strict=False))
+        with pytest.raises(KeyboardInterrupt):  # out of the loop, as asyncio raises it
+            loop.run_until_complete(finish)
+        watchdog = loop.call_later(WATCHDOG, loop.stop)  # a hang stops the loop
+        try:
+            report = loop.run_until_complete(finish)
+        except RuntimeError:
+            pytest.fail("finish() did not return: the turn hangs")
+        finally:
+            watchdog.cancel()
+    finally:
+        if finish is not None and not finish.done():  # a hang: end it, so the loop closes clean
+            finish.cancel()
+            loop.run_until_complete(asyncio.sleep(0))
+        loop.close()
+    assert ran == [1, 2]
+    results = [(r.name, r.result, type(r.error).__name__ if r.error else None) for r in report.results]
+    if where == "finish":  # its outcome was fixed before the interrupt
+        assert results == [("put", 1, None), ("put", 2, None)]
+    else:
+        assert results == [("put", None, "InDoubtError"), ("put", 2, None)]

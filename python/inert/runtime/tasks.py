@@ -29,7 +29,7 @@ from ..report import DispatchRecord
 from ..telemetry import tool_span
 from . import lifecycle
 from .call import CallNode, CallRun, CallScheduler, Fate, abort_staged, journal_phase, stored_outcome
-from .call_state import CallState
+from .call_state import CallState, CallStateError
 from .pool import WorkerPool
 from .schedule import State
 from .tools import Invocation, enter_call, fresh_arguments
@@ -159,8 +159,33 @@ class AsyncRuntime:
                 if self._trace is not None:
                     self._trace.dispatch(run.record())
             body = self._run_two_phase(node) if run.dispatch.two_phase else self._run(node)
-            self._tasks[node] = self._loop.create_task(body)
+            task = self._tasks[node] = self._loop.create_task(body)
+            task.add_done_callback(partial(self._task_ended, node))
         self._update_idle()
+
+    def _task_ended(self, node: CallNode, task: asyncio.Task[None]) -> None:
+        """A call's task ended. Its body concludes the call on every path but one: a
+        KeyboardInterrupt (or SystemExit) landing in its own bookkeeping, which asyncio
+        raises out of the loop at once (on the loop's thread, where signals land; the
+        threaded runtime keeps its bookkeeping off the main thread). The call would then
+        hold its place, and finish() would wait for it for ever: it is concluded here. Its
+        outcome is not journaled (the journal is not written on the loop), so an intent
+        it recorded stays open, in doubt, which is what is known of it."""
+        if node.state is not State.RUNNING or self._tasks.get(node, task) is not task:
+            return  # concluded, waiting for its block's fate, or another phase's task has it
+        run: CallRun = node.owner
+        failure = None if task.cancelled() else task.exception()
+        if not run.settled:
+            error = InDoubtError(
+                f"the task running {run.dispatch.name!r} was interrupted ({type(failure).__name__}) before it "
+                "concluded the call: whether its effect happened is unknown; see `inert recover`"
+            )
+            with contextlib.suppress(CallStateError):  # a state the interrupt left half made
+                if not run.expire(error, self.clock()):
+                    run.settle(None, error, self.clock())
+        self._tasks.pop(node, None)
+        run.left_tool()
+        self._start(self._scheduler.finish(node))
 
     def _update_idle(self) -> None:
         if self._idle is None:
