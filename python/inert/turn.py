@@ -315,14 +315,19 @@ class TurnDriver:
             for outcome in outcomes:
                 self.trace.outcome(outcome)
         commands, let_go = self.gate.apply(outcomes)
+        # Queued at once, before anything else can be interrupted. Retractions first, the latest
+        # call first: retracting an earlier call must not let a later one start that this same
+        # step retracts (it waits on it, as a ghost, instead).
+        self._todo.extend(
+            [
+                *(c for c in reversed(commands) if isinstance(c, Retract)),
+                *(c for c in commands if not isinstance(c, Retract)),
+            ]
+        )
         dispatched = {c.dispatch.commit_key: c.dispatch for c in commands if isinstance(c, Schedule)}
         for key in let_go:
             if key not in dispatched:  # confirmed here, scheduled in an earlier step
                 dispatched[key] = self._scheduled(key)
-        # Retractions first, the latest call first: retracting an earlier call must not let
-        # a later one start that this same step retracts (it waits on it, as a ghost, instead).
-        self._todo.extend(c for c in reversed(commands) if isinstance(c, Retract))
-        self._todo.extend(c for c in commands if not isinstance(c, Retract))
         self._act()
         let_out = tuple(dispatched[k] for k in let_go)
         if released is None:
