@@ -92,6 +92,7 @@ class BatchOrchestrator:
         self._closed = False
         self._shut = False  # the workers stopped and the journal closed: close() is over
         self._closing = False
+        self._closed_reports: dict[int, tuple[Report, _Ending]] = {}  # made by a close() not returned yet
 
     def __len__(self) -> int:
         return len(self._turns)
@@ -214,8 +215,6 @@ class BatchOrchestrator:
             return {}
         self._closed = True  # first: nothing new starts while the open turns are abandoned
         self._closing = True
-        reports: dict[int, Report] = {}
-        abandoned: list[int] = []
         retracted = 0
         failure: BaseException | None = None
         try:
@@ -236,13 +235,13 @@ class BatchOrchestrator:
                     self._ending.pop(seq, None)
                     continue
                 ending.wait()
-                self._ending.pop(seq, None)  # a finish(seq) in another thread may have taken it already
                 try:
-                    reports[seq] = ending.driver.report(False, ending.notices, ending.tail)
+                    # Kept here until close() returns: one cut short by an interrupt after this
+                    # report returns it with the rest when called again.
+                    self._closed_reports[seq] = ending.driver.report(False, ending.notices, ending.tail), ending
                 except Exception as exc:  # noqa: BLE001 - every other turn is still reported; raised below
                     failure = failure or exc
-                if ending.abandoned:
-                    abandoned.append(seq)
+                self._ending.pop(seq, None)  # a finish(seq) in another thread may have taken it already
         finally:
             self._closing = False
             # Calls still running (the wait was interrupted) keep the workers, the timer and
@@ -254,6 +253,9 @@ class BatchOrchestrator:
                     self._engine.after_tools(self._owned.close)
         if failure is not None:
             raise failure
+        reports = {seq: report for seq, (report, _) in self._closed_reports.items()}
+        abandoned = [seq for seq, (_, ending) in self._closed_reports.items() if ending.abandoned]
+        self._closed_reports = {}
         if abandoned:
             warnings.warn(
                 TurnAbandonedWarning(

@@ -267,3 +267,41 @@ def test_a_lone_turns_verify_whose_retraction_was_lost_does_not_hold_finish(
     assert finish_within(orch).results == []
     assert tool.log == ["prepare", "abort"]
     assert inert.recover(path).prepared == []
+
+
+def test_a_close_cut_short_while_reporting_returns_every_report_when_called_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The reports close() had made were dropped when an interrupt came while it made the
+    next one, and that turn's too: close() again returned nothing."""
+    ran: list[int] = []
+
+    def put(n: int) -> int:
+        ran.append(n)
+        return n
+
+    vocab = inert.Vocabulary([block("put", n=1), block("put", n=2), "."])
+    batch = inert.BatchOrchestrator({"put": "write"}, {"put": put}, vocab=vocab)
+    for seq in (0, 1):
+        batch.add(seq, f"turn-{seq}")
+    batch.draft([0, 1], [[0], [1]])
+    batch.verify([0, 1], [1, 1], [2, 2])
+    real = TurnDriver.report
+    made: list[int] = []
+
+    def second_interrupted(driver: TurnDriver, *args: Any, **kwargs: Any) -> Any:
+        if len(made) == 1:
+            made.append(2)
+            raise KeyboardInterrupt
+        made.append(1)
+        return real(driver, *args, **kwargs)
+
+    monkeypatch.setattr(TurnDriver, "report", second_interrupted)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", inert.TurnAbandonedWarning)
+        with pytest.raises(KeyboardInterrupt):
+            batch.close()
+        reports = batch.close()
+    assert sorted(reports) == [0, 1]
+    assert sorted(r.result for report in reports.values() for r in report.results) == [1, 2]
+    assert sorted(ran) == [1, 2]
