@@ -515,3 +515,35 @@ def test_once_the_file_is_found_locked_intents_stop_waiting_the_whole_busy_timeo
     assert impatient == ["PRAGMA busy_timeout = 100", "PRAGMA busy_timeout = 200"] * 3
     assert [e.commit_key for e in journal.entries()] == ["k3", "k4"]
     journal.close()
+
+
+@pytest.mark.parametrize("given, waits_ms", [(0, 0), (0.25, 250), (30, 30000), (1e300, 2**31 - 1)])
+def test_busy_timeout_is_how_long_a_write_waits_for_a_lock(tmp_path: Path, given: float, waits_ms: int) -> None:
+    """The wait for a lock another process holds was a fixed 30 s, which a call's deadline
+    does not cut short under threads; a longer one than SQLite takes wrapped around to none."""
+    with inert.SqliteJournal(tmp_path / "j.sqlite", busy_timeout=given) as journal:
+        assert journal._db.execute("PRAGMA busy_timeout").fetchone() == (waits_ms,)
+
+
+@pytest.mark.parametrize("given", [-1, float("nan"), float("inf"), "30", True, None])
+def test_a_bad_busy_timeout_is_refused_before_the_file_is_made(tmp_path: Path, given: Any) -> None:
+    with pytest.raises((inert.InertTypeError, inert.InertValueError), match="busy_timeout must be"):
+        inert.SqliteJournal(tmp_path / "j.sqlite", busy_timeout=given)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_short_busy_timeout_fails_an_intent_under_a_held_lock_without_running_it(tmp_path: Path) -> None:
+    path = tmp_path / "j.sqlite"
+    journal = inert.SqliteJournal(path, busy_timeout=0.05)
+    ran: list[int] = []
+    other = sqlite3.connect(path, isolation_level=None, timeout=0)
+    other.execute("BEGIN IMMEDIATE")  # another process holds the write lock
+    try:
+        orch = inert.Orchestrator({"send": "write"}, {"send": ran.append}, turn_key="t", journal=journal)
+        orch.draft([block("send", to="bo")])
+        orch.verify(1)
+        [call] = orch.finish(strict=False).results
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    assert ran == [] and isinstance(call.error, inert.JournalError) and "was not run" in str(call.error)

@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from typing import Any, Self
 
 from ..canonical import canonical_arguments
+from ..durations import seconds
 from ..effects import EffectClass
 from ..errors import InertTypeError, InertValueError, JournalError, StaleClaimError
 from ..files import special_file
@@ -191,6 +192,11 @@ def _sync_folder(path: str) -> None:
         os.close(fd)
 
 
+_MAX_BUSY = (2**31 - 1) / 1000
+"""The longest busy timeout SQLite takes (milliseconds in a C int, about 24 days): a longer
+one given is cut to it (passed on, it wrapped around to no wait at all)."""
+
+
 class SqliteJournal:
     """A durable journal in one SQLite file (WAL, ``synchronous=FULL``): an intent
     is on disk before its tool runs, so a crash never loses a dispatch.
@@ -206,19 +212,25 @@ class SqliteJournal:
     Args:
         path: the journal file; created whole (never half-made, even by a crash) when
             missing, and given inert's tables when empty.
+        busy_timeout: seconds a write waits for the file's lock while another process
+            holds it (SQLite's busy timeout). An intent that waits it out fails (its tool
+            does not run); under threads the call's own deadline does not cut this wait
+            short, so give a journal whose calls have short deadlines a short one.
 
     Raises:
         JournalError: ``path`` is a directory, cannot be opened or written, is not a
             SQLite database (or is corrupt), holds other tables than a journal's,
             or has a newer schema than this inert reads.
+        InertTypeError, InertValueError: ``busy_timeout`` is not a finite number of seconds >= 0.
     """
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, busy_timeout: float = 30.0) -> None:
         if not isinstance(path, (str, os.PathLike)):
             raise InertTypeError(
                 f"SqliteJournal takes the path of a journal file (str or os.PathLike), got {type(path).__name__}"
             )
         self.path = os.fspath(path)
+        self.busy_timeout = seconds("busy_timeout", busy_timeout, zero_ok=True)
         if os.path.isdir(self.path):
             raise JournalError(
                 f"journal {self.path} is a directory: give the path of a journal file (created when missing)"
@@ -235,7 +247,9 @@ class SqliteJournal:
         if not os.path.exists(self.path):
             _create_file(self.path)
         try:
-            self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=30)
+            self._db = sqlite3.connect(
+                self.path, check_same_thread=False, isolation_level=None, timeout=min(self.busy_timeout, _MAX_BUSY)
+            )
         except sqlite3.Error as e:
             raise _error(self.path, "cannot open it", e) from e
         try:
