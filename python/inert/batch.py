@@ -141,10 +141,7 @@ class BatchOrchestrator:
         outcomes = self._batch.verify(seqs, n_accepted, corrections)
         if not self._streaming:
             return self._apply(outcomes)
-        released = self._batch.take_released(seqs)
-        return {
-            seq: self._turns[seq].apply(outcomes.get(seq, []), released.get(seq)) for seq in {**outcomes, **released}
-        }
+        return self._apply(outcomes, self._batch.take_released(seqs))
 
     def draft_tree(self, seq: int | SupportsIndex, tokens: Tokens, parents: Ids) -> Step:
         """``Orchestrator.draft_tree`` on sequence ``seq``."""
@@ -297,8 +294,17 @@ class BatchOrchestrator:
         """What ``seq``'s last step released for streaming (``None`` without streaming)."""
         return self._batch.take_released([seq]).get(int(seq)) if self._streaming else None
 
-    def _apply(self, outcomes: dict[int, list[Any]]) -> dict[int, Step]:
-        return {seq: self._turns[seq].apply(out) for seq, out in outcomes.items()}
+    def _apply(
+        self, outcomes: dict[int, list[Any]], released: Mapping[int, ReleasedTuple] | None = None
+    ) -> dict[int, Step]:
+        """Every sequence's outcomes are handed to its driver before any is applied: an interrupt
+        while one sequence's step is applied leaves the others' to their next step, not lost."""
+        turns = self._turns
+        for seq, out in outcomes.items():
+            turns[seq].receive(out)
+        if released is None:
+            return {seq: turns[seq].apply([]) for seq in outcomes}
+        return {seq: turns[seq].apply([], released.get(seq)) for seq in {**outcomes, **released}}
 
     def _check_open(self) -> None:
         """Refuses a call after ``close()`` (its workers are gone: a call could never

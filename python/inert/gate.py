@@ -15,7 +15,7 @@ time) applies the same decisions.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ._core import BlockMalformed, Call, CallClosed, CallCommitted, CallRetracted, Malformed
@@ -25,7 +25,7 @@ from .errors import PolicyError
 from .outcomes import Outcome
 from .report import AcceptedCall
 
-__all__ = ["POLICIES", "Command", "Confirm", "Dispatch", "Gate", "Retract", "Schedule"]
+__all__ = ["POLICIES", "Command", "Confirm", "Dispatch", "Gate", "Plan", "Retract", "Schedule"]
 
 POLICIES = ("read_eager", "defer", "eager_unsafe")
 """``read_eager``: reads run when their call closes in the draft, effects after
@@ -78,6 +78,32 @@ class Retract:
 Command = Schedule | Confirm | Retract
 
 
+@dataclass
+class Plan:
+    """What a step makes the gate do (``Gate.plan``): the commands, the keys let go, and
+    what the gate remembers once it adopts the plan."""
+
+    commands: list[Command] = field(default_factory=list)
+    let_go: list[str] = field(default_factory=list)
+    committed: list[Call] = field(default_factory=list)
+    malformed: list[Malformed] = field(default_factory=list)
+    newly_permitted: set[str] = field(default_factory=set)
+    unpermitted: set[str] = field(default_factory=set)
+    retracted: set[str] = field(default_factory=set)
+
+    def permit(self, key: str) -> None:
+        self.newly_permitted.add(key)
+        self.unpermitted.discard(key)
+
+    def unpermit(self, key: str) -> None:
+        self.newly_permitted.discard(key)
+        self.unpermitted.add(key)
+
+    def permitted(self, key: str, before: set[str]) -> bool:
+        """Whether ``key`` is let go and not yet committed or retracted, ``before`` the gate's own."""
+        return key in self.newly_permitted or (key in before and key not in self.unpermitted)
+
+
 class Gate:
     """Decides, outcome by outcome, what a runtime does with each call, and
     remembers what the accepted stream holds (for the report).
@@ -119,8 +145,14 @@ class Gate:
 
     def apply(self, outcomes: Iterable[Outcome]) -> tuple[list[Command], list[str]]:
         """The commands for one step's outcomes, and the keys the gate let go in it."""
-        commands: list[Command] = []
-        let_go: list[str] = []
+        plan = self.plan(outcomes)
+        self.adopt(plan)
+        return plan.commands, plan.let_go
+
+    def plan(self, outcomes: Iterable[Outcome]) -> Plan:
+        """What one step's outcomes make the gate do, changing nothing yet (``adopt`` does): a
+        caller interrupted before it adopts the plan can plan the same outcomes again."""
+        plan = Plan()  # what the step changes, over the gate as it is (not copied: a turn stays linear)
         outcomes = list(outcomes)
         # A call that closes and commits in one step (closed by the verifier's correction, or
         # its body read once its end was accepted) is accepted already: it runs as committed,
@@ -128,29 +160,37 @@ class Gate:
         settled = {o.call.commit_key for o in outcomes if isinstance(o, CallCommitted)}
         for outcome in outcomes:
             if isinstance(outcome, CallClosed):
-                dispatch = self._dispatch(outcome.call)
+                dispatch = self._dispatch(outcome.call, plan)
                 spec = self.effects.spec(dispatch.name)
                 early = spec.speculate or dispatch.two_phase  # a read, or a prepare: inert until committed
                 early = early and dispatch.commit_key not in settled
                 permit = self.policy == "eager_unsafe" or (self.policy == "read_eager" and early)
-                commands.append(Schedule(dispatch, permit))
+                plan.commands.append(Schedule(dispatch, permit))
                 if permit:
-                    self._permitted.add(dispatch.commit_key)
-                    let_go.append(dispatch.commit_key)
+                    plan.permit(dispatch.commit_key)
+                    plan.let_go.append(dispatch.commit_key)
             elif isinstance(outcome, CallCommitted):
                 key = outcome.call.commit_key
-                self.committed.append(outcome.call)
-                commands.append(Confirm(key))
-                if key not in self._permitted:
-                    let_go.append(key)
-                self._permitted.discard(key)
+                plan.committed.append(outcome.call)
+                plan.commands.append(Confirm(key))
+                if not plan.permitted(key, self._permitted):
+                    plan.let_go.append(key)
+                plan.unpermit(key)
             elif isinstance(outcome, CallRetracted):
-                self._permitted.discard(outcome.call.commit_key)
-                self._retracted.add(outcome.call.commit_key)
-                commands.append(Retract(outcome.call.commit_key))
+                plan.unpermit(outcome.call.commit_key)
+                plan.retracted.add(outcome.call.commit_key)
+                plan.commands.append(Retract(outcome.call.commit_key))
             elif isinstance(outcome, BlockMalformed):
-                self.malformed.append(outcome.malformed)
-        return commands, let_go
+                plan.malformed.append(outcome.malformed)
+        return plan
+
+    def adopt(self, plan: Plan) -> None:
+        """Makes ``plan``'s step part of what the gate remembers."""
+        self._permitted -= plan.unpermitted
+        self._permitted |= plan.newly_permitted
+        self._retracted |= plan.retracted
+        self.committed.extend(plan.committed)
+        self.malformed.extend(plan.malformed)
 
     def accepted(self, turn_key: str | None = None) -> list[AcceptedCall]:
         """The accepted stream's calls, as reconciliation reads them; with their OpenAI
@@ -160,7 +200,7 @@ class Gate:
             AcceptedCall(c.commit_key, c.name, c.arguments, c.span, i) for c, i in zip(self.committed, ids, strict=True)
         ]
 
-    def _dispatch(self, call: Call) -> Dispatch:
+    def _dispatch(self, call: Call, plan: Plan) -> Dispatch:
         spec = self.effects.spec(call.name)
         return Dispatch(
             commit_key=call.commit_key,
@@ -171,5 +211,5 @@ class Gate:
             span=call.span,
             timeout=spec.timeout if spec.timeout is not None else self.timeout,
             two_phase=call.name in self.two_phase,
-            recurs=call.commit_key in self._retracted,
+            recurs=call.commit_key in self._retracted or call.commit_key in plan.retracted,
         )

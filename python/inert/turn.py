@@ -290,11 +290,12 @@ class TurnDriver:
     """One turn's gate and runtime: the core's outcomes in, the runtime's commands
     out, the report at the end. ``trace`` gets the outcomes as they come.
 
-    A step's commands are queued, and each leaves the queue only once the runtime has
-    acted on it: a KeyboardInterrupt (or any exception) while a step is applied leaves
-    the rest of the step queued, and the next step, the end of the turn or ``abandon``
-    applies it first. An accepted call's confirmation is never lost to an interrupt
-    between commands, and a call's retraction is never half done."""
+    A step's outcomes are kept until the gate's plan for them is adopted and its commands
+    queued, and each command leaves the queue only once the runtime has acted on it: a
+    KeyboardInterrupt (or any exception) while a step is applied leaves the rest of the
+    step kept, and the next step, the end of the turn or ``abandon`` applies it first. An
+    accepted call's confirmation is never lost to an interrupt between commands, and a
+    call's retraction is never half done."""
 
     def __init__(self, tooling: Tooling, runtime: Runtime, trace: TraceWriter | None = None) -> None:
         self.tooling = tooling
@@ -303,36 +304,49 @@ class TurnDriver:
         self.trace = trace
         self._nodes: dict[str, CallNode] = {}  # commit key -> its call, until committed or retracted
         self._todo: deque[Command] = deque()  # commands handed over, not yet acted on, in order
+        self._inbox: list[Outcome] = []  # outcomes handed over, not yet planned
+
+    def receive(self, outcomes: list[Outcome]) -> None:
+        """Takes a step's outcomes to apply with the next ``apply`` (a batch hands every
+        sequence's over before it applies any)."""
+        self._inbox.extend(outcomes)
 
     def apply(self, outcomes: list[Outcome], released: ReleasedTuple | None = None) -> Step:
         """Turns one step's outcomes into commands and hands them to the runtime;
-        ``released`` is what the step released for streaming (``None``: nothing)."""
-        if not outcomes and not self._todo:
+        ``released`` is what the step released for streaming (``None``: nothing). Outcomes a
+        step cut short by an interrupt left unplanned are planned with this step's."""
+        if outcomes:
+            self._inbox.extend(outcomes)  # first: an interrupt from here on leaves them to plan again
+        elif not self._inbox and not self._todo:
             if released is None:
                 return _NOTHING  # most steps close nothing: no work, no allocation
             return Step((), (), released[0], released[1], tuple(released[2]))
-        if self.trace is not None:
-            for outcome in outcomes:
-                self.trace.outcome(outcome)
-        commands, let_go = self.gate.apply(outcomes)
-        # Queued at once, before anything else can be interrupted. Retractions first, the latest
-        # call first: retracting an earlier call must not let a later one start that this same
-        # step retracts (it waits on it, as a ghost, instead).
+        step = tuple(self._inbox)
+        plan = self.gate.plan(step)  # changes nothing: planned again if interrupted
+        commands = plan.commands
+        # Retractions first, the latest call first: retracting an earlier call must not let
+        # a later one start that this same step retracts (it waits on it, as a ghost, instead).
+        # Queued twice by an interrupt just after, a command is acted on once (``_act``).
         self._todo.extend(
             [
                 *(c for c in reversed(commands) if isinstance(c, Retract)),
                 *(c for c in commands if not isinstance(c, Retract)),
             ]
         )
+        self.gate.adopt(plan)
+        self._inbox.clear()
+        if self.trace is not None:
+            for outcome in step:
+                self.trace.outcome(outcome)
         dispatched = {c.dispatch.commit_key: c.dispatch for c in commands if isinstance(c, Schedule)}
-        for key in let_go:
+        for key in plan.let_go:
             if key not in dispatched:  # confirmed here, scheduled in an earlier step
                 dispatched[key] = self._scheduled(key)
         self._act()
-        let_out = tuple(dispatched[k] for k in let_go)
+        let_out = tuple(dispatched[k] for k in plan.let_go)
         if released is None:
-            return Step(tuple(outcomes), let_out)
-        return Step(tuple(outcomes), let_out, released[0], released[1], tuple(released[2]))
+            return Step(step, let_out)
+        return Step(step, let_out, released[0], released[1], tuple(released[2]))
 
     def _scheduled(self, key: str) -> Dispatch:
         """The dispatch of a call an earlier step scheduled (or queued to, if cut short)."""
@@ -376,6 +390,8 @@ class TurnDriver:
         acted on first (an interrupt cut them short), then every call not committed yet is
         retracted, the latest first, as the end of a turn retracts undecided ones; nothing
         new is let go. Returns how many were retracted. Resumable, as ``apply`` is."""
+        if self._inbox:
+            self.apply([])
         self._act()
         keys = list(self._nodes)
         self._todo.extend(Retract(key) for key in reversed(keys))

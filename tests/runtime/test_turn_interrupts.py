@@ -170,3 +170,53 @@ def test_a_report_cut_short_is_returned_by_the_next_finish(monkeypatch: pytest.M
     assert ran == [1]
     assert lone("close") is None
     lone.close_loop()
+
+
+@pytest.mark.parametrize("where", ["plan", "adopt", "_scheduled", "_act"])
+def test_an_interrupt_before_a_steps_commands_are_queued_loses_no_accepted_call(
+    monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    """Found by a helper attacking the queue: an interrupt while the gate worked out the step
+    (before its commands were queued) lost the accepted write with no word in the report. The
+    gate now plans without changing anything, and the step's outcomes are kept until planned."""
+    from inert.gate import Gate
+
+    ran: list[int] = []
+
+    def put(n: int) -> int:
+        ran.append(n)
+        return n
+
+    orch = inert.Orchestrator({"put": "write"}, {"put": put}, turn_key="t")
+    orch.draft([block("put", n=1), "x"])
+    raise_once(monkeypatch, *((Gate, where) if where in ("plan", "adopt") else (TurnDriver, where)))
+    with pytest.raises(KeyboardInterrupt):
+        orch.verify(1, ".")
+    report = orch.finish(strict=False)
+    assert [(r.name, r.result) for r in report.results] == [("put", 1)]
+    assert report.violations == [] and ran == [1]
+    assert [c.name for c in report.accepted] == ["put"], "committed once, planned again or not"
+
+
+def test_an_interrupt_in_one_sequences_step_leaves_the_others_to_their_next_step(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Found by a helper: a batch step took every sequence's outcomes from the core, then
+    applied them one by one; an interrupt in the first dropped the second's accepted write."""
+    ran: list[int] = []
+
+    def put(n: int) -> int:
+        ran.append(n)
+        return n
+
+    vocab = inert.Vocabulary([block("put", n=1), block("put", n=2), "."])
+    batch = inert.BatchOrchestrator({"put": "write"}, {"put": put}, vocab=vocab)
+    for seq in (0, 1):
+        batch.add(seq, f"turn-{seq}")
+    batch.draft([0, 1], [[0], [1]])
+    raise_once(monkeypatch, ThreadRuntime, "confirm")
+    with pytest.raises(KeyboardInterrupt):
+        batch.verify([0, 1], [1, 1], [2, 2])
+    results = [[r.result for r in batch.finish(seq, strict=False).results] for seq in (0, 1)]
+    batch.close()
+    assert results == [[1], [2]] and sorted(ran) == [1, 2]
