@@ -165,6 +165,11 @@ def test_a_journal_table_without_inert_columns_is_refused_at_open(
             "lease_until of type timestamp with time zone (it is text)",
         ),
         ("ALTER TABLE inert_journal DROP CONSTRAINT inert_journal_commit_key_key", "a unique commit_key"),
+        (
+            "ALTER TABLE inert_journal DROP CONSTRAINT inert_journal_commit_key_key;"
+            " ALTER TABLE inert_journal ADD CONSTRAINT ck UNIQUE (commit_key) DEFERRABLE INITIALLY DEFERRED",
+            "a unique commit_key",
+        ),
     ],
 )
 def test_a_journal_table_of_other_types_is_refused_at_open(
@@ -615,6 +620,37 @@ def test_a_frozen_database_fails_the_journal_instead_of_hanging_finish_and_close
     closing.start()
     closing.join(WATCHDOG)
     assert not closing.is_alive(), "close() hangs"
+    proxy.cut()
+
+
+def test_a_statement_on_a_frozen_database_is_cut_off_even_after_close(open_pg: Open, postgres_dsn: str) -> None:
+    """Found by a helper: close() stopped the watchdog with a statement still waiting on a
+    frozen server, which then waited for ever."""
+    proxy = Proxy(postgres_dsn)
+    journal = open_pg(proxy.dsn, worker="A", statement_timeout=0.2, connect_timeout=1)
+    journal.entries()
+    out: list[str] = []
+    reading = threading.Event()
+
+    def read() -> None:
+        reading.set()
+        try:
+            journal.entries()
+            out.append("read")
+        except inert.JournalError as e:
+            out.append(str(e))
+
+    proxy.freeze()
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    assert reading.wait(WATCHDOG)
+    deadline = time.monotonic() + WATCHDOG
+    while not journal._watchdog._watched:  # the read's statement has begun (no race with close)
+        assert time.monotonic() < deadline, "the read never began"
+        time.sleep(0.001)
+    journal.close()
+    reader.join(WATCHDOG)
+    assert out and "did not answer within" in out[0], out or "the read still waits"
     proxy.cut()
 
 

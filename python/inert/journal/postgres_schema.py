@@ -131,11 +131,13 @@ def _check_columns(conn: psycopg.Connection[Any], dsn: str) -> None:
 
 
 def _commit_key_unique(conn: psycopg.Connection[Any]) -> bool:
-    """Whether a unique index on ``commit_key`` alone exists (the intents' conflict arbiter)."""
+    """Whether a valid unique index on ``commit_key`` alone exists, checked at once (not
+    deferrable): the intents' ``ON CONFLICT`` arbiter."""
     row = conn.execute(
         "SELECT EXISTS (SELECT 1 FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid"
         " AND a.attnum = i.indkey[0] WHERE i.indrelid = 'inert_journal'::regclass AND i.indisunique"
-        " AND i.indnkeyatts = 1 AND i.indpred IS NULL AND a.attname = 'commit_key')"
+        " AND i.indimmediate AND i.indisvalid AND i.indnkeyatts = 1 AND i.indpred IS NULL"
+        " AND a.attname = 'commit_key')"
     ).fetchone()
     return bool(row and row[0])
 

@@ -56,7 +56,7 @@ class StatementWatchdog:
             token = self._next
             self._next += 1
             self._watched[token] = (time.monotonic() + self.bound, conn)
-            if self._thread is None and not self._closed:
+            if self._thread is None:  # after close() too: a statement already begun is bounded
                 self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
                 self._thread.start()
             self._cond.notify()
@@ -70,14 +70,14 @@ class StatementWatchdog:
                 self._severed.discard(token)
 
     def close(self) -> None:
-        """Stops watching (the thread ends at once)."""
+        """Stops watching once the statements running now are over (or cut off)."""
         with self._cond:
             self._closed = True
             self._cond.notify()
 
     def _run(self) -> None:
         with self._cond:
-            while not self._closed:
+            while not self._closed or self._watched:
                 now = time.monotonic()
                 for token, (deadline, conn) in list(self._watched.items()):
                     if deadline <= now:
