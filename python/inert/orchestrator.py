@@ -101,6 +101,8 @@ class Session:
         )
         self.streaming = stream
         self.tail: Step | None = None
+        self.ending_released: ReleasedTuple | None = None
+        """What the end of the stream released, kept until ``tail`` holds it (an interrupt between)."""
         self.reported = False
         """The report was made (by finish or close): the turn is over."""
         self.ending = False
@@ -189,6 +191,9 @@ class Session:
             )
         if not self.stream.finished:
             self.finish()
+        elif self.tail is None and self.ending_released is not None:
+            # An interrupted finish(): the end's outcomes are the driver's, what it released is here.
+            self.tail = self.driver.end([], self.ending_released)
         else:
             self.driver.abandon()  # what an interrupted end or abandon left undecided
 
@@ -205,7 +210,9 @@ class Session:
     def finish(self) -> Step:
         """Ends the stream; the step is what ``finish`` did and released (``report.tail``)."""
         outcomes = self.stream.finish()
-        self.tail = self.driver.end(outcomes, self.released() or ("", "", []))
+        self.driver.receive(outcomes)  # kept by the driver: an interrupt from here on loses none
+        self.ending_released = self.released() or ("", "", [])
+        self.tail = self.driver.end([], self.ending_released)
         return self.tail
 
     def abandon(self) -> None:

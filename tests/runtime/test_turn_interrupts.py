@@ -220,3 +220,15 @@ def test_an_interrupt_in_one_sequences_step_leaves_the_others_to_their_next_step
     results = [[r.result for r in batch.finish(seq, strict=False).results] for seq in (0, 1)]
     batch.close()
     assert results == [[1], [2]] and sorted(ran) == [1, 2]
+
+
+def test_a_finish_cut_short_keeps_the_text_the_end_released(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Found by a helper: the text held back until the end ("<tool", which could have opened a
+    block) was taken from the core before the interrupt and lost to the finish() after it."""
+    orch = inert.Orchestrator({}, {}, turn_key="t", stream=True)
+    orch.draft(["Hello", " <tool"])
+    shown = orch.verify(2).content
+    raise_once(monkeypatch, TurnDriver, "end")
+    with pytest.raises(KeyboardInterrupt):
+        orch.finish()
+    assert shown + orch.finish().tail.content == "Hello <tool"
