@@ -231,4 +231,5 @@ def test_a_finish_cut_short_keeps_the_text_the_end_released(monkeypatch: pytest.
     raise_once(monkeypatch, TurnDriver, "end")
     with pytest.raises(KeyboardInterrupt):
         orch.finish()
-    assert shown + orch.finish().tail.content == "Hello <tool"
+    tail = orch.finish().tail
+    assert tail is not None and shown + tail.content == "Hello <tool"
