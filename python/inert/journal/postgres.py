@@ -211,8 +211,9 @@ class PostgresJournal:
         self._stop = threading.Event()
         self._heartbeat: threading.Thread | None = None
         self._closed = False
-        # Past the server's own statement timeout, which ends a statement first when it answers.
-        self._watchdog = StatementWatchdog(2 * self._timeouts.statement + 2, f"inert-watchdog {self.worker}")
+        # Past the server's own statement timeout, which ends a statement first when it answers: a
+        # claim runs up to three statements (insert, look, take over), each within that timeout.
+        self._watchdog = StatementWatchdog(3 * self._timeouts.statement + 2, f"inert-watchdog {self.worker}")
         self._locked_out = False
         """An intent waited out the lock timeout (another session holds a lock on the journal):
         until one succeeds, plain intents wait only ``_LOCKED_OUT_WAIT_MS`` (see ``_claim_now``)."""
