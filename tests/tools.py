@@ -200,6 +200,28 @@ def deadlines_only_for(
     return fired
 
 
+class Puts:
+    """A write tool ``put(n)`` that says which ``n`` it ran with (``ran``)."""
+
+    def __init__(self) -> None:
+        self.ran: list[int] = []
+
+    def __call__(self, n: int) -> int:
+        self.ran.append(n)
+        return n
+
+
+def two_sequences(tool: Puts) -> inert.BatchOrchestrator:
+    """A BatchOrchestrator whose sequences 0 and 1 have each drafted one ``put`` (n=1, n=2),
+    not yet verified: ``verify([0, 1], [1, 1], [2, 2])`` accepts both."""
+    vocab = inert.Vocabulary([block("put", n=1), block("put", n=2), "."])
+    batch = inert.BatchOrchestrator({"put": "write"}, {"put": tool}, vocab=vocab)
+    for seq in (0, 1):
+        batch.add(seq, f"turn-{seq}")
+    batch.draft([0, 1], [[0], [1]])
+    return batch
+
+
 def raise_once(monkeypatch: pytest.MonkeyPatch, owner: Any, name: str) -> None:
     """The first call of ``owner.name`` raises KeyboardInterrupt, as a Ctrl-C landing there would."""
     real = getattr(owner, name)

@@ -143,12 +143,6 @@ class Gate:
         """Whether runtimes keep stream order between conflicting calls (all but ``eager_unsafe``)."""
         return self.policy != "eager_unsafe"
 
-    def apply(self, outcomes: Iterable[Outcome]) -> tuple[list[Command], list[str]]:
-        """The commands for one step's outcomes, and the keys the gate let go in it."""
-        plan = self.plan(outcomes)
-        self.adopt(plan)
-        return plan.commands, plan.let_go
-
     def plan(self, outcomes: Iterable[Outcome]) -> Plan:
         """What one step's outcomes make the gate do, changing nothing yet (``adopt`` does): a
         caller interrupted before it adopts the plan can plan the same outcomes again."""

@@ -177,9 +177,8 @@ class Session:
         return None
 
     def end(self) -> None:
-        """Ends the stream, unless an earlier ``finish()`` did and was interrupted while it
-        waited for the calls (a cancelled await, a KeyboardInterrupt): then only the wait and
-        the report are left to do.
+        """Ends the turn (``finish``): again after a ``finish()`` or ``close()`` that an interrupt
+        cut short, it completes what that left (the wait and the report are then the caller's).
 
         Raises:
             StreamFinishedError: the turn was reported already.
@@ -189,13 +188,7 @@ class Session:
                 "the turn is finished: its report was returned already, or another finish() or close() is "
                 "waiting for its calls; start a new orchestrator for the next turn"
             )
-        if not self.stream.finished:
-            self.finish()
-        elif self.tail is None and self.ending_released is not None:
-            # An interrupted finish(): the end's outcomes are the driver's, what it released is here.
-            self.tail = self.driver.end([], self.ending_released)
-        else:
-            self.driver.abandon()  # what an interrupted end or abandon left undecided
+        self.finish()
 
     @contextlib.contextmanager
     def waiting(self) -> Iterator[None]:
@@ -207,13 +200,18 @@ class Session:
         finally:
             self.ending = False
 
-    def finish(self) -> Step:
-        """Ends the stream; the step is what ``finish`` did and released (``report.tail``)."""
-        outcomes = self.stream.finish()
-        self.driver.receive(outcomes)  # kept by the driver: an interrupt from here on loses none
-        self.ending_released = self.released() or ("", "", [])
-        self.tail = self.driver.end([], self.ending_released)
-        return self.tail
+    def finish(self) -> None:
+        """Ends the stream; ``tail`` is the step of what the end did and released (``report.tail``).
+        Resumable: the end's outcomes go to the driver and what it released is kept here before
+        either is applied, so after an interrupt the next call completes the same end. After an
+        abandon (``close()``) cut short, it retracts what that left undecided instead."""
+        if not self.stream.finished:
+            self.driver.receive(self.stream.finish())
+            self.ending_released = self.released() or ("", "", [])
+        if self.ending_released is None:  # the stream was abandoned, not ended
+            self.driver.abandon()
+        elif self.tail is None:
+            self.tail = self.driver.end([], self.ending_released)
 
     def abandon(self) -> None:
         """Ends the turn short of its end (the client went away, the engine stops): the

@@ -19,7 +19,7 @@ import inert
 from inert import batch as batch_module
 from inert.runtime import ThreadRuntime
 from inert.turn import TurnDriver
-from tools import WATCHDOG, block, finish_within, raise_once
+from tools import WATCHDOG, Puts, block, finish_within, raise_once, two_sequences
 
 
 class Writes:
@@ -274,17 +274,8 @@ def test_a_close_cut_short_while_reporting_returns_every_report_when_called_agai
 ) -> None:
     """The reports close() had made were dropped when an interrupt came while it made the
     next one, and that turn's too: close() again returned nothing."""
-    ran: list[int] = []
-
-    def put(n: int) -> int:
-        ran.append(n)
-        return n
-
-    vocab = inert.Vocabulary([block("put", n=1), block("put", n=2), "."])
-    batch = inert.BatchOrchestrator({"put": "write"}, {"put": put}, vocab=vocab)
-    for seq in (0, 1):
-        batch.add(seq, f"turn-{seq}")
-    batch.draft([0, 1], [[0], [1]])
+    put = Puts()
+    batch = two_sequences(put)
     batch.verify([0, 1], [1, 1], [2, 2])
     real = TurnDriver.report
     made: list[int] = []
@@ -304,4 +295,4 @@ def test_a_close_cut_short_while_reporting_returns_every_report_when_called_agai
         reports = batch.close()
     assert sorted(reports) == [0, 1]
     assert sorted(r.result for report in reports.values() for r in report.results) == [1, 2]
-    assert sorted(ran) == [1, 2]
+    assert sorted(put.ran) == [1, 2]

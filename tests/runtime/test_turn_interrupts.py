@@ -19,7 +19,7 @@ import pytest
 import inert
 from inert.runtime import AsyncRuntime, ThreadRuntime
 from inert.turn import TurnDriver
-from tools import WATCHDOG, block, raise_once
+from tools import WATCHDOG, Puts, block, raise_once, two_sequences
 
 RUNTIMES = ["threads", "asyncio"]
 
@@ -154,12 +154,7 @@ def test_an_end_cut_short_is_finished_by_the_next_finish_or_close(
 def test_a_report_cut_short_is_returned_by_the_next_finish(monkeypatch: pytest.MonkeyPatch, runtime: str) -> None:
     """The turn was marked reported before its report was made: finish() again raised
     StreamFinishedError ("its report was returned already") and the report was gone."""
-    ran: list[int] = []
-
-    def put(n: int) -> int:
-        ran.append(n)
-        return n
-
+    put = Puts()
     lone = _Lone(runtime, {"put": put}, inert.MemoryJournal())
     lone("draft", [block("put", n=1)])
     lone("verify", 1, ".")
@@ -167,7 +162,7 @@ def test_a_report_cut_short_is_returned_by_the_next_finish(monkeypatch: pytest.M
     with pytest.raises(KeyboardInterrupt):
         lone("finish")
     assert [(r.name, r.result) for r in lone("finish").results] == [("put", 1)]
-    assert ran == [1]
+    assert put.ran == [1]
     assert lone("close") is None
     lone.close_loop()
 
@@ -181,12 +176,7 @@ def test_an_interrupt_before_a_steps_commands_are_queued_loses_no_accepted_call(
     gate now plans without changing anything, and the step's outcomes are kept until planned."""
     from inert.gate import Gate
 
-    ran: list[int] = []
-
-    def put(n: int) -> int:
-        ran.append(n)
-        return n
-
+    put = Puts()
     orch = inert.Orchestrator({"put": "write"}, {"put": put}, turn_key="t")
     orch.draft([block("put", n=1), "x"])
     raise_once(monkeypatch, *((Gate, where) if where in ("plan", "adopt") else (TurnDriver, where)))
@@ -194,7 +184,7 @@ def test_an_interrupt_before_a_steps_commands_are_queued_loses_no_accepted_call(
         orch.verify(1, ".")
     report = orch.finish(strict=False)
     assert [(r.name, r.result) for r in report.results] == [("put", 1)]
-    assert report.violations == [] and ran == [1]
+    assert report.violations == [] and put.ran == [1]
     assert [c.name for c in report.accepted] == ["put"], "committed once, planned again or not"
 
 
@@ -203,23 +193,14 @@ def test_an_interrupt_in_one_sequences_step_leaves_the_others_to_their_next_step
 ) -> None:
     """Found by a helper: a batch step took every sequence's outcomes from the core, then
     applied them one by one; an interrupt in the first dropped the second's accepted write."""
-    ran: list[int] = []
-
-    def put(n: int) -> int:
-        ran.append(n)
-        return n
-
-    vocab = inert.Vocabulary([block("put", n=1), block("put", n=2), "."])
-    batch = inert.BatchOrchestrator({"put": "write"}, {"put": put}, vocab=vocab)
-    for seq in (0, 1):
-        batch.add(seq, f"turn-{seq}")
-    batch.draft([0, 1], [[0], [1]])
+    put = Puts()
+    batch = two_sequences(put)
     raise_once(monkeypatch, ThreadRuntime, "confirm")
     with pytest.raises(KeyboardInterrupt):
         batch.verify([0, 1], [1, 1], [2, 2])
     results = [[r.result for r in batch.finish(seq, strict=False).results] for seq in (0, 1)]
     batch.close()
-    assert results == [[1], [2]] and sorted(ran) == [1, 2]
+    assert results == [[1], [2]] and sorted(put.ran) == [1, 2]
 
 
 def test_a_finish_cut_short_keeps_the_text_the_end_released(monkeypatch: pytest.MonkeyPatch) -> None:
