@@ -15,7 +15,7 @@ time) applies the same decisions.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from ._core import BlockMalformed, Call, CallClosed, CallCommitted, CallRetracted, Malformed
@@ -78,18 +78,21 @@ class Retract:
 Command = Schedule | Confirm | Retract
 
 
-@dataclass
 class Plan:
     """What a step makes the gate do (``Gate.plan``): the commands, the keys let go, and
-    what the gate remembers once it adopts the plan."""
+    what the gate remembers once it adopts the plan (``Gate.adopt``)."""
 
-    commands: list[Command] = field(default_factory=list)
-    let_go: list[str] = field(default_factory=list)
-    committed: list[Call] = field(default_factory=list)
-    malformed: list[Malformed] = field(default_factory=list)
-    newly_permitted: set[str] = field(default_factory=set)
-    unpermitted: set[str] = field(default_factory=set)
-    retracted: set[str] = field(default_factory=set)
+    __slots__ = ("commands", "committed", "let_go", "malformed", "newly_permitted", "retracted", "unpermitted")
+
+    def __init__(self) -> None:
+        # Built for every step with outcomes: plain slots, not a dataclass's factories.
+        self.commands: list[Command] = []
+        self.let_go: list[str] = []
+        self.committed: list[Call] = []
+        self.malformed: list[Malformed] = []
+        self.newly_permitted: set[str] = set()
+        self.unpermitted: set[str] = set()
+        self.retracted: set[str] = set()
 
     def permit(self, key: str) -> None:
         self.newly_permitted.add(key)
@@ -180,11 +183,16 @@ class Gate:
 
     def adopt(self, plan: Plan) -> None:
         """Makes ``plan``'s step part of what the gate remembers."""
-        self._permitted -= plan.unpermitted
-        self._permitted |= plan.newly_permitted
-        self._retracted |= plan.retracted
-        self.committed.extend(plan.committed)
-        self.malformed.extend(plan.malformed)
+        if plan.unpermitted:
+            self._permitted -= plan.unpermitted
+        if plan.newly_permitted:
+            self._permitted |= plan.newly_permitted
+        if plan.retracted:
+            self._retracted |= plan.retracted
+        if plan.committed:
+            self.committed += plan.committed
+        if plan.malformed:
+            self.malformed += plan.malformed
 
     def accepted(self, turn_key: str | None = None) -> list[AcceptedCall]:
         """The accepted stream's calls, as reconciliation reads them; with their OpenAI
