@@ -59,7 +59,10 @@ class StatementWatchdog:
             if self._thread is None:  # after close() too: a statement already begun is bounded
                 self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
                 self._thread.start()
-            self._cond.notify()
+            elif len(self._watched) == 1:
+                # Woken only from its idle wait: every bound is the same length, so a statement
+                # begun later is due later than the one the thread waits for.
+                self._cond.notify()
         watch = _Watch()
         try:
             yield watch
