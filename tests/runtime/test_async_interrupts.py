@@ -234,3 +234,39 @@ def test_an_interrupt_in_a_call_tasks_bookkeeping_leaves_finish_able_to_end(
         assert results == [("put", 1, None), ("put", 2, None)]
     else:
         assert results == [("put", None, "InDoubtError"), ("put", 2, None)]
+
+
+def test_a_commit_cancelled_from_outside_while_its_intent_is_written_aborts_what_was_staged(tmp_path: Path) -> None:
+    """The loop ending while a commit's intent was being journaled (the intent's write held
+    by a lock, say) left what the prepare staged never aborted: the commit's ``begin`` was
+    not shielded as a plain call's is, so the cancel ended the call before the intent's fate
+    was known, and ``inert recover`` listed the prepare in doubt for a commit that never ran."""
+    tool, path = _Staged(), tmp_path / "journal.sqlite"
+    in_begin, go = threading.Event(), threading.Event()
+    held: list[asyncio.Future[None]] = []
+
+    class HeldCommitIntent(inert.SqliteJournal):
+        def begin(self, record: inert.DispatchRecord, turn_key: str) -> inert.JournalEntry | None:
+            if record.phase == "commit":  # the commit's intent, under the call's own key
+                in_begin.set()
+                go.wait(WATCHDOG)
+            return super().begin(record, turn_key)
+
+    async def release_once_cancelled() -> None:
+        try:
+            await asyncio.Event().wait()
+        finally:  # asyncio.run cancels every task left before any runs on: the call's task too
+            go.set()
+
+    async def main() -> None:
+        journal = HeldCommitIntent(str(path))
+        orch = inert.AsyncOrchestrator({"t": "write"}, {"t": tool}, turn_key="t", journal=journal)
+        await orch.draft([block("t", n=1)])
+        await orch.verify(1, ".")
+        await asyncio.to_thread(in_begin.wait, WATCHDOG)
+        held.append(asyncio.ensure_future(release_once_cancelled()))
+        # Returns with the commit's intent being written: asyncio.run cancels the call's task.
+
+    asyncio.run(main())
+    assert tool.log == ["prepare", "abort"], "the commit never ran, so what the prepare staged is dropped"
+    assert inert.recover(str(path)).in_doubt == []

@@ -107,3 +107,40 @@ def test_a_key_retracted_and_drafted_again_commits_once() -> None:
     assert call.result == "only"
     assert tool.events == ["prepare", "abort", "prepare", "commit"]
     assert [e.status for e in journal.entries() if e.commit_key == call.commit_key] == ["ok"]
+
+
+class _RefusesCommitIntents(inert.MemoryJournal):
+    """A journal that cannot record a commit's intent (full, say): every other entry is kept."""
+
+    def begin(self, record: inert.DispatchRecord, turn_key: str) -> inert.JournalEntry | None:
+        if record.phase == "commit":
+            raise inert.JournalError("the journal is full")
+        return super().begin(record, turn_key)
+
+
+@pytest.mark.parametrize("runtime", ["threads", "asyncio"])
+def test_a_commit_whose_intent_cannot_be_journaled_aborts_what_its_prepare_staged(runtime: str) -> None:
+    """The commit never runs without its intent on record, and nothing was left to drop what
+    the prepare staged: every prepare ends in one commit or one abort."""
+    pay, journal = Pay("only"), _RefusesCommitIntents()
+    if runtime == "threads":
+        orch = inert.Orchestrator({"pay": "write"}, {"pay": pay}, turn_key="t", journal=journal)
+        orch.draft([PAY])
+        orch.verify(1, ".")
+        report = orch.finish(strict=False)
+    else:
+
+        async def turn() -> inert.Report:
+            orch = inert.AsyncOrchestrator({"pay": "write"}, {"pay": pay}, turn_key="t", journal=journal)
+            await orch.draft([PAY])
+            await orch.verify(1, ".")
+            return await orch.finish(strict=False)
+
+        report = asyncio.run(turn())
+    assert pay.events == ["prepare", "abort"]
+    [result] = report.results
+    assert isinstance(result.error, inert.JournalError)
+    assert "full" in str(result.error)
+    by_key = {e.commit_key: e.status for e in journal.entries()}
+    assert result.commit_key not in by_key, "no commit intent was recorded"
+    assert [s for k, s in by_key.items() if "/abort/" in k] == ["ok"]

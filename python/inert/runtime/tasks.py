@@ -400,8 +400,13 @@ class AsyncRuntime:
                 callback()
 
     async def _commit(self, run: CallRun) -> tuple[Any, BaseException | None]:
+        begin: asyncio.Future[bool] | None = None
+        staged_taken = False  # the commit was called, or what the prepare staged is being aborted
         try:
-            must_run = await self._in_thread(run.begin, self._journal, self._turn_key)
+            begin = asyncio.ensure_future(self._in_thread(run.begin, self._journal, self._turn_key))
+            # Shielded, as in ``_run``: a cancel must not leave the journal not knowing whether it holds the intent.
+            must_run = await asyncio.shield(begin)
+            staged_taken = True
             if not must_run:  # the key was committed meanwhile (another worker): drop what this one staged
                 await self._abort(run)
                 return run.result, run.error
@@ -411,7 +416,17 @@ class AsyncRuntime:
             run.expire(_timeout_error(run, COMMIT), self.clock())
             return None, None
         except asyncio.CancelledError as exc:  # as in ``_run``: from outside, a commit called is in doubt
-            return None, None if _cancelled_in_tool(run, COMMIT, self.clock()) else exc
+            if begin is not None:
+                await _settled(begin)  # the intent's fate is known before anything else is journaled
+            if _cancelled_in_tool(run, COMMIT, self.clock()):
+                return None, None
+            if not staged_taken:  # the commit never ran: what the prepare staged is dropped, not left pending
+                await asyncio.shield(self._abort(run))
+            return None, exc
+        except Exception as exc:  # noqa: BLE001 - every path out of a phase settles the call
+            if not staged_taken:  # the intent could not be written, so the commit never ran: drop what was staged
+                await asyncio.shield(self._abort(run))
+            return None, exc
         except BaseException as exc:  # noqa: BLE001 - every path out of a phase settles the call
             return None, exc
 

@@ -328,10 +328,12 @@ class ThreadRuntime:
         assert invocation is not None
         result: Any = None
         error: BaseException | None = None
+        began = False  # the commit's intent is on record (or its key's earlier entry was found)
         try:
             with self._in_tool(node):
                 if phase == COMMIT:
                     must_run = run.begin(self._journal, self._turn_key)  # under the commit key, as any write
+                    began = True
                     with self._lock:
                         invoked = must_run and not run.settled
                         if invoked:
@@ -352,6 +354,9 @@ class ThreadRuntime:
                     )
         except BaseException as exc:  # noqa: BLE001 - every path out of a phase settles the call
             error = exc
+            if phase == COMMIT and not began and isinstance(exc, Exception):
+                # The intent could not be written, so the commit never ran: what was staged is dropped.
+                self._abort_staged(run, run.prepared)
         if phase == ABORT:
             aborted = None if isinstance(error, CancelledCallError) else error
             journal_phase(run, self._journal, self._turn_key, ABORT, aborted, began=True)
