@@ -270,3 +270,32 @@ def test_a_commit_cancelled_from_outside_while_its_intent_is_written_aborts_what
     asyncio.run(main())
     assert tool.log == ["prepare", "abort"], "the commit never ran, so what the prepare staged is dropped"
     assert inert.recover(str(path)).in_doubt == []
+
+
+def test_no_call_starts_once_the_loop_ending_cancel_arrived(tmp_path: Path) -> None:
+    """The conclusion of a call the loop's end cancelled started the call queued behind it,
+    in a task made after asyncio.run had taken its list of tasks to cancel: the new task
+    journaled its intent and was destroyed with the loop, so ``inert recover`` listed in
+    doubt a write that never ran."""
+    inside, release = threading.Event(), threading.Event()
+    ran: list[int] = []
+
+    def pay(n: int) -> int:
+        ran.append(n)
+        inside.set()
+        release.wait(WATCHDOG)
+        return n
+
+    path = tmp_path / "journal.sqlite"
+
+    async def main() -> None:
+        orch = inert.AsyncOrchestrator({"pay": "write"}, {"pay": pay}, turn_key="t", journal=str(path))
+        await orch.draft([block("pay", n=1), block("pay", n=2)])  # no footprints: the second waits for the first
+        await orch.verify(2, ".")
+        await asyncio.to_thread(inside.wait, WATCHDOG)
+
+    asyncio.run(main())
+    release.set()
+    assert ran == [1]
+    assert [(tool, status) for tool, status, _ in _journal_of(path)] == [("pay", "timeout")]
+    assert len(inert.recover(str(path)).in_doubt) == 1

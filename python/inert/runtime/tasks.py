@@ -81,6 +81,11 @@ class AsyncRuntime:
         self._cleanups: set[asyncio.Task[Any]] = set()  # aborts drain() waits for
         self._after: list[Callable[[], None]] = []  # what waits for both (closing a journal)
         self._drained = False
+        # A call's task was cancelled from outside inert: the event loop is ending (asyncio.run
+        # cancels the tasks its main coroutine left). No call starts after that: its task is
+        # made after the loop took its list of tasks to cancel, and would journal an intent
+        # and be destroyed with the loop, leaving in doubt a call that never ran.
+        self._ending = False
         self._log: list[CallRun] = []
         self.clock: Callable[[], float] = time.perf_counter
 
@@ -206,6 +211,12 @@ class AsyncRuntime:
         run.lingering = future
         return await asyncio.wrap_future(future)
 
+    def _note_outside_cancel(self) -> None:
+        """This task was cancelled from outside inert (not by a rejection): see ``_ending``."""
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            self._ending = True
+
     async def _run(self, node: CallNode) -> None:
         """Runs the call and settles it exactly once, whatever happens (the task's
         body always starts: a task is cancelled only while its tool runs)."""
@@ -217,6 +228,8 @@ class AsyncRuntime:
         try:
             if run.discarded:
                 raise asyncio.CancelledError
+            if self._ending:
+                raise _not_started(run)
             run.take_up()
             begin = asyncio.ensure_future(self._in_thread(run.begin, self._journal, self._turn_key))
             # Shielded: a cancel must not leave the journal not knowing whether it holds the intent.
@@ -237,8 +250,10 @@ class AsyncRuntime:
             # A CancelledError this task was not asked for is the tool's own, its error.
             if run.discarded:
                 error = CancelledCallError(f"{run.dispatch.name!r} was cancelled: its block was rejected")
-            elif not _cancelled_in_tool(run, PLAIN, self.clock()):
-                error = exc
+            else:
+                self._note_outside_cancel()
+                if not _cancelled_in_tool(run, PLAIN, self.clock()):
+                    error = exc
         except _TimedOut:
             run.expire(
                 ToolTimeoutError(
@@ -266,6 +281,8 @@ class AsyncRuntime:
             if phase != PREPARE:
                 break
             try:
+                if self._ending:
+                    raise _not_started(run)
                 if await self._in_thread(run.already_committed, self._journal):
                     result, error = run.result, run.error  # a replayed key (its commit's): it never prepares again
                     phase = COMMIT
@@ -403,6 +420,8 @@ class AsyncRuntime:
         begin: asyncio.Future[bool] | None = None
         staged_taken = False  # the commit was called, or what the prepare staged is being aborted
         try:
+            if self._ending:
+                raise _not_started(run)
             begin = asyncio.ensure_future(self._in_thread(run.begin, self._journal, self._turn_key))
             # Shielded, as in ``_run``: a cancel must not leave the journal not knowing whether it holds the intent.
             must_run = await asyncio.shield(begin)
@@ -416,6 +435,7 @@ class AsyncRuntime:
             run.expire(_timeout_error(run, COMMIT), self.clock())
             return None, None
         except asyncio.CancelledError as exc:  # as in ``_run``: from outside, a commit called is in doubt
+            self._note_outside_cancel()
             if begin is not None:
                 await _settled(begin)  # the intent's fate is known before anything else is journaled
             if _cancelled_in_tool(run, COMMIT, self.clock()):
@@ -653,6 +673,15 @@ def _retrieved(done: asyncio.Future[Any]) -> None:
 
 PLAIN = "call"
 """``_cancelled_in_tool``'s name for a plain (one-phase) call's only phase."""
+
+
+def _not_started(run: CallRun) -> CancelledCallError:
+    """The outcome of a call that reached its turn once the event loop was ending
+    (``AsyncRuntime._ending``): it is not started, and nothing of it is journaled."""
+    return CancelledCallError(
+        f"{run.dispatch.name!r} was not started: the event loop was ending (its other calls' tasks were "
+        "cancelled from outside inert)"
+    )
 
 
 def _cancelled_in_tool(run: CallRun, phase: str, now: float) -> bool:
