@@ -654,6 +654,80 @@ def test_a_statement_on_a_frozen_database_is_cut_off_even_after_close(open_pg: O
     proxy.cut()
 
 
+def _freezing_at_the_schema_check(monkeypatch: pytest.MonkeyPatch, proxy: Proxy) -> None:
+    """The proxy stops forwarding as the schema check begins: connected, then frozen."""
+    from inert.journal.postgres_schema import check_schema
+
+    def frozen_check(*args: Any, **kw: Any) -> None:
+        proxy.freeze()
+        check_schema(*args, **kw)
+
+    monkeypatch.setattr("inert.journal.postgres.check_schema", frozen_check)
+
+
+def _within(fn: Callable[[], Any]) -> list[str]:
+    """What ``fn`` raised (``JournalError``'s text) or returned, run on a thread that must end."""
+    out: list[str] = []
+
+    def run() -> None:
+        try:
+            out.append(repr(fn()))
+        except inert.JournalError as e:
+            out.append(str(e))
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    t.join(WATCHDOG)
+    assert not t.is_alive(), "it waits for ever on the frozen database"
+    return out
+
+
+def test_opening_a_journal_on_a_frozen_database_fails_instead_of_hanging(
+    monkeypatch: pytest.MonkeyPatch, postgres_dsn: str
+) -> None:
+    """The schema check at open ran without the statement watchdog: a server that stopped
+    answering once connected held PostgresJournal(...) (and so Orchestrator(journal=...)) for ever."""
+    proxy = Proxy(postgres_dsn)
+    _freezing_at_the_schema_check(monkeypatch, proxy)
+    [said] = _within(lambda: inert.PostgresJournal(proxy.dsn, statement_timeout=0.2, connect_timeout=1))
+    assert "did not answer within" in said and "schema" in said, said
+    proxy.cut()
+
+
+def test_recover_on_a_frozen_database_fails_instead_of_hanging(
+    monkeypatch: pytest.MonkeyPatch, postgres_dsn: str
+) -> None:
+    """`inert recover postgresql://...` read without a client-side bound: a frozen server held it for ever."""
+    from inert.journal.postgres import read_postgres_journal
+    from inert.journal.postgres_connection import Timeouts
+
+    proxy = Proxy(postgres_dsn)
+    _freezing_at_the_schema_check(monkeypatch, proxy)
+    [said] = _within(lambda: read_postgres_journal(proxy.dsn, timeouts=Timeouts(1, 0.2)))
+    assert "did not answer within" in said and "cannot read the journal" in said, said
+    proxy.cut()
+
+
+def test_journal_init_on_a_frozen_database_fails_instead_of_hanging(
+    monkeypatch: pytest.MonkeyPatch, postgres_db: str
+) -> None:
+    """`inert journal init` ran its statements without a client-side bound, as recover did."""
+    from inert.journal import postgres_schema
+    from inert.journal.postgres_connection import Timeouts
+
+    proxy = Proxy(postgres_db)
+    present = postgres_schema._present
+
+    def frozen_present(conn: Any) -> Any:
+        proxy.freeze()
+        return present(conn)
+
+    monkeypatch.setattr(postgres_schema, "_present", frozen_present)
+    [said] = _within(lambda: inert.journal.init_schema(proxy.dsn, timeouts=Timeouts(1, 0.2)))
+    assert "did not answer within" in said and "cannot create the journal's schema" in said, said
+    proxy.cut()
+
+
 def test_a_drop_mid_call_through_an_orchestrator_does_not_hang(open_pg: Open, postgres_dsn: str) -> None:
     """The journal raises JournalError from complete(); today's dispatcher then never
     settles the call and finish() never returns (issue 9, item 2: the runtime must

@@ -59,7 +59,7 @@ from .postgres_connection import (
     redact,
 )
 from .postgres_schema import check_schema
-from .postgres_watchdog import StatementWatchdog
+from .postgres_watchdog import StatementWatchdog, bounded, statement_bound, unanswered
 from .protocol import JournalEntry, new_entry, outcome_of, result_json, same_call, stored_json
 
 if TYPE_CHECKING:
@@ -213,15 +213,19 @@ class PostgresJournal:
         self._closed = False
         # Past the server's own statement timeout, which ends a statement first when it answers: a
         # claim runs up to three statements (insert, look, take over), each within that timeout.
-        self._watchdog = StatementWatchdog(3 * self._timeouts.statement + 2, f"inert-watchdog {self.worker}")
+        self._watchdog = StatementWatchdog(statement_bound(self._timeouts.statement), f"inert-watchdog {self.worker}")
         self._locked_out = False
         """An intent waited out the lock timeout (another session holds a lock on the journal):
         until one succeeds, plain intents wait only ``_LOCKED_OUT_WAIT_MS`` (see ``_claim_now``)."""
         conn = connect(dsn, application_name=self._application_name, timeouts=self._timeouts)
+        watch = None
         try:
-            check_schema(conn, dsn, create=create)
+            with self._watchdog.watching(conn) as watch:
+                check_schema(conn, dsn, create=create)
         except self._pg.Error as e:
             conn.close()
+            if watch is not None and watch.severed:
+                raise unanswered(dsn, "cannot read the journal's schema", watch.bound) from e
             raise failure(dsn, "cannot read the journal's schema", e) from e
         except BaseException:
             conn.close()
@@ -254,11 +258,7 @@ class PostgresJournal:
                         return work(conn)
                 except self._pg.Error as e:
                     if watch is not None and watch.severed:  # not tried again: it would wait as long
-                        raise JournalError(
-                            f"PostgreSQL journal {redact(self.dsn)}: {doing}: the database did not answer within "
-                            f"{self._watchdog.bound:g} s, so the connection was dropped; a server (or a proxy "
-                            "before it) that stopped answering while its connections stay open?"
-                        ) from e
+                        raise unanswered(self.dsn, doing, watch.bound) from e
                     if attempt == 1 and (conn is None or connection_lost(conn)):
                         what = "could not connect" if conn is None else "connection lost"
                         said = (str(e).strip().splitlines() or [type(e).__name__])[0]
@@ -595,14 +595,19 @@ def read_postgres_journal(dsn: str, *, timeouts: Timeouts | None = None) -> list
         JournalError: the database is unreachable, holds no inert journal, or one of a newer version.
     """
     pg = psycopg_module()
-    conn = connect(dsn, application_name="inert recover", timeouts=timeouts or Timeouts(), read_only=True)
+    timeouts = timeouts or Timeouts()
+    conn = connect(dsn, application_name="inert recover", timeouts=timeouts, read_only=True)
+    watch = None
     try:
         conn.read_only = True
         conn.isolation_level = pg.IsolationLevel.REPEATABLE_READ  # one snapshot for the check and the rows
-        with conn.transaction():
+        # Bounded as a journal's statements are: a frozen server holds no read for ever.
+        with bounded(conn, timeouts.statement, "inert-watchdog recover") as watch, conn.transaction():
             check_schema(conn, dsn, create=False)
             rows = conn.execute(_SELECT + " ORDER BY seq").fetchall()
     except pg.Error as e:
+        if watch is not None and watch.severed:
+            raise unanswered(dsn, "cannot read the journal", watch.bound) from e
         raise failure(dsn, "cannot read the journal", e) from e
     finally:
         conn.close()

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import JournalError
 from .postgres_connection import Timeouts, connect, failure, psycopg_module, redact
+from .postgres_watchdog import bounded, unanswered
 
 if TYPE_CHECKING:
     import psycopg
@@ -210,14 +211,20 @@ def init_schema(dsn: str, *, timeouts: Timeouts | None = None) -> tuple[bool, in
             inert's columns.
     """
     pg = psycopg_module()
-    conn = connect(dsn, application_name="inert journal init", timeouts=timeouts or Timeouts())
+    timeouts = timeouts or Timeouts()
+    conn = connect(dsn, application_name="inert journal init", timeouts=timeouts)
+    watch = None
     try:
-        present = _present(conn)
-        before = _create(conn, dsn) if present != set(TABLES) else _version(conn)
-        _check_version(_version(conn), dsn)
-        _check_columns(conn, dsn)
+        # Bounded as a journal's statements are: a frozen server holds no init for ever.
+        with bounded(conn, timeouts.statement, "inert-watchdog init") as watch:
+            present = _present(conn)
+            before = _create(conn, dsn) if present != set(TABLES) else _version(conn)
+            _check_version(_version(conn), dsn)
+            _check_columns(conn, dsn)
         return before != SCHEMA_VERSION or present != set(TABLES), SCHEMA_VERSION
     except pg.Error as e:
+        if watch is not None and watch.severed:
+            raise unanswered(dsn, "cannot create the journal's schema", watch.bound) from e
         raise failure(dsn, "cannot create the journal's schema", e) from e
     finally:
         conn.close()

@@ -20,10 +20,13 @@ import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from ..errors import JournalError
+from .postgres_connection import redact
+
 if TYPE_CHECKING:
     import psycopg
 
-__all__ = ["StatementWatchdog"]
+__all__ = ["StatementWatchdog", "bounded", "unanswered"]
 
 _IDLE = 30.0
 """Seconds the watchdog's thread waits with nothing to watch before it ends (the next
@@ -63,7 +66,7 @@ class StatementWatchdog:
                 # Woken only from its idle wait: every bound is the same length, so a statement
                 # begun later is due later than the one the thread waits for.
                 self._cond.notify()
-        watch = _Watch()
+        watch = _Watch(self.bound)
         try:
             yield watch
         finally:
@@ -94,10 +97,39 @@ class StatementWatchdog:
             self._thread = None
 
 
-class _Watch:
-    """One bounded block: ``severed`` once it is over, if the watchdog cut it short."""
+def statement_bound(statement_timeout: float) -> float:
+    """A watchdog's bound for statements the server ends after ``statement_timeout``: past
+    three of them (a claim runs up to three), and 2 s of slack for the network."""
+    return 3 * statement_timeout + 2
 
-    severed = False
+
+@contextlib.contextmanager
+def bounded(conn: psycopg.Connection[Any], statement_timeout: float, name: str) -> Iterator[_Watch]:
+    """``watching(conn)`` under a watchdog of its own, for a connection outside a journal's
+    pool (the schema check at open, ``inert recover``, ``inert journal init``)."""
+    watchdog = StatementWatchdog(statement_bound(statement_timeout), name)
+    try:
+        with watchdog.watching(conn) as watch:
+            yield watch
+    finally:
+        watchdog.close()
+
+
+def unanswered(dsn: str, doing: str, bound: float) -> JournalError:
+    """The error of a statement the watchdog cut off after ``bound`` seconds."""
+    return JournalError(
+        f"PostgreSQL journal {redact(dsn)}: {doing}: the database did not answer within {bound:g} s, so the "
+        "connection was dropped; a server (or a proxy before it) that stopped answering while its connections "
+        "stay open?"
+    )
+
+
+class _Watch:
+    """One bounded block of ``bound`` seconds: ``severed`` once it is over, if the watchdog cut it short."""
+
+    def __init__(self, bound: float) -> None:
+        self.bound = bound
+        self.severed = False
 
 
 def _sever(conn: psycopg.Connection[Any]) -> None:
