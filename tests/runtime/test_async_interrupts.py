@@ -299,3 +299,47 @@ def test_no_call_starts_once_the_loop_ending_cancel_arrived(tmp_path: Path) -> N
     assert ran == [1]
     assert [(tool, status) for tool, status, _ in _journal_of(path)] == [("pay", "timeout")]
     assert len(inert.recover(str(path)).in_doubt) == 1
+
+
+def test_no_call_starts_once_the_loop_ending_cancel_arrived_in_another_calls_outcome(tmp_path: Path) -> None:
+    """Found by a helper: the cancel landed while call 1's outcome was being journaled, a
+    wait that noticed no outside cancel, so its conclusion still started call 2 (its intent
+    journaled, its task destroyed, listed in doubt)."""
+    path = tmp_path / "journal.sqlite"
+    in_complete, go, loop_over = threading.Event(), threading.Event(), threading.Event()
+    ran: list[int] = []
+    held: list[asyncio.Future[None]] = []
+
+    class HeldOutcome(inert.SqliteJournal):
+        def begin(self, record: inert.DispatchRecord, turn_key: str) -> inert.JournalEntry | None:
+            if record.arguments["n"] == 2:
+                loop_over.wait(WATCHDOG)  # a started call 2 would journal its intent after the loop
+            return super().begin(record, turn_key)
+
+        def complete(self, record: inert.DispatchRecord, status: str) -> None:
+            if record.arguments["n"] == 1:
+                in_complete.set()
+                go.wait(WATCHDOG)
+            super().complete(record, status)
+
+    def pay(n: int) -> int:
+        ran.append(n)
+        return n
+
+    async def release_once_cancelled() -> None:
+        try:
+            await asyncio.Event().wait()
+        finally:
+            go.set()
+
+    async def main() -> None:
+        orch = inert.AsyncOrchestrator({"pay": "write"}, {"pay": pay}, turn_key="t", journal=HeldOutcome(str(path)))
+        await orch.draft([block("pay", n=1), block("pay", n=2)])
+        await orch.verify(2, ".")
+        await asyncio.to_thread(in_complete.wait, WATCHDOG)
+        held.append(asyncio.ensure_future(release_once_cancelled()))
+
+    asyncio.run(main())
+    loop_over.set()
+    assert ran == [1]
+    assert [e.arguments["n"] for e in inert.SqliteJournal(str(path)).entries()] == [1]

@@ -211,10 +211,13 @@ class AsyncRuntime:
         run.lingering = future
         return await asyncio.wrap_future(future)
 
-    def _note_outside_cancel(self) -> None:
-        """This task was cancelled from outside inert (not by a rejection): see ``_ending``."""
+    def _note_outside_cancel(self, run: CallRun) -> None:
+        """Before ``run``'s task starts the calls after it: whether the task was cancelled
+        from outside inert (inert cancels only the task of a rejected one-phase call, see
+        ``retract``), wherever the cancel landed (in the tool, the journal, a phase): see ``_ending``."""
         task = asyncio.current_task()
-        if task is not None and task.cancelling():
+        by_inert = run.discarded and not run.dispatch.two_phase
+        if task is not None and task.cancelling() and not by_inert:
             self._ending = True
 
     async def _run(self, node: CallNode) -> None:
@@ -250,10 +253,8 @@ class AsyncRuntime:
             # A CancelledError this task was not asked for is the tool's own, its error.
             if run.discarded:
                 error = CancelledCallError(f"{run.dispatch.name!r} was cancelled: its block was rejected")
-            else:
-                self._note_outside_cancel()
-                if not _cancelled_in_tool(run, PLAIN, self.clock()):
-                    error = exc
+            elif not _cancelled_in_tool(run, PLAIN, self.clock()):
+                error = exc
         except _TimedOut:
             run.expire(
                 ToolTimeoutError(
@@ -307,6 +308,7 @@ class AsyncRuntime:
             run.stage(prepared)
             if run.fate is Fate.UNDECIDED:
                 del self._tasks[node]
+                self._note_outside_cancel(run)
                 self._start(self._scheduler.prepared(node))  # wait, holding later calls, for the block's fate
                 return
         if phase == COMMIT and not run.replayed:
@@ -435,7 +437,6 @@ class AsyncRuntime:
             run.expire(_timeout_error(run, COMMIT), self.clock())
             return None, None
         except asyncio.CancelledError as exc:  # as in ``_run``: from outside, a commit called is in doubt
-            self._note_outside_cancel()
             if begin is not None:
                 await _settled(begin)  # the intent's fate is known before anything else is journaled
             if _cancelled_in_tool(run, COMMIT, self.clock()):
@@ -480,6 +481,7 @@ class AsyncRuntime:
             keep = lingering is not None and not lingering.done()
             if not keep:
                 run.left_tool()
+            self._note_outside_cancel(run)
             self._start(self._scheduler.finish(node, keep_slot=keep))
             if keep:
                 self._lingering.add(lingering)
