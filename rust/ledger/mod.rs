@@ -2,9 +2,9 @@
 //! decision. Rejected tokens stay here (off the live stream) for audit. The
 //! ledger owns the undecided window: its length is asked of the ledger alone.
 
-mod bitset;
+mod decisions;
 
-use bitset::BitSet;
+use decisions::Decisions;
 
 use crate::error::CoreError;
 use std::ops::Range;
@@ -35,9 +35,9 @@ struct TokenRecord {
 const BY_ID: u32 = u32::MAX;
 
 /// Per-token records and states. The undecided tokens are always a suffix
-/// (the undecided window), so a decision is two range updates on the bitsets.
-/// The bitsets cover the decided tokens only: a decision grows them, so
-/// drafting a token touches neither.
+/// (the undecided window), so a decision is one range update of `Decisions`,
+/// which covers the decided tokens only: a decision grows it, so drafting a
+/// token touches it not at all.
 #[derive(Debug, Default)]
 pub struct Ledger {
     /// The pieces of tokens given as text.
@@ -45,8 +45,7 @@ pub struct Ledger {
     tokens: Vec<TokenRecord>,
     /// Bytes of every token drafted, by id or as text.
     drafted_bytes: u64,
-    accepted: BitSet,
-    rejected: BitSet,
+    decisions: Decisions,
     undecided_start: usize,
 }
 
@@ -107,8 +106,7 @@ impl Ledger {
     pub(crate) fn append_accepted(&mut self, token: Drafted<'_>, len: usize) -> usize {
         debug_assert_eq!(self.undecided(), 0, "an accepted token after undecided ones");
         let i = self.append(token, len);
-        self.cover_window();
-        self.accepted.set(i);
+        self.decisions.accept(i);
         self.undecided_start = self.len();
         i
     }
@@ -129,9 +127,7 @@ impl Ledger {
     pub(crate) fn decide(&mut self, n: usize) {
         let split = self.undecided_start + n;
         assert!(split <= self.len(), "decide({n}) with {} undecided", self.undecided());
-        self.cover_window();
-        self.accepted.set_range(self.undecided_start..split);
-        self.rejected.set_range(split..self.len());
+        self.decisions.decide(self.undecided_start..split, split..self.len());
         self.undecided_start = self.len();
     }
 
@@ -142,31 +138,21 @@ impl Ledger {
     /// If a position is not undecided: the turn passes its checked path.
     pub(crate) fn decide_only(&mut self, accepted: impl Iterator<Item = usize>) {
         let window = self.undecided_start..self.len();
-        self.cover_window();
-        self.rejected.set_range(window.clone());
+        self.decisions.decide(window.start..window.start, window.clone());
         for i in accepted {
             assert!(window.contains(&i), "decide_only: {i} is not undecided");
-            self.rejected.clear(i);
-            self.accepted.set(i);
+            self.decisions.accept(i);
         }
         self.undecided_start = self.len();
     }
 
-    /// Grows the bitsets over the undecided window, about to be decided.
-    fn cover_window(&mut self) {
-        self.accepted.grow(self.len());
-        self.rejected.grow(self.len());
-    }
-
-    /// Past the bitsets' end a token is undecided: neither bit is set.
+    /// Past the decided tokens a token is undecided: neither bit is set.
     #[must_use]
     pub fn state(&self, i: usize) -> TokenState {
-        if self.accepted.get(i) {
-            TokenState::Accepted
-        } else if self.rejected.get(i) {
-            TokenState::Rejected
-        } else {
-            TokenState::Undecided
+        match self.decisions.get(i) {
+            (true, _) => TokenState::Accepted,
+            (_, true) => TokenState::Rejected,
+            _ => TokenState::Undecided,
         }
     }
 
@@ -185,15 +171,14 @@ impl Ledger {
     /// has `live_tokens` tokens on the live stream is accepted whole: nothing in
     /// its span is undecided and exactly its own tokens are accepted (any
     /// rejected tokens inside the span are drafts the block was rebuilt past).
-    /// Word-at-a-time over both bitsets.
+    /// A word pair at a time.
     #[must_use]
     pub fn is_accepted_whole(&self, span: Range<usize>, live_tokens: usize) -> bool {
         if span.is_empty() || span.end > self.len() {
             return false;
         }
-        let accepted = self.accepted.count_ones(span.clone());
-        let rejected = self.rejected.count_ones(span.clone());
-        accepted == live_tokens && accepted + rejected == span.len() && self.accepted.get(span.end - 1)
+        let (accepted, rejected) = self.decisions.count(span.clone());
+        accepted == live_tokens && accepted + rejected == span.len() && self.decisions.get(span.end - 1).0
     }
 
     /// Maximal runs of rejected tokens, for audit.
@@ -201,7 +186,7 @@ impl Ledger {
     pub fn rejected_runs(&self) -> Vec<Range<usize>> {
         let mut runs: Vec<Range<usize>> = Vec::new();
         for i in 0..self.len() {
-            if self.rejected.get(i) {
+            if self.decisions.get(i).1 {
                 match runs.last_mut() {
                     Some(r) if r.end == i => r.end = i + 1,
                     _ => runs.push(i..i + 1),
