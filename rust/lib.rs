@@ -4,6 +4,7 @@
 
 mod batch;
 mod error;
+mod int_map;
 mod ledger;
 mod scan;
 mod turn;

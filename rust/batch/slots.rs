@@ -1,33 +1,11 @@
 //! Sequence ids to slots of the batch's slab, with freed slots reused, and a
 //! per-slot stamp that finds a sequence named twice in one call in O(1).
 
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
-
-/// Engines number sequences densely or at random; either way one multiply
-/// spreads them well, and SipHash would cost more than the rest of the lookup.
-#[derive(Debug, Default, Clone, Copy)]
-pub(super) struct SeqHasher(u64);
-
-impl Hasher for SeqHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0.rotate_left(5) ^ u64::from(b)).wrapping_mul(0x517c_c1b7_2722_0a95);
-        }
-    }
-
-    fn write_u64(&mut self, n: u64) {
-        self.0 = (n ^ self.0).wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(29);
-    }
-}
+use crate::int_map::IntMap;
 
 #[derive(Debug, Default)]
 pub(super) struct Slots {
-    by_seq: HashMap<u64, usize, BuildHasherDefault<SeqHasher>>,
+    by_seq: IntMap<u64, usize>,
     free: Vec<usize>,
     /// The call that last named each slot.
     stamps: Vec<u64>,

@@ -3,13 +3,12 @@
 //! in a call's `CallClosed` and in its `CallCommitted` or `CallRetracted`.
 
 use super::convert::object_to_py;
+use crate::int_map::IntMap;
 use crate::turn::{CallRecord, MalformedRecord, Outcome, ReasoningRecord};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyString};
 use std::collections::hash_map::Entry;
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
 /// A tool call parsed from a block. Immutable.
@@ -269,31 +268,7 @@ outcome_class!(BlockMalformed, "BlockMalformed", malformed: PyMalformed, "block_
 /// its later outcome carries the same object. Keyed by the record's address; the
 /// entry holds the record, so no other record can take that address meanwhile.
 #[derive(Debug, Default)]
-pub(super) struct CallCache(HashMap<usize, (Arc<CallRecord>, Py<PyCall>), BuildHasherDefault<AddressHasher>>);
-
-/// Hashes a record's address: distinct live allocations, so one multiply spreads them
-/// (the default SipHash cost more than the lookup it served).
-#[derive(Debug, Default)]
-pub(super) struct AddressHasher(u64);
-
-impl Hasher for AddressHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
-        }
-    }
-
-    fn write_usize(&mut self, address: usize) {
-        // The low bits of an address are alignment: the multiply spreads the varying bits
-        // up, and folding the high half down gives the low bits the table indexes by.
-        let h = (address as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        self.0 = h ^ (h >> 32);
-    }
-}
+pub(super) struct CallCache(IntMap<usize, (Arc<CallRecord>, Py<PyCall>)>);
 
 impl CallCache {
     fn get_or_make(&mut self, py: Python<'_>, r: &Arc<CallRecord>, keep: bool) -> PyResult<Py<PyCall>> {
