@@ -109,34 +109,44 @@ def test_a_key_retracted_and_drafted_again_commits_once() -> None:
     assert [e.status for e in journal.entries() if e.commit_key == call.commit_key] == ["ok"]
 
 
-class _RefusesCommitIntents(inert.MemoryJournal):
-    """A journal that cannot record a commit's intent (full, say): every other entry is kept."""
+class _Refuses(inert.MemoryJournal):
+    """A journal that cannot record the intents of these phases (full, say): every other entry is kept."""
+
+    def __init__(self, *phases: str) -> None:
+        super().__init__()
+        self.phases = phases
 
     def begin(self, record: inert.DispatchRecord, turn_key: str) -> inert.JournalEntry | None:
-        if record.phase == "commit":
+        if record.phase in self.phases:
             raise inert.JournalError("the journal is full")
         return super().begin(record, turn_key)
+
+
+def _turn(runtime: str, pay: Pay, journal: inert.Journal, accepted: int) -> inert.Report:
+    """One call drafted (its prepare runs), ``accepted`` of its one token accepted."""
+    if runtime == "threads":
+        orch = inert.Orchestrator({"pay": "write"}, {"pay": pay}, turn_key="t", journal=journal)
+        orch.draft([PAY])
+        assert pay.prepared.wait(WATCHDOG)
+        orch.verify(accepted, ".")
+        return orch.finish(strict=False)
+
+    async def turn() -> inert.Report:
+        orch = inert.AsyncOrchestrator({"pay": "write"}, {"pay": pay}, turn_key="t", journal=journal)
+        await orch.draft([PAY])
+        await asyncio.to_thread(pay.prepared.wait, WATCHDOG)
+        await orch.verify(accepted, ".")
+        return await orch.finish(strict=False)
+
+    return asyncio.run(turn())
 
 
 @pytest.mark.parametrize("runtime", ["threads", "asyncio"])
 def test_a_commit_whose_intent_cannot_be_journaled_aborts_what_its_prepare_staged(runtime: str) -> None:
     """The commit never runs without its intent on record, and nothing was left to drop what
     the prepare staged: every prepare ends in one commit or one abort."""
-    pay, journal = Pay("only"), _RefusesCommitIntents()
-    if runtime == "threads":
-        orch = inert.Orchestrator({"pay": "write"}, {"pay": pay}, turn_key="t", journal=journal)
-        orch.draft([PAY])
-        orch.verify(1, ".")
-        report = orch.finish(strict=False)
-    else:
-
-        async def turn() -> inert.Report:
-            orch = inert.AsyncOrchestrator({"pay": "write"}, {"pay": pay}, turn_key="t", journal=journal)
-            await orch.draft([PAY])
-            await orch.verify(1, ".")
-            return await orch.finish(strict=False)
-
-        report = asyncio.run(turn())
+    pay, journal = Pay("only"), _Refuses("commit")
+    report = _turn(runtime, pay, journal, accepted=1)
     assert pay.events == ["prepare", "abort"]
     [result] = report.results
     assert isinstance(result.error, inert.JournalError)
@@ -144,3 +154,16 @@ def test_a_commit_whose_intent_cannot_be_journaled_aborts_what_its_prepare_stage
     by_key = {e.commit_key: e.status for e in journal.entries()}
     assert result.commit_key not in by_key, "no commit intent was recorded"
     assert [s for k, s in by_key.items() if "/abort/" in k] == ["ok"]
+
+
+@pytest.mark.parametrize("accepted", [0, 1], ids=["rejected", "accepted"])
+@pytest.mark.parametrize("runtime", ["threads", "asyncio"])
+def test_an_abort_runs_even_when_the_journal_refuses_its_intent(runtime: str, accepted: int) -> None:
+    """Found by a helper: the abort's intent was journaled first, and a journal refusing it
+    kept the abort from running, so what the prepare staged (an open transaction, a lock)
+    stayed held. The abort only drops staged state: it runs, its record lost."""
+    pay, journal = Pay("only"), _Refuses("commit", "abort")
+    report = _turn(runtime, pay, journal, accepted=accepted)
+    assert pay.events == ["prepare", "abort"]
+    assert all("/abort/" not in e.commit_key for e in journal.entries()), "no abort intent could be recorded"
+    assert [r.name for r in report.results] == ["pay"] * accepted

@@ -325,6 +325,18 @@ def journal_phase(
         return
 
 
+def begin_abort(run: CallRun, journal: Journal, turn_key: str) -> bool:
+    """Journals the intent of ``run``'s abort; returns whether it was recorded. A journal
+    that refuses it (full, failing) does not stop the abort: the abort only drops what the
+    prepare staged, which would otherwise stay held (an open transaction, a lock), and
+    losing its record is what ``journal_phase`` already allows for a phase."""
+    try:
+        journal.begin(run.phase_record(ABORT), turn_key)
+    except Exception:  # noqa: BLE001 - any journal failure; an interrupt still stops the abort
+        return False
+    return True
+
+
 def abort_staged(run: CallRun, prepared: Any, journal: Journal, turn_key: str, owner: object) -> None:
     """Drops what a prepare staged when no commit will follow (its deadline passed, or its
     key was committed elsewhere meanwhile): runs the tool's abort, journaled as the abort."""

@@ -28,7 +28,7 @@ from ..journal.phases import ABORT, COMMIT, PREPARE
 from ..report import DispatchRecord
 from ..telemetry import tool_span
 from . import lifecycle
-from .call import CallNode, CallRun, CallScheduler, Fate, abort_staged, journal_phase, stored_outcome
+from .call import CallNode, CallRun, CallScheduler, Fate, abort_staged, begin_abort, journal_phase, stored_outcome
 from .call_state import CallState, CallStateError
 from .pool import WorkerPool
 from .schedule import State
@@ -456,14 +456,15 @@ class AsyncRuntime:
         ``own``: the abort is the call's second phase (its block was rejected), not the
         cleanup of what a prepare staged for a commit that will not run."""
         error: BaseException | None = None
+        began = False
         try:
-            await self._in_thread(self._journal.begin, run.phase_record(ABORT), self._turn_key)
+            began = await self._in_thread(begin_abort, run, self._journal, self._turn_key)
             if own:
                 run.invoke()
             await self._phase(run, ABORT)
         except BaseException as exc:  # noqa: BLE001 - recorded in the journal's abort entry and the report
             error = _timeout_error(run, ABORT) if isinstance(exc, _TimedOut) else exc
-        await self._in_thread(partial(journal_phase, began=True), run, self._journal, self._turn_key, ABORT, error)
+        await self._in_thread(partial(journal_phase, began=began), run, self._journal, self._turn_key, ABORT, error)
         return error or CancelledCallError(f"{run.dispatch.name!r} was prepared, then aborted: its block was rejected")
 
     async def _settle_and_conclude(self, node: CallNode, result: Any, error: BaseException | None) -> None:

@@ -26,7 +26,7 @@ from ..journal.phases import ABORT, COMMIT, PREPARE
 from ..report import DispatchRecord
 from ..telemetry import tool_span
 from . import lifecycle
-from .call import CallNode, CallRun, CallScheduler, Fate, abort_staged, journal_phase, stored_outcome
+from .call import CallNode, CallRun, CallScheduler, Fate, abort_staged, begin_abort, journal_phase, stored_outcome
 from .call_state import CallState
 from .pool import Deadlines, WorkerPool
 from .schedule import Slots, State
@@ -328,7 +328,7 @@ class ThreadRuntime:
         assert invocation is not None
         result: Any = None
         error: BaseException | None = None
-        began = False  # the commit's intent is on record (or its key's earlier entry was found)
+        began = False  # the phase's intent is on record (a commit's: or its key's earlier entry was found)
         try:
             with self._in_tool(node):
                 if phase == COMMIT:
@@ -344,7 +344,7 @@ class ThreadRuntime:
                         result, error = run.result, run.error
                         self._abort_staged(run, run.prepared)  # replayed or timed out: what it staged is dropped
                 else:
-                    self._journal.begin(run.phase_record(ABORT), self._turn_key)
+                    began = begin_abort(run, self._journal, self._turn_key)
                     with self._lock:
                         if not run.settled:  # a cleanup: it runs even if its deadline passed meanwhile
                             run.invoke()
@@ -359,7 +359,7 @@ class ThreadRuntime:
                 self._abort_staged(run, run.prepared)
         if phase == ABORT:
             aborted = None if isinstance(error, CancelledCallError) else error
-            journal_phase(run, self._journal, self._turn_key, ABORT, aborted, began=True)
+            journal_phase(run, self._journal, self._turn_key, ABORT, aborted, began=began)
         if self._settle(run, result, error) or not run.overdue:
             return self._conclude(node)
         return None
