@@ -181,7 +181,8 @@ class Proxy:
     """A TCP front for the test server's unix socket. ``cut()`` drops every
     connection through it and refuses new ones: a network drop, as the worker sees it.
     ``freeze()`` stops forwarding while the connections stay open (the kernel still
-    acknowledges every byte): a stopped server, or a proxy that hung."""
+    acknowledges every byte): a stopped server, or a proxy that hung. ``lag`` slows every
+    message down instead: a server that is slow but answers."""
 
     def __init__(self, dsn: str) -> None:
         params = inert.journal.postgres_connection.psycopg_module().conninfo.conninfo_to_dict(dsn)
@@ -195,6 +196,7 @@ class Proxy:
         self._cut = False
         self._thawed = threading.Event()
         self._thawed.set()
+        self.lag = 0.0  # seconds each message waits before it is passed on: a slow server that answers
         threading.Thread(target=self._accept, daemon=True).start()
 
     @property
@@ -222,6 +224,8 @@ class Proxy:
         try:
             while data := src.recv(65536):
                 self._thawed.wait()
+                if self.lag:
+                    time.sleep(self.lag)
                 dst.sendall(data)
         except OSError:
             pass

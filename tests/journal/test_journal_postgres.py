@@ -728,6 +728,21 @@ def test_journal_init_on_a_frozen_database_fails_instead_of_hanging(
     proxy.cut()
 
 
+def test_a_slow_database_that_answers_is_not_cut_off_by_the_bound_of_one_statement(postgres_db: str) -> None:
+    """Found by a helper: the watchdog's bound covered the whole of `inert journal init` (26
+    statements on a new database), so a server answering each statement well within its
+    timeout was cut off as frozen. The bound now starts again at each statement."""
+    from inert.journal.postgres_connection import Timeouts
+
+    proxy = Proxy(postgres_db)
+    proxy.lag = 0.15  # each statement about 0.3 s: far within its 3.5 s bound, not the 26 of them
+    assert inert.journal.init_schema(proxy.dsn, timeouts=Timeouts(1, 0.5))[0]
+    journal = inert.PostgresJournal(proxy.dsn, statement_timeout=0.5, connect_timeout=1)
+    journal.close()
+    assert inert.journal.postgres.read_postgres_journal(proxy.dsn, timeouts=Timeouts(1, 0.5)) == []
+    proxy.cut()
+
+
 def test_a_drop_mid_call_through_an_orchestrator_does_not_hang(open_pg: Open, postgres_dsn: str) -> None:
     """The journal raises JournalError from complete(); today's dispatcher then never
     settles the call and finish() never returns (issue 9, item 2: the runtime must

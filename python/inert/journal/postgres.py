@@ -220,7 +220,7 @@ class PostgresJournal:
         conn = connect(dsn, application_name=self._application_name, timeouts=self._timeouts)
         watch = None
         try:
-            with self._watchdog.watching(conn) as watch:
+            with self._watchdog.watching(conn, per_statement=True) as watch:
                 check_schema(conn, dsn, create=create)
         except self._pg.Error as e:
             conn.close()

@@ -17,7 +17,7 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from ..errors import JournalError
@@ -53,8 +53,11 @@ class StatementWatchdog:
         self._closed = False
 
     @contextlib.contextmanager
-    def watching(self, conn: psycopg.Connection[Any]) -> Iterator[_Watch]:
-        """Bounds what runs in the block on ``conn``; the watch says whether it was severed."""
+    def watching(self, conn: psycopg.Connection[Any], *, per_statement: bool = False) -> Iterator[_Watch]:
+        """Bounds what runs in the block on ``conn``; the watch says whether it was severed.
+        ``per_statement``: the bound starts again at each statement the block runs (a
+        schema check or a recovery read runs many, each answered within the server's
+        timeout), instead of covering the whole block (a claim, of up to three)."""
         with self._cond:
             token = self._next
             self._next += 1
@@ -67,13 +70,24 @@ class StatementWatchdog:
                 # begun later is due later than the one the thread waits for.
                 self._cond.notify()
         watch = _Watch(self.bound)
+        factory = conn.cursor_factory
+        if per_statement:
+            conn.cursor_factory = _renewing(factory, lambda: self._renew(token))
         try:
             yield watch
         finally:
+            conn.cursor_factory = factory
             with self._cond:
                 self._watched.pop(token, None)
                 watch.severed = token in self._severed
                 self._severed.discard(token)
+
+    def _renew(self, token: int) -> None:
+        """A statement of ``token``'s block begins: its bound starts again. The thread wakes at
+        the earlier deadline it waits for, finds this one later, and waits again."""
+        with self._cond:
+            if token in self._watched:
+                self._watched[token] = (time.monotonic() + self.bound, self._watched[token][1])
 
     def close(self) -> None:
         """Stops watching once the statements running now are over (or cut off)."""
@@ -109,7 +123,7 @@ def bounded(conn: psycopg.Connection[Any], statement_timeout: float, name: str) 
     pool (the schema check at open, ``inert recover``, ``inert journal init``)."""
     watchdog = StatementWatchdog(statement_bound(statement_timeout), name)
     try:
-        with watchdog.watching(conn) as watch:
+        with watchdog.watching(conn, per_statement=True) as watch:
             yield watch
     finally:
         watchdog.close()
@@ -122,6 +136,18 @@ def unanswered(dsn: str, doing: str, bound: float) -> JournalError:
         "connection was dropped; a server (or a proxy before it) that stopped answering while its connections "
         "stay open?"
     )
+
+
+def _renewing(factory: Any, renew: Callable[[], None]) -> Any:
+    """A cursor class over ``factory`` whose every ``execute`` first calls ``renew``
+    (``Connection.execute`` runs through the connection's cursor factory too)."""
+
+    class Renewing(factory):  # type: ignore[misc]
+        def execute(self, *args: Any, **kwargs: Any) -> Any:
+            renew()
+            return super().execute(*args, **kwargs)
+
+    return Renewing
 
 
 class _Watch:
