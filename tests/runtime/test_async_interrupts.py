@@ -343,3 +343,44 @@ def test_no_call_starts_once_the_loop_ending_cancel_arrived_in_another_calls_out
     loop_over.set()
     assert ran == [1]
     assert [e.arguments["n"] for e in inert.SqliteJournal(str(path)).entries()] == [1]
+
+
+@pytest.mark.parametrize("why", ["rejected", "commit refused"])
+def test_an_abort_whose_intent_is_being_written_when_the_loop_ends_still_runs(tmp_path: Path, why: str) -> None:
+    """Found by a helper: the abort's intent write was not shielded, so the loop-ending cancel
+    ended the abort before it ran (what the prepare staged stayed held), journaled it as failed,
+    and began its intent a second time while the first write was still going on."""
+    tool, path = _Staged(), tmp_path / "journal.sqlite"
+    in_begin, go = threading.Event(), threading.Event()
+    begun: list[str | None] = []
+    held: list[asyncio.Future[None]] = []
+
+    class HeldAbortIntent(inert.SqliteJournal):
+        def begin(self, record: inert.DispatchRecord, turn_key: str) -> inert.JournalEntry | None:
+            begun.append(record.phase)
+            if record.phase == "commit":
+                raise inert.JournalError("the journal is full")
+            if record.phase == "abort":
+                in_begin.set()
+                go.wait(WATCHDOG)
+            return super().begin(record, turn_key)
+
+    async def release_once_cancelled() -> None:
+        try:
+            await asyncio.Event().wait()
+        finally:
+            go.set()
+
+    async def main() -> None:
+        orch = inert.AsyncOrchestrator({"t": "write"}, {"t": tool}, turn_key="t", journal=HeldAbortIntent(str(path)))
+        await orch.draft([block("t", n=1)])
+        while tool.log != ["prepare"]:
+            await asyncio.sleep(0)
+        await orch.verify(0 if why == "rejected" else 1, ".")
+        await asyncio.to_thread(in_begin.wait, WATCHDOG)
+        held.append(asyncio.ensure_future(release_once_cancelled()))
+
+    asyncio.run(main())
+    assert tool.log == ["prepare", "abort"]
+    assert begun.count("abort") == 1
+    assert inert.recover(str(path)).prepared == []

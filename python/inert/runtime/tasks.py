@@ -201,8 +201,14 @@ class AsyncRuntime:
             self._idle.clear()
 
     async def _in_thread(self, fn: Callable[..., T], *args: Any) -> T:
+        return await self._thread_future(fn, *args)
+
+    def _thread_future(self, fn: Callable[..., T], *args: Any) -> asyncio.Future[T]:
+        """``fn(*args)`` on a worker, as a future rather than a task: the loop's end cancels
+        every task, so a shielded journal write awaited as one of those would read as cancelled
+        while its thread still wrote; this future holds the write's real fate."""
         assert self._loop is not None
-        return await self._loop.run_in_executor(self._pool, _no_stop_iteration, fn, *args)
+        return self._loop.run_in_executor(self._pool, _no_stop_iteration, fn, *args)
 
     async def _tool_in_thread(self, run: CallRun, body: Callable[[], T]) -> T:
         """Runs a tool's plain function on a worker; the thread's own future is kept, since
@@ -234,7 +240,7 @@ class AsyncRuntime:
             if self._ending:
                 raise _not_started(run)
             run.take_up()
-            begin = asyncio.ensure_future(self._in_thread(run.begin, self._journal, self._turn_key))
+            begin = self._thread_future(run.begin, self._journal, self._turn_key)
             # Shielded: a cancel must not leave the journal not knowing whether it holds the intent.
             must_run = await asyncio.shield(begin)
             if run.discarded:
@@ -424,7 +430,7 @@ class AsyncRuntime:
         try:
             if self._ending:
                 raise _not_started(run)
-            begin = asyncio.ensure_future(self._in_thread(run.begin, self._journal, self._turn_key))
+            begin = self._thread_future(run.begin, self._journal, self._turn_key)
             # Shielded, as in ``_run``: a cancel must not leave the journal not knowing whether it holds the intent.
             must_run = await asyncio.shield(begin)
             staged_taken = True
@@ -458,7 +464,15 @@ class AsyncRuntime:
         error: BaseException | None = None
         began = False
         try:
-            began = await self._in_thread(begin_abort, run, self._journal, self._turn_key)
+            begin = self._thread_future(begin_abort, run, self._journal, self._turn_key)
+            try:
+                # Shielded, as a commit's intent is: a cancel must not leave it half known.
+                began = await asyncio.shield(begin)
+            except asyncio.CancelledError:
+                # From outside (the loop ending): the abort still runs, once its intent's fate is
+                # known, since it only drops what the prepare staged, which would stay held.
+                await _settled(begin)
+                began = not begin.cancelled() and begin.exception() is None and begin.result()
             if own:
                 run.invoke()
             await self._phase(run, ABORT)
