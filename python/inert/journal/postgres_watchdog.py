@@ -26,7 +26,7 @@ from .postgres_connection import redact
 if TYPE_CHECKING:
     import psycopg
 
-__all__ = ["StatementWatchdog", "bounded", "unanswered"]
+__all__ = ["StatementWatchdog", "bounded", "statement_bound", "unanswered"]
 
 _IDLE = 30.0
 """Seconds the watchdog's thread waits with nothing to watch before it ends (the next
@@ -113,7 +113,8 @@ class StatementWatchdog:
 
 def statement_bound(statement_timeout: float) -> float:
     """A watchdog's bound for statements the server ends after ``statement_timeout``: past
-    three of them (a claim runs up to three), and 2 s of slack for the network."""
+    three of them, since a claim runs up to three in one watched block, and 2 s of slack for
+    the network (a block watched ``per_statement`` gets it for each statement)."""
     return 3 * statement_timeout + 2
 
 
