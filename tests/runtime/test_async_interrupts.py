@@ -236,6 +236,19 @@ def test_an_interrupt_in_a_call_tasks_bookkeeping_leaves_finish_able_to_end(
         assert results == [("put", None, "InDoubtError"), ("put", 2, None)]
 
 
+def _set_when_the_loop_ends(event: threading.Event) -> asyncio.Future[None]:
+    """A task that sets ``event`` once asyncio.run cancels it: the loop's end cancels every task
+    left before any runs on, so a call's task is cancelled by then too (keep a reference to it)."""
+
+    async def wait() -> None:
+        try:
+            await asyncio.Event().wait()
+        finally:
+            event.set()
+
+    return asyncio.ensure_future(wait())
+
+
 def test_a_commit_cancelled_from_outside_while_its_intent_is_written_aborts_what_was_staged(tmp_path: Path) -> None:
     """The loop ending while a commit's intent was being journaled (the intent's write held
     by a lock, say) left what the prepare staged never aborted: the commit's ``begin`` was
@@ -243,7 +256,7 @@ def test_a_commit_cancelled_from_outside_while_its_intent_is_written_aborts_what
     was known, and ``inert recover`` listed the prepare in doubt for a commit that never ran."""
     tool, path = _Staged(), tmp_path / "journal.sqlite"
     in_begin, go = threading.Event(), threading.Event()
-    held: list[asyncio.Future[None]] = []
+    held: list[asyncio.Future[None]] = []  # a reference, so the task lives to the loop's end
 
     class HeldCommitIntent(inert.SqliteJournal):
         def begin(self, record: inert.DispatchRecord, turn_key: str) -> inert.JournalEntry | None:
@@ -252,19 +265,13 @@ def test_a_commit_cancelled_from_outside_while_its_intent_is_written_aborts_what
                 go.wait(WATCHDOG)
             return super().begin(record, turn_key)
 
-    async def release_once_cancelled() -> None:
-        try:
-            await asyncio.Event().wait()
-        finally:  # asyncio.run cancels every task left before any runs on: the call's task too
-            go.set()
-
     async def main() -> None:
         journal = HeldCommitIntent(str(path))
         orch = inert.AsyncOrchestrator({"t": "write"}, {"t": tool}, turn_key="t", journal=journal)
         await orch.draft([block("t", n=1)])
         await orch.verify(1, ".")
         await asyncio.to_thread(in_begin.wait, WATCHDOG)
-        held.append(asyncio.ensure_future(release_once_cancelled()))
+        held.append(_set_when_the_loop_ends(go))
         # Returns with the commit's intent being written: asyncio.run cancels the call's task.
 
     asyncio.run(main())
@@ -308,7 +315,7 @@ def test_no_call_starts_once_the_loop_ending_cancel_arrived_in_another_calls_out
     path = tmp_path / "journal.sqlite"
     in_complete, go, loop_over = threading.Event(), threading.Event(), threading.Event()
     ran: list[int] = []
-    held: list[asyncio.Future[None]] = []
+    held: list[asyncio.Future[None]] = []  # a reference, so the task lives to the loop's end
 
     class HeldOutcome(inert.SqliteJournal):
         def begin(self, record: inert.DispatchRecord, turn_key: str) -> inert.JournalEntry | None:
@@ -326,18 +333,12 @@ def test_no_call_starts_once_the_loop_ending_cancel_arrived_in_another_calls_out
         ran.append(n)
         return n
 
-    async def release_once_cancelled() -> None:
-        try:
-            await asyncio.Event().wait()
-        finally:
-            go.set()
-
     async def main() -> None:
         orch = inert.AsyncOrchestrator({"pay": "write"}, {"pay": pay}, turn_key="t", journal=HeldOutcome(str(path)))
         await orch.draft([block("pay", n=1), block("pay", n=2)])
         await orch.verify(2, ".")
         await asyncio.to_thread(in_complete.wait, WATCHDOG)
-        held.append(asyncio.ensure_future(release_once_cancelled()))
+        held.append(_set_when_the_loop_ends(go))
 
     asyncio.run(main())
     loop_over.set()
@@ -353,7 +354,7 @@ def test_an_abort_whose_intent_is_being_written_when_the_loop_ends_still_runs(tm
     tool, path = _Staged(), tmp_path / "journal.sqlite"
     in_begin, go = threading.Event(), threading.Event()
     begun: list[str | None] = []
-    held: list[asyncio.Future[None]] = []
+    held: list[asyncio.Future[None]] = []  # a reference, so the task lives to the loop's end
 
     class HeldAbortIntent(inert.SqliteJournal):
         def begin(self, record: inert.DispatchRecord, turn_key: str) -> inert.JournalEntry | None:
@@ -365,12 +366,6 @@ def test_an_abort_whose_intent_is_being_written_when_the_loop_ends_still_runs(tm
                 go.wait(WATCHDOG)
             return super().begin(record, turn_key)
 
-    async def release_once_cancelled() -> None:
-        try:
-            await asyncio.Event().wait()
-        finally:
-            go.set()
-
     async def main() -> None:
         orch = inert.AsyncOrchestrator({"t": "write"}, {"t": tool}, turn_key="t", journal=HeldAbortIntent(str(path)))
         await orch.draft([block("t", n=1)])
@@ -378,7 +373,7 @@ def test_an_abort_whose_intent_is_being_written_when_the_loop_ends_still_runs(tm
             await asyncio.sleep(0)
         await orch.verify(0 if why == "rejected" else 1, ".")
         await asyncio.to_thread(in_begin.wait, WATCHDOG)
-        held.append(asyncio.ensure_future(release_once_cancelled()))
+        held.append(_set_when_the_loop_ends(go))
 
     asyncio.run(main())
     assert tool.log == ["prepare", "abort"]

@@ -221,7 +221,11 @@ class AsyncRuntime:
         """Before ``run``'s task starts the calls after it: whether the task was cancelled
         from outside inert (inert cancels only the task of a rejected one-phase call, see
         ``retract``), wherever the cancel landed (in the tool, the journal, a phase): see ``_ending``."""
-        task = asyncio.current_task()
+        try:
+            task = asyncio.current_task()
+        except RuntimeError:  # no loop runs: the task is being destroyed with a closed loop
+            self._ending = True
+            return
         by_inert = run.discarded and not run.dispatch.two_phase
         if task is not None and task.cancelling() and not by_inert:
             self._ending = True
