@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -379,3 +380,57 @@ def test_an_abort_whose_intent_is_being_written_when_the_loop_ends_still_runs(tm
     assert tool.log == ["prepare", "abort"]
     assert begun.count("abort") == 1
     assert inert.recover(str(path)).prepared == []
+
+
+def test_a_prepared_commit_reached_once_the_loop_is_ending_aborts_on_a_worker(tmp_path: Path) -> None:
+    """Found by a helper: a prepared call waited for the one tool slot the other's commit held;
+    the loop's end cut that commit, whose end handed the slot on, in a task made after
+    asyncio.run took its list of tasks to cancel. Its abort was awaited there and died with the
+    loop: the prepare was neither committed nor aborted."""
+    log: list[str] = []
+    in_commit, go, loop_over = threading.Event(), threading.Event(), threading.Event()
+    prepared = {1: threading.Event(), 2: threading.Event()}
+    held: list[asyncio.Future[None]] = []  # a reference, so the task lives to the loop's end
+
+    class Staged:
+        def prepare(self, n: int) -> int:
+            log.append(f"prepare {n}")
+            prepared[n].set()
+            return n
+
+        def commit(self, n: int, *, idempotency_key: str) -> int:
+            log.append(f"commit {n}")
+            in_commit.set()
+            go.wait(WATCHDOG)
+            return n
+
+        def abort(self, n: int) -> None:
+            log.append(f"abort {n}")
+
+    class SlowAbortIntents(inert.MemoryJournal):
+        def begin(self, record: inert.DispatchRecord, turn_key: str) -> inert.JournalEntry | None:
+            if record.phase == "abort":
+                loop_over.wait(WATCHDOG)  # an abort awaited on the loop would not outlive it
+            return super().begin(record, turn_key)
+
+    journal = SlowAbortIntents()
+    spec = inert.ToolSpec("write", reads=lambda a: [a["n"]], writes=lambda a: [a["n"]])
+
+    async def main() -> None:
+        orch = inert.AsyncOrchestrator({"t": spec}, {"t": Staged()}, turn_key="t", journal=journal, limits={"t": 1})
+        await orch.draft([block("t", n=1), block("t", n=2)])
+        for n in (1, 2):
+            await asyncio.to_thread(prepared[n].wait, WATCHDOG)
+        await orch.verify(2, ".")
+        await asyncio.to_thread(in_commit.wait, WATCHDOG)
+        held.append(_set_when_the_loop_ends(go))
+
+    asyncio.run(main())
+    loop_over.set()
+    deadline = time.monotonic() + WATCHDOG
+    while not any(e.startswith("abort") for e in log) and time.monotonic() < deadline:  # the worker's, after the loop
+        time.sleep(0.01)
+    # Their footprints differ, so either commit may take the slot first: the other is aborted.
+    [committed] = [e.split()[1] for e in log if e.startswith("commit")]
+    [aborted] = [e.split()[1] for e in log if e.startswith("abort")]
+    assert {committed, aborted} == {"1", "2"}

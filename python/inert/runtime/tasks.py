@@ -431,9 +431,13 @@ class AsyncRuntime:
     async def _commit(self, run: CallRun) -> tuple[Any, BaseException | None]:
         begin: asyncio.Future[bool] | None = None
         staged_taken = False  # the commit was called, or what the prepare staged is being aborted
+        if self._ending:
+            # This task may be one made after the loop took its list of tasks to cancel, destroyed
+            # with the loop before an awaited abort could run: what the prepare staged is dropped
+            # on a worker, which needs no loop.
+            self._pool.submit(abort_staged, run, run.prepared, self._journal, self._turn_key, self)
+            return None, _not_started(run)
         try:
-            if self._ending:
-                raise _not_started(run)
             begin = self._thread_future(run.begin, self._journal, self._turn_key)
             # Shielded, as in ``_run``: a cancel must not leave the journal not knowing whether it holds the intent.
             must_run = await asyncio.shield(begin)
