@@ -432,10 +432,7 @@ class AsyncRuntime:
         begin: asyncio.Future[bool] | None = None
         staged_taken = False  # the commit was called, or what the prepare staged is being aborted
         if self._ending:
-            # This task may be one made after the loop took its list of tasks to cancel, destroyed
-            # with the loop before an awaited abort could run: what the prepare staged is dropped
-            # on a worker, which needs no loop.
-            self._pool.submit(abort_staged, run, run.prepared, self._journal, self._turn_key, self)
+            await self._abort(run)
             return None, _not_started(run)
         try:
             begin = self._thread_future(run.begin, self._journal, self._turn_key)
@@ -469,6 +466,12 @@ class AsyncRuntime:
         """Runs the abort and journals it; returns the call's error (it never committed).
         ``own``: the abort is the call's second phase (its block was rejected), not the
         cleanup of what a prepare staged for a commit that will not run."""
+        if self._ending and not own:
+            # This task may be one made after the loop took its list of tasks to cancel, destroyed
+            # with the loop before an awaited abort could run: the cleanup runs on a worker, which
+            # needs no loop (a rejected call's own abort runs in the task its prepare ran in).
+            self._pool.submit(abort_staged, run, run.prepared, self._journal, self._turn_key, self)
+            return CancelledCallError(f"{run.dispatch.name!r} was prepared, then aborted: the event loop was ending")
         error: BaseException | None = None
         began = False
         try:
