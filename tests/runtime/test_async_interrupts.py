@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -83,6 +84,40 @@ def test_a_tools_own_cancelled_error_is_its_error_not_a_doubt(tmp_path: Path) ->
 
     [result] = asyncio.run(main()).results
     assert isinstance(result.error, asyncio.CancelledError)
+
+
+@pytest.mark.parametrize("where", ["prepare", "abort"])
+def test_a_plain_phases_own_cancelled_error_is_its_error_not_the_loop_ending(where: str) -> None:
+    """A plain phase runs in a thread whose outcome outlives a loop-ending cancel; a
+    CancelledError the phase raised itself is still only its error, and later calls run."""
+    log: list[str] = []
+
+    class Raising:
+        def prepare(self, n: int) -> int:
+            log.append(f"prepare {n}")
+            if where == "prepare" and n == 1:
+                raise asyncio.CancelledError("the prepare's own")
+            return n
+
+        def commit(self, n: int, *, idempotency_key: str) -> int:
+            log.append(f"commit {n}")
+            return n
+
+        def abort(self, n: int) -> None:
+            log.append(f"abort {n}")
+            raise asyncio.CancelledError("the abort's own")
+
+    async def main() -> inert.Report:
+        orch = inert.AsyncOrchestrator({"t": "write"}, {"t": Raising()}, turn_key="t")
+        await orch.draft([block("t", n=1)])
+        await orch.verify(0 if where == "abort" else 1, ".")
+        await orch.draft([block("t", n=2)])
+        await orch.verify(1, ".")
+        return await orch.finish(strict=False)
+
+    first, second = asyncio.run(main()).dispatch_log
+    assert isinstance(first.error, asyncio.CancelledError) and "own" in str(first.error)
+    assert second.error is None and log[-1] == "commit 2"
 
 
 class _Staged:
@@ -434,3 +469,162 @@ def test_a_prepared_commit_reached_once_the_loop_is_ending_aborts_on_a_worker(tm
     [committed] = [e.split()[1] for e in log if e.startswith("commit")]
     [aborted] = [e.split()[1] for e in log if e.startswith("abort")]
     assert {committed, aborted} == {"1", "2"}
+
+
+def _wait_for(done: Callable[[], bool]) -> None:
+    """Polls, up to the watchdog, for what a worker does after the loop is gone (no event
+    of the test's can mark it: the worker's own journal write is the last thing it does)."""
+    deadline = time.monotonic() + WATCHDOG
+    while not done() and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
+@pytest.mark.parametrize("timeout", [None, 60.0])
+def test_a_prepare_the_loop_cuts_off_is_dropped_when_it_returns(tmp_path: Path, timeout: float | None) -> None:
+    """Found by a helper: the loop ended while a plain prepare ran in its thread. The prepare
+    was journaled ``error`` (CancelledError) and went on to stage, and nothing aborted it:
+    ``inert recover`` listed nothing, and what it staged (a lock, a transaction) stayed held."""
+    log: list[str] = []
+    inside, release = threading.Event(), threading.Event()
+
+    class HeldPrepare:
+        def prepare(self, n: int) -> int:
+            log.append("prepare")
+            inside.set()
+            release.wait(WATCHDOG)
+            return n
+
+        def commit(self, n: int, *, idempotency_key: str) -> int:
+            log.append("commit")
+            return n
+
+        def abort(self, n: int) -> None:
+            log.append("abort")
+
+    path = tmp_path / "journal.sqlite"
+    spec = inert.ToolSpec("write", timeout=timeout)
+
+    async def main() -> None:
+        orch = inert.AsyncOrchestrator({"t": spec}, {"t": HeldPrepare()}, turn_key="t", journal=str(path))
+        await orch.draft([block("t", n=1)])
+        await asyncio.to_thread(inside.wait, WATCHDOG)
+        # Returns with the prepare in its thread: asyncio.run cancels the call's task.
+
+    asyncio.run(main())
+    release.set()
+    _wait_for(lambda: [status for _, status, _ in _journal_of(path)] == ["ok", "ok"])
+    assert log == ["prepare", "abort"]
+    phases = [e.commit_key.split("/")[1] for e in inert.SqliteJournal(str(path)).entries()]
+    assert phases == ["prepare", "abort"]
+    recovered = inert.recover(str(path))
+    assert recovered.prepared == [] and recovered.in_doubt == []
+
+
+def test_a_prepare_whose_outcome_is_being_journaled_when_the_loop_ends_is_dropped(tmp_path: Path) -> None:
+    """Found by a helper: the cancel landed while the prepare's ``ok`` was being written. The
+    write was not shielded, so the call journaled the prepare a second time, as ``error``
+    (which of the two stuck was a race), and what it staged was never aborted."""
+    tool, path = _Staged(), tmp_path / "journal.sqlite"
+    in_complete, go = threading.Event(), threading.Event()
+    completed: list[tuple[str | None, str]] = []
+    held: list[asyncio.Future[None]] = []  # a reference, so the task lives to the loop's end
+
+    class HeldPrepareOutcome(inert.SqliteJournal):
+        def complete(self, record: inert.DispatchRecord, status: str) -> None:
+            if record.phase == "prepare":
+                in_complete.set()
+                go.wait(WATCHDOG)
+            super().complete(record, status)
+            completed.append((record.phase, status))
+
+    async def main() -> None:
+        journal = HeldPrepareOutcome(str(path))
+        orch = inert.AsyncOrchestrator({"t": "write"}, {"t": tool}, turn_key="t", journal=journal)
+        await orch.draft([block("t", n=1)])
+        await asyncio.to_thread(in_complete.wait, WATCHDOG)
+        held.append(_set_when_the_loop_ends(go))
+
+    asyncio.run(main())
+    _wait_for(lambda: ("abort", "ok") in completed)
+    assert tool.log == ["prepare", "abort"]
+    assert completed.count(("prepare", "ok")) == 1 and ("prepare", "error") not in completed
+    assert inert.recover(str(path)).prepared == []
+
+
+def test_a_rejected_calls_abort_the_loop_cuts_off_is_journaled_as_it_ended(tmp_path: Path) -> None:
+    """Found by a helper: the loop ended while a rejected call's abort ran in its thread. The
+    abort finished, but was journaled ``error`` (CancelledError), so ``inert recover`` listed
+    as still prepared a call whose staged state was already dropped."""
+    log: list[str] = []
+    inside, release = threading.Event(), threading.Event()
+
+    class HeldAbort:
+        def prepare(self, n: int) -> int:
+            log.append("prepare")
+            return n
+
+        def commit(self, n: int, *, idempotency_key: str) -> int:
+            log.append("commit")
+            return n
+
+        def abort(self, n: int) -> None:
+            log.append("abort")
+            inside.set()
+            release.wait(WATCHDOG)
+
+    path = tmp_path / "journal.sqlite"
+
+    async def main() -> None:
+        orch = inert.AsyncOrchestrator({"t": "write"}, {"t": HeldAbort()}, turn_key="t", journal=str(path))
+        await orch.draft([block("t", n=1)])
+        while log != ["prepare"]:
+            await asyncio.sleep(0)
+        await orch.verify(0, ".")
+        await asyncio.to_thread(inside.wait, WATCHDOG)
+
+    asyncio.run(main())
+    release.set()
+    _wait_for(lambda: [status for _, status, _ in _journal_of(path)] == ["ok", "ok"])
+    assert log == ["prepare", "abort"]
+    assert [(e.commit_key.split("/")[1], e.status) for e in inert.SqliteJournal(str(path)).entries()] == [
+        ("prepare", "ok"),
+        ("abort", "ok"),
+    ]
+    assert inert.recover(str(path)).prepared == []
+
+
+def test_a_prepare_whose_intent_is_being_written_when_the_loop_ends_never_runs(tmp_path: Path) -> None:
+    """The prepare's intent write was not shielded: the cancel journaled the prepare's failure
+    while the intent was still being written, so the outcome could land before its intent."""
+    tool, path = _Staged(), tmp_path / "journal.sqlite"
+    in_begin, go, completing = threading.Event(), threading.Event(), threading.Event()
+    written: list[str] = []
+    held: list[asyncio.Future[None]] = []  # a reference, so the task lives to the loop's end
+
+    class HeldPrepareIntent(inert.SqliteJournal):
+        def begin(self, record: inert.DispatchRecord, turn_key: str) -> inert.JournalEntry | None:
+            if record.phase == "prepare":
+                in_begin.set()
+                go.wait(WATCHDOG)
+                # Bounded: an outcome written before its intent arrives meanwhile. Fixed, none
+                # does, and this waits out its bound.
+                completing.wait(0.5)
+            entry = super().begin(record, turn_key)
+            written.append(f"begin {record.phase}")
+            return entry
+
+        def complete(self, record: inert.DispatchRecord, status: str) -> None:
+            completing.set()
+            written.append(f"{status} {record.phase}")
+            super().complete(record, status)
+
+    async def main() -> None:
+        orch = inert.AsyncOrchestrator({"t": "write"}, {"t": tool}, turn_key="t", journal=HeldPrepareIntent(str(path)))
+        await orch.draft([block("t", n=1)])
+        await asyncio.to_thread(in_begin.wait, WATCHDOG)
+        held.append(_set_when_the_loop_ends(go))
+
+    asyncio.run(main())
+    assert tool.log == []
+    assert written == ["begin prepare", "error prepare"]
+    assert inert.recover(str(path)).prepared == []

@@ -299,15 +299,29 @@ class AsyncRuntime:
                     phase = COMMIT
                     break
                 run.attempt = uuid.uuid4().hex[:12]
-                await self._in_thread(self._journal.begin, run.phase_record(PREPARE), self._turn_key)
+                # Shielded, as every intent is: its fate is known before its outcome is written.
+                await _shielded(self._thread_future(self._journal.begin, run.phase_record(PREPARE), self._turn_key))
                 run.invoke()
                 prepared = await self._phase(run, PREPARE)
-                await self._in_thread(
-                    partial(journal_phase, began=True), run, self._journal, self._turn_key, PREPARE, None
-                )
+                try:
+                    await _shielded(
+                        self._thread_future(
+                            partial(journal_phase, began=True), run, self._journal, self._turn_key, PREPARE, None
+                        )
+                    )
+                except asyncio.CancelledError:  # the loop ended while the outcome was written: drop what it staged
+                    self._note_outside_cancel(run)
+                    self._pool.submit(abort_staged, run, prepared, self._journal, self._turn_key, self)
+                    result, error = None, _cut_off(run, "what it staged is being aborted")
+                    break
             except BaseException as exc:  # noqa: BLE001 - every path out of a phase settles the call
                 if isinstance(exc, _TimedOut):  # a timed-out prepare is journaled when it returns
                     run.expire(_timeout_error(run, PREPARE), self.clock())
+                elif isinstance(exc, _HandedOver):  # its thread goes on: a worker journals it and drops it
+                    self._note_outside_cancel(run)
+                    drop = partial(_drop_cut_prepare, run, self._journal, self._turn_key, self)
+                    self._pool.submit(_when_done, exc.thread, drop)
+                    result, error = None, _cut_off(run, "what it stages is aborted when it returns")
                 else:
                     if run.attempt:
                         await self._in_thread(
@@ -354,13 +368,27 @@ class AsyncRuntime:
             if phase == PREPARE and run.dispatch.timeout is not None:
                 late = _LatePrepare(run, self._journal, self._turn_key, self)
                 body = partial(late.run, body)
-            work = asyncio.ensure_future(_carried(self._tool_in_thread(run, body)))
-        if run.dispatch.timeout is None:
-            return _unwrapped(await asyncio.shield(work))
+            # The thread's own future, wrapped as a future rather than a task: the loop's end
+            # cancels every task, and the phase's real outcome must outlive that (see below).
+            thread = self._pool.submit(_carried_from_thread, body)
+            run.lingering = thread
+            work = asyncio.wrap_future(thread)
         deadline = asyncio.timeout(run.dispatch.timeout)
         try:
             async with deadline:
                 return _unwrapped(await asyncio.shield(work))
+        except asyncio.CancelledError:
+            # This task's cancel comes only from outside inert (it never cancels a two-phase
+            # call's task): the loop is ending. A phase's thread goes on; once it returns, a
+            # worker journals what it did (and drops what a prepare staged), needing no loop.
+            # A coroutine phase is a task, cancelled with the rest: what it did with the cancel
+            # is its outcome. A commit cut off is in doubt (``_commit``).
+            task = asyncio.current_task()
+            outside = task is not None and task.cancelling() > 0  # not the tool's own CancelledError
+            if not outside or inspect.iscoroutinefunction(fn) or phase == COMMIT:
+                raise
+            self._pool.abandon_one()  # its thread is still in the phase
+            raise _HandedOver(thread) from None
         except TimeoutError:
             if not deadline.expired():
                 raise
@@ -487,6 +515,10 @@ class AsyncRuntime:
             if own:
                 run.invoke()
             await self._phase(run, ABORT)
+        except _HandedOver as cut:  # the loop is ending, the abort's thread goes on: a worker journals it
+            record = partial(_journal_cut_phase, run, self._journal, self._turn_key, ABORT, began=began)
+            self._pool.submit(_when_done, cut.thread, record)
+            return _cut_off(run, "its abort is journaled when it returns")
         except BaseException as exc:  # noqa: BLE001 - recorded in the journal's abort entry and the report
             error = _timeout_error(run, ABORT) if isinstance(exc, _TimedOut) else exc
         await self._in_thread(partial(journal_phase, began=began), run, self._journal, self._turn_key, ABORT, error)
@@ -654,6 +686,61 @@ class _LatePrepare:
             return self._abandoned
 
 
+class _HandedOver(Exception):
+    """The loop's end cut off the wait for a phase whose thread goes on: ``thread`` holds
+    its real outcome, which a worker journals once it is known (see ``_when_done``)."""
+
+    def __init__(self, thread: concurrent.futures.Future[Any]) -> None:
+        super().__init__()
+        self.thread = thread
+
+
+def _when_done(thread: concurrent.futures.Future[Any], then: Callable[[concurrent.futures.Future[Any]], None]) -> None:
+    """On a worker: ``then(thread)`` once ``thread`` is done. It needs no event loop, so
+    what a cut-off phase did is journaled (and what a prepare staged dropped) after the loop is gone."""
+    concurrent.futures.wait([thread])
+    then(thread)
+
+
+def _outcome(thread: concurrent.futures.Future[Any]) -> tuple[Any, BaseException | None]:
+    """What a done phase's thread returned, or what it raised (carried or not)."""
+    failure = thread.exception()
+    if failure is not None:
+        return None, failure
+    value = thread.result()
+    return (None, value.exc) if isinstance(value, _Raised) else (value, None)
+
+
+def _journal_cut_phase(
+    run: CallRun, journal: Journal, turn_key: str, phase: str, thread: concurrent.futures.Future[Any], *, began: bool
+) -> None:
+    journal_phase(run, journal, turn_key, phase, _outcome(thread)[1], began=began)
+
+
+def _drop_cut_prepare(
+    run: CallRun, journal: Journal, turn_key: str, owner: object, thread: concurrent.futures.Future[Any]
+) -> None:
+    """A prepare the loop's end cut off returned: journals it and drops what it staged (no commit follows)."""
+    prepared, failure = _outcome(thread)
+    journal_phase(run, journal, turn_key, PREPARE, failure, began=True)
+    if failure is None:
+        abort_staged(run, prepared, journal, turn_key, owner)
+
+
+def _cut_off(run: CallRun, then: str) -> CancelledCallError:
+    return CancelledCallError(f"{run.dispatch.name!r} was cut off by the event loop ending; {then}")
+
+
+async def _shielded(future: asyncio.Future[T]) -> T:
+    """``future``'s result; a cancel of this task meanwhile (the loop ending) is raised only
+    once ``future`` is done, so what its thread wrote is known before anything else is."""
+    try:
+        return await asyncio.shield(future)
+    except asyncio.CancelledError:
+        await _settled(future)
+        raise
+
+
 def _no_stop_iteration(fn: Callable[..., T], *args: Any) -> T:
     """``fn(*args)`` in a worker thread (a plain tool, a phase, a journal write). A
     StopIteration it raises (``next()`` on an empty iterator) becomes a RuntimeError, as
@@ -666,6 +753,15 @@ def _no_stop_iteration(fn: Callable[..., T], *args: Any) -> T:
             "StopIteration was raised (next() on an empty iterator?), which asyncio cannot "
             "carry out of a thread: recorded as this RuntimeError, its cause"
         ) from exc
+
+
+def _carried_from_thread(body: Callable[[], T]) -> T | _Raised:
+    """A phase's ``body`` in a worker thread, carrying out what ``_carried`` carries out of a
+    task: a thread's future holding one of those would throw it into the task awaiting it."""
+    try:
+        return _no_stop_iteration(body)
+    except (KeyboardInterrupt, SystemExit, GeneratorExit) as exc:
+        return _Raised(exc)
 
 
 @dataclass(frozen=True)
