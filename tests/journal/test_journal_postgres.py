@@ -708,23 +708,25 @@ def test_recover_on_a_frozen_database_fails_instead_of_hanging(
     proxy.cut()
 
 
+@pytest.mark.parametrize(("where", "doing"), [("_present", "check"), ("_create", "create")])
 def test_journal_init_on_a_frozen_database_fails_instead_of_hanging(
-    monkeypatch: pytest.MonkeyPatch, postgres_db: str
+    monkeypatch: pytest.MonkeyPatch, postgres_db: str, where: str, doing: str
 ) -> None:
-    """`inert journal init` ran its statements without a client-side bound, as recover did."""
+    """`inert journal init` ran its statements without a client-side bound, as recover did.
+    Its message said it could not create the schema even where it was only checking it."""
     from inert.journal import postgres_schema
     from inert.journal.postgres_connection import Timeouts
 
     proxy = Proxy(postgres_db)
-    present = postgres_schema._present
+    step = getattr(postgres_schema, where)
 
-    def frozen_present(conn: Any) -> Any:
+    def frozen(*args: Any) -> Any:
         proxy.freeze()
-        return present(conn)
+        return step(*args)
 
-    monkeypatch.setattr(postgres_schema, "_present", frozen_present)
+    monkeypatch.setattr(postgres_schema, where, frozen)
     [said] = _within(lambda: inert.journal.init_schema(proxy.dsn, timeouts=Timeouts(1, 0.2)))
-    assert "did not answer within" in said and "cannot create the journal's schema" in said, said
+    assert "did not answer within" in said and f"cannot {doing} the journal's schema" in said, said
     proxy.cut()
 
 

@@ -214,17 +214,22 @@ def init_schema(dsn: str, *, timeouts: Timeouts | None = None) -> tuple[bool, in
     timeouts = timeouts or Timeouts()
     conn = connect(dsn, application_name="inert journal init", timeouts=timeouts)
     watch = None
+    doing = "cannot check the journal's schema"  # what a failure says: most runs only check
     try:
         # Bounded as a journal's statements are: a frozen server holds no init for ever.
         with bounded(conn, timeouts.statement, "inert-watchdog init") as watch:
             present = _present(conn)
-            before = _create(conn, dsn) if present != set(TABLES) else _version(conn)
+            if present != set(TABLES):
+                doing = "cannot create the journal's schema"
+                before = _create(conn, dsn)
+            else:
+                before = _version(conn)
             _check_version(_version(conn), dsn)
             _check_columns(conn, dsn)
         return before != SCHEMA_VERSION or present != set(TABLES), SCHEMA_VERSION
     except pg.Error as e:
         if watch is not None and watch.severed:
-            raise unanswered(dsn, "cannot create the journal's schema", watch.bound) from e
-        raise failure(dsn, "cannot create the journal's schema", e) from e
+            raise unanswered(dsn, doing, watch.bound) from e
+        raise failure(dsn, doing, e) from e
     finally:
         conn.close()
