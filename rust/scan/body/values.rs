@@ -170,6 +170,13 @@ struct Search<'a> {
     stacked: HashMap<&'a str, u32>,
     /// The furthest place the search met text that is no structure, and why.
     furthest: (usize, String),
+    /// Candidates tried, against `BUDGET`: every end of a value, and every opener
+    /// passed over as text of one (a value holding thousands of those was read once
+    /// per candidate before it, uncounted: a 1 MB body took minutes to be malformed).
+    spent: usize,
+    /// Openers looked at (tests: the work, counted apart from the budget).
+    #[cfg(test)]
+    looked: usize,
 }
 
 /// The parameters of the call whose parameter list starts at `from` in `text`.
@@ -193,6 +200,9 @@ pub(super) fn params<'a>(
         failed: HashSet::new(),
         stacked: HashMap::new(),
         furthest: (from, String::new()),
+        spent: 0,
+        #[cfg(test)]
+        looked: 0,
     };
     let params = s.run(from)?;
     let mut keys = HashSet::with_capacity(params.len());
@@ -214,7 +224,6 @@ impl<'a> Search<'a> {
     fn run(&mut self, from: usize) -> Result<Vec<Param<'a>>, Malformed> {
         let mut frames: Vec<Frame<'a>> = Vec::new();
         let mut q = from;
-        let mut spent = 0usize;
         loop {
             let state = (q, given(&frames));
             if !self.failed.contains(&state) {
@@ -239,8 +248,7 @@ impl<'a> Search<'a> {
             // The next candidate end of the innermost value; a value out of
             // candidates fails the state its parameter was read from.
             loop {
-                spent += 1;
-                if spent > BUDGET {
+                if self.over_budget() {
                     return Err(Malformed::new(
                         MalformedKind::Layout,
                         from,
@@ -261,6 +269,12 @@ impl<'a> Search<'a> {
                 }
             }
         }
+    }
+
+    /// Counts one candidate; whether the budget is spent.
+    fn over_budget(&mut self) -> bool {
+        self.spent += 1;
+        self.spent > BUDGET
     }
 
     fn unstack(&mut self, key: &str) {
@@ -307,7 +321,11 @@ impl<'a> Search<'a> {
     }
 
     /// Whether the opener at `at` opens a parameter (see `opens`).
-    fn acceptable(&self, op: &Opener<'_>, frames: &[Frame<'_>], at: usize, implicit: bool) -> Option<Known> {
+    fn acceptable(&mut self, op: &Opener<'_>, frames: &[Frame<'_>], at: usize, implicit: bool) -> Option<Known> {
+        #[cfg(test)]
+        {
+            self.looked += 1;
+        }
         let given = given(frames);
         let line_start = || line_start(self.text.as_bytes(), at);
         let stacked = |key: &str| self.stacked.contains_key(key);
@@ -340,6 +358,9 @@ impl<'a> Search<'a> {
                 // A parameter opener where the value's closer is missing.
                 let op = (self.layout.opener)(&text[at..]);
                 if op.is_none_or(|op| self.acceptable(&op, frames, at, true).is_none()) {
+                    if self.over_budget() {
+                        return None; // the search ends at its next look at the budget
+                    }
                     continue;
                 }
                 (at, at)
@@ -420,6 +441,34 @@ mod tests {
         assert_eq!(&twice[got[1].value.clone()], "\n1\n</parameter>\n<parameter=p250>\n2\n");
         let err = params(&twice, 0, &QWEN, None, false).unwrap_err();
         assert_eq!(err.kind, MalformedKind::DuplicateArgument, "without a schema: malformed");
+    }
+
+    #[test]
+    fn openers_passed_over_as_text_count_against_the_budget() {
+        // Every `b` opener after the first is text of its value (b is given), and the
+        // call never ends: each candidate end of `a` walked all of them, uncounted.
+        let schemas = Schemas::from_json(&json!({"f": {"properties": {"a": {}, "b": {}}}}));
+        let text = "<parameter=a>\n".to_owned() + &"<parameter=b>\nx\n".repeat(20_000);
+        let (layout, tool) = (&QWEN, schemas.tool("f"));
+        let at = |pat: &str| text.match_indices(pat).map(|(i, _)| i).collect::<Vec<_>>();
+        let mut s = Search {
+            text: &text,
+            layout,
+            tool,
+            cut: true,
+            opens: at(layout.open),
+            closes: at(layout.close),
+            ends: layout.end.map(at).unwrap_or_default(),
+            failed: HashSet::new(),
+            stacked: HashMap::new(),
+            furthest: (0, String::new()),
+            spent: 0,
+            looked: 0,
+        };
+        assert_eq!(s.run(0).unwrap_err().kind, MalformedKind::Layout);
+        // The one over budget in `next_end`, then the search's own look at it.
+        assert!(s.spent <= BUDGET + 2, "{} candidates tried", s.spent);
+        assert!(s.looked <= 2 * BUDGET, "{} openers looked at", s.looked);
     }
 
     #[test]
