@@ -471,6 +471,32 @@ def test_a_prepared_commit_reached_once_the_loop_is_ending_aborts_on_a_worker(tm
     assert {committed, aborted} == {"1", "2"}
 
 
+class _HeldPhase:
+    """A two-phase write whose ``held`` phase signals ``inside`` and waits for ``release``."""
+
+    def __init__(self, held: str) -> None:
+        self.held = held
+        self.log: list[str] = []
+        self.inside, self.release = threading.Event(), threading.Event()
+
+    def _enter(self, phase: str) -> None:
+        self.log.append(phase)
+        if phase == self.held:
+            self.inside.set()
+            self.release.wait(WATCHDOG)
+
+    def prepare(self, n: int) -> int:
+        self._enter("prepare")
+        return n
+
+    def commit(self, n: int, *, idempotency_key: str) -> int:
+        self._enter("commit")
+        return n
+
+    def abort(self, n: int) -> None:
+        self._enter("abort")
+
+
 def _wait_for(done: Callable[[], bool]) -> None:
     """Polls, up to the watchdog, for what a worker does after the loop is gone (no event
     of the test's can mark it: the worker's own journal write is the last thing it does)."""
@@ -484,36 +510,19 @@ def test_a_prepare_the_loop_cuts_off_is_dropped_when_it_returns(tmp_path: Path, 
     """Found by a helper: the loop ended while a plain prepare ran in its thread. The prepare
     was journaled ``error`` (CancelledError) and went on to stage, and nothing aborted it:
     ``inert recover`` listed nothing, and what it staged (a lock, a transaction) stayed held."""
-    log: list[str] = []
-    inside, release = threading.Event(), threading.Event()
-
-    class HeldPrepare:
-        def prepare(self, n: int) -> int:
-            log.append("prepare")
-            inside.set()
-            release.wait(WATCHDOG)
-            return n
-
-        def commit(self, n: int, *, idempotency_key: str) -> int:
-            log.append("commit")
-            return n
-
-        def abort(self, n: int) -> None:
-            log.append("abort")
-
-    path = tmp_path / "journal.sqlite"
+    tool, path = _HeldPhase("prepare"), tmp_path / "journal.sqlite"
     spec = inert.ToolSpec("write", timeout=timeout)
 
     async def main() -> None:
-        orch = inert.AsyncOrchestrator({"t": spec}, {"t": HeldPrepare()}, turn_key="t", journal=str(path))
+        orch = inert.AsyncOrchestrator({"t": spec}, {"t": tool}, turn_key="t", journal=str(path))
         await orch.draft([block("t", n=1)])
-        await asyncio.to_thread(inside.wait, WATCHDOG)
+        await asyncio.to_thread(tool.inside.wait, WATCHDOG)
         # Returns with the prepare in its thread: asyncio.run cancels the call's task.
 
     asyncio.run(main())
-    release.set()
+    tool.release.set()
     _wait_for(lambda: [status for _, status, _ in _journal_of(path)] == ["ok", "ok"])
-    assert log == ["prepare", "abort"]
+    assert tool.log == ["prepare", "abort"]
     phases = [e.commit_key.split("/")[1] for e in inert.SqliteJournal(str(path)).entries()]
     assert phases == ["prepare", "abort"]
     recovered = inert.recover(str(path))
@@ -555,37 +564,20 @@ def test_a_rejected_calls_abort_the_loop_cuts_off_is_journaled_as_it_ended(tmp_p
     """Found by a helper: the loop ended while a rejected call's abort ran in its thread. The
     abort finished, but was journaled ``error`` (CancelledError), so ``inert recover`` listed
     as still prepared a call whose staged state was already dropped."""
-    log: list[str] = []
-    inside, release = threading.Event(), threading.Event()
-
-    class HeldAbort:
-        def prepare(self, n: int) -> int:
-            log.append("prepare")
-            return n
-
-        def commit(self, n: int, *, idempotency_key: str) -> int:
-            log.append("commit")
-            return n
-
-        def abort(self, n: int) -> None:
-            log.append("abort")
-            inside.set()
-            release.wait(WATCHDOG)
-
-    path = tmp_path / "journal.sqlite"
+    tool, path = _HeldPhase("abort"), tmp_path / "journal.sqlite"
 
     async def main() -> None:
-        orch = inert.AsyncOrchestrator({"t": "write"}, {"t": HeldAbort()}, turn_key="t", journal=str(path))
+        orch = inert.AsyncOrchestrator({"t": "write"}, {"t": tool}, turn_key="t", journal=str(path))
         await orch.draft([block("t", n=1)])
-        while log != ["prepare"]:
+        while tool.log != ["prepare"]:
             await asyncio.sleep(0)
         await orch.verify(0, ".")
-        await asyncio.to_thread(inside.wait, WATCHDOG)
+        await asyncio.to_thread(tool.inside.wait, WATCHDOG)
 
     asyncio.run(main())
-    release.set()
+    tool.release.set()
     _wait_for(lambda: [status for _, status, _ in _journal_of(path)] == ["ok", "ok"])
-    assert log == ["prepare", "abort"]
+    assert tool.log == ["prepare", "abort"]
     assert [(e.commit_key.split("/")[1], e.status) for e in inert.SqliteJournal(str(path)).entries()] == [
         ("prepare", "ok"),
         ("abort", "ok"),
