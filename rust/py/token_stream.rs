@@ -9,6 +9,7 @@ use super::stream::{released, released_tuple, StreamFlag};
 use super::vocabulary::vocab_arg;
 use crate::error::{CoreError, TokenFault};
 use crate::ledger::TokenState;
+use crate::scan::spec::MAX_DELIMITER_BYTES;
 use crate::scan::{formats as builtin_formats, FormatSpec, Reasoning, Schemas};
 use crate::turn::{CommitHasher, Outcome, TokenIn, Turn, TurnConfig};
 use pyo3::prelude::*;
@@ -56,6 +57,16 @@ impl<'a, 'py> FromPyObject<'a, 'py> for ReasoningArg {
         let (open, close) = (text(&open, "reasoning[0]")?, text(&close, "reasoning[1]")?);
         if open.is_empty() || close.is_empty() {
             return Err(CoreError::BadReasoning("the open and close delimiters must not be empty".to_owned()).into());
+        }
+        // As a custom format's delimiters are: the automaton's build grows with the square of
+        // a repetitive delimiter's length (20,000 bytes took most of a minute, holding the GIL).
+        if let Some(d) = [open, close].into_iter().find(|d| d.len() > MAX_DELIMITER_BYTES) {
+            let start: String = d.chars().take(24).collect();
+            return Err(CoreError::BadReasoning(format!(
+                "the delimiter {start:?}... is {} bytes; a delimiter may be at most {MAX_DELIMITER_BYTES}",
+                d.len()
+            ))
+            .into());
         }
         Ok(Self::Pair(open.to_owned(), close.to_owned()))
     }

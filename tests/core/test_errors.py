@@ -296,6 +296,20 @@ NO_FD = 2**20  # an int path would be opened as a file descriptor: one no proces
             ["reasoning[0] is a str that is not valid Unicode"],
             id="reasoning-surrogate",
         ),
+        # Found by a helper: a custom format's delimiters are capped, the reasoning= keyword's were
+        # not, and a repetitive one of 20,000 bytes took most of a minute to build, holding the GIL.
+        pytest.param(
+            lambda: inert.TokenStream("hermes", "t", reasoning=("<" * 20_000, ">")),
+            inert.InertValueError,
+            ["reasoning: the delimiter", "is 20000 bytes; a delimiter may be at most 256"],
+            id="reasoning-delimiter-too-long",
+        ),
+        pytest.param(
+            lambda: inert.StreamBatch("hermes", reasoning=("<think>", "x" * 257)),
+            inert.InertValueError,
+            ["is 257 bytes"],
+            id="batch-reasoning-delimiter-too-long",
+        ),
         pytest.param(
             lambda: inert.TokenStream("qwen3_coder", schemas={"f\ud800": {}}),
             inert.InertValueError,
