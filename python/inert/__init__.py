@@ -30,6 +30,7 @@ from .effects import EffectClass, EffectTable, Footprint, ToolSpec
 from .errors import (
     BatchError,
     CancelledCallError,
+    ConcurrentUseError,
     EffectTableError,
     FormatSpecError,
     IdempotencyConflictError,
@@ -89,6 +90,7 @@ __all__ = [
     "CallResult",
     "CallRetracted",
     "CancelledCallError",
+    "ConcurrentUseError",
     "CurrentCall",
     "DiscardedCall",
     "Dispatch",

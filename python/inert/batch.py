@@ -15,6 +15,7 @@ from .effects import EffectLike, EffectTable
 from .errors import BatchError, InertTypeError, ReentrancyError, StreamFinishedError, TurnAbandonedWarning
 from .inputs import Ids, Token, TokenRows, Tokens
 from .journal import Journal
+from .one_caller import OneCaller
 from .report import Report
 from .runtime import ThreadEngine, ThreadRuntime, running_for
 from .stream import ReleasedTuple
@@ -90,6 +91,7 @@ class BatchOrchestrator:
         """Turns whose ``finish`` was interrupted (a KeyboardInterrupt) while it waited for their
         calls: ``finish(seq)`` again, or ``close()``, waits for them and reports them."""
         self._closed = False
+        self._one = OneCaller("BatchOrchestrator")
         self._shut = False  # the workers stopped and the journal closed: close() is over
         self._closing = False
         self._closed_reports: dict[int, tuple[Report, _Ending]] = {}  # made by a close() not returned yet
@@ -129,7 +131,8 @@ class BatchOrchestrator:
             As ``StreamBatch.draft``; nothing changes when it raises.
         """
         self._check_open()
-        return self._apply(self._batch.draft(seqs, tokens, lengths))
+        with self._one:
+            return self._apply(self._batch.draft(seqs, tokens, lengths))
 
     def verify(self, seqs: Ids, n_accepted: Ids, corrections: Ids | None = None) -> dict[int, Step]:
         """Accepts ``n_accepted[i]`` of ``seqs[i]``'s pending tokens (see ``StreamBatch.verify``).
@@ -138,22 +141,25 @@ class BatchOrchestrator:
             As ``StreamBatch.verify``; nothing changes when it raises.
         """
         self._check_open()
-        outcomes = self._batch.verify(seqs, n_accepted, corrections)
-        if not self._streaming:
-            return self._apply(outcomes)
-        return self._apply(outcomes, self._batch.take_released(seqs))
+        with self._one:
+            outcomes = self._batch.verify(seqs, n_accepted, corrections)
+            if not self._streaming:
+                return self._apply(outcomes)
+            return self._apply(outcomes, self._batch.take_released(seqs))
 
     def draft_tree(self, seq: int | SupportsIndex, tokens: Tokens, parents: Ids) -> Step:
         """``Orchestrator.draft_tree`` on sequence ``seq``."""
         self._check_open()
-        outcomes = self._batch.draft_tree(seq, tokens, parents)  # first: it refuses an unknown seq
-        return self._turns[int(seq)].apply(outcomes)
+        with self._one:
+            outcomes = self._batch.draft_tree(seq, tokens, parents)  # first: it refuses an unknown seq
+            return self._turns[int(seq)].apply(outcomes)
 
     def verify_path(self, seq: int | SupportsIndex, path: Ids, correction: Token | None = None) -> Step:
         """``Orchestrator.verify_path`` on sequence ``seq``."""
         self._check_open()
-        outcomes = self._batch.verify_path(seq, path, correction)
-        return self._turns[int(seq)].apply(outcomes, self._released_of(seq))
+        with self._one:
+            outcomes = self._batch.verify_path(seq, path, correction)
+            return self._turns[int(seq)].apply(outcomes, self._released_of(seq))
 
     def finish(self, seq: int | SupportsIndex, *, strict: bool = True) -> Report:
         """Ends sequence ``seq``'s turn: waits for its calls (only its own) and reconciles

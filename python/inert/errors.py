@@ -174,6 +174,11 @@ class ReentrancyError(InertError, RuntimeError):
     ``verify`` or ``finish`` from inside its own tool would deadlock or corrupt the turn)."""
 
 
+class ConcurrentUseError(InertError, RuntimeError):
+    """Two threads stepped one ``Orchestrator`` or ``BatchOrchestrator`` at once: each is one
+    per inference loop. The second call is refused before it changes anything."""
+
+
 class UnstorableResultError(InertError, ValueError):
     """Recorded (not raised) when a tool returns a result the journal cannot store
     (a cycle, an integer too long for JSON, an object whose ``repr`` raises, two keys

@@ -18,6 +18,7 @@ from .errors import InertValueError, ReentrancyError, StreamFinishedError, Trace
 from .gate import POLICIES
 from .inputs import Ids, Token, Tokens
 from .journal import Journal, OwnedJournal
+from .one_caller import OneCaller
 from .outcomes import Outcome
 from .report import Report
 from .runtime import AsyncRuntime, ThreadRuntime, running_for
@@ -392,6 +393,7 @@ class Orchestrator(_TurnView):
         in_reasoning: bool = False,
         stream: bool = False,
     ) -> None:
+        self._one = OneCaller("Orchestrator")
         self._s = Session(
             effects,
             tools,
@@ -424,7 +426,8 @@ class Orchestrator(_TurnView):
             ReentrancyError: called from one of this orchestrator's own tools.
         """
         self._s.refuse_reentry()
-        return self._s.draft(tokens)
+        with self._one:
+            return self._s.draft(tokens)
 
     def verify(self, n_accepted: int | SupportsIndex, correction: Token | None = None) -> Step:
         """Accepts the first ``n_accepted`` pending tokens, rejects the rest, then
@@ -435,7 +438,8 @@ class Orchestrator(_TurnView):
             ReentrancyError: called from one of this orchestrator's own tools.
         """
         self._s.refuse_reentry()
-        return self._s.verify(n_accepted, correction)
+        with self._one:
+            return self._s.verify(n_accepted, correction)
 
     def draft_tree(self, tokens: Tokens, parents: Ids) -> Step:
         """Drafts a token tree (EAGLE, Medusa): node ``i`` is ``tokens[i]``, its parent
@@ -447,7 +451,8 @@ class Orchestrator(_TurnView):
                 nothing changes.
         """
         self._s.refuse_reentry()
-        return self._s.draft_tree(tokens, parents)
+        with self._one:
+            return self._s.draft_tree(tokens, parents)
 
     def verify_path(self, path: Ids, correction: Token | None = None) -> Step:
         """Accepts the tree's nodes on ``path`` (from a root down), rejects every other
@@ -460,7 +465,8 @@ class Orchestrator(_TurnView):
             TreeError: no tree awaits verification, or ``path`` is not a chain from a root.
         """
         self._s.refuse_reentry()
-        return self._s.verify_path(path, correction)
+        with self._one:
+            return self._s.verify_path(path, correction)
 
     def finish(self, *, strict: bool = True) -> Report:
         """Ends the turn: rejects tokens never verified, waits for every dispatched
