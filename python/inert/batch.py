@@ -131,8 +131,11 @@ class BatchOrchestrator:
             As ``StreamBatch.draft``; nothing changes when it raises.
         """
         self._check_open()
-        with self._one:
+        self._one.enter()
+        try:
             return self._apply(self._batch.draft(seqs, tokens, lengths))
+        finally:
+            self._one.leave()
 
     def verify(self, seqs: Ids, n_accepted: Ids, corrections: Ids | None = None) -> dict[int, Step]:
         """Accepts ``n_accepted[i]`` of ``seqs[i]``'s pending tokens (see ``StreamBatch.verify``).
@@ -141,25 +144,34 @@ class BatchOrchestrator:
             As ``StreamBatch.verify``; nothing changes when it raises.
         """
         self._check_open()
-        with self._one:
+        self._one.enter()
+        try:
             outcomes = self._batch.verify(seqs, n_accepted, corrections)
             if not self._streaming:
                 return self._apply(outcomes)
             return self._apply(outcomes, self._batch.take_released(seqs))
+        finally:
+            self._one.leave()
 
     def draft_tree(self, seq: int | SupportsIndex, tokens: Tokens, parents: Ids) -> Step:
         """``Orchestrator.draft_tree`` on sequence ``seq``."""
         self._check_open()
-        with self._one:
+        self._one.enter()
+        try:
             outcomes = self._batch.draft_tree(seq, tokens, parents)  # first: it refuses an unknown seq
             return self._turns[int(seq)].apply(outcomes)
+        finally:
+            self._one.leave()
 
     def verify_path(self, seq: int | SupportsIndex, path: Ids, correction: Token | None = None) -> Step:
         """``Orchestrator.verify_path`` on sequence ``seq``."""
         self._check_open()
-        with self._one:
+        self._one.enter()
+        try:
             outcomes = self._batch.verify_path(seq, path, correction)
             return self._turns[int(seq)].apply(outcomes, self._released_of(seq))
+        finally:
+            self._one.leave()
 
     def finish(self, seq: int | SupportsIndex, *, strict: bool = True) -> Report:
         """Ends sequence ``seq``'s turn: waits for its calls (only its own) and reconciles

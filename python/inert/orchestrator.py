@@ -426,8 +426,11 @@ class Orchestrator(_TurnView):
             ReentrancyError: called from one of this orchestrator's own tools.
         """
         self._s.refuse_reentry()
-        with self._one:
+        self._one.enter()
+        try:
             return self._s.draft(tokens)
+        finally:
+            self._one.leave()
 
     def verify(self, n_accepted: int | SupportsIndex, correction: Token | None = None) -> Step:
         """Accepts the first ``n_accepted`` pending tokens, rejects the rest, then
@@ -438,8 +441,11 @@ class Orchestrator(_TurnView):
             ReentrancyError: called from one of this orchestrator's own tools.
         """
         self._s.refuse_reentry()
-        with self._one:
+        self._one.enter()
+        try:
             return self._s.verify(n_accepted, correction)
+        finally:
+            self._one.leave()
 
     def draft_tree(self, tokens: Tokens, parents: Ids) -> Step:
         """Drafts a token tree (EAGLE, Medusa): node ``i`` is ``tokens[i]``, its parent
@@ -451,8 +457,11 @@ class Orchestrator(_TurnView):
                 nothing changes.
         """
         self._s.refuse_reentry()
-        with self._one:
+        self._one.enter()
+        try:
             return self._s.draft_tree(tokens, parents)
+        finally:
+            self._one.leave()
 
     def verify_path(self, path: Ids, correction: Token | None = None) -> Step:
         """Accepts the tree's nodes on ``path`` (from a root down), rejects every other
@@ -465,8 +474,11 @@ class Orchestrator(_TurnView):
             TreeError: no tree awaits verification, or ``path`` is not a chain from a root.
         """
         self._s.refuse_reentry()
-        with self._one:
+        self._one.enter()
+        try:
             return self._s.verify_path(path, correction)
+        finally:
+            self._one.leave()
 
     def finish(self, *, strict: bool = True) -> Report:
         """Ends the turn: rejects tokens never verified, waits for every dispatched
