@@ -37,7 +37,8 @@ class BatchOrchestrator:
     ``Orchestrator``: writes wait for their own sequence's acceptance, and stream order
     holds within each sequence. Tools run on one pool of daemon workers shared by the
     sequences, ``limits`` hold across them, and one journal records every call. One per
-    engine loop; not shared between threads.
+    engine loop; not shared between threads (a step while another thread's is running
+    raises ``ConcurrentUseError``, and changes nothing).
 
     Args:
         effects, tools, policy, timeout, max_block_bytes, schemas, reasoning, stream: as for ``Orchestrator``

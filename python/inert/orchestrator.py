@@ -321,7 +321,8 @@ class Orchestrator(_TurnView):
     Call ``draft(tokens)`` for every draft window and ``verify(n, correction)``
     after the target model scores it, then ``finish()`` once at the end of the turn.
     Tools run on daemon worker threads. One orchestrator per turn and per sequence;
-    not shared between threads.
+    not shared between threads (a step while another thread's is running raises
+    ``ConcurrentUseError``, and changes nothing).
 
     Args:
         effects: an ``EffectTable``, or a mapping it is built from. Unknown tools are writes.
