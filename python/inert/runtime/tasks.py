@@ -666,12 +666,11 @@ class _LatePrepare:
         except BaseException as exc:
             if self._hand():
                 raise
-            journal_phase(self._run, self._journal, self._turn_key, PREPARE, exc, began=True)
+            _drop_prepared(self._run, None, exc, self._journal, self._turn_key, self._owner)
             return None
         if self._hand():
             return prepared
-        journal_phase(self._run, self._journal, self._turn_key, PREPARE, None, began=True)
-        abort_staged(self._run, prepared, self._journal, self._turn_key, self._owner)
+        _drop_prepared(self._run, prepared, None, self._journal, self._turn_key, self._owner)
         return None
 
     def _hand(self) -> bool:
@@ -720,8 +719,15 @@ def _journal_cut_phase(
 def _drop_cut_prepare(
     run: CallRun, journal: Journal, turn_key: str, owner: object, thread: concurrent.futures.Future[Any]
 ) -> None:
-    """A prepare the loop's end cut off returned: journals it and drops what it staged (no commit follows)."""
-    prepared, failure = _outcome(thread)
+    """A prepare the loop's end cut off returned: as ``_drop_prepared``."""
+    _drop_prepared(run, *_outcome(thread), journal, turn_key, owner)
+
+
+def _drop_prepared(  # noqa: PLR0917 - the prepare's outcome and where it is journaled
+    run: CallRun, prepared: Any, failure: BaseException | None, journal: Journal, turn_key: str, owner: object
+) -> None:
+    """A prepare no commit follows (past its deadline, cut off by the loop's end) ended:
+    journals its outcome and, if it staged something, drops it (on the calling worker)."""
     journal_phase(run, journal, turn_key, PREPARE, failure, began=True)
     if failure is None:
         abort_staged(run, prepared, journal, turn_key, owner)
