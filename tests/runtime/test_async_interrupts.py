@@ -7,10 +7,13 @@ tools are held by events."""
 from __future__ import annotations
 
 import asyncio
+import gc
+import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -619,4 +622,218 @@ def test_a_prepare_whose_intent_is_being_written_when_the_loop_ends_never_runs(t
     asyncio.run(main())
     assert tool.log == []
     assert written == ["begin prepare", "error prepare"]
+    assert inert.recover(str(path)).prepared == []
+
+
+@pytest.mark.parametrize("held", ["prepare", "abort"])
+def test_the_journal_opened_from_a_path_outlives_the_workers_that_finish_a_cut_phase(
+    tmp_path: Path, held: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found by a helper: a handler task in ``async with AsyncOrchestrator(journal=PATH)`` when
+    the loop ends. Its close closed the journal once the phase's thread returned, before the
+    worker that journals what that phase did (and aborts what a prepare staged) had written:
+    the abort ran, its record was lost, and ``inert recover`` listed the prepare as pending."""
+    tool, path = _HeldPhase(held), tmp_path / "journal.sqlite"
+    closed, written = threading.Event(), threading.Event()
+    tasks: list[asyncio.Future[None]] = []  # references, so the tasks live to the loop's end
+    complete, close = inert.SqliteJournal.complete, inert.SqliteJournal.close
+
+    def held_complete(self: inert.SqliteJournal, record: inert.DispatchRecord, status: str) -> None:
+        if record.phase == held:  # the worker's record of the cut phase
+            # Bounded: a close that would lose this write arrives meanwhile. Fixed, none does,
+            # and this waits out its bound.
+            closed.wait(0.5)
+            try:
+                complete(self, record, status)
+            finally:
+                written.set()
+        else:
+            complete(self, record, status)
+
+    def noted_close(self: inert.SqliteJournal) -> None:
+        closed.set()
+        close(self)
+
+    monkeypatch.setattr(inert.SqliteJournal, "complete", held_complete)
+    monkeypatch.setattr(inert.SqliteJournal, "close", noted_close)
+
+    async def handler() -> None:
+        async with inert.AsyncOrchestrator({"t": "write"}, {"t": tool}, turn_key="t", journal=str(path)) as orch:
+            await orch.draft([block("t", n=1)])
+            if held == "abort":
+                await orch.verify(0, ".")
+            await asyncio.Event().wait()  # the handler waits on until the loop ends
+
+    async def hold_the_loop() -> None:
+        try:
+            await asyncio.Event().wait()
+        finally:  # the loop's end: the phase returns now, and the loop runs on until it is journaled
+            tool.release.set()
+            await asyncio.to_thread(written.wait, WATCHDOG)
+
+    async def main() -> None:
+        tasks.append(asyncio.ensure_future(handler()))
+        await asyncio.to_thread(tool.inside.wait, WATCHDOG)
+        tasks.append(asyncio.ensure_future(hold_the_loop()))
+        # Returns with the phase in its thread: asyncio.run cancels the handler and the call.
+
+    asyncio.run(main())
+    monkeypatch.undo()
+    _wait_for(lambda: [status for _, status, _ in _journal_of(path)] == ["ok", "ok"])
+    assert tool.log == ["prepare", "abort"]
+    assert [(e.commit_key.split("/")[1], e.status) for e in inert.SqliteJournal(str(path)).entries()] == [
+        ("prepare", "ok"),
+        ("abort", "ok"),
+    ]
+    assert inert.recover(str(path)).prepared == []
+
+
+@pytest.mark.parametrize("held", ["prepare", "abort"])
+def test_a_cut_phase_that_raises_while_the_loop_ends_logs_nothing(held: str, caplog: pytest.LogCaptureFixture) -> None:
+    """Found by a helper: a plain phase the loop's end cut off raised while the loop still ran
+    (its other tasks ending): asyncio logged "Future exception was never retrieved" with a
+    traceback, since the cut wait no longer read the phase's future. Its worker journals it."""
+    inside, release, journaled = threading.Event(), threading.Event(), threading.Event()
+
+    class Failing:
+        def prepare(self, n: int) -> int:
+            if held == "prepare":
+                inside.set()
+                release.wait(WATCHDOG)
+                raise ValueError("no lock")
+            return n
+
+        def commit(self, n: int, *, idempotency_key: str) -> int:
+            return n
+
+        def abort(self, n: int) -> None:
+            inside.set()
+            release.wait(WATCHDOG)
+            raise ValueError("no rollback")
+
+    class Watched(inert.MemoryJournal):
+        def complete(self, record: inert.DispatchRecord, status: str) -> None:
+            super().complete(record, status)
+            if record.phase == held:
+                journaled.set()
+
+    journal = Watched()
+    tasks: list[asyncio.Future[None]] = []
+
+    async def hold_the_loop() -> None:
+        try:
+            await asyncio.Event().wait()
+        finally:  # the loop's end: the phase raises now, and the loop runs on until it is journaled
+            release.set()
+            await asyncio.to_thread(journaled.wait, WATCHDOG)
+
+    async def main() -> None:
+        orch = inert.AsyncOrchestrator({"t": "write"}, {"t": Failing()}, turn_key="t", journal=journal)
+        await orch.draft([block("t", n=1)])
+        if held == "abort":
+            await orch.verify(0, ".")
+        await asyncio.to_thread(inside.wait, WATCHDOG)
+        tasks.append(asyncio.ensure_future(hold_the_loop()))
+
+    gc.collect()  # what earlier tests left is logged before, not here
+    with caplog.at_level(logging.ERROR, logger="asyncio"):
+        asyncio.run(main())
+        del tasks[:]
+        gc.collect()
+    assert journaled.is_set()
+    assert [r.getMessage() for r in caplog.records if "never retrieved" in r.getMessage()] == []
+
+
+def test_an_abort_whose_outcome_write_waits_for_a_worker_when_the_loop_ends_is_journaled(tmp_path: Path) -> None:
+    """Found by a helper: a rejected call's abort returned while the only worker wrote another
+    call's intent, so its outcome's write waited in the queue, and the loop's end cancelled it
+    there (the write was not shielded): the abort ran, nothing said so, and ``inert recover``
+    listed the prepare as pending. The CancelledError then left the call's task, whose end
+    started the write queued behind it, in a task the loop destroyed after its prepare's intent."""
+    tool, path = _HeldPhase("abort"), tmp_path / "journal.sqlite"
+    in_begin, go = threading.Event(), threading.Event()
+    prepares: list[int] = []
+    tasks: list[asyncio.Future[None]] = []  # a reference, so the task lives to the loop's end
+
+    class Queued(_Staged):
+        def prepare(self, n: int) -> int:
+            prepares.append(n)
+            return n
+
+    class HeldReadIntent(inert.SqliteJournal):
+        def begin(self, record: inert.DispatchRecord, turn_key: str) -> inert.JournalEntry | None:
+            if record.name == "r":
+                in_begin.set()
+                go.wait(WATCHDOG)
+            return super().begin(record, turn_key)
+
+    async def main() -> None:
+        def on(key: str) -> Callable[[Mapping[str, object]], list[str]]:
+            return lambda arguments: [key]
+
+        # r reads elsewhere, so it runs beside t; q writes what t writes, so it waits for t.
+        write = inert.ToolSpec("write", reads=on("x"), writes=on("x"))
+        effects = {"t": write, "q": write, "r": inert.ToolSpec("read_only", reads=on("y"))}
+        tools: dict[str, Any] = {"t": tool, "q": Queued(), "r": lambda n: n}
+        orch = inert.AsyncOrchestrator(effects, tools, turn_key="t", journal=HeldReadIntent(str(path)), max_workers=1)
+        runtime = orch._s.runtime
+        assert isinstance(runtime, AsyncRuntime)
+        pool = runtime._pool  # the queue is the point
+        await orch.draft([block("t", n=1)])
+        while tool.log != ["prepare"]:
+            await asyncio.sleep(0)
+        await orch.verify(0, ".")
+        await asyncio.to_thread(tool.inside.wait, WATCHDOG)  # the abort holds the only worker
+        await orch.draft([block("r", n=2), block("q", n=3)])  # q is ordered behind t (a write after a write)
+        while pool._pending == 0:  # the read's intent waits for the worker
+            await asyncio.sleep(0)
+        tool.release.set()
+        await asyncio.to_thread(in_begin.wait, WATCHDOG)  # the worker writes the read's intent
+        while pool._pending == 0:  # the abort's outcome waits behind it
+            await asyncio.sleep(0)
+        tasks.append(_set_when_the_loop_ends(go))
+
+    asyncio.run(main())
+
+    def phases() -> list[tuple[str, str | None]]:
+        entries = inert.SqliteJournal(str(path)).entries()
+        return [(e.commit_key.split("/")[1], e.status) for e in entries if e.tool == "t"]
+
+    _wait_for(lambda: ("abort", "ok") in phases())
+    assert phases() == [("prepare", "ok"), ("abort", "ok")]
+    assert tool.log == ["prepare", "abort"]
+    assert prepares == [], "the write queued behind the abort never starts once the loop is ending"
+    recovered = inert.recover(str(path))
+    assert recovered.prepared == [] and recovered.in_doubt == []
+
+
+def test_a_coroutine_prepare_past_its_deadline_that_the_loop_cancels_is_journaled(tmp_path: Path) -> None:
+    """Found by a helper: a coroutine prepare outlived its deadline (it goes on, to be aborted
+    when it returns), then the loop's end cancelled it. Nothing journaled how it ended, so
+    ``inert recover`` listed as prepared a call that staged nothing."""
+    path = tmp_path / "journal.sqlite"
+
+    class Stuck:
+        async def prepare(self, n: int) -> int:
+            await asyncio.Event().wait()  # never returns: cancelled with the loop
+            return n
+
+        async def commit(self, n: int, *, idempotency_key: str) -> int:
+            return n
+
+        async def abort(self, n: int) -> None:
+            return None
+
+    async def main() -> None:
+        spec = inert.ToolSpec("write", timeout=0.01)
+        orch = inert.AsyncOrchestrator({"t": spec}, {"t": Stuck()}, turn_key="t", journal=str(path))
+        await orch.draft([block("t", n=1)])
+        runtime = orch._s.runtime
+        assert isinstance(runtime, AsyncRuntime)
+        while runtime._late == 0:  # its deadline passed; it runs on
+            await asyncio.sleep(0.001)
+
+    asyncio.run(main())
+    _wait_for(lambda: [status for _, status, _ in _journal_of(path)] == ["error"])
+    assert [(tool, status) for tool, status, _ in _journal_of(path)] == [("t", "error")]
     assert inert.recover(str(path)).prepared == []

@@ -80,6 +80,7 @@ class AsyncRuntime:
         self._lingering: set[Any] = set()  # tools' work that outlived its call (a deadline, a cancel)
         self._cleanups: set[asyncio.Task[Any]] = set()  # aborts drain() waits for
         self._after: list[Callable[[], None]] = []  # what waits for both (closing a journal)
+        self._released = threading.Lock()  # workers releasing ``_lingering`` once the loop is closed
         self._drained = False
         # A call's task was cancelled from outside inert: the event loop is ending (asyncio.run
         # cancels the tasks its main coroutine left). No call starts after that: its task is
@@ -179,6 +180,8 @@ class AsyncRuntime:
         if node.state is not State.RUNNING or self._tasks.get(node, task) is not task:
             return  # concluded, waiting for its block's fate, or another phase's task has it
         run: CallRun = node.owner
+        if task.cancelled():  # cancelled from outside inert, past every handler: see ``_ending``
+            self._ending = True
         failure = None if task.cancelled() else task.exception()
         if not run.settled:
             error = InDoubtError(
@@ -311,7 +314,7 @@ class AsyncRuntime:
                     )
                 except asyncio.CancelledError:  # the loop ended while the outcome was written: drop what it staged
                     self._note_outside_cancel(run)
-                    self._pool.submit(abort_staged, run, prepared, self._journal, self._turn_key, self)
+                    self._finish_off_loop(abort_staged, run, prepared, self._journal, self._turn_key, self)
                     result, error = None, _cut_off(run, "what it staged is being aborted")
                     break
             except BaseException as exc:  # noqa: BLE001 - every path out of a phase settles the call
@@ -320,13 +323,11 @@ class AsyncRuntime:
                 elif isinstance(exc, _HandedOver):  # its thread goes on: a worker journals it and drops it
                     self._note_outside_cancel(run)
                     drop = partial(_drop_cut_prepare, run, self._journal, self._turn_key, self)
-                    self._pool.submit(_when_done, exc.thread, drop)
+                    self._finish_off_loop(_when_done, exc.thread, drop)
                     result, error = None, _cut_off(run, "what it stages is aborted when it returns")
                 else:
                     if run.attempt:
-                        await self._in_thread(
-                            partial(journal_phase, began=True), run, self._journal, self._turn_key, PREPARE, exc
-                        )
+                        await self._journal_phase(run, PREPARE, exc, began=True)
                     result, error = None, exc
                 break
             run.stage(prepared)
@@ -388,6 +389,7 @@ class AsyncRuntime:
             if not outside or inspect.iscoroutinefunction(fn) or phase == COMMIT:
                 raise
             self._pool.abandon_one()  # its thread is still in the phase
+            work.add_done_callback(_retrieved)  # its worker journals what it raises
             raise _HandedOver(thread) from None
         except TimeoutError:
             if not deadline.expired():
@@ -416,7 +418,13 @@ class AsyncRuntime:
 
     def _abort_late(self, run: CallRun, done: asyncio.Future[Any]) -> None:
         """A coroutine prepare that outlived its deadline returned: journal it, and drop what it staged."""
-        if self._loop is None or done.cancelled():
+        if self._loop is None:
+            self._late_done()
+            return
+        if done.cancelled():  # by the loop's end: it staged nothing it returned, which is journaled off the loop
+            error = asyncio.CancelledError("the event loop ended while the prepare ran past its deadline")
+            write = partial(journal_phase, began=True)
+            self._finish_off_loop(write, run, self._journal, self._turn_key, PREPARE, error)
             self._late_done()
             return
         failure = done.exception()
@@ -481,11 +489,11 @@ class AsyncRuntime:
             if _cancelled_in_tool(run, COMMIT, self.clock()):
                 return None, None
             if not staged_taken:  # the commit never ran: what the prepare staged is dropped, not left pending
-                await asyncio.shield(self._abort(run))
+                await self._abort(run)
             return None, exc
         except Exception as exc:  # noqa: BLE001 - every path out of a phase settles the call
             if not staged_taken:  # the intent could not be written, so the commit never ran: drop what was staged
-                await asyncio.shield(self._abort(run))
+                await self._abort(run)
             return None, exc
         except BaseException as exc:  # noqa: BLE001 - every path out of a phase settles the call
             return None, exc
@@ -498,7 +506,7 @@ class AsyncRuntime:
             # This task may be one made after the loop took its list of tasks to cancel, destroyed
             # with the loop before an awaited abort could run: the cleanup runs on a worker, which
             # needs no loop (a rejected call's own abort runs in the task its prepare ran in).
-            self._pool.submit(abort_staged, run, run.prepared, self._journal, self._turn_key, self)
+            self._finish_off_loop(abort_staged, run, run.prepared, self._journal, self._turn_key, self)
             return CancelledCallError(f"{run.dispatch.name!r} was prepared, then aborted: the event loop was ending")
         error: BaseException | None = None
         began = False
@@ -517,19 +525,30 @@ class AsyncRuntime:
             await self._phase(run, ABORT)
         except _HandedOver as cut:  # the loop is ending, the abort's thread goes on: a worker journals it
             record = partial(_journal_cut_phase, run, self._journal, self._turn_key, ABORT, began=began)
-            self._pool.submit(_when_done, cut.thread, record)
+            self._finish_off_loop(_when_done, cut.thread, record)
             return _cut_off(run, "its abort is journaled when it returns")
         except BaseException as exc:  # noqa: BLE001 - recorded in the journal's abort entry and the report
             error = _timeout_error(run, ABORT) if isinstance(exc, _TimedOut) else exc
-        await self._in_thread(partial(journal_phase, began=began), run, self._journal, self._turn_key, ABORT, error)
+        await self._journal_phase(run, ABORT, error, began=began)
         return error or CancelledCallError(f"{run.dispatch.name!r} was prepared, then aborted: its block was rejected")
+
+    async def _journal_phase(self, run: CallRun, phase: str, error: BaseException | None, *, began: bool) -> None:
+        """Journals how ``phase`` ended, on a worker. A cancel meanwhile (the loop ending) waits
+        for the write and is noted, not raised: the call goes on to conclude with what it knows,
+        rather than leave its task with the write dropped from the queue."""
+        write = partial(journal_phase, began=began)
+        try:
+            await _shielded(self._thread_future(write, run, self._journal, self._turn_key, phase, error))
+        except asyncio.CancelledError:
+            self._note_outside_cancel(run)
 
     async def _settle_and_conclude(self, node: CallNode, result: Any, error: BaseException | None) -> None:
         run: CallRun = node.owner
         run.settle(result, error, self.clock())  # unless its deadline fixed it (``expire``)
         try:
-            # Shielded: the outcome is journaled even if this task is cancelled meanwhile.
-            await asyncio.shield(self._in_thread(stored_outcome, run, self._journal))
+            if run.began:  # else nothing to journal, and no wait: a task made as the loop ends is not run again
+                # Shielded: the outcome is journaled even if this task is cancelled meanwhile.
+                await asyncio.shield(self._in_thread(stored_outcome, run, self._journal))
             if self._trace is not None:
                 self._trace.result(run.record())
         finally:  # whatever escaped, the call ends: later calls and finish() never wait on it forever
@@ -573,17 +592,40 @@ class AsyncRuntime:
 
     def _tool_returned(self, node: CallNode, done: Any) -> None:
         """The tool of a call concluded without it returned (on a worker thread or the loop)."""
-        loop = self._loop
-        assert loop is not None
 
         def returned() -> None:
             node.owner.left_tool()
-            self._lingering.discard(done)
             self._start(self._scheduler.give_slot_back(node))
+
+        self._off_loop_ended(done, returned)
+
+    def _finish_off_loop(self, fn: Callable[..., None], *args: Any) -> None:
+        """The loop is ending: what is left of a call (journaling a phase it cut off, aborting
+        what a prepare staged) runs on a worker, which needs no loop. Tracked as a tool that
+        outlived its call is, so the journal it writes to is closed only after it."""
+        done = self._pool.submit(fn, *args)
+        self._lingering.add(done)
+        done.add_done_callback(self._off_loop_ended)
+
+    def _off_loop_ended(self, done: Any, then: Callable[[], None] | None = None) -> None:
+        """Work of this turn that outlived its call (``_lingering``) ended, on its thread or
+        the loop: released on the loop after ``then``; with the loop closed, released here
+        (``then`` is skipped: nothing of the turn starts any more)."""
+        loop = self._loop
+        assert loop is not None
+
+        def release() -> None:
+            if then is not None:
+                then()
+            self._lingering.discard(done)
             self._run_after()
 
-        with contextlib.suppress(RuntimeError):  # the loop is closed: nothing of this turn runs any more
-            loop.call_soon_threadsafe(returned)
+        try:
+            loop.call_soon_threadsafe(release)
+        except RuntimeError:  # the loop is closed: this is the only thread left to release it
+            with self._released:
+                self._lingering.discard(done)
+                self._run_after()
 
     async def _invoke(self, node: CallNode, run: CallRun) -> Any:
         invocation = run.invocation
