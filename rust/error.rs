@@ -53,6 +53,9 @@ pub enum CoreError {
     Finished,
     /// A turn has grown past what 32-bit offsets address.
     StreamTooLong,
+    /// A `StreamBatch` reached from another thread while one of its steps runs
+    /// (the core works with the GIL released).
+    ConcurrentUse,
     /// `in_reasoning=True` for a turn that has no reasoning delimiters.
     InReasoningWithoutReasoning,
     /// Reasoning delimiters that cannot be used.
@@ -95,6 +98,10 @@ pub enum TokenFault {
     /// A `str` that is not valid Unicode (a lone surrogate).
     NotUnicode,
 }
+
+const CONCURRENT_USE: &str =
+    "this StreamBatch is inside a step (on another thread, or reading this call's arguments); use a batch from one \
+     thread at a time (one per engine loop)";
 
 impl fmt::Display for CoreError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -157,6 +164,7 @@ impl fmt::Display for CoreError {
             Self::PastLedger { index, len } => write!(f, "token {index} is past the ledger ({len} tokens)"),
             Self::Finished => write!(f, "the turn is finished; start a new stream for the next turn"),
             Self::StreamTooLong => write!(f, "the turn exceeds 4 GiB of text; split it into turns"),
+            Self::ConcurrentUse => f.write_str(CONCURRENT_USE),
             Self::InReasoningWithoutReasoning => write!(
                 f,
                 "in_reasoning=True needs reasoning delimiters, but reasoning is off for this turn; \

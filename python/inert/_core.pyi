@@ -453,7 +453,8 @@ class Vocabulary:
 class StreamBatch:
     """Many sequences' turns over one format and vocabulary, advanced by one call per
     step: one crossing into the core for the whole batch, with the GIL released while
-    it works. Mutable: one per engine loop (concurrent use raises RuntimeError).
+    it works. Mutable: one per engine loop (a call from another thread while a step
+    runs raises ``ConcurrentUseError``, and changes nothing).
 
     Each sequence gets exactly the outcomes a lone ``TokenStream`` with the same
     tokens would. ``draft`` and ``verify`` return ``{seq: [outcome, ...]}`` for the
@@ -467,7 +468,7 @@ class StreamBatch:
         stream: streaming output for every sequence, read with ``take_released(seqs)``.
 
     Raises:
-        As ``TokenStream``.
+        As ``TokenStream``; every method ``ConcurrentUseError`` while a step is inside.
     """
 
     def __new__(

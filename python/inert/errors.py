@@ -175,8 +175,8 @@ class ReentrancyError(InertError, RuntimeError):
 
 
 class ConcurrentUseError(InertError, RuntimeError):
-    """Two threads stepped one ``Orchestrator`` or ``BatchOrchestrator`` at once: each is one
-    per inference loop. The second call is refused before it changes anything."""
+    """Two threads stepped one ``Orchestrator``, ``BatchOrchestrator`` or ``StreamBatch`` at
+    once: each is one per inference loop. The second call is refused before it changes anything."""
 
 
 class UnstorableResultError(InertError, ValueError):

@@ -19,7 +19,7 @@ use pyo3::types::{PyBytes, PyDict, PyList};
 use std::collections::{HashMap, HashSet, VecDeque};
 
 /// Many sequences' turns over one format and vocabulary. Mutable: one per
-/// engine loop (concurrent use from two threads raises RuntimeError).
+/// engine loop (a call from a second thread during a step raises ConcurrentUseError).
 #[pyclass(name = "StreamBatch", module = "inert._core")]
 #[derive(Debug)]
 pub(super) struct PyStreamBatch {
@@ -185,48 +185,58 @@ impl PyStreamBatch {
     /// Starts a turn for sequence `seq`, inside reasoning when its prompt opened it.
     #[pyo3(signature = (seq, turn_key, *, in_reasoning = Flag(false)), text_signature = "(self, seq, turn_key, *, in_reasoning=False)")]
     #[allow(clippy::needless_pass_by_value)] // pyo3 hands extracted arguments over by value
-    fn add(&mut self, seq: &Bound<'_, PyAny>, turn_key: TurnKey, in_reasoning: Flag) -> PyResult<()> {
+    fn add(slf: &Bound<'_, Self>, seq: &Bound<'_, PyAny>, turn_key: TurnKey, in_reasoning: Flag) -> PyResult<()> {
+        let mut this = mutable(slf)?;
         let seq = seq_id(seq)?;
-        self.batch.add(seq, &turn_key.0, in_reasoning.0)?;
-        self.notices.remove(&seq);
+        this.batch.add(seq, &turn_key.0, in_reasoning.0)?;
+        this.notices.remove(&seq);
         Ok(())
     }
 
     /// `seq`'s committed `ReasoningUnopened` outcomes, in stream order. Every one
     /// is committed by the verify that accepts its closer, so read them before
     /// `finish(seq)`, which forgets them with the sequence.
-    fn notices<'py>(&self, py: Python<'py>, seq: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, PyAny>>> {
+    fn notices<'py>(
+        slf: &Bound<'py, Self>,
+        py: Python<'py>,
+        seq: &Bound<'py, PyAny>,
+    ) -> PyResult<Vec<Bound<'py, PyAny>>> {
+        let this = shared(slf)?;
         let seq = seq_id(seq)?;
-        self.batch.turn(seq)?;
-        Ok(self.notices.get(&seq).map_or_else(Vec::new, |n| n.iter().map(|n| n.bind(py).clone()).collect()))
+        this.batch.turn(seq)?;
+        Ok(this.notices.get(&seq).map_or_else(Vec::new, |n| n.iter().map(|n| n.bind(py).clone()).collect()))
     }
 
     /// Drafts row `i` of `tokens` (its first `lengths[i]` ids) onto `seqs[i]`.
     #[pyo3(signature = (seqs, tokens, lengths = None))]
     fn draft<'py>(
-        &mut self,
+        slf: &Bound<'py, Self>,
         py: Python<'py>,
         seqs: &Bound<'py, PyAny>,
         tokens: &Bound<'py, PyAny>,
         lengths: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyDict>> {
+        let mut this = mutable(slf)?;
+        let this = &mut *this; // one borrow, split between the batch and the caches
         let rows = Rows::read(seqs, tokens, lengths)?;
-        let batch = &mut self.batch;
+        let batch = &mut this.batch;
         let out = py.detach(|| batch.draft(rows.draft()))?;
-        self.by_seq(py, out)
+        this.by_seq(py, out)
     }
 
     /// Drafts row `i` of `tokens` (its first `lengths[i]` nodes) as `seqs[i]`'s
     /// tree, over `parents`: one row shared by every tree, or one row per sequence.
     #[pyo3(signature = (seqs, tokens, parents, lengths = None))]
     fn draft_trees<'py>(
-        &mut self,
+        slf: &Bound<'py, Self>,
         py: Python<'py>,
         seqs: &Bound<'py, PyAny>,
         tokens: &Bound<'py, PyAny>,
         parents: &Bound<'py, PyAny>,
         lengths: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyDict>> {
+        let mut this = mutable(slf)?;
+        let this = &mut *this; // one borrow, split between the batch and the caches
         let rows = Rows::read(seqs, tokens, lengths)?;
         let parents = ints_nd(parents, "parents")?;
         let parents = match parents.ndim {
@@ -242,21 +252,23 @@ impl PyStreamBatch {
                 )
             }
         };
-        let batch = &mut self.batch;
+        let batch = &mut this.batch;
         let out = py.detach(|| batch.draft_trees(rows.draft(), parents))?;
-        self.by_seq(py, out)
+        this.by_seq(py, out)
     }
 
     /// Verifies `seqs[i]`'s tree along row `i` of `paths` (node indices from a root
     /// down, padded with -1), then appends `corrections[i]` unless -1.
     #[pyo3(signature = (seqs, paths, corrections = None))]
     fn verify_paths<'py>(
-        &mut self,
+        slf: &Bound<'py, Self>,
         py: Python<'py>,
         seqs: &Bound<'py, PyAny>,
         paths: &Bound<'py, PyAny>,
         corrections: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyDict>> {
+        let mut this = mutable(slf)?;
+        let this = &mut *this; // one borrow, split between the batch and the caches
         let seqs = seq_ids(seqs)?;
         let paths = ints_2d(paths, "paths")?;
         let [rows, depth] = paths.dims;
@@ -264,7 +276,7 @@ impl PyStreamBatch {
             return Err(shape(format!("paths has {rows} rows for {} seqs", seqs.len())).into());
         }
         let corrections = corrections_arg(corrections, &seqs)?;
-        let batch = &mut self.batch;
+        let batch = &mut this.batch;
         let out = py.detach(|| {
             batch.verify_paths(PathRows {
                 seqs: &seqs,
@@ -273,18 +285,20 @@ impl PyStreamBatch {
                 corrections: corrections.as_deref(),
             })
         })?;
-        self.by_seq(py, out)
+        this.by_seq(py, out)
     }
 
     /// Accepts `n_accepted[i]` of `seqs[i]`'s pending tokens, appends `corrections[i]` unless -1.
     #[pyo3(signature = (seqs, n_accepted, corrections = None))]
     fn verify<'py>(
-        &mut self,
+        slf: &Bound<'py, Self>,
         py: Python<'py>,
         seqs: &Bound<'py, PyAny>,
         n_accepted: &Bound<'py, PyAny>,
         corrections: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyDict>> {
+        let mut this = mutable(slf)?;
+        let this = &mut *this; // one borrow, split between the batch and the caches
         let seqs = seq_ids(seqs)?;
         let counts = ints_1d(n_accepted, "n_accepted")?;
         if counts.len() != seqs.len() {
@@ -298,39 +312,49 @@ impl PyStreamBatch {
         let counts: Vec<usize> =
             counts.into_iter().map(|n| usize::try_from(n.unsigned_abs()).unwrap_or(usize::MAX)).collect();
         let corrections = corrections_arg(corrections, &seqs)?;
-        let batch = &mut self.batch;
+        let batch = &mut this.batch;
         let out = py.detach(|| {
             batch.verify(VerifyRows { seqs: &seqs, n_accepted: &counts, corrections: corrections.as_deref() })
         })?;
-        self.by_seq(py, out)
+        this.by_seq(py, out)
     }
 
     /// Ends `seq`'s turn and frees its slot.
-    fn finish<'py>(&mut self, py: Python<'py>, seq: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, PyAny>>> {
+    fn finish<'py>(
+        slf: &Bound<'py, Self>,
+        py: Python<'py>,
+        seq: &Bound<'py, PyAny>,
+    ) -> PyResult<Vec<Bound<'py, PyAny>>> {
+        let mut this = mutable(slf)?;
         let seq = seq_id(seq)?;
-        let (out, tail) = self.batch.finish_released(seq)?;
-        if self.batch.setup().streams() {
+        let (out, tail) = this.batch.finish_released(seq)?;
+        if this.batch.setup().streams() {
             // Kept, even empty, until taken: a server takes every finished turn's tail once,
             // and a tail taken by the call after it always belongs to the turn it ended.
-            self.tails.entry(seq).or_default().push_back(tail);
+            this.tails.entry(seq).or_default().push_back(tail);
         }
-        let out = self.convert(py, seq, out);
-        self.notices.remove(&seq);
+        let out = this.convert(py, seq, out);
+        this.notices.remove(&seq);
         out
     }
 
     /// `{seq: (content, reasoning, deltas)}`: what the steps released for each of
     /// `seqs` since the last call (`finish(seq)`'s tail included), for the sequences
     /// that released something. Empty unless the batch streams (`stream=True`).
-    fn take_released<'py>(&mut self, py: Python<'py>, seqs: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyDict>> {
+    fn take_released<'py>(
+        slf: &Bound<'py, Self>,
+        py: Python<'py>,
+        seqs: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let mut this = mutable(slf)?;
         let dict = PyDict::new(py);
         let seqs = seq_ids(seqs)?;
         // A sequence never added, or finished and its tail taken, is a mistake, and so is one
         // named twice (its second answer would overwrite the first in the dict, and what
         // the first took would be lost): refused before anything is taken.
         for &seq in &seqs {
-            if !self.tails.contains_key(&seq) {
-                self.batch.turn(seq)?;
+            if !this.tails.contains_key(&seq) {
+                this.batch.turn(seq)?;
             }
         }
         // Engines mostly name their sequences in ascending order: then none repeats, and
@@ -345,14 +369,14 @@ impl PyStreamBatch {
             // A finished turn's tail first, one per call, alone: what the sequence's new
             // turn (if it was added again) released waits for the next call, so each
             // answer belongs to one turn and the engine knows which.
-            let r = match self.tails.get_mut(&seq).and_then(VecDeque::pop_front) {
+            let r = match this.tails.get_mut(&seq).and_then(VecDeque::pop_front) {
                 Some(tail) => {
-                    if self.tails.get(&seq).is_some_and(VecDeque::is_empty) {
-                        self.tails.remove(&seq);
+                    if this.tails.get(&seq).is_some_and(VecDeque::is_empty) {
+                        this.tails.remove(&seq);
                     }
                     tail
                 }
-                None => self.batch.take_released(seq),
+                None => this.batch.take_released(seq),
             };
             if !r.is_empty() {
                 dict.set_item(seq, released(py, r)?)?;
@@ -363,60 +387,82 @@ impl PyStreamBatch {
 
     /// Drafts a token tree onto `seq` (see `TokenStream.draft_tree`).
     fn draft_tree<'py>(
-        &mut self,
+        slf: &Bound<'py, Self>,
         py: Python<'py>,
         seq: &Bound<'py, PyAny>,
         tokens: &Bound<'py, PyAny>,
         parents: &Bound<'py, PyAny>,
     ) -> PyResult<Vec<Bound<'py, PyAny>>> {
+        let mut this = mutable(slf)?;
+        let this = &mut *this; // one borrow, split between the batch and the caches
         let seq = seq_id(seq)?;
         let parents = ints_1d(parents, "parents")?;
-        let batch = &mut self.batch;
+        let batch = &mut this.batch;
         let out = with_tokens(tokens, |window| batch.draft_tree(seq, window, &parents))?;
-        self.convert(py, seq, out)
+        this.convert(py, seq, out)
     }
 
     /// Verifies `seq`'s tree along `path` (see `TokenStream.verify_path`).
     #[pyo3(signature = (seq, path, correction = None))]
     fn verify_path<'py>(
-        &mut self,
+        slf: &Bound<'py, Self>,
         py: Python<'py>,
         seq: &Bound<'py, PyAny>,
         path: &Bound<'py, PyAny>,
         correction: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Vec<Bound<'py, PyAny>>> {
+        let mut this = mutable(slf)?;
+        let this = &mut *this; // one borrow, split between the batch and the caches
         let seq = seq_id(seq)?;
         let path = node_indices(&ints_1d(path, "path")?)?;
         let correction =
             correction.filter(|c| !c.is_none()).map(|c| token_arg(c, "correction", NO_CORRECTION)).transpose()?;
-        let out = self.batch.verify_path(seq, &path, correction)?;
-        self.convert(py, seq, out)
+        let out = this.batch.verify_path(seq, &path, correction)?;
+        this.convert(py, seq, out)
     }
 
-    fn __len__(&self) -> usize {
-        self.batch.len()
+    fn __len__(slf: &Bound<'_, Self>) -> PyResult<usize> {
+        Ok(shared(slf)?.batch.len())
     }
 
-    fn __contains__(&self, seq: &Bound<'_, PyAny>) -> bool {
-        seq_id(seq).is_ok_and(|s| self.batch.contains(s))
+    fn __contains__(slf: &Bound<'_, Self>, seq: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let this = shared(slf)?;
+        Ok(seq_id(seq).is_ok_and(|s| this.batch.contains(s)))
     }
 
     #[getter]
-    fn format(&self) -> String {
-        self.batch.setup().format().name.clone()
+    fn format(slf: &Bound<'_, Self>) -> PyResult<String> {
+        Ok(shared(slf)?.batch.setup().format().name.clone())
     }
 
     /// Tokens drafted onto `seq` and not yet verified.
-    fn pending_len(&self, seq: &Bound<'_, PyAny>) -> PyResult<usize> {
-        Ok(self.batch.turn(seq_id(seq)?)?.undecided_len())
+    fn pending_len(slf: &Bound<'_, Self>, seq: &Bound<'_, PyAny>) -> PyResult<usize> {
+        Ok(shared(slf)?.batch.turn(seq_id(seq)?)?.undecided_len())
     }
 
     /// `seq`'s accepted text so far.
-    fn accepted_text<'py>(&self, py: Python<'py>, seq: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
-        Ok(PyBytes::new(py, self.batch.turn(seq_id(seq)?)?.accepted_text()))
+    fn accepted_text<'py>(
+        slf: &Bound<'py, Self>,
+        py: Python<'py>,
+        seq: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        Ok(PyBytes::new(py, shared(slf)?.batch.turn(seq_id(seq)?)?.accepted_text()))
     }
 
-    fn __repr__(&self) -> String {
-        format!("StreamBatch(format={:?}, sequences={})", self.batch.setup().format().name, self.batch.len())
+    fn __repr__(slf: &Bound<'_, Self>) -> PyResult<String> {
+        let this = shared(slf)?;
+        Ok(format!("StreamBatch(format={:?}, sequences={})", this.batch.setup().format().name, this.batch.len()))
     }
+}
+
+/// The batch, for a step. Its core works with the GIL released, so another thread
+/// can reach it mid-step: that is refused as inert's `ConcurrentUseError`, with what
+/// to do, rather than pyo3's bare "Already borrowed".
+fn mutable<'py>(slf: &Bound<'py, PyStreamBatch>) -> PyResult<PyRefMut<'py, PyStreamBatch>> {
+    slf.try_borrow_mut().map_err(|_| CoreError::ConcurrentUse.into())
+}
+
+/// The batch, to read: refused as `mutable` is while a step holds it.
+fn shared<'py>(slf: &Bound<'py, PyStreamBatch>) -> PyResult<PyRef<'py, PyStreamBatch>> {
+    slf.try_borrow().map_err(|_| CoreError::ConcurrentUse.into())
 }

@@ -22,6 +22,7 @@ struct Classes {
     tree: Py<PyType>,
     batch: Py<PyType>,
     unknown_sequence: Py<PyType>,
+    concurrent_use: Py<PyType>,
 }
 
 static CLASSES: PyOnceLock<Classes> = PyOnceLock::new();
@@ -43,6 +44,7 @@ impl Classes {
             tree: class("TreeError")?,
             batch: class("BatchError")?,
             unknown_sequence: class("UnknownSequenceError")?,
+            concurrent_use: class("ConcurrentUseError")?,
         })
     }
 
@@ -86,6 +88,7 @@ impl Classes {
             | CoreError::BadReasoning(_) => &self.inert_value,
             CoreError::Finished => &self.stream_finished,
             CoreError::StreamTooLong => &self.stream_limit,
+            CoreError::ConcurrentUse => &self.concurrent_use,
         }
     }
 }
