@@ -5,7 +5,7 @@ use crate::error::{CoreError, TokenFault};
 use crate::turn::TokenIn;
 use pyo3::exceptions::PyOverflowError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
+use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyFrozenSet, PyInt, PyList, PySet, PyString, PyTuple};
 use serde_json::{Map, Value};
 
 /// The name of an object's type, for messages.
@@ -30,7 +30,16 @@ pub(super) fn collect_tokens<'py>(tokens: &Bound<'py, PyAny>) -> PyResult<Vec<Bo
         return Ok(list.iter().collect());
     }
     let not_a_sequence = || CoreError::NotASequence { what: "tokens", type_name: type_name(tokens) };
+    if unordered(tokens) {
+        return Err(not_a_sequence().into());
+    }
     tokens.try_iter().map_err(|_| not_a_sequence())?.collect()
+}
+
+/// A dict, set or frozenset: iterable, but not in an order the caller chose (a dict
+/// iterates its keys, a set its hash order), so never a window of tokens or ids.
+pub(super) fn unordered(obj: &Bound<'_, PyAny>) -> bool {
+    obj.is_instance_of::<PyDict>() || obj.is_instance_of::<PySet>() || obj.is_instance_of::<PyFrozenSet>()
 }
 
 /// Borrows one token: `str` and `bytes` as pieces, an integer (anything with

@@ -3,7 +3,7 @@
 //! copy on the Rust side, or from a list or tuple of ints (numpy integer scalars
 //! included). Nothing here converts a buffer element by element through Python objects.
 
-use super::convert::{as_index, repr, type_name, Index};
+use super::convert::{as_index, repr, type_name, unordered, Index};
 use crate::error::CoreError;
 use pyo3::buffer::{Element, ElementType, PyBuffer, PyUntypedBuffer};
 use pyo3::prelude::*;
@@ -139,7 +139,7 @@ pub(super) fn int(obj: &Bound<'_, PyAny>, what: &str) -> Result<i64, CoreError> 
 
 /// A 1-D run of integers: a buffer, or a sequence of ints.
 pub(super) fn ints_1d(obj: &Bound<'_, PyAny>, what: &'static str) -> Result<Vec<i64>, CoreError> {
-    if obj.is_instance_of::<PyString>() || obj.is_instance_of::<PyBytes>() {
+    if obj.is_instance_of::<PyString>() || obj.is_instance_of::<PyBytes>() || unordered(obj) {
         return Err(CoreError::NotASequence { what, type_name: type_name(obj) });
     }
     if !obj.is_instance_of::<PyList>() && !obj.is_instance_of::<PyTuple>() {
@@ -165,6 +165,9 @@ pub(super) fn ints_1d(obj: &Bound<'_, PyAny>, what: &'static str) -> Result<Vec<
 
 /// A 2-D block of integers, `rows` x `cols`: a buffer, or a sequence of equal-length sequences.
 pub(super) fn ints_2d(obj: &Bound<'_, PyAny>, what: &'static str) -> Result<Ints, CoreError> {
+    if unordered(obj) {
+        return Err(CoreError::NotASequence { what, type_name: type_name(obj) });
+    }
     if !obj.is_instance_of::<PyList>() && !obj.is_instance_of::<PyTuple>() && !obj.is_instance_of::<PyString>() {
         if let Some(ints) = buffer_ints(obj, what)? {
             if ints.ndim != 2 {

@@ -574,3 +574,30 @@ def test_a_negative_correction_leaves_the_stream_as_it_was() -> None:
         b.verify([1], [2], corrections=[-2])
     assert b.pending_len(1) == 2
     assert b.verify([1], [2], corrections=[-1]) == {}, "-1 in the batch's array is no correction"
+
+
+@pytest.mark.parametrize("tokens", [{"a": 1}, {"a"}, frozenset("a")], ids=["dict", "set", "frozenset"])
+def test_an_unordered_collection_is_no_window_of_tokens(tokens: Any) -> None:
+    """Found by a helper: draft() took a dict (drafting its keys) and a set (in hash order),
+    though its error says tokens must be a sequence. Refused, the stream unchanged."""
+    stream = inert.TokenStream("hermes")
+    stream.draft(["a"])
+    with pytest.raises(inert.PieceTypeError, match=r"tokens must be a sequence .* got " + type(tokens).__name__):
+        stream.draft(tokens)
+    assert stream.pending_len == 1
+    orch = inert.Orchestrator({"t": "read_only"}, {"t": lambda: 1}, turn_key="k")
+    with pytest.raises(inert.PieceTypeError, match="tokens must be a sequence"):
+        orch.draft(tokens)
+
+
+def test_a_set_is_no_row_of_a_batch_call() -> None:
+    """A set of sequence ids or counts would pair with the rows in hash order: refused."""
+    batch = inert.StreamBatch("hermes", inert.Vocabulary(["a"]))
+    batch.add(0, "t")
+    with pytest.raises(inert.PieceTypeError, match=r"seqs must be a sequence .* got set"):
+        batch.draft({0}, [[0]])
+    with pytest.raises(inert.PieceTypeError, match=r"n_accepted must be a sequence .* got set"):
+        batch.verify([0], {0})
+    with pytest.raises(inert.PieceTypeError, match=r"tokens must be a sequence .* got dict"):
+        batch.draft([0], {0: 0})
+    assert batch.pending_len(0) == 0
