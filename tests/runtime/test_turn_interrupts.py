@@ -9,6 +9,7 @@ would; nothing waits on timing."""
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 import warnings
 from collections.abc import Iterator
@@ -214,3 +215,43 @@ def test_a_finish_cut_short_keeps_the_text_the_end_released(monkeypatch: pytest.
         orch.finish()
     tail = orch.finish().tail
     assert tail is not None and shown + tail.content == "Hello <tool"
+
+
+@pytest.mark.parametrize("runtime", RUNTIMES)
+def test_a_retraction_retried_after_an_interrupt_traces_one_discard(
+    monkeypatch: pytest.MonkeyPatch, runtime: str, tmp_path: Any
+) -> None:
+    """Found by a helper: an interrupt landing just after the runtime retracted a started
+    call (before the step noted it done) made the next step retract it again, and the
+    trace got a second ``discard`` event for the one call."""
+    trace, release = tmp_path / "trace.jsonl", threading.Event()
+    started = threading.Event()
+
+    def read(n: int) -> int:
+        started.set()
+        release.wait(WATCHDOG)
+        return n
+
+    kind = inert.AsyncOrchestrator if runtime == "asyncio" else inert.Orchestrator
+    real = (AsyncRuntime if runtime == "asyncio" else ThreadRuntime).retract
+    armed = [True]
+
+    def retract_then_interrupt(self: Any, node: Any) -> None:
+        real(self, node)
+        if armed[0]:
+            armed[0] = False
+            raise KeyboardInterrupt  # as a Ctrl-C landing as retract returns
+
+    monkeypatch.setattr(AsyncRuntime if runtime == "asyncio" else ThreadRuntime, "retract", retract_then_interrupt)
+    lone = _Lone.__new__(_Lone)
+    lone.loop = asyncio.new_event_loop() if runtime == "asyncio" else None
+    lone.orch = kind({"r": "read_only"}, {"r": read}, turn_key="t", trace=str(trace))
+    lone("draft", [block("r", n=1)])
+    assert lone.until(started)
+    with pytest.raises(KeyboardInterrupt):
+        lone("verify", 0, ".")
+    release.set()
+    lone("finish")  # acts on what the interrupt cut short first
+    lone.close_loop()
+    events = [json.loads(line)["event"] for line in trace.read_text().splitlines()]
+    assert events.count("discard") == 1

@@ -48,6 +48,7 @@ class CallRun:
         "_state",
         "attempt",
         "began",
+        "discard_traced",
         "dispatch",
         "early",
         "error",
@@ -81,6 +82,8 @@ class CallRun:
         """The journal holds this call's intent (it is this call's to complete)."""
         self.replayed = False
         """The journal held an entry under its key (a restart, or rejected tokens drafted again)."""
+        self.discard_traced = False
+        """The trace holds its ``discard`` event (``lifecycle.trace_discard``)."""
         self.status: str | None = None
         # A two-phase tool: which phase runs (or ran last), the attempt that keys its phases, what
         # its prepare staged, and the block's fate, which decides the second phase.

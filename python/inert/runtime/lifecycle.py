@@ -13,12 +13,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..audit.trace import TraceWriter
 from ..errors import ToolTimeoutError
 from .call import CallRun, Fate
 from .call_state import CallState
 from .schedule import Node, Scheduler, State
 
-__all__ = ["SlotWait", "confirm", "retract", "slot_wait_over"]
+__all__ = ["SlotWait", "confirm", "retract", "slot_wait_over", "trace_discard"]
 
 
 def confirm(scheduler: Scheduler[CallRun], node: Node[CallRun]) -> list[Node[CallRun]]:
@@ -41,6 +42,14 @@ def retract(scheduler: Scheduler[CallRun], node: Node[CallRun]) -> tuple[list[No
         return scheduler.cancel(node), False
     ready = scheduler.resume(node, slot=False) if node.state is State.PREPARED else []  # its abort
     return ready + scheduler.abandon(node), True
+
+
+def trace_discard(trace: TraceWriter | None, run: CallRun) -> None:
+    """Traces that a started call's result is discarded, once: a retraction an interrupt
+    cut short as it returned is acted on again by the next step (see ``TurnDriver._act``)."""
+    if trace is not None and not run.discard_traced:
+        trace.discard(run.record())
+        run.discard_traced = True
 
 
 @dataclass(frozen=True)

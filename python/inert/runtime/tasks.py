@@ -128,8 +128,7 @@ class AsyncRuntime:
         self._start(ready)
         if not started:
             return
-        if self._trace is not None:
-            self._trace.discard(node.owner.record())
+        lifecycle.trace_discard(self._trace, node.owner)
         if node.owner.dispatch.two_phase:
             return  # it aborts: now if prepared, when its prepare returns if still preparing
         if node in self._in_tool:

@@ -159,9 +159,7 @@ class ThreadRuntime:
                 self._disarm(node.owner)  # a wait for a tool slot it will never take
                 self._notify_if_idle()
                 return
-            record = node.owner.record()
-        if self._trace is not None:
-            self._trace.discard(record)
+        lifecycle.trace_discard(self._trace, node.owner)
 
     def drain(self) -> None:
         """Waits until every permitted call is concluded (a timed-out one counts), then
