@@ -9,7 +9,8 @@ from typing import Any
 
 from ..errors import InertValueError, describe
 from ..report import AcceptedCall, DispatchRecord, Report, Violation
-from .reconcile import accepted_from_json, reconcile, record_from_json, result_from_json, text_field, time_field
+from .reconcile import accepted_from_json, reconcile, record_from_json, result_from_json
+from .schema import EVENTS, check_event
 from .trace import SCHEMA, read_trace
 
 __all__ = ["TurnAudit", "audit"]
@@ -95,32 +96,14 @@ def audit(path: str | os.PathLike[str]) -> list[TurnAudit]:
                 f'{where}:{n}: an event needs a "turn" (the turn key) and an "event", both '
                 f"strings; got {key!r} and {event!r}"[:300]
             )
-        if key not in current or (event == "turn_start" and current[key].order + current[key].accepted):
-            runs[key] = runs.get(key, 0) + 1
-            name = key if runs[key] == 1 else f"{key}#{runs[key]}"
-            while name in names:  # a turn key that is itself spelled KEY#N
-                runs[key] += 1
-                name = f"{key}#{runs[key]}"
-            names.add(name)
-            current[key] = _TurnEvents(name)
-            turns.append(current[key])
-        turn = current[key]
+        if (shape := EVENTS.get(event)) is None:
+            raise InertValueError(f"{where}:{n}: {event[:100]!r} is no {SCHEMA} event (one of {', '.join(EVENTS)})")
         try:
-            time_field(row["t"])  # every event's, so a bad one names its line whatever the event
-            if event == "dispatch":
-                dispatch = {**row, "started": row["t"], "finished": None}
-                record_from_json(dispatch)  # checks its fields now, to name this line if one is bad
-                turn.order.append(dispatch)
-                turn.by_key.setdefault(row["commit_key"], _KeyDispatches()).rows.append(dispatch)
-            elif event == "discard":
-                if (dispatches := turn.by_key.get(text_field(row["commit_key"], "commit_key"))) is not None:
-                    dispatches.discard()
-            elif event == "result":
-                result = result_from_json(row)  # checked even when no dispatch takes it
-                if (dispatches := turn.by_key.get(text_field(row["commit_key"], "commit_key"))) is not None:
-                    dispatches.result(result)
-            elif event == "call_committed":
-                turn.accepted.append(accepted_from_json(row))
+            check_event(shape, row)
+            if key not in current or (event == "turn_start" and (current[key].order or current[key].accepted)):
+                current[key] = _TurnEvents(_run_name(key, runs, names))
+                turns.append(current[key])
+            _gather(current[key], event, row)
         except (KeyError, TypeError, ValueError, OverflowError) as e:
             raise InertValueError(
                 f"{where}:{n}: a {event!r} event of turn {key!r} lacks a field or has a bad one: {_short(e)}"
@@ -128,6 +111,37 @@ def audit(path: str | os.PathLike[str]) -> list[TurnAudit]:
     if not turns:
         raise InertValueError(f"{where}: no {SCHEMA} events: nothing to audit (an empty file, or the wrong one)")
     return [TurnAudit(t.name, t.report()) for t in turns]
+
+
+def _run_name(key: str, runs: dict[str, int], names: set[str]) -> str:
+    """The name of a new run of turn ``key``: ``key`` itself, then ``KEY#2``, ... past any
+    name the file already spells that way."""
+    runs[key] = runs.get(key, 0) + 1
+    name = key if runs[key] == 1 else f"{key}#{runs[key]}"
+    while name in names:  # a turn key that is itself spelled KEY#N
+        runs[key] += 1
+        name = f"{key}#{runs[key]}"
+    names.add(name)
+    return name
+
+
+def _gather(turn: _TurnEvents, event: str, row: dict[str, Any]) -> None:
+    """Adds what one checked event says to its turn: the audit reads dispatches, results,
+    discards and commits; every other event was checked and says nothing it needs."""
+    if event == "dispatch":
+        dispatch = {**row, "started": row["t"], "finished": None}
+        record_from_json(dispatch)  # the record is made at the end: fail on this line instead
+        turn.order.append(dispatch)
+        turn.by_key.setdefault(row["commit_key"], _KeyDispatches()).rows.append(dispatch)
+    elif event == "discard":
+        if (dispatches := turn.by_key.get(row["commit_key"])) is not None:
+            dispatches.discard()
+    elif event == "result":
+        result = result_from_json(row)
+        if (dispatches := turn.by_key.get(row["commit_key"])) is not None:
+            dispatches.result(result)
+    elif event == "call_committed":
+        turn.accepted.append(accepted_from_json(row))
 
 
 def _short(e: BaseException) -> str:
