@@ -15,7 +15,8 @@ from typing import Any
 from . import __version__
 from .audit import TurnAudit, audit
 from .demo import SLIP, DemoRun, demo_ok, run_demo, two_phase_ok
-from .errors import InertError, TraceWarning
+from .errors import InertError, InertValueError, TraceWarning
+from .files import unreadable
 from .journal import JournalEntry, init_journal, is_dsn, recover, redact
 
 COL = 52
@@ -428,6 +429,38 @@ def _emit(text: str) -> None:
         _stdout_closed()
 
 
+_PATHS = {
+    "demo": (("--db", "db", False), ("--trace", "trace", False)),
+    "audit": (("", "trace", True),),
+    "recover": (("", "journal", True),),
+    "journal": (("", "journal", False),),
+    "simulate": (("--workloads", "workloads", True), ("--plot", "plot", False)),
+}
+"""Each command's paths: its option (none for the positional one), its argument, and whether
+the command reads it (a path it only writes is never checked for reading)."""
+
+
+def _check_paths(args: argparse.Namespace) -> None:
+    """Refuses, before a command does anything, ``-`` for any path (every command reads and
+    writes named files, never stdin or stdout: ``journal init -`` and ``demo --trace -``
+    made a file called ``-``) and a file the command reads that permissions forbid, which
+    ``recover`` took for a missing journal.
+
+    Raises:
+        InertValueError: one of them is.
+    """
+    for flag, dest, reads in _PATHS[args.command]:
+        path = getattr(args, dest)
+        if path == "-":
+            named = f"{flag} -" if flag else "-"
+            raise InertValueError(
+                f"{named}: inert reads and writes named files, not stdin or stdout; "
+                "give a file's path (./- for a file named -)"
+            )
+        if reads and path is not None and (why := unreadable(path)) is not None:
+            raise InertValueError(f"{path}: cannot be read ({why})")
+
+
 INTERRUPTED = 130
 """The exit status of a command stopped by Ctrl-C (SIGINT), as shells report one: 128 + 2."""
 
@@ -497,6 +530,7 @@ def _main(argv: Sequence[str] | None) -> int:
     args = parser.parse_args(argv)
 
     try:
+        _check_paths(args)
         if args.command == "simulate":
             return _simulate(args)
         if args.command == "demo":

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from . import CallClosed, EffectClass, Orchestrator, Report, ToolSpec
+from .audit.trace import check_appendable
 from .errors import InertValueError
 from .files import special_file
 
@@ -519,9 +520,12 @@ def run_demo(db: str | Path | None = None, trace: str | Path | None = None) -> l
     with A a two-phase create, against one database file, appending the turns to ``trace``.
 
     Raises:
-        InertValueError: ``db`` is not a SQLite file the demo may rewrite.
-        OSError: ``trace`` cannot be written.
+        InertValueError: ``db`` is not a SQLite file the demo may rewrite, or ``trace`` is
+            not a file to append a trace to (see ``check_appendable``).
+        OSError: ``trace`` cannot be read or written.
     """
+    if trace is not None:
+        check_appendable(trace)  # before the database is touched: a bad trace changes nothing
     if db is not None:
         return [run_policy(p, Path(db), trace, two_phase=t) for p, t in RUNS]
     with tempfile.TemporaryDirectory(prefix="inert-demo-") as tmp:

@@ -18,7 +18,7 @@ from ..errors import describe
 from ..outcomes import Outcome
 from ..report import DispatchRecord
 
-__all__ = ["SCHEMA", "TraceWriter", "read_trace"]
+__all__ = ["SCHEMA", "TraceWriter", "check_appendable", "read_trace"]
 
 SCHEMA = "inert.trace/2"
 
@@ -160,16 +160,18 @@ def read_trace(path: str | os.PathLike[str]) -> Iterator[tuple[int, dict[str, An
     Raises:
         InertValueError: a line is not UTF-8, not JSON (or nests too deeply, or holds a
             number too long to read), or not an event of this schema, or longer than 256 MiB;
-            ``path`` is a device.
+            ``path`` is a device or a socket, or a FIFO no program writes to.
         OSError: the file cannot be read.
     """
     from ..errors import InertValueError
-    from ..files import endless
+    from ..files import open_to_read, special_file, unwritten_fifo
 
     where = os.fspath(path)
-    if (kind := endless(path)) is not None:
+    kind = special_file(path)
+    if kind in ("a device", "a socket"):
         raise InertValueError(f"{where} is {kind}, not a trace file: give the path of an {SCHEMA} trace")
-    with open(path, "rb") as f:
+    n = 0
+    with open_to_read(path) as f:
         for n, raw in enumerate(iter(lambda: f.readline(_LONGEST_LINE + 1), b""), 1):
             if len(raw) > _LONGEST_LINE:
                 raise InertValueError(
@@ -192,3 +194,62 @@ def read_trace(path: str | os.PathLike[str]) -> Iterator[tuple[int, dict[str, An
                 version = row.get("v") if isinstance(row, dict) else None
                 raise InertValueError(f'{where}:{n}: not an {SCHEMA} event (its "v" is {version!r})')
             yield n, row
+    if n == 0 and kind == "a FIFO":
+        raise InertValueError(unwritten_fifo(where))
+
+
+def check_appendable(path: str | os.PathLike[str]) -> None:
+    """Refuses a path a trace must not be appended to, before anything is written: a FIFO
+    or a socket (no file to append to), a folder or a missing folder, and a file that
+    holds something other than JSON Lines events (a SQLite journal, a binary), which the
+    trace's lines would corrupt. An empty file, a missing one (created) and a device
+    (``/dev/null``) are fine; so is a trace of any schema version.
+
+    Raises:
+        InertValueError: ``path`` is one of those.
+        OSError: the file cannot be read.
+    """
+    from ..errors import InertValueError
+    from ..files import special_file
+
+    where = os.fspath(path)
+    kind = special_file(path)
+    if kind in ("a FIFO", "a socket"):
+        raise InertValueError(f"{where} is {kind}, not a file to append a trace to; give the path of a file")
+    if kind is not None:
+        return
+    if os.path.isdir(path):
+        raise InertValueError(f"{where} is a folder; give the path of a trace file in it")
+    if not os.path.exists(path):
+        folder = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(folder):
+            raise InertValueError(f"{where}: no such folder {folder}")
+        return
+    if (problem := _not_events(path)) is not None:
+        raise InertValueError(
+            f"{where} holds something other than a JSONL trace ({problem}); appending would corrupt it: "
+            "give a new file, or a trace an earlier run wrote"
+        )
+
+
+def _not_events(path: str | os.PathLike[str]) -> str | None:
+    """What shows that the file at ``path`` is no JSONL trace: its first line that is not
+    blank is not a JSON object with an ``event``. ``None`` for a trace, or a blank file.
+    A first byte that opens no object settles it unread (a binary with no line breaks)."""
+    with open(path, "rb") as f:
+        while chunk := f.read(4096):
+            if head := chunk.lstrip():
+                break
+        else:
+            return None
+        if not head.startswith(b"{"):
+            return "its first line is not a JSON object"
+        f.seek(f.tell() - len(head))
+        raw = f.readline(_LONGEST_LINE + 1)
+    try:
+        row = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return "its first line is not JSON"
+    if not isinstance(row, dict) or "event" not in row:
+        return 'its first line is not a JSON object with an "event"'
+    return None
