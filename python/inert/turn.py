@@ -81,8 +81,12 @@ class Runtime(Protocol):
     def turn_key(self) -> str:
         """The turn's key: the gate rebuilds the accepted stream's keys from it."""
 
-    def schedule(self, dispatch: Dispatch, invocation: Invocation | None, *, permit: bool) -> CallNode:
-        """A call closed: it takes its place in stream order, and runs now if ``permit``."""
+    def schedule(self, dispatch: Dispatch, invocation: Invocation | None) -> CallNode:
+        """A call closed: it takes its place in stream order, gated until its block is decided."""
+
+    def run_early(self, node: CallNode) -> None:
+        """The call may run now, on draft tokens (a speculative read, or any call under
+        ``eager_unsafe``), once nothing before it holds it back. A repeat does nothing."""
 
     def confirm(self, node: CallNode) -> None:
         """Its block was accepted: it runs, or its early result (or prepare) counts."""
@@ -364,8 +368,11 @@ class TurnDriver:
             command = todo[0]
             if isinstance(command, Schedule):
                 d = command.dispatch
-                if d.commit_key not in nodes:  # else scheduled already, before an interrupt
-                    nodes[d.commit_key] = runtime.schedule(d, self.tooling.tools.get(d.name), permit=command.permit)
+                node = nodes.get(d.commit_key)
+                if node is None:  # else scheduled already, before an interrupt
+                    node = nodes[d.commit_key] = runtime.schedule(d, self.tooling.tools.get(d.name))
+                if command.permit:
+                    runtime.run_early(node)
             else:
                 node = nodes.get(command.commit_key)
                 if node is not None:  # else acted on already, before an interrupt

@@ -255,3 +255,35 @@ def test_a_retraction_retried_after_an_interrupt_traces_one_discard(
     lone.close_loop()
     events = [json.loads(line)["event"] for line in trace.read_text().splitlines()]
     assert events.count("discard") == 1
+
+
+@pytest.mark.parametrize("runtime", RUNTIMES)
+@pytest.mark.parametrize("effect", ["read_only", "write"])
+def test_an_interrupt_as_the_runtime_starts_a_call_leaves_it_run_once(
+    monkeypatch: pytest.MonkeyPatch, runtime: str, effect: str
+) -> None:
+    """Found by a helper: a Ctrl-C landing in the runtime's start of a call (its trace
+    event, say) left the scheduler counting it running with no worker or task for it, and
+    finish() waited for it for ever. A read started on draft tokens was also scheduled a
+    second time by the next step (the first node was never handed back)."""
+    ran: list[int] = []
+
+    def call(n: int) -> int:
+        ran.append(n)
+        return n
+
+    tools = {"c": call}
+    lone = _Lone.__new__(_Lone)
+    lone.loop = asyncio.new_event_loop() if runtime == "asyncio" else None
+    kind = inert.AsyncOrchestrator if runtime == "asyncio" else inert.Orchestrator
+    lone.orch = kind({"c": effect}, tools, turn_key="t")
+    raise_once(monkeypatch, AsyncRuntime if runtime == "asyncio" else ThreadRuntime, "_launch")
+    with pytest.raises(KeyboardInterrupt):  # a read starts in its draft, a write in its verify
+        lone("draft", [block("c", n=1)])
+        lone("verify", 1, ".")
+    if effect == "read_only":
+        lone("verify", 1, ".")
+    report = lone("finish")
+    lone.close_loop()
+    assert ran == [1]
+    assert [(r.name, r.result) for r in report.results] == [("c", 1)]

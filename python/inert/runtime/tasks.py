@@ -112,13 +112,13 @@ class AsyncRuntime:
 
     # -- the gate's commands (on the loop thread) --
 
-    def schedule(self, dispatch: Dispatch, invocation: Invocation | None, *, permit: bool) -> CallNode:
+    def schedule(self, dispatch: Dispatch, invocation: Invocation | None) -> CallNode:
         run = CallRun(dispatch, invocation)
         run.home = self
-        node = self._scheduler.add(dispatch, run)
-        if permit:
-            self._start(self._scheduler.permit(node, early=True))
-        return node
+        return self._scheduler.add(dispatch, run)
+
+    def run_early(self, node: CallNode) -> None:
+        self._start(self._scheduler.permit(node, early=True))
 
     def confirm(self, node: CallNode) -> None:
         self._start(lifecycle.confirm(self._scheduler, node))
@@ -156,17 +156,29 @@ class AsyncRuntime:
 
     def _start(self, nodes: list[CallNode]) -> None:
         assert self._loop is not None, "bind() precedes every command"
+        interrupt: BaseException | None = None
         for node in nodes:
             run: CallRun = node.owner
-            if run.state is CallState.SCHEDULED:  # not a prepared two-phase call resuming for its second phase
-                run.launch(node.early, self.clock())
-                self._log.append(run)
-                if self._trace is not None:
-                    self._trace.dispatch(run.record())
+            try:
+                self._launch(run, node)
+            except BaseException as exc:  # noqa: BLE001 - a Ctrl-C landing in it: raised once all are launched
+                interrupt = interrupt or exc
+                self._launch(run, node)  # what it cut short (a part already done is not done again)
+            # Always given its task: the scheduler counts it running, so drain() waits for it.
             body = self._run_two_phase(node) if run.dispatch.two_phase else self._run(node)
             task = self._tasks[node] = self._loop.create_task(body)
             task.add_done_callback(partial(self._task_ended, node))
         self._update_idle()
+        if interrupt is not None:
+            raise interrupt
+
+    def _launch(self, run: CallRun, node: CallNode) -> None:
+        """A call starts: its start time, its place in the log, its trace event."""
+        if run.state is CallState.SCHEDULED:  # not a prepared two-phase call resuming for its second phase
+            run.launch(node.early, self.clock())
+            self._log.append(run)
+            if self._trace is not None:
+                self._trace.dispatch(run.record())
 
     def _task_ended(self, node: CallNode, task: asyncio.Task[None]) -> None:
         """A call's task ended. Its body concludes the call on every path but one: a

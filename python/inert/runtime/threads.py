@@ -135,15 +135,17 @@ class ThreadRuntime:
 
     # -- the gate's commands --
 
-    def schedule(self, dispatch: Dispatch, invocation: Invocation | None, *, permit: bool) -> CallNode:
-        """A call closed: it takes its place in stream order, and runs now if ``permit``."""
+    def schedule(self, dispatch: Dispatch, invocation: Invocation | None) -> CallNode:
+        """A call closed: it takes its place in stream order, gated."""
         with self._lock:
             run = CallRun(dispatch, invocation)
             run.home = self
-            node = self._scheduler.add(dispatch, run)
-            if permit:
-                self._start(self._scheduler.permit(node, early=True))
-        return node
+            return self._scheduler.add(dispatch, run)
+
+    def run_early(self, node: CallNode) -> None:
+        """It may run now, on draft tokens (see ``Runtime.run_early``)."""
+        with self._lock:
+            self._start(self._scheduler.permit(node, early=True))
 
     def confirm(self, node: CallNode) -> None:
         """Its block was accepted: it runs, or commits (see ``lifecycle``)."""
@@ -179,10 +181,18 @@ class ThreadRuntime:
     def _start(self, nodes: list[CallNode]) -> None:
         """Launches calls the scheduler started (called with the lock held). A call that
         took a tool slot another turn gave back is launched by its own turn's runtime."""
+        interrupt: BaseException | None = None
         for node in nodes:
             home: ThreadRuntime = node.owner.home
-            home._launch(node)
+            try:
+                home._launch(node)
+            except BaseException as exc:  # noqa: BLE001 - a Ctrl-C landing in it: raised once all are launched
+                interrupt = interrupt or exc
+                home._launch(node)  # what it cut short (a part already done is not done again)
+            # Always handed to a worker: the scheduler counts it running, so drain() waits for it.
             self._pool.submit(_work, node)
+        if interrupt is not None:
+            raise interrupt
 
     def _launch(self, node: CallNode) -> None:
         """A call starts: its start time, its place in the log, its deadline (lock held).

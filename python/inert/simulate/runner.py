@@ -51,11 +51,11 @@ class VirtualRuntime:
     def turn_key(self) -> str:
         return self._turn_key
 
-    def schedule(self, dispatch: Dispatch, invocation: Invocation | None, *, permit: bool) -> CallNode:
-        node = self._scheduler.add(dispatch, CallRun(dispatch, invocation))
-        if permit:
-            self._start(self._scheduler.permit(node, early=True))
-        return node
+    def schedule(self, dispatch: Dispatch, invocation: Invocation | None) -> CallNode:
+        return self._scheduler.add(dispatch, CallRun(dispatch, invocation))
+
+    def run_early(self, node: CallNode) -> None:
+        self._start(self._scheduler.permit(node, early=True))
 
     def confirm(self, node: CallNode) -> None:
         self.accepted_at[node.dispatch.commit_key] = self._loop.now
