@@ -15,7 +15,7 @@ from typing import Any
 
 from .durations import seconds
 from .errors import EffectTableError, InertTypeError, closest_name
-from .files import endless
+from .files import endless, open_to_read, special_file, unwritten_fifo
 
 __all__ = ["EffectClass", "EffectTable", "Footprint", "FootprintFn", "ToolSpec"]
 
@@ -394,11 +394,14 @@ class EffectTable:
             raise InertTypeError(f"from_toml: path must be a str or os.PathLike, got {type(path).__name__}")
         if (kind := endless(path)) is not None:
             raise EffectTableError(f"{path} is {kind}, not a TOML effect table")
-        with open(path, "rb") as f:
-            try:
-                doc = tomllib.load(f)
-            except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-                raise EffectTableError(f"{path}: not a TOML effect table: {e}") from None
+        with open_to_read(path) as f:  # a FIFO without waiting for a writer that may never come
+            text = f.read()
+        if not text and special_file(path) == "a FIFO":
+            raise EffectTableError(unwritten_fifo(path))
+        try:
+            doc = tomllib.loads(text.decode())
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+            raise EffectTableError(f"{path}: not a TOML effect table: {e}") from None
         # A misspelled key is refused, never skipped: `speculat = false` would leave a read
         # speculating, and `[tool]` for `[tools]` would make every tool a write, without a word.
         _known_keys(doc, _TABLE_KEYS, f"{path}")

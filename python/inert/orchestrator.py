@@ -13,6 +13,7 @@ from typing import Any, Self, SupportsIndex
 
 from . import _core
 from .audit import TraceWriter
+from .audit.trace import check_appendable
 from .effects import EffectLike, EffectTable
 from .errors import InertValueError, ReentrancyError, StreamFinishedError, TraceWarning, TurnAbandonedWarning
 from .gate import POLICIES
@@ -274,6 +275,7 @@ def _warn_abandoned(turn_key: str) -> None:
 
 def _open_trace(path: str | os.PathLike[str], turn_key: str) -> TraceWriter:
     try:
+        check_appendable(path)  # a FIFO no program reads would block here for ever; a journal would be corrupted
         return TraceWriter(path, turn_key)
     except OSError as e:
         raise InertValueError(f"trace={os.fspath(path)!r} cannot be opened for appending: {e.strerror or e}") from None
