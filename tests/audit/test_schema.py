@@ -67,6 +67,8 @@ def refused(tmp_path: Path, capsys: pytest.CaptureFixture[str], row: dict[str, A
         ({"event": "discard", "commit_key": "k", "name": 1}, "name must be a string"),
         ({"event": "turn_end", "violations": -1}, "violations must be a whole number >= 0"),
         ({"event": "dispatch", "unwritable": "cycle"}, "its writer could not write it"),
+        ({"event": "verify", "n_accepted": 0, "t": float("nan")}, "a time must be a finite number, got nan"),
+        ({"event": "verify", "n_accepted": 0, "t": float("inf")}, "a time must be a finite number, got inf"),
     ],
     ids=lambda v: json.dumps(v)[:60] if isinstance(v, dict) else None,
 )

@@ -3,6 +3,7 @@ by the one commit key both sides compute."""
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
@@ -122,6 +123,8 @@ def _time(value: Any) -> float | None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise TypeError(f"a time must be a number, got {type(value).__name__}")
+    if not math.isfinite(value):  # JSON's NaN compares false with every time: order checks would pass it
+        raise ValueError(f"a time must be a finite number, got {value}")
     return float(value)
 
 
