@@ -277,6 +277,8 @@ def _open_trace(path: str | os.PathLike[str], turn_key: str) -> TraceWriter:
     try:
         check_appendable(path)  # a FIFO no program reads would block here for ever; a journal would be corrupted
         return TraceWriter(path, turn_key)
+    except InertValueError as e:
+        raise InertValueError(f"trace={os.fspath(path)!r}: {e}") from None
     except OSError as e:
         raise InertValueError(f"trace={os.fspath(path)!r} cannot be opened for appending: {e.strerror or e}") from None
 

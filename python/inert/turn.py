@@ -56,7 +56,8 @@ class Step:
     outcomes: tuple[Outcome, ...]
     """The core's outcomes, in order: calls closed, committed and retracted, malformed blocks."""
     dispatched: tuple[Dispatch, ...] = field(default=())
-    """Calls the gate let go during this step (they may still wait for earlier conflicting calls)."""
+    """Calls the gate let go during this step (they may still wait for earlier conflicting calls),
+    after those let go by a step an interrupt cut short, which could not return them."""
     content: str = ""
     """Accepted text outside calls and reasoning released by this step: never part of a delimiter,
     never half a UTF-8 character, never text that a later token could still turn into a call."""
@@ -309,6 +310,7 @@ class TurnDriver:
         self._nodes: dict[str, CallNode] = {}  # commit key -> its call, until committed or retracted
         self._todo: deque[Command] = deque()  # commands handed over, not yet acted on, in order
         self._inbox: list[Outcome] = []  # outcomes handed over, not yet planned
+        self._let_go: list[Dispatch] = []  # calls let go and not yet returned in a Step
 
     def receive(self, outcomes: list[Outcome]) -> None:
         """Takes a step's outcomes to apply with the next ``apply`` (a batch hands every
@@ -321,7 +323,7 @@ class TurnDriver:
         step cut short by an interrupt left unplanned are planned with this step's."""
         if outcomes:
             self._inbox.extend(outcomes)  # first: an interrupt from here on leaves them to plan again
-        elif not self._inbox and not self._todo:
+        elif not self._inbox and not self._todo and not self._let_go:
             if released is None:
                 return _NOTHING  # most steps close nothing: no work, no allocation
             return Step((), (), released[0], released[1], tuple(released[2]))
@@ -339,15 +341,17 @@ class TurnDriver:
         )
         self.gate.adopt(plan)
         self._inbox.clear()
-        if self.trace is not None:
-            for outcome in step:
-                self.trace.outcome(outcome)
         dispatched = {c.dispatch.commit_key: c.dispatch for c in commands if isinstance(c, Schedule)}
         for key in plan.let_go:
             if key not in dispatched:  # confirmed here, scheduled in an earlier step
                 dispatched[key] = self._scheduled(key)
+        # Returned by this step, or, if an interrupt cuts it short from here on, by the next.
+        self._let_go.extend(dispatched[k] for k in plan.let_go)
+        if self.trace is not None:
+            for outcome in step:
+                self.trace.outcome(outcome)
         self._act()
-        let_out = tuple(dispatched[k] for k in plan.let_go)
+        let_out, self._let_go = tuple(self._let_go), []
         if released is None:
             return Step(step, let_out)
         return Step(step, let_out, released[0], released[1], tuple(released[2]))

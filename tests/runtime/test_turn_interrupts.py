@@ -287,3 +287,23 @@ def test_an_interrupt_as_the_runtime_starts_a_call_leaves_it_run_once(
     lone.close_loop()
     assert ran == [1]
     assert [(r.name, r.result) for r in report.results] == [("c", 1)]
+
+
+@pytest.mark.parametrize("runtime", RUNTIMES)
+def test_calls_let_go_by_a_step_an_interrupt_cut_short_are_in_the_next_steps_dispatched(
+    monkeypatch: pytest.MonkeyPatch, runtime: str
+) -> None:
+    """Listed by an earlier stop: a step cut short by an interrupt as the runtime confirmed
+    its accepted call returned no Step, and the next step's ``dispatched`` left the call out,
+    so an engine reading steps never heard it was let go."""
+    lone = _Lone(runtime, {"t": lambda n: n}, inert.MemoryJournal())
+    lone("draft", [block("t", n=1)])  # a plain write: let go once accepted
+    raise_once(monkeypatch, lone.runtime, "confirm")
+    with pytest.raises(KeyboardInterrupt):
+        lone("verify", 1, ".")
+    step = lone("draft", ["more"])
+    assert [d.name for d in step.dispatched] == ["t"]
+    assert lone("verify", 1, ".").dispatched == ()
+    report = lone("finish")
+    lone.close_loop()
+    assert [(r.name, r.result) for r in report.results] == [("t", 1)]
