@@ -7,6 +7,7 @@ tools are held by events."""
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import gc
 import logging
 import threading
@@ -836,4 +837,285 @@ def test_a_coroutine_prepare_past_its_deadline_that_the_loop_cancels_is_journale
     asyncio.run(main())
     _wait_for(lambda: [status for _, status, _ in _journal_of(path)] == ["error"])
     assert [(tool, status) for tool, status, _ in _journal_of(path)] == [("t", "error")]
+    assert inert.recover(str(path)).prepared == []
+
+
+# -- found by helper 6, attacking 332d9dd (one tracked hand-over when the loop ends) --
+
+
+def test_a_coroutine_abort_handed_to_a_worker_as_the_loop_ends_is_run(tmp_path: Path) -> None:
+    """The loop ended while a coroutine prepare's ``ok`` was written: the worker that drops
+    what it staged called the coroutine abort and never awaited it ("coroutine was never
+    awaited"), yet journaled the abort ``ok``: nothing was dropped and nothing said so."""
+    path, log = tmp_path / "journal.sqlite", []
+    inside, go = threading.Event(), threading.Event()
+    tasks: list[asyncio.Future[None]] = []
+
+    class Coroutines:
+        async def prepare(self, n: int) -> int:
+            log.append("prepare")
+            return n
+
+        async def commit(self, n: int, *, idempotency_key: str) -> int:
+            return n
+
+        async def abort(self, n: int) -> None:
+            await asyncio.sleep(0)
+            log.append("abort")
+
+    class HeldPrepareOutcome(inert.SqliteJournal):
+        def complete(self, record: inert.DispatchRecord, status: str) -> None:
+            if record.phase == "prepare":
+                inside.set()
+                go.wait(WATCHDOG)
+            super().complete(record, status)
+
+    async def main() -> None:
+        journal = HeldPrepareOutcome(str(path))
+        orch = inert.AsyncOrchestrator({"t": "write"}, {"t": Coroutines()}, turn_key="t", journal=journal)
+        await orch.draft([block("t", n=1)])
+        await asyncio.to_thread(inside.wait, WATCHDOG)
+        tasks.append(_set_when_the_loop_ends(go))
+
+    asyncio.run(main())
+    _wait_for(lambda: "abort" in log and ("t", "ok", "") in _journal_of(path)[1:])
+    assert log == ["prepare", "abort"]
+    assert inert.recover(str(path)).prepared == []
+
+
+def test_a_commit_the_loop_cuts_with_one_worker_lets_asyncio_run_return(tmp_path: Path) -> None:
+    """With max_workers=1, the in-doubt record of a plain commit the loop's end cut off
+    waited in the queue behind the commit's own thread: asyncio.run did not return until
+    the commit did (its worker was not given up, as a cut prepare's is)."""
+    path = tmp_path / "journal.sqlite"
+    inside, release, returned = threading.Event(), threading.Event(), threading.Event()
+
+    class SlowCommit(_Staged):
+        def commit(self, prepared: int, *, idempotency_key: str) -> int:
+            inside.set()
+            release.wait(WATCHDOG)
+            returned.set()
+            return prepared
+
+    async def main() -> None:
+        orch = inert.AsyncOrchestrator(
+            {"t": "write"}, {"t": SlowCommit()}, turn_key="t", journal=str(path), max_workers=1
+        )
+        await orch.draft([block("t", n=1)])
+        await orch.verify(1, ".")
+        await asyncio.to_thread(inside.wait, WATCHDOG)
+
+    asyncio.run(main())
+    assert not returned.is_set(), "asyncio.run returned while the commit still ran"
+    release.set()
+    assert [e.arguments["n"] for e in inert.recover(str(path)).in_doubt] == [1]
+
+
+@pytest.mark.parametrize("two_phase", [True, False])
+def test_a_calls_outcome_being_written_as_the_loop_ends_is_written_before_the_journal_closes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, two_phase: bool
+) -> None:
+    """A handler in ``async with AsyncOrchestrator(journal=PATH)``: the loop ended while a
+    committed call's outcome was written. The write was awaited under a bare shield, so the
+    call concluded at once, the journal inert opened closed, and the write was lost: a
+    commit that succeeded was listed in doubt."""
+    path = tmp_path / "journal.sqlite"
+    inside, go, closed = threading.Event(), threading.Event(), threading.Event()
+    tasks: list[asyncio.Future[None]] = []
+    complete, close = inert.SqliteJournal.complete, inert.SqliteJournal.close
+
+    def held_complete(self: inert.SqliteJournal, record: inert.DispatchRecord, status: str) -> None:
+        if record.phase in ("commit", None) and not inside.is_set():  # the call's own outcome
+            inside.set()
+            go.wait(WATCHDOG)
+            closed.wait(0.5)  # bounded: a close that would lose this write arrives meanwhile (fixed: none does)
+        complete(self, record, status)
+
+    def noted_close(self: inert.SqliteJournal) -> None:
+        closed.set()
+        close(self)
+
+    monkeypatch.setattr(inert.SqliteJournal, "complete", held_complete)
+    monkeypatch.setattr(inert.SqliteJournal, "close", noted_close)
+    tool: Any = _HeldPhase(held="") if two_phase else (lambda n: n)  # holds no phase
+
+    async def handler() -> None:
+        async with inert.AsyncOrchestrator({"t": "write"}, {"t": tool}, turn_key="t", journal=str(path)) as orch:
+            await orch.draft([block("t", n=1)])
+            await orch.verify(1, ".")
+            await asyncio.Event().wait()
+
+    async def main() -> None:
+        tasks.append(asyncio.ensure_future(handler()))
+        await asyncio.to_thread(inside.wait, WATCHDOG)
+        tasks.append(_set_when_the_loop_ends(go))
+
+    asyncio.run(main())
+    monkeypatch.undo()
+    _wait_for(lambda: ("t", "ok", "") in _journal_of(path)[-1:])
+    assert _journal_of(path)[-1] == ("t", "ok", "")
+    assert inert.recover(str(path)).in_doubt == []
+
+
+@pytest.mark.parametrize("coroutine", [False, True])
+def test_a_commit_that_raises_as_the_loop_ends_logs_nothing(coroutine: bool, caplog: pytest.LogCaptureFixture) -> None:
+    """A commit the loop's end cut off raised while the loop still ran: asyncio logged
+    "Future exception was never retrieved" (a plain commit's thread) or "unhandled exception
+    during asyncio.run() shutdown" (a coroutine commit answering the cancel with an error)."""
+    inside, release = threading.Event(), threading.Event()
+    tasks: list[asyncio.Future[None]] = []
+
+    class Plain(_Staged):
+        def commit(self, prepared: int, *, idempotency_key: str) -> int:
+            inside.set()
+            release.wait(WATCHDOG)
+            raise ValueError("commit failed")
+
+    class Coroutines:
+        async def prepare(self, n: int) -> int:
+            return n
+
+        async def commit(self, n: int, *, idempotency_key: str) -> int:
+            inside.set()
+            try:
+                await asyncio.Event().wait()
+            except asyncio.CancelledError:
+                raise ValueError("commit failed on cancel") from None
+            return n
+
+        async def abort(self, n: int) -> None:
+            return None
+
+    committed = threading.Event()
+
+    class Watched(inert.MemoryJournal):
+        def complete(self, record: inert.DispatchRecord, status: str) -> None:
+            super().complete(record, status)
+            if record.phase == "commit":
+                committed.set()
+
+    async def hold_the_loop() -> None:
+        try:
+            await asyncio.Event().wait()
+        finally:  # the loop's end: the commit raises now, and the loop runs on until its record is written
+            release.set()
+            await asyncio.to_thread(committed.wait, WATCHDOG)
+
+    async def main() -> None:
+        tool: Any = Coroutines() if coroutine else Plain()
+        orch = inert.AsyncOrchestrator({"t": "write"}, {"t": tool}, turn_key="t", journal=Watched())
+        await orch.draft([block("t", n=1)])
+        await orch.verify(1, ".")
+        await asyncio.to_thread(inside.wait, WATCHDOG)
+        tasks.append(asyncio.ensure_future(hold_the_loop()))
+
+    gc.collect()  # what earlier tests left is logged before, not here
+    with caplog.at_level(logging.ERROR, logger="asyncio"):
+        asyncio.run(main())
+        del tasks[:]
+        gc.collect()
+    assert [
+        r.getMessage() for r in caplog.records if "never retrieved" in r.getMessage() or "unhandled" in r.getMessage()
+    ] == []
+
+
+def test_the_journal_is_closed_when_the_last_hand_over_ends_as_the_loop_closes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cut prepare returned while asyncio.run was between its last run of the loop and
+    loop.close(): the worker's release was scheduled on the loop, which never ran it, so the
+    journal inert opened from a path was never closed (left to the garbage collector). A loop
+    subclass holds that window open with events."""
+    path = tmp_path / "journal.sqlite"
+    inside, closing, scheduled, closed = (threading.Event() for _ in range(4))
+    tasks: list[asyncio.Future[None]] = []
+
+    class Held(_Staged):
+        def prepare(self, n: int) -> int:
+            inside.set()
+            closing.wait(WATCHDOG)
+            return n
+
+    class Loop(asyncio.SelectorEventLoop):
+        def call_soon_threadsafe(self, *args: Any, **kwargs: Any) -> asyncio.Handle:  # type: ignore[override]
+            handle = super().call_soon_threadsafe(*args, **kwargs)
+            if closing.is_set() and threading.current_thread() is not threading.main_thread():
+                scheduled.set()
+            return handle
+
+        def close(self) -> None:
+            closing.set()  # stopped for good, not closed yet
+            scheduled.wait(2.0)  # bounded: the worker schedules something meanwhile (fixed: not its release)
+            super().close()
+
+    class Noted(inert.SqliteJournal):
+        def close(self) -> None:
+            super().close()
+            closed.set()
+
+    async def handler() -> None:
+        async with inert.AsyncOrchestrator({"t": "write"}, {"t": Held()}, turn_key="t", journal=str(path)) as orch:
+            await orch.draft([block("t", n=1)])
+            await asyncio.Event().wait()
+
+    async def main() -> None:
+        tasks.append(asyncio.ensure_future(handler()))
+        await asyncio.to_thread(inside.wait, WATCHDOG)
+
+    monkeypatch.setattr("inert.journal.spec.SqliteJournal", Noted)  # the class a path is opened with
+    with asyncio.Runner(loop_factory=Loop) as runner:
+        runner.run(main())
+    assert closed.wait(WATCHDOG), "the journal inert opened from a path was never closed"
+
+
+def test_a_prepare_returning_as_its_deadline_passes_is_dropped_once_when_the_loop_ends(tmp_path: Path) -> None:
+    """A plain prepare returned just as its deadline passed (the loop saw both at once), and
+    the loop ended while the prepare's ``ok`` was being journaled on its way to the abort:
+    the unshielded writes were cut, the prepare was journaled a second time (``error``) and
+    never aborted. It is now dropped on a worker, as every prepare past its deadline is."""
+    path, log, completes = tmp_path / "journal.sqlite", [], []
+    inside, go_prepare, in_write, go = (threading.Event() for _ in range(4))
+    tasks: list[asyncio.Future[None]] = []
+    timeout = 0.05
+
+    class Late(_Staged):
+        def prepare(self, n: int) -> int:
+            inside.set()
+            go_prepare.wait(WATCHDOG)
+            log.append("prepare")
+            return n
+
+        def abort(self, prepared: int) -> None:
+            log.append("abort")
+
+    class Held(inert.SqliteJournal):
+        def complete(self, record: inert.DispatchRecord, status: str) -> None:
+            completes.append((record.phase, status))
+            if record.phase == "prepare" and not in_write.is_set():
+                in_write.set()
+                go.wait(WATCHDOG)
+            super().complete(record, status)
+
+    async def main() -> None:
+        spec = inert.ToolSpec("write", timeout=timeout)
+        orch = inert.AsyncOrchestrator({"t": spec}, {"t": Late()}, turn_key="t", journal=Held(str(path)))
+        await orch.draft([block("t", n=1)])
+        await asyncio.to_thread(inside.wait, WATCHDOG)
+        runtime = orch._s.runtime
+        assert isinstance(runtime, AsyncRuntime)
+        [run] = runtime._log
+        # The loop is held, not awaiting, until the prepare returned and its deadline passed:
+        # the two arrive together when it runs again.
+        start = time.monotonic()
+        go_prepare.set()
+        concurrent.futures.wait([run.lingering])
+        while time.monotonic() < start + 2 * timeout:
+            pass
+        await asyncio.to_thread(in_write.wait, WATCHDOG)
+        tasks.append(_set_when_the_loop_ends(go))
+
+    asyncio.run(main())
+    _wait_for(lambda: ("abort", "ok") in completes)
+    assert log == ["prepare", "abort"]
+    assert completes == [("prepare", "ok"), ("abort", "ok")]
     assert inert.recover(str(path)).prepared == []

@@ -11,8 +11,11 @@ that life is one ``CallState``, moved only through the table of ``call_state``.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import enum
+import inspect
+from collections.abc import Awaitable
 from typing import Any
 
 from ..effects import EffectClass
@@ -346,10 +349,16 @@ def abort_staged(run: CallRun, prepared: Any, journal: Journal, turn_key: str, o
     assert run.invocation is not None
     error: BaseException | None = None
     try:
-        run.invocation.abort(prepared, run.current(), owner)
+        dropped = run.invocation.abort(prepared, run.current(), owner)
+        if inspect.isawaitable(dropped):  # a coroutine abort handed to a worker as the loop ended: on a loop of its own
+            asyncio.run(_awaited(dropped))
     except BaseException as exc:  # noqa: BLE001 - recorded in the journal's abort entry
         error = exc
     journal_phase(run, journal, turn_key, ABORT, error)
+
+
+async def _awaited(work: Awaitable[Any]) -> Any:
+    return await work
 
 
 def stored_outcome(run: CallRun, journal: Journal) -> None:

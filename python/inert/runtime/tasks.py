@@ -80,7 +80,7 @@ class AsyncRuntime:
         self._lingering: set[Any] = set()  # tools' work that outlived its call (a deadline, a cancel)
         self._cleanups: set[asyncio.Task[Any]] = set()  # aborts drain() waits for
         self._after: list[Callable[[], None]] = []  # what waits for both (closing a journal)
-        self._released = threading.Lock()  # workers releasing ``_lingering`` once the loop is closed
+        self._after_lock = threading.Lock()  # ``_lingering`` and ``_after``: released from workers too
         self._drained = False
         # A call's task was cancelled from outside inert: the event loop is ending (asyncio.run
         # cancels the tasks its main coroutine left). No call starts after that: its task is
@@ -362,6 +362,7 @@ class AsyncRuntime:
         assert invocation is not None
         fn = {PREPARE: invocation.fn.prepare, COMMIT: invocation.fn.commit, ABORT: invocation.fn.abort}[phase]
         late: _LatePrepare | None = None
+        thread: concurrent.futures.Future[Any] | None = None  # a plain phase's worker
         if inspect.iscoroutinefunction(fn):
             args: tuple[Any, ...] = () if phase == PREPARE else (run.prepared,)
             kwargs: dict[str, Any] = fresh_arguments(run.dispatch.arguments) if phase == PREPARE else {}
@@ -396,11 +397,14 @@ class AsyncRuntime:
             # A coroutine phase is a task, cancelled with the rest: what it did with the cancel
             # is its outcome. A commit cut off is in doubt (``_commit``).
             task = asyncio.current_task()
-            outside = task is not None and task.cancelling() > 0  # not the tool's own CancelledError
-            if not outside or inspect.iscoroutinefunction(fn) or phase == COMMIT:
+            if task is None or task.cancelling() == 0:  # the tool's own CancelledError: its error
                 raise
-            self._pool.abandon_one()  # its thread is still in the phase
-            work.add_done_callback(_retrieved)  # its worker journals what it raises
+            work.add_done_callback(_retrieved)  # what it raises now is journaled by whoever finishes the call
+            if thread is None:
+                raise  # a coroutine phase: cancelled with the loop's other tasks
+            self._pool.abandon_one()  # its thread is still in the phase: the outcome writes need a worker
+            if phase == COMMIT:
+                raise  # in doubt (``_commit``)
             raise _HandedOver(thread) from None
         except TimeoutError:
             if not deadline.expired():
@@ -408,24 +412,16 @@ class AsyncRuntime:
             if not inspect.iscoroutinefunction(fn):
                 self._pool.abandon_one()  # its thread is still in the phase; the others keep their capacity
             if late is not None:
-                if not late.abandon():  # it returned meanwhile: its outcome is on its way here, dropped here
-                    await self._drop_returned(run, work)
+                if not late.abandon():  # it returned meanwhile: its outcome is on its way here, dropped on a worker
+                    assert thread is not None
+                    drop = partial(_drop_cut_prepare, run, self._journal, self._turn_key, self)
+                    self._finish_off_loop(_when_done, thread, drop)
             elif phase == PREPARE:
                 self._late += 1
                 work.add_done_callback(lambda done: self._abort_late(run, done))
             else:
                 work.add_done_callback(_retrieved)  # what a late commit or abort raises is no one's to log
             raise _TimedOut from None
-
-    async def _drop_returned(self, run: CallRun, work: asyncio.Future[Any]) -> None:
-        """A plain prepare returned just as its deadline passed: journals it and drops what it staged."""
-        try:
-            run.prepared = _unwrapped(await work)
-        except BaseException as exc:  # noqa: BLE001 - it failed: nothing staged, the failure is journaled
-            await self._in_thread(partial(journal_phase, began=True), run, self._journal, self._turn_key, PREPARE, exc)
-            return
-        await self._in_thread(partial(journal_phase, began=True), run, self._journal, self._turn_key, PREPARE, None)
-        await self._in_thread(abort_staged, run, run.prepared, self._journal, self._turn_key, self)
 
     def _abort_late(self, run: CallRun, done: asyncio.Future[Any]) -> None:
         """A coroutine prepare that outlived its deadline returned: journal it, and drop what it staged."""
@@ -470,10 +466,12 @@ class AsyncRuntime:
         self._run_after()
 
     def _run_after(self) -> None:
-        if self._late == 0 and not self._lingering:
+        with self._after_lock:
+            if self._late != 0 or self._lingering:
+                return
             after, self._after = self._after, []
-            for callback in after:
-                callback()
+        for callback in after:
+            callback()
 
     async def _commit(self, run: CallRun) -> tuple[Any, BaseException | None]:
         begin: asyncio.Future[bool] | None = None
@@ -558,8 +556,12 @@ class AsyncRuntime:
         run.settle(result, error, self.clock())  # unless its deadline fixed it (``expire``)
         try:
             if run.began:  # else nothing to journal, and no wait: a task made as the loop ends is not run again
-                # Shielded: the outcome is journaled even if this task is cancelled meanwhile.
-                await asyncio.shield(self._in_thread(stored_outcome, run, self._journal))
+                # Written whatever cancels this task meanwhile, and waited for: the call concludes
+                # (and a journal inert opened closes) only once its outcome is written.
+                try:
+                    await _shielded(self._thread_future(stored_outcome, run, self._journal))
+                except asyncio.CancelledError:
+                    self._note_outside_cancel(run)
             if self._trace is not None:
                 self._trace.result(run.record())
         finally:  # whatever escaped, the call ends: later calls and finish() never wait on it forever
@@ -572,7 +574,8 @@ class AsyncRuntime:
             self._note_outside_cancel(run)
             self._start(self._scheduler.finish(node, keep_slot=keep))
             if keep:
-                self._lingering.add(lingering)
+                with self._after_lock:
+                    self._lingering.add(lingering)
                 lingering.add_done_callback(lambda done: self._tool_returned(node, done))
 
     def _slot_wait(self, node: CallNode) -> None:
@@ -615,28 +618,23 @@ class AsyncRuntime:
         what a prepare staged) runs on a worker, which needs no loop. Tracked as a tool that
         outlived its call is, so the journal it writes to is closed only after it."""
         done = self._pool.submit(fn, *args)
-        self._lingering.add(done)
+        with self._after_lock:
+            self._lingering.add(done)
         done.add_done_callback(self._off_loop_ended)
 
     def _off_loop_ended(self, done: Any, then: Callable[[], None] | None = None) -> None:
         """Work of this turn that outlived its call (``_lingering``) ended, on its thread or
-        the loop: released on the loop after ``then``; with the loop closed, released here
-        (``then`` is skipped: nothing of the turn starts any more)."""
+        the loop: released here, then ``then`` (a slot given back) runs on the loop."""
         loop = self._loop
         assert loop is not None
-
-        def release() -> None:
-            if then is not None:
-                then()
+        # Released here, not on the loop: a callback scheduled as the loop closes is dropped
+        # with it, which would leave the journal inert opened to the garbage collector.
+        with self._after_lock:
             self._lingering.discard(done)
-            self._run_after()
-
-        try:
-            loop.call_soon_threadsafe(release)
-        except RuntimeError:  # the loop is closed: this is the only thread left to release it
-            with self._released:
-                self._lingering.discard(done)
-                self._run_after()
+        self._run_after()
+        if then is not None:
+            with contextlib.suppress(RuntimeError):  # the loop is closed: nothing of this turn starts any more
+                loop.call_soon_threadsafe(then)
 
     async def _invoke(self, node: CallNode, run: CallRun) -> Any:
         invocation = run.invocation
@@ -834,10 +832,12 @@ class _Raised:
 
 
 async def _carried(work: Awaitable[T]) -> T | _Raised:
-    """``work``'s result, or what it raised among the exceptions asyncio cannot carry."""
+    """``work``'s result, or what it raised (but a cancel): the task running it always ends
+    with a result, so asyncio never reports it, even when the loop's end cancels it and no
+    one awaits it any more; ``_unwrapped`` raises it where it is awaited."""
     try:
         return await work
-    except (KeyboardInterrupt, SystemExit, GeneratorExit) as exc:
+    except (Exception, KeyboardInterrupt, SystemExit, GeneratorExit) as exc:  # noqa: BLE001 - carried, not lost
         return _Raised(exc)
 
 
