@@ -20,38 +20,32 @@ import inert
 needs_fifo = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this platform")
 
 
-def _in_subprocess(code: str, path: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
+def _refused_in_subprocess(call: str, error: str, path: Path) -> str:
+    """``call`` (Python, of ``path``, named ``sys.argv[1]``) in a subprocess; what ``error``
+    it raised said."""
+    code = f"import sys, inert\ntry:\n    {call}\nexcept inert.{error} as e:\n    print(e)"
+    done = subprocess.run(
         [sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=60, check=False
     )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
 
 
 @needs_fifo
 def test_an_effect_table_from_a_fifo_no_program_writes_is_refused(tmp_path: Path) -> None:
     fifo = tmp_path / "effects.toml"
     os.mkfifo(fifo)
-    done = _in_subprocess(
-        "import sys, inert\n"
-        "try:\n    inert.EffectTable.from_toml(sys.argv[1])\n"
-        "except inert.EffectTableError as e:\n    print(e)",
-        fifo,
-    )
-    assert done.returncode == 0, done.stderr
-    assert "is a FIFO that no program is writing to" in done.stdout
+    said = _refused_in_subprocess("inert.EffectTable.from_toml(sys.argv[1])", "EffectTableError", fifo)
+    assert "is a FIFO that no program is writing to" in said
 
 
 @needs_fifo
 def test_a_trace_to_a_fifo_no_program_reads_is_refused(tmp_path: Path) -> None:
     fifo = tmp_path / "trace.jsonl"
     os.mkfifo(fifo)
-    done = _in_subprocess(
-        "import sys, inert\n"
-        "try:\n    inert.Orchestrator({'t': 'read_only'}, {'t': lambda: 1}, turn_key='k', trace=sys.argv[1])\n"
-        "except inert.InertValueError as e:\n    print(e)",
-        fifo,
-    )
-    assert done.returncode == 0, done.stderr
-    assert "is a FIFO, not a file to append a trace to" in done.stdout
+    call = "inert.Orchestrator({'t': 'read_only'}, {'t': lambda: 1}, turn_key='k', trace=sys.argv[1])"
+    said = _refused_in_subprocess(call, "InertValueError", fifo)
+    assert "is a FIFO, not a file to append a trace to" in said
 
 
 def test_a_trace_is_never_appended_to_a_journal(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ import gc
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -289,6 +289,64 @@ def _set_when_the_loop_ends(event: threading.Event) -> asyncio.Future[None]:
     return asyncio.ensure_future(wait())
 
 
+def _a_close_would_lose(
+    monkeypatch: pytest.MonkeyPatch, holds: Callable[[inert.DispatchRecord], bool], first: Callable[[], None]
+) -> threading.Event:
+    """Patches SqliteJournal: the first write that ``holds`` picks runs ``first``, then waits,
+    bounded, for a close that would lose it (fixed, none comes, and it waits out its bound),
+    then writes. Returns the event set once that write is done."""
+    written, closed = threading.Event(), threading.Event()
+    complete, close = inert.SqliteJournal.complete, inert.SqliteJournal.close
+
+    def held_complete(self: inert.SqliteJournal, record: inert.DispatchRecord, status: str) -> None:
+        if written.is_set() or not holds(record):
+            complete(self, record, status)
+            return
+        first()
+        closed.wait(0.5)
+        try:
+            complete(self, record, status)
+        finally:
+            written.set()
+
+    def noted_close(self: inert.SqliteJournal) -> None:
+        closed.set()
+        close(self)
+
+    monkeypatch.setattr(inert.SqliteJournal, "complete", held_complete)
+    monkeypatch.setattr(inert.SqliteJournal, "close", noted_close)
+    return written
+
+
+def _hold_the_loop(release: threading.Event, until: threading.Event) -> asyncio.Future[None]:
+    """A task that, once asyncio.run cancels it, sets ``release`` (a held tool goes on) and
+    keeps the loop running until ``until`` is set (what the test waits for is done)."""
+
+    async def hold() -> None:
+        try:
+            await asyncio.Event().wait()
+        finally:
+            release.set()
+            await asyncio.to_thread(until.wait, WATCHDOG)
+
+    return asyncio.ensure_future(hold())
+
+
+def _asyncio_errors(
+    main: Callable[[], Coroutine[Any, Any, None]], tasks: list[asyncio.Future[None]], caplog: pytest.LogCaptureFixture
+) -> list[str]:
+    """What asyncio logs of an exception no one read ("never retrieved", "unhandled exception
+    during shutdown"), running ``main`` to the loop's end, then collecting what it left
+    (``tasks``, the references that kept its tasks alive, dropped first)."""
+    gc.collect()  # what earlier tests left is logged before, not here
+    with caplog.at_level(logging.ERROR, logger="asyncio"):
+        asyncio.run(main())
+        del tasks[:]
+        gc.collect()
+    said = [r.getMessage() for r in caplog.records]
+    return [m for m in said if "never retrieved" in m or "unhandled" in m]
+
+
 def test_a_commit_cancelled_from_outside_while_its_intent_is_written_aborts_what_was_staged(tmp_path: Path) -> None:
     """The loop ending while a commit's intent was being journaled (the intent's write held
     by a lock, say) left what the prepare staged never aborted: the commit's ``begin`` was
@@ -509,6 +567,15 @@ def _wait_for(done: Callable[[], bool]) -> None:
         time.sleep(0.01)
 
 
+def _assert_prepared_then_aborted(path: Path, tool: _HeldPhase) -> None:
+    """Once the workers are done: the prepare and its abort, each journaled ``ok`` once."""
+    _wait_for(lambda: [status for _, status, _ in _journal_of(path)] == ["ok", "ok"])
+    assert tool.log == ["prepare", "abort"]
+    phases = [(e.commit_key.split("/")[1], e.status) for e in inert.SqliteJournal(str(path)).entries()]
+    assert phases == [("prepare", "ok"), ("abort", "ok")]
+    assert inert.recover(str(path)).prepared == []
+
+
 @pytest.mark.parametrize("timeout", [None, 60.0])
 def test_a_prepare_the_loop_cuts_off_is_dropped_when_it_returns(tmp_path: Path, timeout: float | None) -> None:
     """Found by a helper: the loop ended while a plain prepare ran in its thread. The prepare
@@ -580,13 +647,7 @@ def test_a_rejected_calls_abort_the_loop_cuts_off_is_journaled_as_it_ended(tmp_p
 
     asyncio.run(main())
     tool.release.set()
-    _wait_for(lambda: [status for _, status, _ in _journal_of(path)] == ["ok", "ok"])
-    assert tool.log == ["prepare", "abort"]
-    assert [(e.commit_key.split("/")[1], e.status) for e in inert.SqliteJournal(str(path)).entries()] == [
-        ("prepare", "ok"),
-        ("abort", "ok"),
-    ]
-    assert inert.recover(str(path)).prepared == []
+    _assert_prepared_then_aborted(path, tool)
 
 
 def test_a_prepare_whose_intent_is_being_written_when_the_loop_ends_never_runs(tmp_path: Path) -> None:
@@ -635,28 +696,9 @@ def test_the_journal_opened_from_a_path_outlives_the_workers_that_finish_a_cut_p
     worker that journals what that phase did (and aborts what a prepare staged) had written:
     the abort ran, its record was lost, and ``inert recover`` listed the prepare as pending."""
     tool, path = _HeldPhase(held), tmp_path / "journal.sqlite"
-    closed, written = threading.Event(), threading.Event()
     tasks: list[asyncio.Future[None]] = []  # references, so the tasks live to the loop's end
-    complete, close = inert.SqliteJournal.complete, inert.SqliteJournal.close
-
-    def held_complete(self: inert.SqliteJournal, record: inert.DispatchRecord, status: str) -> None:
-        if record.phase == held:  # the worker's record of the cut phase
-            # Bounded: a close that would lose this write arrives meanwhile. Fixed, none does,
-            # and this waits out its bound.
-            closed.wait(0.5)
-            try:
-                complete(self, record, status)
-            finally:
-                written.set()
-        else:
-            complete(self, record, status)
-
-    def noted_close(self: inert.SqliteJournal) -> None:
-        closed.set()
-        close(self)
-
-    monkeypatch.setattr(inert.SqliteJournal, "complete", held_complete)
-    monkeypatch.setattr(inert.SqliteJournal, "close", noted_close)
+    # The worker's record of the cut phase.
+    written = _a_close_would_lose(monkeypatch, lambda record: record.phase == held, lambda: None)
 
     async def handler() -> None:
         async with inert.AsyncOrchestrator({"t": "write"}, {"t": tool}, turn_key="t", journal=str(path)) as orch:
@@ -665,28 +707,15 @@ def test_the_journal_opened_from_a_path_outlives_the_workers_that_finish_a_cut_p
                 await orch.verify(0, ".")
             await asyncio.Event().wait()  # the handler waits on until the loop ends
 
-    async def hold_the_loop() -> None:
-        try:
-            await asyncio.Event().wait()
-        finally:  # the loop's end: the phase returns now, and the loop runs on until it is journaled
-            tool.release.set()
-            await asyncio.to_thread(written.wait, WATCHDOG)
-
     async def main() -> None:
         tasks.append(asyncio.ensure_future(handler()))
         await asyncio.to_thread(tool.inside.wait, WATCHDOG)
-        tasks.append(asyncio.ensure_future(hold_the_loop()))
-        # Returns with the phase in its thread: asyncio.run cancels the handler and the call.
+        # The loop's end: the phase returns, and the loop runs on until it is journaled.
+        tasks.append(_hold_the_loop(tool.release, written))
 
     asyncio.run(main())
     monkeypatch.undo()
-    _wait_for(lambda: [status for _, status, _ in _journal_of(path)] == ["ok", "ok"])
-    assert tool.log == ["prepare", "abort"]
-    assert [(e.commit_key.split("/")[1], e.status) for e in inert.SqliteJournal(str(path)).entries()] == [
-        ("prepare", "ok"),
-        ("abort", "ok"),
-    ]
-    assert inert.recover(str(path)).prepared == []
+    _assert_prepared_then_aborted(path, tool)
 
 
 @pytest.mark.parametrize("held", ["prepare", "abort"])
@@ -721,28 +750,17 @@ def test_a_cut_phase_that_raises_while_the_loop_ends_logs_nothing(held: str, cap
     journal = Watched()
     tasks: list[asyncio.Future[None]] = []
 
-    async def hold_the_loop() -> None:
-        try:
-            await asyncio.Event().wait()
-        finally:  # the loop's end: the phase raises now, and the loop runs on until it is journaled
-            release.set()
-            await asyncio.to_thread(journaled.wait, WATCHDOG)
-
     async def main() -> None:
         orch = inert.AsyncOrchestrator({"t": "write"}, {"t": Failing()}, turn_key="t", journal=journal)
         await orch.draft([block("t", n=1)])
         if held == "abort":
             await orch.verify(0, ".")
         await asyncio.to_thread(inside.wait, WATCHDOG)
-        tasks.append(asyncio.ensure_future(hold_the_loop()))
+        # The loop's end: the phase raises now, and the loop runs on until it is journaled.
+        tasks.append(_hold_the_loop(release, journaled))
 
-    gc.collect()  # what earlier tests left is logged before, not here
-    with caplog.at_level(logging.ERROR, logger="asyncio"):
-        asyncio.run(main())
-        del tasks[:]
-        gc.collect()
+    assert _asyncio_errors(main, tasks, caplog) == []
     assert journaled.is_set()
-    assert [r.getMessage() for r in caplog.records if "never retrieved" in r.getMessage()] == []
 
 
 def test_an_abort_whose_outcome_write_waits_for_a_worker_when_the_loop_ends_is_journaled(tmp_path: Path) -> None:
@@ -920,23 +938,14 @@ def test_a_calls_outcome_being_written_as_the_loop_ends_is_written_before_the_jo
     call concluded at once, the journal inert opened closed, and the write was lost: a
     commit that succeeded was listed in doubt."""
     path = tmp_path / "journal.sqlite"
-    inside, go, closed = threading.Event(), threading.Event(), threading.Event()
+    inside, go = threading.Event(), threading.Event()
     tasks: list[asyncio.Future[None]] = []
-    complete, close = inert.SqliteJournal.complete, inert.SqliteJournal.close
 
-    def held_complete(self: inert.SqliteJournal, record: inert.DispatchRecord, status: str) -> None:
-        if record.phase in ("commit", None) and not inside.is_set():  # the call's own outcome
-            inside.set()
-            go.wait(WATCHDOG)
-            closed.wait(0.5)  # bounded: a close that would lose this write arrives meanwhile (fixed: none does)
-        complete(self, record, status)
+    def hold() -> None:
+        inside.set()
+        go.wait(WATCHDOG)
 
-    def noted_close(self: inert.SqliteJournal) -> None:
-        closed.set()
-        close(self)
-
-    monkeypatch.setattr(inert.SqliteJournal, "complete", held_complete)
-    monkeypatch.setattr(inert.SqliteJournal, "close", noted_close)
+    _a_close_would_lose(monkeypatch, lambda record: record.phase in ("commit", None), hold)  # the call's outcome
     tool: Any = _HeldPhase(held="") if two_phase else (lambda n: n)  # holds no phase
 
     async def handler() -> None:
@@ -994,29 +1003,16 @@ def test_a_commit_that_raises_as_the_loop_ends_logs_nothing(coroutine: bool, cap
             if record.phase == "commit":
                 committed.set()
 
-    async def hold_the_loop() -> None:
-        try:
-            await asyncio.Event().wait()
-        finally:  # the loop's end: the commit raises now, and the loop runs on until its record is written
-            release.set()
-            await asyncio.to_thread(committed.wait, WATCHDOG)
-
     async def main() -> None:
         tool: Any = Coroutines() if coroutine else Plain()
         orch = inert.AsyncOrchestrator({"t": "write"}, {"t": tool}, turn_key="t", journal=Watched())
         await orch.draft([block("t", n=1)])
         await orch.verify(1, ".")
         await asyncio.to_thread(inside.wait, WATCHDOG)
-        tasks.append(asyncio.ensure_future(hold_the_loop()))
+        # The loop's end: the commit raises now, and the loop runs on until its record is written.
+        tasks.append(_hold_the_loop(release, committed))
 
-    gc.collect()  # what earlier tests left is logged before, not here
-    with caplog.at_level(logging.ERROR, logger="asyncio"):
-        asyncio.run(main())
-        del tasks[:]
-        gc.collect()
-    assert [
-        r.getMessage() for r in caplog.records if "never retrieved" in r.getMessage() or "unhandled" in r.getMessage()
-    ] == []
+    assert _asyncio_errors(main, tasks, caplog) == []
 
 
 def test_the_journal_is_closed_when_the_last_hand_over_ends_as_the_loop_closes(
