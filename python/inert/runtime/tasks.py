@@ -823,10 +823,11 @@ def _carried_from_thread(body: Callable[[], T]) -> T | _Raised:
 
 @dataclass(frozen=True)
 class _Raised:
-    """A KeyboardInterrupt, SystemExit or GeneratorExit from a tool, carried out of the task
-    that ran it: asyncio re-raises the first two out of the event loop from any task that
-    ends with one, and a GeneratorExit thrown into the awaiting task closes it instead of
-    reaching its handler (the call never concluded)."""
+    """What a tool raised, carried out of the task (or thread) that ran it: asyncio re-raises
+    a KeyboardInterrupt or SystemExit out of the event loop from any task that ends with one,
+    a GeneratorExit thrown into the awaiting task closes it instead of reaching its handler
+    (the call never concluded), and a task the loop's end cancelled that ends with any other
+    exception is logged as unhandled. A thread's phase carries only the first three."""
 
     exc: BaseException
 
