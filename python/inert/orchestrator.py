@@ -20,7 +20,6 @@ from .gate import POLICIES
 from .inputs import Ids, Token, Tokens
 from .journal import Journal, OwnedJournal
 from .one_caller import OneCaller
-from .outcomes import Outcome
 from .report import Report
 from .runtime import AsyncRuntime, ThreadRuntime, running_for
 from .stream import ReleasedTuple
@@ -142,35 +141,40 @@ class Session:
 
     def draft(self, tokens: Tokens) -> Step:
         """Drafts onto the stream, traces it, and hands what closed to the driver."""
-        outcomes = self.stream.draft(tokens)
+        self.driver.receive(self.stream.draft(tokens))  # first: see ``apply``
         if self.trace is not None:
             self.trace.draft(tokens)
-        return self.apply(outcomes)
+        return self.apply()
 
     def verify(self, n_accepted: int | SupportsIndex, correction: Token | None) -> Step:
         """Verifies on the stream, traces it, and hands the outcomes and what was released to the driver."""
-        outcomes = self.stream.verify(n_accepted, correction)
+        self.driver.receive(self.stream.verify(n_accepted, correction))
+        released = self.released()
         if self.trace is not None:
             self.trace.verify(n_accepted, correction)
-        return self.apply(outcomes, self.released())
+        return self.apply(released)
 
     def draft_tree(self, tokens: Tokens, parents: Ids) -> Step:
         """``draft`` for a token tree."""
-        outcomes = self.stream.draft_tree(tokens, parents)
+        self.driver.receive(self.stream.draft_tree(tokens, parents))
         if self.trace is not None:
             self.trace.emit("draft_tree", tokens=_trace_tokens(tokens), parents=_trace_ids(parents))
-        return self.apply(outcomes)
+        return self.apply()
 
     def verify_path(self, path: Ids, correction: Token | None) -> Step:
         """``verify`` for the accepted path of a token tree."""
-        outcomes = self.stream.verify_path(path, correction)
+        self.driver.receive(self.stream.verify_path(path, correction))
+        released = self.released()
         if self.trace is not None:
             self.trace.emit("verify_path", path=_trace_ids(path), correction=_trace_token(correction))
-        return self.apply(outcomes, self.released())
+        return self.apply(released)
 
-    def apply(self, outcomes: list[Outcome], released: ReleasedTuple | None = None) -> Step:
-        """The driver's step for ``outcomes`` (see ``TurnDriver.apply``)."""
-        return self.driver.apply(outcomes, released)
+    def apply(self, released: ReleasedTuple | None = None) -> Step:
+        """The driver's step for the outcomes handed to it (see ``TurnDriver.apply``). They are
+        handed over as soon as the stream returns them, before they are traced: a Ctrl-C in
+        between would lose a step's accepted calls (found by a helper), and the next step
+        would let go a call it never scheduled."""
+        return self.driver.apply([], released)
 
     def released(self) -> ReleasedTuple | None:
         """What the last step released for streaming, if anything (one cheap check otherwise)."""

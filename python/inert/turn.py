@@ -339,14 +339,15 @@ class TurnDriver:
                 *(c for c in commands if not isinstance(c, Retract)),
             ]
         )
-        self.gate.adopt(plan)
-        self._inbox.clear()
         dispatched = {c.dispatch.commit_key: c.dispatch for c in commands if isinstance(c, Schedule)}
         for key in plan.let_go:
             if key not in dispatched:  # confirmed here, scheduled in an earlier step
                 dispatched[key] = self._scheduled(key)
+        let_go = [dispatched[k] for k in plan.let_go]
+        self.gate.adopt(plan)
+        self._inbox.clear()
         # Returned by this step, or, if an interrupt cuts it short from here on, by the next.
-        self._let_go.extend(dispatched[k] for k in plan.let_go)
+        self._let_go.extend(let_go)
         if self.trace is not None:
             for outcome in step:
                 self.trace.outcome(outcome)

@@ -18,7 +18,9 @@ from typing import Any
 import pytest
 
 import inert
+from inert.audit.trace import TraceWriter
 from inert.runtime import AsyncRuntime, ThreadRuntime
+from inert.runtime.schedule import Scheduler
 from inert.turn import TurnDriver
 from tools import WATCHDOG, Puts, block, raise_once, two_sequences
 
@@ -307,3 +309,56 @@ def test_calls_let_go_by_a_step_an_interrupt_cut_short_are_in_the_next_steps_dis
     report = lone("finish")
     lone.close_loop()
     assert [(r.name, r.result) for r in report.results] == [("t", 1)]
+
+
+@pytest.mark.parametrize(
+    ("owner", "name"),
+    [(TraceWriter, "verify"), (TurnDriver, "_scheduled"), (TurnDriver, "apply")],
+    ids=["trace-verify", "driver-scheduled", "driver-apply"],
+)
+def test_an_interrupt_between_a_verify_and_its_plan_loses_no_accepted_call(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Any, owner: Any, name: str
+) -> None:
+    """Found by a helper: a Ctrl-C landing after the stream returned a verify's outcomes
+    but before the driver had them (the trace's verify event, the driver's entry) lost the
+    accepted write: it never ran and nothing said so. One landing as the plan's let-go calls
+    were looked up left them out of every Step.dispatched."""
+    ran: list[int] = []
+
+    def put(n: int) -> int:
+        ran.append(n)
+        return n
+
+    orch = inert.Orchestrator({"put": "write"}, {"put": put}, turn_key="t", trace=str(tmp_path / "t.jsonl"))
+    steps = [orch.draft([block("put", n=1), "x"])]
+    raise_once(monkeypatch, owner, name)
+    with pytest.raises(KeyboardInterrupt):
+        orch.verify(1, ".")
+    steps += [orch.draft([block("put", n=2)]), orch.verify(1, ".")]
+    report = orch.finish()
+    assert ran == [1, 2]
+    assert [r.arguments["n"] for r in report.results] == [1, 2]
+    assert report.tail is not None
+    dispatched = [d.arguments["n"] for s in [*steps, report.tail] for d in s.dispatched]
+    assert dispatched == [1, 2]
+
+
+def test_a_retraction_cut_short_in_the_scheduler_is_finished_by_the_next_step(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Found by a helper: a Ctrl-C landing in the scheduler as it cancelled a rejected write
+    that never started left the call cancelled; the next step cancelled it again, and every
+    verify and finish after raised CallStateError ('cancelled to cancelled')."""
+    ran: list[int] = []
+
+    def put(n: int) -> int:
+        ran.append(n)
+        return n
+
+    orch = inert.Orchestrator({"put": "write"}, {"put": put}, turn_key="t")
+    orch.draft([block("put", n=1)])
+    raise_once(monkeypatch, Scheduler, "cancel")
+    with pytest.raises(KeyboardInterrupt):
+        orch.verify(0, ".")
+    orch.draft([block("put", n=2)])
+    orch.verify(1, ".")
+    report = orch.finish()
+    assert ran == [2] and [r.arguments["n"] for r in report.results] == [2]

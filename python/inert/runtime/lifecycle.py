@@ -38,7 +38,8 @@ def retract(scheduler: Scheduler[CallRun], node: Node[CallRun]) -> tuple[list[No
     run = node.owner
     run.fate = Fate.RETRACTED  # a run that started is now ``discarded``
     if node.state in (State.GATED, State.WAITING):
-        run.cancel()
+        if run.state is not CallState.CANCELLED:  # else cancelled by a retraction an interrupt cut short
+            run.cancel()
         return scheduler.cancel(node), False
     ready = scheduler.resume(node, slot=False) if node.state is State.PREPARED else []  # its abort
     return ready + scheduler.abandon(node), True
