@@ -141,14 +141,16 @@ class Session:
 
     def draft(self, tokens: Tokens) -> Step:
         """Drafts onto the stream, traces it, and hands what closed to the driver."""
-        self.driver.receive(self.stream.draft(tokens))  # first: see ``apply``
+        if outcomes := self.stream.draft(tokens):
+            self.driver.receive(outcomes)  # first: see ``apply``
         if self.trace is not None:
             self.trace.draft(tokens)
         return self.apply()
 
     def verify(self, n_accepted: int | SupportsIndex, correction: Token | None) -> Step:
         """Verifies on the stream, traces it, and hands the outcomes and what was released to the driver."""
-        self.driver.receive(self.stream.verify(n_accepted, correction))
+        if outcomes := self.stream.verify(n_accepted, correction):
+            self.driver.receive(outcomes)
         released = self.released()
         if self.trace is not None:
             self.trace.verify(n_accepted, correction)
@@ -156,14 +158,16 @@ class Session:
 
     def draft_tree(self, tokens: Tokens, parents: Ids) -> Step:
         """``draft`` for a token tree."""
-        self.driver.receive(self.stream.draft_tree(tokens, parents))
+        if outcomes := self.stream.draft_tree(tokens, parents):
+            self.driver.receive(outcomes)
         if self.trace is not None:
             self.trace.emit("draft_tree", tokens=_trace_tokens(tokens), parents=_trace_ids(parents))
         return self.apply()
 
     def verify_path(self, path: Ids, correction: Token | None) -> Step:
         """``verify`` for the accepted path of a token tree."""
-        self.driver.receive(self.stream.verify_path(path, correction))
+        if outcomes := self.stream.verify_path(path, correction):
+            self.driver.receive(outcomes)
         released = self.released()
         if self.trace is not None:
             self.trace.emit("verify_path", path=_trace_ids(path), correction=_trace_token(correction))
