@@ -15,7 +15,7 @@ from typing import Any
 
 from .durations import seconds
 from .errors import EffectTableError, InertTypeError, closest_name
-from .files import endless, open_to_read, special_file, unwritten_fifo
+from .files import read_whole
 
 __all__ = ["EffectClass", "EffectTable", "Footprint", "FootprintFn", "ToolSpec"]
 
@@ -392,12 +392,10 @@ class EffectTable:
         """
         if not isinstance(path, (str, PathLike)):
             raise InertTypeError(f"from_toml: path must be a str or os.PathLike, got {type(path).__name__}")
-        if (kind := endless(path)) is not None:
-            raise EffectTableError(f"{path} is {kind}, not a TOML effect table")
-        with open_to_read(path) as f:  # a FIFO without waiting for a writer that may never come
-            text = f.read()
-        if not text and special_file(path) == "a FIFO":
-            raise EffectTableError(unwritten_fifo(path))
+        try:
+            text = read_whole(path, "a TOML effect table")
+        except ValueError as e:
+            raise EffectTableError(str(e)) from None
         try:
             doc = tomllib.loads(text.decode())
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:

@@ -8,7 +8,7 @@ import os
 import stat
 from typing import BinaryIO
 
-__all__ = ["endless", "open_to_read", "special_file", "unreadable", "unwritten_fifo"]
+__all__ = ["endless", "open_to_read", "read_whole", "special_file", "unreadable", "unwritten_fifo"]
 
 
 def special_file(path: str | os.PathLike[str]) -> str | None:
@@ -48,6 +48,24 @@ def open_to_read(path: str | os.PathLike[str]) -> BinaryIO:
     except BaseException:
         os.close(fd)
         raise
+
+
+def read_whole(path: str | os.PathLike[str], what: str) -> bytes:
+    """The bytes of a file read whole, ``what`` it should be naming it in the refusals: a
+    device or a socket never ends, and a FIFO no program writes holds nothing (opened
+    without waiting for a writer, ``open_to_read``).
+
+    Raises:
+        ValueError: ``path`` is one of those, with why (the caller raises its own error).
+        OSError: it cannot be read.
+    """
+    if (kind := endless(path)) is not None:
+        raise ValueError(f"{os.fspath(path)} is {kind}, not {what}")
+    with open_to_read(path) as f:
+        raw = f.read()
+    if not raw and special_file(path) == "a FIFO":
+        raise ValueError(unwritten_fifo(path))
+    return raw
 
 
 def unwritten_fifo(path: str | os.PathLike[str]) -> str:

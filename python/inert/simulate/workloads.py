@@ -65,7 +65,7 @@ from typing import Any
 
 from .._core import TokenStream
 from ..errors import InertError, InertValueError
-from ..files import endless, open_to_read, special_file, unwritten_fifo
+from ..files import read_whole
 from .decoding import ModelProfile
 from .world import Latency, SimTool
 
@@ -286,12 +286,10 @@ class _Loader:
         return InertValueError(f"{self.path}: {where}: {problem}")
 
     def load(self) -> list[Workload]:
-        if (kind := endless(self.path)) is not None:
-            raise InertValueError(f"{self.path} is {kind}, not a TOML file of workloads")
-        with open_to_read(self.path) as f:
-            raw = f.read()
-        if not raw and special_file(self.path) == "a FIFO":
-            raise InertValueError(unwritten_fifo(self.path))
+        try:
+            raw = read_whole(self.path, "a TOML file of workloads")
+        except ValueError as e:
+            raise InertValueError(str(e)) from None
         try:
             doc = tomllib.loads(raw.decode("utf-8"))
         except UnicodeDecodeError as e:
