@@ -11,6 +11,7 @@ lock, or its event loop) and starts the calls they return.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..audit.trace import TraceWriter
@@ -19,7 +20,7 @@ from .call import CallRun, Fate
 from .call_state import CallState
 from .schedule import Node, Scheduler, State
 
-__all__ = ["SlotWait", "confirm", "retract", "slot_wait_over", "trace_discard"]
+__all__ = ["SlotWait", "confirm", "retract", "slot_wait_over", "start_all", "trace_discard"]
 
 
 def confirm(scheduler: Scheduler[CallRun], node: Node[CallRun]) -> list[Node[CallRun]]:
@@ -43,6 +44,26 @@ def retract(scheduler: Scheduler[CallRun], node: Node[CallRun]) -> tuple[list[No
         return scheduler.cancel(node), False
     ready = scheduler.resume(node, slot=False) if node.state is State.PREPARED else []  # its abort
     return ready + scheduler.abandon(node), True
+
+
+def start_all(
+    nodes: list[Node[CallRun]], launch: Callable[[Node[CallRun]], None], hand_over: Callable[[Node[CallRun]], None]
+) -> None:
+    """Launches each call the scheduler started (its start time, log entry, trace event),
+    then hands it to what runs it (a worker, a task). The scheduler counts them running, so
+    each is handed over even when a Ctrl-C lands in its launch: that launch is finished (a
+    part already done is not done again) and the interrupt raised once all are handed over;
+    else drain() would wait for them for ever."""
+    interrupt: BaseException | None = None
+    for node in nodes:
+        try:
+            launch(node)
+        except BaseException as exc:  # noqa: BLE001 - raised below, once every call is handed over
+            interrupt = interrupt or exc
+            launch(node)
+        hand_over(node)
+    if interrupt is not None:
+        raise interrupt
 
 
 def trace_discard(trace: TraceWriter | None, run: CallRun) -> None:

@@ -155,30 +155,26 @@ class AsyncRuntime:
     # -- running a call --
 
     def _start(self, nodes: list[CallNode]) -> None:
-        assert self._loop is not None, "bind() precedes every command"
-        interrupt: BaseException | None = None
-        for node in nodes:
-            run: CallRun = node.owner
-            try:
-                self._launch(run, node)
-            except BaseException as exc:  # noqa: BLE001 - a Ctrl-C landing in it: raised once all are launched
-                interrupt = interrupt or exc
-                self._launch(run, node)  # what it cut short (a part already done is not done again)
-            # Always given its task: the scheduler counts it running, so drain() waits for it.
-            body = self._run_two_phase(node) if run.dispatch.two_phase else self._run(node)
-            task = self._tasks[node] = self._loop.create_task(body)
-            task.add_done_callback(partial(self._task_ended, node))
-        self._update_idle()
-        if interrupt is not None:
-            raise interrupt
+        try:
+            lifecycle.start_all(nodes, self._launch, self._hand_over)
+        finally:
+            self._update_idle()
 
-    def _launch(self, run: CallRun, node: CallNode) -> None:
+    def _launch(self, node: CallNode) -> None:
         """A call starts: its start time, its place in the log, its trace event."""
+        run: CallRun = node.owner
         if run.state is CallState.SCHEDULED:  # not a prepared two-phase call resuming for its second phase
             run.launch(node.early, self.clock())
             self._log.append(run)
             if self._trace is not None:
                 self._trace.dispatch(run.record())
+
+    def _hand_over(self, node: CallNode) -> None:
+        """The task that runs a started call (or its second phase)."""
+        assert self._loop is not None, "bind() precedes every command"
+        body = self._run_two_phase(node) if node.owner.dispatch.two_phase else self._run(node)
+        task = self._tasks[node] = self._loop.create_task(body)
+        task.add_done_callback(partial(self._task_ended, node))
 
     def _task_ended(self, node: CallNode, task: asyncio.Task[None]) -> None:
         """A call's task ended. Its body concludes the call on every path but one: a

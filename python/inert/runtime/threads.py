@@ -181,18 +181,11 @@ class ThreadRuntime:
     def _start(self, nodes: list[CallNode]) -> None:
         """Launches calls the scheduler started (called with the lock held). A call that
         took a tool slot another turn gave back is launched by its own turn's runtime."""
-        interrupt: BaseException | None = None
-        for node in nodes:
-            home: ThreadRuntime = node.owner.home
-            try:
-                home._launch(node)
-            except BaseException as exc:  # noqa: BLE001 - a Ctrl-C landing in it: raised once all are launched
-                interrupt = interrupt or exc
-                home._launch(node)  # what it cut short (a part already done is not done again)
-            # Always handed to a worker: the scheduler counts it running, so drain() waits for it.
-            self._pool.submit(_work, node)
-        if interrupt is not None:
-            raise interrupt
+        lifecycle.start_all(nodes, _launch_at_home, self._hand_over)
+
+    def _hand_over(self, node: CallNode) -> None:
+        """A started call to a worker."""
+        self._pool.submit(_work, node)
 
     def _launch(self, node: CallNode) -> None:
         """A call starts: its start time, its place in the log, its deadline (lock held).
@@ -493,6 +486,12 @@ class ThreadRuntime:
     def _notify_if_idle(self) -> None:
         if self._scheduler.in_flight == 0:
             self._idle.notify_all()
+
+
+def _launch_at_home(node: CallNode) -> None:
+    """``ThreadRuntime._launch`` by the runtime of the call's own turn."""
+    home: ThreadRuntime = node.owner.home
+    home._launch(node)
 
 
 def _work(node: CallNode | None) -> None:
