@@ -217,7 +217,6 @@ impl PyStreamBatch {
         lengths: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyDict>> {
         let mut this = mutable(slf)?;
-        let this = &mut *this; // one borrow, split between the batch and the caches
         let rows = Rows::read(seqs, tokens, lengths)?;
         let batch = &mut this.batch;
         let out = py.detach(|| batch.draft(rows.draft()))?;
@@ -236,7 +235,6 @@ impl PyStreamBatch {
         lengths: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyDict>> {
         let mut this = mutable(slf)?;
-        let this = &mut *this; // one borrow, split between the batch and the caches
         let rows = Rows::read(seqs, tokens, lengths)?;
         let parents = ints_nd(parents, "parents")?;
         let parents = match parents.ndim {
@@ -268,7 +266,6 @@ impl PyStreamBatch {
         corrections: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyDict>> {
         let mut this = mutable(slf)?;
-        let this = &mut *this; // one borrow, split between the batch and the caches
         let seqs = seq_ids(seqs)?;
         let paths = ints_2d(paths, "paths")?;
         let [rows, depth] = paths.dims;
@@ -298,7 +295,6 @@ impl PyStreamBatch {
         corrections: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyDict>> {
         let mut this = mutable(slf)?;
-        let this = &mut *this; // one borrow, split between the batch and the caches
         let seqs = seq_ids(seqs)?;
         let counts = ints_1d(n_accepted, "n_accepted")?;
         if counts.len() != seqs.len() {
@@ -394,7 +390,6 @@ impl PyStreamBatch {
         parents: &Bound<'py, PyAny>,
     ) -> PyResult<Vec<Bound<'py, PyAny>>> {
         let mut this = mutable(slf)?;
-        let this = &mut *this; // one borrow, split between the batch and the caches
         let seq = seq_id(seq)?;
         let parents = ints_1d(parents, "parents")?;
         let batch = &mut this.batch;
@@ -412,7 +407,6 @@ impl PyStreamBatch {
         correction: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Vec<Bound<'py, PyAny>>> {
         let mut this = mutable(slf)?;
-        let this = &mut *this; // one borrow, split between the batch and the caches
         let seq = seq_id(seq)?;
         let path = node_indices(&ints_1d(path, "path")?)?;
         let correction =
