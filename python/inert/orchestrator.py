@@ -15,7 +15,14 @@ from . import _core
 from .audit import TraceWriter
 from .audit.trace import check_appendable
 from .effects import EffectLike, EffectTable
-from .errors import InertValueError, ReentrancyError, StreamFinishedError, TraceWarning, TurnAbandonedWarning
+from .errors import (
+    InertValueError,
+    ReentrancyError,
+    SpeculativeEffectViolation,
+    StreamFinishedError,
+    TraceWarning,
+    TurnAbandonedWarning,
+)
 from .gate import POLICIES
 from .inputs import Ids, Token, Tokens
 from .journal import Journal, OwnedJournal
@@ -105,7 +112,9 @@ class Session:
         self.ending_released: ReleasedTuple | None = None
         """What the end of the stream released, kept until ``tail`` holds it (an interrupt between)."""
         self.reported = False
-        """The report was made (by finish or close): the turn is over."""
+        """The report was returned (by finish or close): the turn is over."""
+        self.made: Report | Exception | None = None
+        """The report, or what its making raised, until it is returned."""
         self.ending = False
         """A finish or close is waiting for the calls (another caller must not report the turn too)."""
         self._owned: OwnedJournal | None = None  # opened here from a path or URI: closed at the end
@@ -234,21 +243,34 @@ class Session:
             self.released()  # what the client never got stays unsent
         self.driver.abandon()
 
-    def report(self, strict: bool) -> Report:
-        """The turn's report (every call must have concluded); closes what the session owns, even
-        when reconciliation raises (SpeculativeEffectViolation, with ``strict``)."""
-        try:
-            report = self.driver.report(strict, self.stream.notices(), self.tail)
-        except Exception:
-            # The turn is reported: a SpeculativeEffectViolation holds the report; a warning the
-            # caller made an error (ReasoningWarning) is what the caller asked for.
-            self.reported = True
-            self.close()
-            raise
-        # Only once it exists: a KeyboardInterrupt (or a cancel) while it was made leaves the
-        # turn to report again, by finish() or close() again.
-        self.reported = True
+    def conclude(self) -> None:
+        """Makes the turn's report (every call must have concluded), once, and closes what the
+        session owns. Resumable: after a KeyboardInterrupt (or a cancel) the next finish() or
+        close() returns the same report (see ``hand_report``)."""
+        if self.made is None:
+            try:
+                self.made = self.driver.report(False, self.stream.notices(), self.tail)
+            except Exception as e:  # noqa: BLE001 - a warning the caller made an error (ReasoningWarning): raised as the report
+                self.made = e
         self.close()
+
+    def hand_report(self, strict: bool) -> Report:
+        """The report ``conclude`` made; the turn is marked reported last, with no call left that
+        a Ctrl-C could land in before the caller has it (one landing earlier leaves it to return again).
+
+        Raises:
+            SpeculativeEffectViolation: anything diverged and ``strict``; it holds the report.
+        """
+        made = self.made
+        assert made is not None, "conclude() precedes hand_report()"
+        if isinstance(made, Exception):
+            failure: Exception | None = made
+        else:
+            failure = SpeculativeEffectViolation(made) if strict and made.violations else None
+            report = made
+        self.reported = True
+        if failure is not None:
+            raise failure
         return report
 
     def close(self) -> None:
@@ -510,7 +532,8 @@ class Orchestrator(_TurnView):
         assert isinstance(runtime, ThreadRuntime)
         with self._s.waiting():
             runtime.drain()
-            return self._s.report(strict)
+            self._s.conclude()
+        return self._s.hand_report(strict)
 
     def close(self) -> Report | None:
         """Abandons the turn unless ``finish()`` ended it: the tokens never verified are
@@ -535,7 +558,8 @@ class Orchestrator(_TurnView):
         with self._s.waiting():
             self._s.abandon()  # after a finish() or close() cut short: what it left undecided
             runtime.drain()
-            return self._s.report(False)
+            self._s.conclude()
+        return self._s.hand_report(False)
 
     def __enter__(self) -> Self:
         return self
@@ -636,7 +660,8 @@ class AsyncOrchestrator(_TurnView):
         self._s.end()
         with self._s.waiting():
             await runtime.drain()
-            return self._s.report(strict)
+            self._s.conclude()
+        return self._s.hand_report(strict)
 
     async def close(self) -> Report | None:
         """As ``Orchestrator.close``, awaiting the committed calls; ``async with`` closes it."""
@@ -646,7 +671,8 @@ class AsyncOrchestrator(_TurnView):
         with self._s.waiting():
             self._s.abandon()  # after a finish() or close() cut short: what it left undecided
             await runtime.drain()
-            return self._s.report(False)
+            self._s.conclude()
+        return self._s.hand_report(False)
 
     async def __aenter__(self) -> Self:
         return self

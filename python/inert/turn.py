@@ -27,6 +27,7 @@ from .errors import (
     closest_name,
 )
 from .gate import Command, Confirm, Dispatch, Gate, Retract, Schedule
+from .interrupts import InterruptsHeld
 from .journal import Journal, MemoryJournal, OwnedJournal, open_journal
 from .outcomes import Outcome
 from .report import DispatchRecord, Report
@@ -366,27 +367,33 @@ class TurnDriver:
 
     def _act(self) -> None:
         """Hands the queued commands to the runtime, in order; each leaves the queue once
-        acted on, so one cut short by an interrupt is acted on again (a confirmation or a
-        retraction done twice is done once: the runtime ignores the repeat)."""
+        acted on, so one cut short by an exception is acted on again (a confirmation or a
+        retraction done twice is done once: the runtime ignores the repeat). A Ctrl-C is
+        held off until all are done (``InterruptsHeld``): one landing inside a command (the
+        scheduler's chains, a call's start) would leave it half made, and one landing as a
+        command returns would lose the call it scheduled."""
         todo, nodes, runtime = self._todo, self._nodes, self.runtime
-        while todo:
-            command = todo[0]
-            if isinstance(command, Schedule):
-                d = command.dispatch
-                node = nodes.get(d.commit_key)
-                if node is None:  # else scheduled already, before an interrupt
-                    node = nodes[d.commit_key] = runtime.schedule(d, self.tooling.tools.get(d.name))
-                if command.permit:
-                    runtime.run_early(node)
-            else:
-                node = nodes.get(command.commit_key)
-                if node is not None:  # else acted on already, before an interrupt
-                    if isinstance(command, Confirm):
-                        runtime.confirm(node)
-                    else:
-                        runtime.retract(node)
-                    del nodes[command.commit_key]
-            todo.popleft()
+        if not todo:
+            return  # a step that closed nothing to act on: no hold (two system calls)
+        with InterruptsHeld():
+            while todo:
+                command = todo[0]
+                if isinstance(command, Schedule):
+                    d = command.dispatch
+                    node = nodes.get(d.commit_key)
+                    if node is None:  # else scheduled already, before an exception
+                        node = nodes[d.commit_key] = runtime.schedule(d, self.tooling.tools.get(d.name))
+                    if command.permit:
+                        runtime.run_early(node)
+                else:
+                    node = nodes.get(command.commit_key)
+                    if node is not None:  # else acted on already, before an exception
+                        if isinstance(command, Confirm):
+                            runtime.confirm(node)
+                        else:
+                            runtime.retract(node)
+                        del nodes[command.commit_key]
+                todo.popleft()
 
     def end(self, outcomes: list[Outcome], released: ReleasedTuple | None = None) -> Step:
         """``apply`` of the end of the turn's outcomes, which decide every call. A call left

@@ -362,3 +362,29 @@ def test_a_retraction_cut_short_in_the_scheduler_is_finished_by_the_next_step(mo
     orch.verify(1, ".")
     report = orch.finish()
     assert ran == [2] and [r.arguments["n"] for r in report.results] == [2]
+
+
+@pytest.mark.parametrize("runtime", RUNTIMES)
+@pytest.mark.parametrize("end", ["finish", "close"])
+def test_a_report_cut_short_as_the_trace_closes_is_returned_by_the_next_end(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Any, runtime: str, end: str
+) -> None:
+    """Found by a helper: the turn was marked reported before its trace was closed, so a
+    Ctrl-C landing in the close lost the report (finish() again raised StreamFinishedError).
+    It is made once: the trace has one turn_end."""
+    put, trace = Puts(), tmp_path / "t.jsonl"
+    lone = _Lone.__new__(_Lone)
+    lone.loop = asyncio.new_event_loop() if runtime == "asyncio" else None
+    kind = inert.AsyncOrchestrator if runtime == "asyncio" else inert.Orchestrator
+    lone.orch = kind({"put": "write"}, {"put": put}, turn_key="t", trace=str(trace))
+    lone("draft", [block("put", n=1)])
+    lone("verify", 1, ".")
+    raise_once(monkeypatch, TraceWriter, "close")
+    with pytest.raises(KeyboardInterrupt):
+        lone(end)
+    report = lone(end)
+    assert report is not None and [(r.name, r.result) for r in report.results] == [("put", 1)]
+    assert lone("close") is None
+    lone.close_loop()
+    events = [json.loads(line)["event"] for line in trace.read_text().splitlines()]
+    assert events.count("turn_end") == 1

@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 from ..audit.trace import TraceWriter
 from ..errors import CancelledCallError, InDoubtError, LoopError, MissingToolError, ToolTimeoutError
 from ..gate import Dispatch
+from ..interrupts import InterruptsHeld
 from ..journal import Journal
 from ..journal.phases import ABORT, COMMIT, PREPARE
 from ..report import DispatchRecord
@@ -102,15 +103,17 @@ class AsyncRuntime:
         """
         loop = asyncio.get_running_loop()
         if self._loop is None:
-            self._loop, self._idle = loop, asyncio.Event()
-            self._idle.set()
+            with InterruptsHeld():  # half bound, drain() would wait on an event never set
+                idle = asyncio.Event()
+                idle.set()
+                self._loop, self._idle = loop, idle
         elif loop is not self._loop:
             raise LoopError(
                 "this AsyncOrchestrator runs its calls on the event loop of its first call; "
                 "use one orchestrator per loop (per turn)"
             )
 
-    # -- the gate's commands (on the loop thread) --
+    # -- the gate's commands (on the loop thread; ``TurnDriver._act`` holds a Ctrl-C off meanwhile) --
 
     def schedule(self, dispatch: Dispatch, invocation: Invocation | None) -> CallNode:
         run = CallRun(dispatch, invocation)
@@ -184,23 +187,24 @@ class AsyncRuntime:
         hold its place, and finish() would wait for it for ever: it is concluded here. Its
         outcome is not journaled (the journal is not written on the loop), so an intent
         it recorded stays open, in doubt, which is what is known of it."""
-        if node.state is not State.RUNNING or self._tasks.get(node, task) is not task:
-            return  # concluded, waiting for its block's fate, or another phase's task has it
-        run: CallRun = node.owner
-        if task.cancelled():  # cancelled from outside inert, past every handler: see ``_ending``
-            self._ending = True
-        failure = None if task.cancelled() else task.exception()
-        if not run.settled:
-            error = InDoubtError(
-                f"the task running {run.dispatch.name!r} was interrupted ({type(failure).__name__}) before it "
-                "concluded the call: whether its effect happened is unknown; see `inert recover`"
-            )
-            with contextlib.suppress(CallStateError):  # a state the interrupt left half made
-                if not run.expire(error, self.clock()):
-                    run.settle(None, error, self.clock())
-        self._tasks.pop(node, None)
-        run.left_tool()
-        self._start(self._scheduler.finish(node))
+        with InterruptsHeld():  # this net is the last: a Ctrl-C may not cut it short
+            if node.state is not State.RUNNING or self._tasks.get(node, task) is not task:
+                return  # concluded, waiting for its block's fate, or another phase's task has it
+            run: CallRun = node.owner
+            if task.cancelled():  # cancelled from outside inert, past every handler: see ``_ending``
+                self._ending = True
+            failure = None if task.cancelled() else task.exception()
+            if not run.settled:
+                error = InDoubtError(
+                    f"the task running {run.dispatch.name!r} was interrupted ({type(failure).__name__}) before it "
+                    "concluded the call: whether its effect happened is unknown; see `inert recover`"
+                )
+                with contextlib.suppress(CallStateError):  # a state the interrupt left half made
+                    if not run.expire(error, self.clock()):
+                        run.settle(None, error, self.clock())
+            self._tasks.pop(node, None)
+            run.left_tool()
+            self._start(self._scheduler.finish(node))
 
     def _update_idle(self) -> None:
         if self._idle is None:
@@ -337,12 +341,13 @@ class AsyncRuntime:
                         await self._journal_phase(run, PREPARE, exc, began=True)
                     result, error = None, exc
                 break
-            run.stage(prepared)
-            if run.fate is Fate.UNDECIDED:
-                del self._tasks[node]
-                self._note_outside_cancel(run)
-                self._start(self._scheduler.prepared(node))  # wait, holding later calls, for the block's fate
-                return
+            with InterruptsHeld():
+                run.stage(prepared)
+                if run.fate is Fate.UNDECIDED:
+                    del self._tasks[node]
+                    self._note_outside_cancel(run)
+                    self._start(self._scheduler.prepared(node))  # wait, holding later calls, for the block's fate
+                    return
         if phase == COMMIT and not run.replayed:
             result, error = await self._commit(run)
         elif phase == ABORT:
@@ -561,18 +566,19 @@ class AsyncRuntime:
             if self._trace is not None:
                 self._trace.result(run.record())
         finally:  # whatever escaped, the call ends: later calls and finish() never wait on it forever
-            del self._tasks[node]
-            # A tool still running past the deadline or the cancel keeps its tool slot until it returns.
-            lingering = run.lingering
-            keep = lingering is not None and not lingering.done()
-            if not keep:
-                run.left_tool()
-            self._note_outside_cancel(run)
-            self._start(self._scheduler.finish(node, keep_slot=keep))
-            if keep:
-                with self._after_lock:
-                    self._lingering.add(lingering)
-                lingering.add_done_callback(lambda done: self._tool_returned(node, done))
+            with InterruptsHeld():
+                del self._tasks[node]
+                # A tool still running past the deadline or the cancel keeps its tool slot until it returns.
+                lingering = run.lingering
+                keep = lingering is not None and not lingering.done()
+                if not keep:
+                    run.left_tool()
+                self._note_outside_cancel(run)
+                self._start(self._scheduler.finish(node, keep_slot=keep))
+                if keep:
+                    with self._after_lock:
+                        self._lingering.add(lingering)
+                    lingering.add_done_callback(lambda done: self._tool_returned(node, done))
 
     def _slot_wait(self, node: CallNode) -> None:
         """A call queued for a tool slot: as ``ThreadRuntime._slot_wait``, on the loop."""
@@ -581,31 +587,33 @@ class AsyncRuntime:
             self._loop.call_later(timeout, self._slot_wait_over, node, node.slot_waits)
 
     def _slot_wait_over(self, node: CallNode, wait: int) -> None:
-        run = node.owner
-        over = lifecycle.slot_wait_over(self._scheduler, node, wait, self.clock())
-        if over is None:
-            if node.state is State.WAITING and node.slot_waits == wait:
-                self._slot_wait(node)  # calls within their deadlines hold the slots: wait on
-            return
-        if not over.commit:
-            self._log.append(run)
+        with InterruptsHeld():
+            run = node.owner
+            over = lifecycle.slot_wait_over(self._scheduler, node, wait, self.clock())
+            if over is None:
+                if node.state is State.WAITING and node.slot_waits == wait:
+                    self._slot_wait(node)  # calls within their deadlines hold the slots: wait on
+                return
+            if not over.commit:
+                self._log.append(run)
+                if self._trace is not None:
+                    self._trace.dispatch(run.record())
             if self._trace is not None:
-                self._trace.dispatch(run.record())
-        if self._trace is not None:
-            self._trace.result(run.record())
-        if over.commit:  # an abort needs no slot; drain() waits for it
-            assert self._loop is not None
-            cleanup = self._loop.create_task(self._abort(run))
-            self._cleanups.add(cleanup)
-            cleanup.add_done_callback(self._cleanups.discard)
-        self._start(over.ready)
+                self._trace.result(run.record())
+            if over.commit:  # an abort needs no slot; drain() waits for it
+                assert self._loop is not None
+                cleanup = self._loop.create_task(self._abort(run))
+                self._cleanups.add(cleanup)
+                cleanup.add_done_callback(self._cleanups.discard)
+            self._start(over.ready)
 
     def _tool_returned(self, node: CallNode, done: Any) -> None:
         """The tool of a call concluded without it returned (on a worker thread or the loop)."""
 
         def returned() -> None:
-            node.owner.left_tool()
-            self._start(self._scheduler.give_slot_back(node))
+            with InterruptsHeld():
+                node.owner.left_tool()
+                self._start(self._scheduler.give_slot_back(node))
 
         self._off_loop_ended(done, returned)
 

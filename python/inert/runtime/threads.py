@@ -133,7 +133,7 @@ class ThreadRuntime:
         """The lock, workers, timer and tool slots this runtime runs on."""
         return self._engine
 
-    # -- the gate's commands --
+    # -- the gate's commands (``TurnDriver._act`` holds a Ctrl-C off while it gives them) --
 
     def schedule(self, dispatch: Dispatch, invocation: Invocation | None) -> CallNode:
         """A call closed: it takes its place in stream order, gated."""

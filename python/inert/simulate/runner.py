@@ -178,4 +178,5 @@ class SimOrchestrator:
         self._s.finish()
         assert self._runtime is not None
         self._runtime.drain()
-        return self._s.report(strict=False)
+        self._s.conclude()
+        return self._s.hand_report(strict=False)
