@@ -12,7 +12,14 @@ from typing import Any, Self, SupportsIndex
 
 from . import _core
 from .effects import EffectLike, EffectTable
-from .errors import BatchError, InertTypeError, ReentrancyError, StreamFinishedError, TurnAbandonedWarning
+from .errors import (
+    BatchError,
+    InertTypeError,
+    ReentrancyError,
+    SpeculativeEffectViolation,
+    StreamFinishedError,
+    TurnAbandonedWarning,
+)
 from .inputs import Ids, Token, TokenRows, Tokens
 from .journal import Journal
 from .one_caller import OneCaller
@@ -203,8 +210,17 @@ class BatchOrchestrator:
             ending.retracted = ending.driver.abandon()
             ending.tail = Step(())
         ending.wait()
-        self._ending.pop(int(seq), None)  # close() in another thread may have taken it already
-        return ending.driver.report(strict, ending.notices, ending.tail)
+        key = int(seq)
+        report = ending.driver.report(False, ending.notices, ending.tail)  # made once: the driver keeps it
+        failure = SpeculativeEffectViolation(report) if strict and report.violations else None
+        # Let go last, with no call left that a Ctrl-C could land in before the caller has the
+        # report: one landing earlier leaves the turn to finish(seq) again. close() in another
+        # thread may have taken it already.
+        if key in self._ending:
+            del self._ending[key]
+        if failure is not None:
+            raise failure
+        return report
 
     def close(self) -> dict[int, Report]:
         """Ends the batch. A sequence still in it is abandoned: its pending tokens are

@@ -113,8 +113,6 @@ class Session:
         """What the end of the stream released, kept until ``tail`` holds it (an interrupt between)."""
         self.reported = False
         """The report was returned (by finish or close): the turn is over."""
-        self.made: Report | Exception | None = None
-        """The report, or what its making raised, until it is returned."""
         self.ending = False
         """A finish or close is waiting for the calls (another caller must not report the turn too)."""
         self._owned: OwnedJournal | None = None  # opened here from a path or URI: closed at the end
@@ -244,33 +242,32 @@ class Session:
         self.driver.abandon()
 
     def conclude(self) -> None:
-        """Makes the turn's report (every call must have concluded), once, and closes what the
-        session owns. Resumable: after a KeyboardInterrupt (or a cancel) the next finish() or
-        close() returns the same report (see ``hand_report``)."""
-        if self.made is None:
-            try:
-                self.made = self.driver.report(False, self.stream.notices(), self.tail)
-            except Exception as e:  # noqa: BLE001 - a warning the caller made an error (ReasoningWarning): raised as the report
-                self.made = e
+        """Makes the turn's report (every call must have concluded; the driver keeps it) and
+        closes what the session owns. Resumable: after a KeyboardInterrupt (or a cancel) the
+        next finish() or close() hands over the same report (see ``hand_report``)."""
+        try:
+            self.driver.report(False, self.stream.notices(), self.tail)
+        except Exception:
+            # A warning the caller made an error (ReasoningWarning) is what the caller asked for.
+            self.close()
+            self.reported = True
+            raise
         self.close()
 
     def hand_report(self, strict: bool) -> Report:
-        """The report ``conclude`` made; the turn is marked reported last, with no call left that
-        a Ctrl-C could land in before the caller has it (one landing earlier leaves it to return again).
+        """The report ``conclude`` made. The turn is marked reported last, with no call left
+        that a Ctrl-C could land in before the caller has it; one landing earlier leaves the
+        report to hand over again.
 
         Raises:
             SpeculativeEffectViolation: anything diverged and ``strict``; it holds the report.
         """
-        made = self.made
-        assert made is not None, "conclude() precedes hand_report()"
-        if isinstance(made, Exception):
-            failure: Exception | None = made
-        else:
-            failure = SpeculativeEffectViolation(made) if strict and made.violations else None
-            report = made
+        try:
+            report = self.driver.report(strict)
+        except SpeculativeEffectViolation:
+            self.reported = True
+            raise
         self.reported = True
-        if failure is not None:
-            raise failure
         return report
 
     def close(self) -> None:

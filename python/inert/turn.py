@@ -312,6 +312,7 @@ class TurnDriver:
         self._todo: deque[Command] = deque()  # commands handed over, not yet acted on, in order
         self._inbox: list[Outcome] = []  # outcomes handed over, not yet planned
         self._let_go: list[Dispatch] = []  # calls let go and not yet returned in a Step
+        self._made: Report | None = None  # the report, once made
 
     def receive(self, outcomes: list[Outcome]) -> None:
         """Takes a step's outcomes to apply with the next ``apply`` (a batch hands every
@@ -419,11 +420,21 @@ class TurnDriver:
 
     def report(self, strict: bool, notices: Sequence[_core.ReasoningUnopened] = (), tail: Step | None = None) -> Report:
         """Reconciles what ran with what was accepted (every call must be concluded);
-        ``notices`` are the turn's reasoning closers that closed nothing, ``tail`` what finish released.
+        ``notices`` are the turn's reasoning closers that closed nothing, ``tail`` what finish
+        released. Made once: called again (the caller's hand-over was cut short by an
+        interrupt), it returns the same report.
 
         Raises:
             SpeculativeEffectViolation: anything diverged and ``strict``.
         """
+        report = self._made
+        if report is None:
+            report = self._made = self._reconcile(notices, tail)
+        if strict and report.violations:
+            raise SpeculativeEffectViolation(report)
+        return report
+
+    def _reconcile(self, notices: Sequence[_core.ReasoningUnopened], tail: Step | None) -> Report:
         report = reconcile(self.runtime.records(), self.gate.accepted(self.runtime.turn_key))
         report.malformed = list(self.gate.malformed)
         report.notices = list(notices)
@@ -435,11 +446,9 @@ class TurnDriver:
                     f"first at tokens {first.start}-{first.end}): the chat template opened the section in the prompt, "
                     "so calls before it may have been thoughts, and ran; pass in_reasoning=True for this template"
                 ),
-                stacklevel=4,
+                stacklevel=5,
             )
         report.tail = tail if tail is not None else _NOTHING
         if self.trace is not None:
             self.trace.emit("turn_end", violations=len(report.violations))
-        if strict and report.violations:
-            raise SpeculativeEffectViolation(report)
         return report

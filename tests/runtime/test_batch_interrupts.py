@@ -17,6 +17,7 @@ import pytest
 
 import inert
 from inert import batch as batch_module
+from inert import turn as turn_module
 from inert.runtime import ThreadRuntime
 from inert.turn import TurnDriver
 from tools import WATCHDOG, Puts, block, finish_within, raise_once, two_sequences
@@ -296,3 +297,19 @@ def test_a_close_cut_short_while_reporting_returns_every_report_when_called_agai
     assert sorted(reports) == [0, 1]
     assert sorted(r.result for report in reports.values() for r in report.results) == [1, 2]
     assert sorted(put.ran) == [1, 2]
+
+
+def test_a_finish_cut_short_while_reporting_reports_when_called_again(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Found by a helper: the turn was let go before its report was made, so a Ctrl-C landing
+    in the reconciliation made finish(seq) again raise UnknownSequenceError."""
+    tool = Writes()
+    tool.release.set()
+    batch, path = _batch(tmp_path, tool)
+    raise_once(monkeypatch, turn_module, "reconcile")
+    with pytest.raises(KeyboardInterrupt):
+        batch.finish(0)
+    assert [r.result for r in batch.finish(0).results] == [1, 2]
+    batch.close()
+    assert _journaled(path) == ([1, 2], [])

@@ -10,6 +10,7 @@ from collections import Counter
 from typing import Any
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -214,3 +215,29 @@ def test_a_tree_through_the_orchestrator_runs_reads_on_branches_and_writes_only_
     lone.draft(right)
     lone.verify(2)
     assert [r.commit_key for r in lone.finish().results] == [r.commit_key for r in report.results]
+
+
+def test_a_sequences_violations_raise_at_its_finish_unless_not_strict() -> None:
+    """A write run on tokens the verifier then rejected (only eager_unsafe does that) is an
+    orphan: finish(seq) raises with the report, and strict=False returns it."""
+    vocab = inert.Vocabulary([block("set", v=1), "."])
+    ran: list[int] = []
+
+    def set_value(v: int) -> int:
+        ran.append(v)
+        return v
+
+    with pytest.warns(UserWarning, match="measure"):
+        batch = inert.BatchOrchestrator({"set": "write"}, {"set": set_value}, vocab=vocab, policy="eager_unsafe")
+    with batch:
+        for seq in (0, 1):
+            batch.add(seq, f"turn-{seq}")
+        batch.draft([0, 1], [[0], [0]])
+        batch.verify([0, 1], [0, 0], [1, 1])
+        with pytest.raises(inert.SpeculativeEffectViolation) as info:
+            batch.finish(0)
+        assert [v.kind for v in info.value.violations] == ["orphan"]
+        assert info.value.report.results == []
+        report = batch.finish(1, strict=False)
+        assert [v.kind for v in report.violations] == ["orphan"]
+    assert ran == [1, 1]
