@@ -281,6 +281,10 @@ class TokenStream:
     @property
     def has_released(self) -> bool:
         """Whether a step released something not taken yet (a cheap check before ``take_released``)."""
+    def _deliver_to(self, inbox: list[_Outcome]) -> None:
+        """The orchestrators' own: from now on every step appends its outcomes to ``inbox``
+        inside its call and returns an empty list, so a Ctrl-C landing as a step returns (where
+        a SIGINT that arrived during it is handled) cannot lose them."""
     def draft(self, tokens: _Tokens) -> list[_Outcome]:
         """Appends a draft window; returns the outcomes it caused (``CallClosed`` only).
 

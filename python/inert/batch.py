@@ -21,6 +21,7 @@ from .errors import (
     TurnAbandonedWarning,
 )
 from .inputs import Ids, Token, TokenRows, Tokens
+from .interrupts import InterruptsHeld
 from .journal import Journal
 from .one_caller import OneCaller
 from .report import Report
@@ -95,6 +96,7 @@ class BatchOrchestrator:
         self.journal, self._owned = journal_for(journal)
         self._engine = ThreadEngine(self._tooling.workers, self._tooling.limits)
         self._turns: dict[int, TurnDriver] = {}
+        self._unapplied: dict[int, list[Any]] = {}  # sequences whose drivers hold outcomes not yet applied
         self._ending: dict[int, _Ending] = {}
         """Turns whose ``finish`` was interrupted (a KeyboardInterrupt) while it waited for their
         calls: ``finish(seq)`` again, or ``close()``, waits for them and reports them."""
@@ -126,11 +128,14 @@ class BatchOrchestrator:
                 f"sequence {int(seq)}'s finish() was interrupted while it waited for its calls; "
                 "call finish() on it again before adding it anew"
             )
-        self._batch.add(seq, turn_key, in_reasoning=in_reasoning)
+        key = int(seq)
         runtime = ThreadRuntime(
-            self.journal, turn_key, ordered=self._tooling.policy != "eager_unsafe", engine=self._engine, seq=int(seq)
+            self.journal, turn_key, ordered=self._tooling.policy != "eager_unsafe", engine=self._engine, seq=key
         )
-        self._turns[int(seq)] = TurnDriver(self._tooling, runtime)
+        driver = TurnDriver(self._tooling, runtime)
+        with InterruptsHeld():  # the core and the drivers hold the same sequences, whatever Ctrl-C
+            self._batch.add(seq, turn_key, in_reasoning=in_reasoning)
+            self._turns[key] = driver
 
     def draft(self, seqs: Ids, tokens: TokenRows, lengths: Ids | None = None) -> dict[int, Step]:
         """Drafts row ``i`` of ``tokens`` onto ``seqs[i]`` (see ``StreamBatch.draft``).
@@ -141,7 +146,9 @@ class BatchOrchestrator:
         self._check_open()
         self._one.enter()
         try:
-            return self._apply(self._batch.draft(seqs, tokens, lengths))
+            with InterruptsHeld():  # see ``_receive``
+                self._receive(self._batch.draft(seqs, tokens, lengths))
+            return self._apply()
         finally:
             self._one.leave()
 
@@ -154,10 +161,11 @@ class BatchOrchestrator:
         self._check_open()
         self._one.enter()
         try:
-            outcomes = self._batch.verify(seqs, n_accepted, corrections)
+            with InterruptsHeld():
+                self._receive(self._batch.verify(seqs, n_accepted, corrections))
             if not self._streaming:
-                return self._apply(outcomes)
-            return self._apply(outcomes, self._batch.take_released(seqs))
+                return self._apply()
+            return self._apply(self._batch.take_released(seqs))
         finally:
             self._one.leave()
 
@@ -166,8 +174,10 @@ class BatchOrchestrator:
         self._check_open()
         self._one.enter()
         try:
-            outcomes = self._batch.draft_tree(seq, tokens, parents)  # first: it refuses an unknown seq
-            return self._turns[int(seq)].apply(outcomes)
+            with InterruptsHeld():
+                outcomes = self._batch.draft_tree(seq, tokens, parents)  # first: it refuses an unknown seq
+                self._receive({int(seq): outcomes})
+            return self._apply(only=int(seq))[int(seq)]
         finally:
             self._one.leave()
 
@@ -176,8 +186,11 @@ class BatchOrchestrator:
         self._check_open()
         self._one.enter()
         try:
-            outcomes = self._batch.verify_path(seq, path, correction)
-            return self._turns[int(seq)].apply(outcomes, self._released_of(seq))
+            with InterruptsHeld():
+                outcomes = self._batch.verify_path(seq, path, correction)
+                self._receive({int(seq): outcomes})
+            released = self._released_of(seq)
+            return self._apply(None if released is None else {int(seq): released}, only=int(seq))[int(seq)]
         finally:
             self._one.leave()
 
@@ -200,9 +213,13 @@ class BatchOrchestrator:
             # leaves it where finish(seq) again and close() find it.
             ending = self._ending[int(seq)] = _Ending(self._turns[int(seq)], notices)
         self._turns.pop(int(seq), None)  # if an interrupt came between holding it and this
+        self._unapplied.pop(int(seq), None)  # the end applies them
         if ending.tail is None and int(seq) in self._batch:
-            outcomes = self._batch.finish(seq)
-            ending.tail = ending.driver.end(outcomes, self._released_of(seq) or ("", "", []))
+            with InterruptsHeld():  # the end's outcomes reach the driver whatever Ctrl-C
+                ending.driver.receive(self._batch.finish(seq))
+                ending.released = self._released_of(seq) or ("", "", [])
+        if ending.tail is None and ending.released is not None:
+            ending.tail = ending.driver.end([], ending.released)
         elif ending.tail is None:
             # An interrupt cut the end of the turn short after the core gave it: what it did
             # not apply is gone, so the calls it left undecided (a prepared call waiting for
@@ -329,17 +346,31 @@ class BatchOrchestrator:
         """What ``seq``'s last step released for streaming (``None`` without streaming)."""
         return self._batch.take_released([seq]).get(int(seq)) if self._streaming else None
 
-    def _apply(
-        self, outcomes: dict[int, list[Any]], released: Mapping[int, ReleasedTuple] | None = None
-    ) -> dict[int, Step]:
-        """Every sequence's outcomes are handed to its driver before any is applied: an interrupt
-        while one sequence's step is applied leaves the others' to their next step, not lost."""
+    def _receive(self, outcomes: Mapping[int, list[Any]]) -> None:
+        """Hands each sequence's outcomes to its driver, to apply with ``_apply``. Called under
+        ``InterruptsHeld`` with the core's step: a Ctrl-C landing as the core returns would lose
+        them (the core went on; later steps would confirm calls never scheduled)."""
         turns = self._turns
         for seq, out in outcomes.items():
             turns[seq].receive(out)
-        if released is None:
-            return {seq: turns[seq].apply([]) for seq in outcomes}
-        return {seq: turns[seq].apply([], released.get(seq)) for seq in {**outcomes, **released}}
+        self._unapplied.update(outcomes)
+
+    def _apply(self, released: Mapping[int, ReleasedTuple] | None = None, only: int | None = None) -> dict[int, Step]:
+        """The step of every sequence whose outcomes were received and not yet applied (``only``:
+        that sequence's), and of every one that released text. Every sequence's are received
+        before any is applied: an interrupt while one is applied leaves it and the others to the
+        next step, not lost."""
+        turns, pending = self._turns, self._unapplied
+        seqs = list(pending) if only is None else [only]
+        if released is not None:
+            seqs += [seq for seq in released if seq not in pending]
+        steps: dict[int, Step] = {}
+        for seq in seqs:
+            turn = turns.get(seq)
+            if turn is not None:  # else finished or closed meanwhile: its end applied them
+                steps[seq] = turn.apply([], None if released is None else released.get(seq))
+            pending.pop(seq, None)
+        return steps
 
     def _check_open(self) -> None:
         """Refuses a call after ``close()`` (its workers are gone: a call could never
@@ -366,6 +397,7 @@ class _Ending:
         self.notices = notices
         self.abandoned = abandoned
         self.retracted: int | None = None  # the calls left undecided it retracted, once it did
+        self.released: ReleasedTuple | None = None  # what the end released, once the core ended the turn
         self.tail: Step | None = None
 
     def wait(self) -> None:

@@ -25,42 +25,39 @@ __all__ = ["InterruptsHeld"]
 
 _MAIN = threading.main_thread().ident
 _SIGINT = _signal.SIGINT
-_caught: tuple[int, FrameType | None] | None = None
-"""The SIGINT that arrived while held, until it is handed to the handler it found."""
-
-
-def _note(signum: int, frame: FrameType | None) -> None:
-    global _caught  # the main thread's only: a handler has nowhere else to say it
-    if _caught is None:
-        _caught = (signum, frame)
 
 
 class InterruptsHeld:
-    """``with InterruptsHeld():`` a SIGINT is acted on at the end of the block, not inside it.
-    Nested blocks hold it until the outermost ends."""
+    """``with InterruptsHeld():`` a SIGINT is acted on at the end of the block, not inside it:
+    each one that arrived is handed, in turn, to the handler the block found (a second Ctrl-C
+    reaches asyncio's, which force-quits on it). Nested blocks hold it until the outermost ends."""
 
-    __slots__ = ("_previous",)
+    __slots__ = ("_caught", "_previous")
 
     def __enter__(self) -> None:
         self._previous: Any = None
         if threading.get_ident() != _MAIN:
             return
         previous = _signal.getsignal(_SIGINT)
-        if previous is _note or not callable(previous):
+        if isinstance(getattr(previous, "__self__", None), InterruptsHeld) or not callable(previous):
             return  # held already by an outer block, or no Python handler could raise in it
+        self._caught: list[tuple[int, FrameType | None]] = []
         # Checks pending signals first, under the handler it found: one that arrived just
         # before is raised here, before anything is done.
-        _signal.signal(_SIGINT, _note)
+        _signal.signal(_SIGINT, self._note)
         self._previous = previous
+
+    def _note(self, signum: int, frame: FrameType | None) -> None:
+        self._caught.append((signum, frame))
 
     def __exit__(
         self, kind: type[BaseException] | None, error: BaseException | None, traceback: TracebackType | None
     ) -> None:
-        global _caught
         previous = self._previous
         if previous is None:
             return
-        _signal.signal(_SIGINT, previous)  # a pending signal is noted first, under ``_note``
-        caught, _caught = _caught, None
-        if caught is not None:
-            previous(*caught)  # the handler it found: by default, KeyboardInterrupt, here
+        # A signal pending meanwhile is noted first, under ``_note``; one arriving after goes to
+        # ``previous`` itself. The notes are this block's own: none is left for a later block.
+        _signal.signal(_SIGINT, previous)
+        for signum, frame in self._caught:
+            previous(signum, frame)  # the handler it found: by default, KeyboardInterrupt, here

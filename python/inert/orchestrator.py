@@ -25,6 +25,7 @@ from .errors import (
 )
 from .gate import POLICIES
 from .inputs import Ids, Token, Tokens
+from .interrupts import InterruptsHeld
 from .journal import Journal, OwnedJournal
 from .one_caller import OneCaller
 from .report import Report
@@ -135,6 +136,9 @@ class Session:
             trace=self.trace,
         )
         self.driver = TurnDriver(self.tooling, self.runtime, self.trace)
+        # Each step's outcomes reach the driver inside the stream's own call: a Ctrl-C that
+        # arrives while the core runs is handled as the call returns, and would lose them.
+        self.stream._deliver_to(self.driver.inbox)
         self.gate = self.driver.gate
 
     def refuse_reentry(self) -> None:
@@ -147,17 +151,15 @@ class Session:
             )
 
     def draft(self, tokens: Tokens) -> Step:
-        """Drafts onto the stream, traces it, and hands what closed to the driver."""
-        if outcomes := self.stream.draft(tokens):
-            self.driver.receive(outcomes)  # first: see ``apply``
+        """Drafts onto the stream (which hands what closed to the driver), traces it, and applies it."""
+        self.stream.draft(tokens)
         if self.trace is not None:
             self.trace.draft(tokens)
         return self.apply()
 
     def verify(self, n_accepted: int | SupportsIndex, correction: Token | None) -> Step:
-        """Verifies on the stream, traces it, and hands the outcomes and what was released to the driver."""
-        if outcomes := self.stream.verify(n_accepted, correction):
-            self.driver.receive(outcomes)
+        """Verifies on the stream, traces it, and applies the outcomes and what was released."""
+        self.stream.verify(n_accepted, correction)
         released = self.released()
         if self.trace is not None:
             self.trace.verify(n_accepted, correction)
@@ -165,26 +167,24 @@ class Session:
 
     def draft_tree(self, tokens: Tokens, parents: Ids) -> Step:
         """``draft`` for a token tree."""
-        if outcomes := self.stream.draft_tree(tokens, parents):
-            self.driver.receive(outcomes)
+        self.stream.draft_tree(tokens, parents)
         if self.trace is not None:
             self.trace.emit("draft_tree", tokens=_trace_tokens(tokens), parents=_trace_ids(parents))
         return self.apply()
 
     def verify_path(self, path: Ids, correction: Token | None) -> Step:
         """``verify`` for the accepted path of a token tree."""
-        if outcomes := self.stream.verify_path(path, correction):
-            self.driver.receive(outcomes)
+        self.stream.verify_path(path, correction)
         released = self.released()
         if self.trace is not None:
             self.trace.emit("verify_path", path=_trace_ids(path), correction=_trace_token(correction))
         return self.apply(released)
 
     def apply(self, released: ReleasedTuple | None = None) -> Step:
-        """The driver's step for the outcomes handed to it (see ``TurnDriver.apply``). They are
-        handed over as soon as the stream returns them, before they are traced: a Ctrl-C in
-        between would lose a step's accepted calls (found by a helper), and the next step
-        would let go a call it never scheduled."""
+        """The driver's step for the outcomes the stream handed it (see ``TurnDriver.apply``):
+        they are the driver's before the stream's call returns, so a Ctrl-C landing after it
+        (found by a helper: as the call returned, or in the trace) loses no accepted call, and
+        the next step lets go no call it never scheduled."""
         return self.driver.apply([], released)
 
     def released(self) -> ReleasedTuple | None:
@@ -223,8 +223,9 @@ class Session:
         either is applied, so after an interrupt the next call completes the same end. After an
         abandon (``close()``) cut short, it retracts what that left undecided instead."""
         if not self.stream.finished:
-            self.driver.receive(self.stream.finish())
-            self.ending_released = self.released() or ("", "", [])
+            with InterruptsHeld():  # the end's outcomes (the driver's at once) and what it released, together
+                self.stream.finish()
+                self.ending_released = self.released() or ("", "", [])
         if self.ending_released is None:  # the stream was abandoned, not ended
             self.driver.abandon()
         elif self.tail is None:
@@ -237,8 +238,11 @@ class Session:
         ``finish()`` or ``abandon()`` cut short by an interrupt, it retracts what that left
         undecided (a prepared call would wait for its fate for ever)."""
         if not self.stream.finished:
-            self.stream.finish()
-            self.released()  # what the client never got stays unsent
+            with InterruptsHeld():
+                kept = len(self.driver.inbox)
+                self.stream.finish()
+                del self.driver.inbox[kept:]  # a close is no end: what only the end would confirm never commits
+                self.released()  # what the client never got stays unsent
         self.driver.abandon()
 
     def conclude(self) -> None:

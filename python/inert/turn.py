@@ -310,26 +310,28 @@ class TurnDriver:
         self.trace = trace
         self._nodes: dict[str, CallNode] = {}  # commit key -> its call, until committed or retracted
         self._todo: deque[Command] = deque()  # commands handed over, not yet acted on, in order
-        self._inbox: list[Outcome] = []  # outcomes handed over, not yet planned
+        self.inbox: list[Outcome] = []
+        """Outcomes handed over, not yet planned: a lone turn's stream appends its own here,
+        inside each step's call (``TokenStream._deliver_to``)."""
         self._let_go: list[Dispatch] = []  # calls let go and not yet returned in a Step
         self._made: Report | None = None  # the report, once made
 
     def receive(self, outcomes: list[Outcome]) -> None:
         """Takes a step's outcomes to apply with the next ``apply`` (a batch hands every
         sequence's over before it applies any)."""
-        self._inbox.extend(outcomes)
+        self.inbox.extend(outcomes)
 
     def apply(self, outcomes: list[Outcome], released: ReleasedTuple | None = None) -> Step:
         """Turns one step's outcomes into commands and hands them to the runtime;
         ``released`` is what the step released for streaming (``None``: nothing). Outcomes a
         step cut short by an interrupt left unplanned are planned with this step's."""
         if outcomes:
-            self._inbox.extend(outcomes)  # first: an interrupt from here on leaves them to plan again
-        elif not self._inbox and not self._todo and not self._let_go:
+            self.inbox.extend(outcomes)  # first: an interrupt from here on leaves them to plan again
+        elif not self.inbox and not self._todo and not self._let_go:
             if released is None:
                 return _NOTHING  # most steps close nothing: no work, no allocation
             return Step((), (), released[0], released[1], tuple(released[2]))
-        step = tuple(self._inbox)
+        step = tuple(self.inbox)
         plan = self.gate.plan(step)  # changes nothing: planned again if interrupted
         commands = plan.commands
         # Retractions first, the latest call first: retracting an earlier call must not let
@@ -347,7 +349,7 @@ class TurnDriver:
                 dispatched[key] = self._scheduled(key)
         let_go = [dispatched[k] for k in plan.let_go]
         self.gate.adopt(plan)
-        self._inbox.clear()
+        self.inbox.clear()
         # Returned by this step, or, if an interrupt cuts it short from here on, by the next.
         self._let_go.extend(let_go)
         if self.trace is not None:
@@ -410,7 +412,7 @@ class TurnDriver:
         acted on first (an interrupt cut them short), then every call not committed yet is
         retracted, the latest first, as the end of a turn retracts undecided ones; nothing
         new is let go. Returns how many were retracted. Resumable, as ``apply`` is."""
-        if self._inbox:
+        if self.inbox:
             self.apply([])
         self._act()
         keys = list(self._nodes)

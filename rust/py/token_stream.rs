@@ -25,6 +25,9 @@ pub(super) struct PyTokenStream {
     /// The `ReasoningUnopened` outcomes committed so far. They are kept out of
     /// the step lists, which the orchestrators consume, until they handle them.
     notices: Vec<Py<PyAny>>,
+    /// Where each step's outcomes go, inside the step's call, instead of a returned list
+    /// (`_deliver_to`): an orchestrator's inbox.
+    inbox: Option<Py<PyList>>,
 }
 
 /// The `reasoning=` argument: the format's own sections (`...`), none, or a pair.
@@ -267,12 +270,19 @@ impl PyTokenStream {
         if out.is_empty() {
             return Ok(Vec::new());
         }
-        if !out.iter().any(notice) {
-            return self.calls.convert(py, out);
+        let out = if out.iter().any(notice) {
+            let (notices, out): (Vec<_>, Vec<_>) = out.into_iter().partition(notice);
+            self.notices.extend(self.calls.convert(py, notices)?.into_iter().map(Bound::unbind));
+            self.calls.convert(py, out)?
+        } else {
+            self.calls.convert(py, out)?
+        };
+        let Some(inbox) = &self.inbox else { return Ok(out) };
+        let inbox = inbox.bind(py);
+        for outcome in out {
+            inbox.append(outcome)?;
         }
-        let (notices, out): (Vec<_>, Vec<_>) = out.into_iter().partition(notice);
-        self.notices.extend(self.calls.convert(py, notices)?.into_iter().map(Bound::unbind));
-        self.calls.convert(py, out)
+        Ok(Vec::new())
     }
 }
 
@@ -297,12 +307,24 @@ impl PyTokenStream {
     ) -> PyResult<Self> {
         let config = config(format, turn_key.0, schemas, max_block_bytes.0, reasoning, in_reasoning, stream.0)?;
         let vocab = vocab_arg(vocab, special_tokens)?;
-        Ok(Self { turn: Turn::with_vocab(&config, vocab), calls: CallCache::default(), notices: Vec::new() })
+        Ok(Self {
+            turn: Turn::with_vocab(&config, vocab),
+            calls: CallCache::default(),
+            notices: Vec::new(),
+            inbox: None,
+        })
     }
 
     fn draft<'py>(&mut self, py: Python<'py>, tokens: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, PyAny>>> {
         let out = with_tokens(tokens, |window| self.turn.draft(window))?;
         self.convert(py, out)
+    }
+
+    /// From now on every step appends its outcomes to `inbox` inside its call and returns an
+    /// empty list: the orchestrators' own, so that a Ctrl-C landing as a step returns (where a
+    /// SIGINT that arrived during it is handled) cannot lose them.
+    fn _deliver_to(&mut self, inbox: Bound<'_, PyList>) {
+        self.inbox = Some(inbox.unbind());
     }
 
     /// What the steps released since the last call: `inert.Released(content, reasoning, deltas)`.

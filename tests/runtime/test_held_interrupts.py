@@ -134,6 +134,23 @@ def test_the_handler_it_found_is_the_one_called(monkeypatch: pytest.MonkeyPatch)
         signal.signal(signal.SIGINT, previous)
 
 
+def test_every_ctrl_c_held_off_reaches_the_handler() -> None:
+    """Found by a helper: only the first was noted, so asyncio's handler, which cancels the
+    main task on the first Ctrl-C and force-quits on the second, never got the second."""
+    got: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: got.append(signum))
+    try:
+        with InterruptsHeld(), InterruptsHeld():
+            signal.raise_signal(signal.SIGINT)
+            signal.raise_signal(signal.SIGINT)
+        assert got == [signal.SIGINT, signal.SIGINT]
+        with InterruptsHeld():
+            pass
+        assert len(got) == 2  # nothing noted is left for a later block
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def test_off_the_main_thread_it_does_nothing() -> None:
     out: list[object] = []
 
@@ -154,3 +171,117 @@ def test_an_ignored_sigint_stays_ignored() -> None:
             assert signal.getsignal(signal.SIGINT) == signal.SIG_IGN
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+class _CtrlCAfter:
+    """A batch's core whose ``name`` call is followed by a SIGINT, as a Ctrl-C arriving while
+    the core ran would be handled as it returns."""
+
+    def __init__(self, core: Any, name: str) -> None:
+        self._core, self._name, self.sent = core, name, False
+
+    def __getattr__(self, attr: str) -> Any:
+        real = getattr(self._core, attr)
+        if attr != self._name or self.sent:
+            return real
+
+        def then_ctrl_c(*args: Any, **kwargs: Any) -> Any:
+            out = real(*args, **kwargs)
+            self.sent = True
+            signal.raise_signal(signal.SIGINT)
+            return out
+
+        return then_ctrl_c
+
+    def __contains__(self, seq: object) -> bool:
+        return seq in self._core
+
+
+def _batch_of_puts(ran: list[int]) -> inert.BatchOrchestrator:
+    def put(n: int) -> int:
+        ran.append(n)
+        return n
+
+    vocab = inert.Vocabulary([block("put", n=1), block("put", n=2), "."])
+    return inert.BatchOrchestrator({"put": "write"}, {"put": put}, vocab=vocab)
+
+
+@pytest.mark.parametrize("step", ["draft", "verify", "finish"])
+def test_a_ctrl_c_as_the_batchs_core_returns_loses_no_outcome(step: str) -> None:
+    """Found by a helper: the outcomes the core returned were lost to a Ctrl-C landing before
+    the drivers had them; the accepted write never ran (or a later step raised StopIteration)."""
+    ran: list[int] = []
+    batch = _batch_of_puts(ran)
+    core = batch._batch = _CtrlCAfter(batch._batch, step)  # type: ignore[assignment]
+    batch.add(0, "t")
+    interrupts = 0
+    acts: list[Callable[[], object]] = [
+        lambda: batch.draft([0], [[0]]),
+        lambda: batch.verify([0], [1], [2]),
+        lambda: batch.draft([0], [[1]]),
+        lambda: batch.verify([0], [1], [2]),
+    ]
+    for act in acts:
+        try:
+            act()
+        except KeyboardInterrupt:
+            interrupts += 1
+    try:
+        report = batch.finish(0)
+    except KeyboardInterrupt:
+        interrupts += 1
+        report = batch.finish(0)
+    batch.close()
+    assert core.sent and interrupts == 1
+    assert sorted(ran) == [1, 2]
+    assert sorted(r.result for r in report.results) == [1, 2]
+
+
+def test_a_ctrl_c_as_a_sequence_is_added_leaves_it_whole() -> None:
+    """Found by a helper: one landing after the core took the sequence but before its driver
+    existed wedged it: add again raised BatchError, draft and finish a raw KeyError."""
+    ran: list[int] = []
+    batch = _batch_of_puts(ran)
+    batch._batch = _CtrlCAfter(batch._batch, "add")  # type: ignore[assignment]
+    with pytest.raises(KeyboardInterrupt):
+        batch.add(0, "t")
+    batch.draft([0], [[0]])
+    batch.verify([0], [1], [2])
+    assert [r.result for r in batch.finish(0).results] == [1]
+    batch.close()
+
+
+@pytest.mark.parametrize("runtime", ["threads", "asyncio"])
+@pytest.mark.parametrize("step", ["draft", "verify", "finish"])
+def test_a_ctrl_c_as_the_streams_step_returns_loses_no_accepted_call(runtime: str, step: str) -> None:
+    """Found by a helper: a SIGINT arriving while the core ran a step was handled as its call
+    returned, before the driver had the outcomes: the accepted write never ran, later steps
+    raised StopIteration, and at finish() a block only the end confirms was dropped silently."""
+    ran: list[int] = []
+
+    def put(n: int) -> int:
+        ran.append(n)
+        return n
+
+    loop = asyncio.new_event_loop() if runtime == "asyncio" else None
+    kind = inert.AsyncOrchestrator if runtime == "asyncio" else inert.Orchestrator
+    orch: Any = kind({"put": "write"}, {"put": put}, turn_key="t")
+    core = orch._s.stream = _CtrlCAfter(orch._s.stream, step)
+
+    def run(method: str, *args: Any) -> Any:
+        if loop is None:
+            return getattr(orch, method)(*args)
+        return loop.run_until_complete(getattr(orch, method)(*args))
+
+    interrupts = 0
+    for method, args in [("draft", ([block("put", n=1)],)), ("verify", (1, None)), ("finish", ())]:
+        try:
+            report = run(method, *args)  # the block closes in the draft, is confirmed by the end
+        except KeyboardInterrupt:
+            interrupts += 1
+            report = run(method, *args) if method == "finish" else None
+    if loop is not None:
+        loop.close()
+    assert core.sent and interrupts == 1
+    assert ran == [1]
+    assert [(r.name, r.result) for r in report.results] == [("put", 1)]
