@@ -16,7 +16,7 @@ from . import __version__
 from .audit import TurnAudit, audit
 from .demo import SLIP, DemoRun, demo_ok, run_demo, two_phase_ok
 from .errors import InertError, InertValueError, TraceWarning
-from .files import unreadable
+from .files import cannot_read, cannot_write
 from .journal import JournalEntry, init_journal, is_dsn, recover, redact
 
 COL = 52
@@ -289,6 +289,8 @@ def _simulate(args: argparse.Namespace) -> int:
 
     if args.plot:  # before the sweep, which takes a while: say first what is missing
         check_plot_path(args.plot)
+        if (why := cannot_write(args.plot)) is not None:  # a folder, a FIFO, a link loop, permissions
+            raise InertValueError(f"--plot {why}")
     if args.depths is not None:
         return _simulate_depths(args, load_workloads(args.workloads) if args.workloads else depth_workloads())
     workloads = load_workloads(args.workloads) if args.workloads else default_workloads()
@@ -457,8 +459,8 @@ def _check_paths(args: argparse.Namespace) -> None:
                 f"{named}: inert reads and writes named files, not stdin or stdout; "
                 "give a file's path (./- for a file named -)"
             )
-        if reads and path is not None and (why := unreadable(path)) is not None:
-            raise InertValueError(f"{path}: cannot be read ({why})")
+        if reads and path is not None and (why := cannot_read(path)) is not None:
+            raise InertValueError(why)
 
 
 INTERRUPTED = 130

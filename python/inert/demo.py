@@ -32,7 +32,7 @@ from typing import Any
 from . import CallClosed, EffectClass, Orchestrator, Report, ToolSpec
 from .audit.trace import check_appendable
 from .errors import InertValueError
-from .files import special_file
+from .files import cannot_read, special_file
 
 __all__ = ["DRAFT", "RUNS", "TARGET", "DemoRun", "demo_ok", "run_demo", "run_policy", "two_phase_ok"]
 
@@ -322,10 +322,12 @@ def _open_demo_db(path: Path) -> sqlite3.Connection:
     the demo empties its ``resources`` table, so it must never be pointed at real data.
 
     Raises:
-        InertValueError: ``path`` is not a SQLite file, cannot be opened, or is someone else's database.
+        InertValueError: ``path`` is not a SQLite file, cannot be read or opened, or is someone else's database.
     """
     if (kind := special_file(path)) is not None:
         raise InertValueError(f"{path}: is {kind}, not a SQLite file; pass the path of a file (created when missing)")
+    if (why := cannot_read(path)) is not None:  # SQLite says only "unable to open database file"
+        raise InertValueError(why)
     try:
         db = sqlite3.connect(path, timeout=STAGING_LIMIT_S)
     except sqlite3.Error as e:
@@ -335,6 +337,11 @@ def _open_demo_db(path: Path) -> sqlite3.Connection:
         tables = {n: [c for (c,) in db.execute("SELECT name FROM pragma_table_info(?)", (n,))] for n in names}
     except sqlite3.Error as e:
         db.close()
+        if isinstance(e, sqlite3.OperationalError) and "locked" in str(e).lower():
+            raise InertValueError(
+                f"{path}: another program holds the database locked (waited {STAGING_LIMIT_S:g} s); "
+                "close it, or pass another path"
+            ) from None
         raise InertValueError(f"{path}: not a SQLite database the demo can use: {e}") from None
     foreign = sorted(n for n, cols in tables.items() if _TABLES.get(n) != cols)
     if foreign:

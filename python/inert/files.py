@@ -4,11 +4,23 @@ opening a FIFO no program writes waits for ever."""
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from typing import BinaryIO
 
-__all__ = ["endless", "open_to_read", "read_whole", "special_file", "unreadable", "unwritten_fifo"]
+__all__ = [
+    "LONGEST_READ_WHOLE",
+    "block_device",
+    "cannot_read",
+    "cannot_write",
+    "endless",
+    "open_to_read",
+    "read_whole",
+    "special_file",
+    "unreadable",
+    "unwritten_fifo",
+]
 
 
 def special_file(path: str | os.PathLike[str]) -> str | None:
@@ -21,6 +33,15 @@ def special_file(path: str | os.PathLike[str]) -> str | None:
     if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
         return None
     return "a FIFO" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else "a device"
+
+
+def block_device(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` is a block device (a disk, a partition, /dev/loop0): a file written to
+    it is written over whatever the disk holds, unlike a character device such as /dev/null."""
+    try:
+        return stat.S_ISBLK(os.stat(path).st_mode)
+    except (OSError, ValueError):
+        return False
 
 
 def endless(path: str | os.PathLike[str]) -> str | None:
@@ -50,19 +71,33 @@ def open_to_read(path: str | os.PathLike[str]) -> BinaryIO:
         raise
 
 
+LONGEST_READ_WHOLE = 64 << 20
+"""Bytes ``read_whole`` takes before it calls a file too long for what it should be (a TOML
+table of effects or workloads is kilobytes): a sparse file of gigabytes was read whole into
+memory, and ran it out."""
+
+
 def read_whole(path: str | os.PathLike[str], what: str) -> bytes:
     """The bytes of a file read whole, ``what`` it should be naming it in the refusals: a
-    device or a socket never ends, and a FIFO no program writes holds nothing (opened
-    without waiting for a writer, ``open_to_read``).
+    folder, a device or a socket (which never ends), a FIFO no program writes (it holds
+    nothing; opened without waiting for a writer, ``open_to_read``), a file longer than
+    ``LONGEST_READ_WHOLE``, and one that cannot be read (``cannot_read``).
 
     Raises:
         ValueError: ``path`` is one of those, with why (the caller raises its own error).
-        OSError: it cannot be read.
+        OSError: it cannot be read otherwise.
     """
+    where = os.fspath(path)
+    if (why := cannot_read(path)) is not None:
+        raise ValueError(why)
+    if os.path.isdir(path):
+        raise ValueError(f"{where} is a folder, not {what}: give the path of a file")
     if (kind := endless(path)) is not None:
-        raise ValueError(f"{os.fspath(path)} is {kind}, not {what}")
+        raise ValueError(f"{where} is {kind}, not {what}")
     with open_to_read(path) as f:
-        raw = f.read()
+        raw = f.read(LONGEST_READ_WHOLE + 1)
+    if len(raw) > LONGEST_READ_WHOLE:
+        raise ValueError(f"{where} is longer than {LONGEST_READ_WHOLE >> 20} MiB, too long for {what}")
     if not raw and special_file(path) == "a FIFO":
         raise ValueError(unwritten_fifo(path))
     return raw
@@ -78,13 +113,17 @@ def unwritten_fifo(path: str | os.PathLike[str]) -> str:
 
 def unreadable(path: str | os.PathLike[str]) -> str | None:
     """Why ``path`` cannot be read when it is there and permissions forbid it (a file with no
-    read permission, or a folder on the way that may not be searched); else ``None``.
-    Only a regular file is opened, so a FIFO is never waited on."""
+    read permission, or a folder on the way that may not be searched) or symbolic links on
+    the way loop; else ``None``. Only a regular file is opened, so a FIFO is never waited on."""
     try:
         mode = os.stat(path).st_mode
     except PermissionError as e:
         return e.strerror.lower() if e.strerror else "permission denied"
-    except (OSError, ValueError):  # missing, or a name no file can have: the reader says so
+    except OSError as e:
+        if e.errno == errno.ELOOP:  # exists() says False, and readers said no file was there
+            return "too many levels of symbolic links: a link on the way points back to itself"
+        return None  # missing: the reader says so
+    except ValueError:  # a name no file can have: the reader says so
         return None
     if not stat.S_ISREG(mode):
         return None
@@ -95,3 +134,46 @@ def unreadable(path: str | os.PathLike[str]) -> str | None:
         return e.strerror.lower() if e.strerror else "permission denied"
     except OSError:
         return None
+
+
+def cannot_read(path: str | os.PathLike[str]) -> str | None:
+    """The one line that says ``path`` is there but cannot be read, and what to do, or
+    ``None`` when it can (or is missing: the reader says so). The command line checks every
+    path it reads with it first; the library's readers call it too, so both say the same.
+    Only a regular file is opened, so a FIFO is never waited on."""
+    why = unreadable(path)
+    if why is None:
+        return None
+    fix = (
+        "fix or remove the link"
+        if why.startswith("too many levels")
+        else "give this user read permission on it and search (x) permission on each folder above it, "
+        "or run as a user who has them"
+    )
+    return f"{os.fspath(path)}: cannot be read ({why}); {fix}"
+
+
+def cannot_write(path: str | os.PathLike[str]) -> str | None:
+    """The one line that says a file cannot be written at ``path``, and what to do, or
+    ``None`` when it can as far as can be told before writing: a folder, a FIFO, a socket
+    or a device there, a symbolic link loop, or permissions that forbid the file (or, when
+    it is missing, its folder). For a command that writes its output only at the end (a
+    figure after a sweep), so that it refuses before the work, not after it."""
+    where = os.fspath(path)
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        folder = os.path.dirname(os.path.abspath(path))
+        if os.path.isdir(folder) and not os.access(folder, os.W_OK | os.X_OK):
+            return f"{where}: cannot be written (permission denied in {folder}); give a path in a folder you may write"
+        return None  # a missing folder: the writer says so
+    except (OSError, ValueError):
+        why = unreadable(path)
+        return None if why is None else f"{where}: cannot be written ({why})"
+    if stat.S_ISDIR(mode):
+        return f"{where} is a folder; give the path of a file in it"
+    if (kind := special_file(path)) is not None:
+        return f"{where} is {kind}, not a file to write; give the path of a file"
+    if not os.access(path, os.W_OK):
+        return f"{where}: cannot be written (permission denied); give a path you may write, or make it writable"
+    return None

@@ -160,13 +160,18 @@ def read_trace(path: str | os.PathLike[str]) -> Iterator[tuple[int, dict[str, An
     Raises:
         InertValueError: a line is not UTF-8, not JSON (or nests too deeply, or holds a
             number too long to read), or not an event of this schema, or longer than 256 MiB;
-            ``path`` is a device or a socket, or a FIFO no program writes to.
+            ``path`` is a folder, a device or a socket, or a FIFO no program writes to, or
+            cannot be read (permissions, a symbolic link loop).
         OSError: the file cannot be read.
     """
     from ..errors import InertValueError
-    from ..files import open_to_read, special_file, unwritten_fifo
+    from ..files import cannot_read, open_to_read, special_file, unwritten_fifo
 
     where = os.fspath(path)
+    if (why := cannot_read(path)) is not None:
+        raise InertValueError(why)
+    if os.path.isdir(path):
+        raise InertValueError(f"{where} is a folder, not a trace file: give the path of an {SCHEMA} trace")
     kind = special_file(path)
     if kind in ("a device", "a socket"):
         raise InertValueError(f"{where} is {kind}, not a trace file: give the path of an {SCHEMA} trace")
@@ -200,24 +205,33 @@ def read_trace(path: str | os.PathLike[str]) -> Iterator[tuple[int, dict[str, An
 
 def check_appendable(path: str | os.PathLike[str]) -> None:
     """Refuses a path a trace must not be appended to, before anything is written: a FIFO
-    or a socket (no file to append to), a folder or a missing folder, and a file that
-    holds something other than JSON Lines events (a SQLite journal, a binary), which the
-    trace's lines would corrupt. An empty file, a missing one (created) and a device
-    (``/dev/null``) are fine; so is a trace of any schema version.
+    or a socket (no file to append to), a block device (a disk: the trace would be written
+    over what it holds), a folder or a missing folder, a file that cannot be read (see
+    ``files.cannot_read``), and a file that holds something other than JSON Lines events
+    (a SQLite journal, a binary), which the trace's lines would corrupt. An empty file, a
+    missing one (created) and a character device are fine: ``/dev/null`` is how a trace is
+    thrown away on purpose; so is a trace of any schema version.
 
     Raises:
         InertValueError: ``path`` is one of those.
         OSError: the file cannot be read.
     """
     from ..errors import InertValueError
-    from ..files import special_file
+    from ..files import block_device, cannot_read, special_file
 
     where = os.fspath(path)
     kind = special_file(path)
     if kind in ("a FIFO", "a socket"):
         raise InertValueError(f"{where} is {kind}, not a file to append a trace to; give the path of a file")
+    if block_device(path):
+        raise InertValueError(
+            f"{where} is a block device (a disk), not a file to append a trace to: the trace would be written "
+            "over what the disk holds; give the path of a file (or /dev/null to throw the trace away)"
+        )
     if kind is not None:
-        return
+        return  # a character device: /dev/null throws the trace away
+    if (why := cannot_read(path)) is not None:
+        raise InertValueError(why)
     if os.path.isdir(path):
         raise InertValueError(f"{where} is a folder; give the path of a trace file in it")
     if not os.path.exists(path):

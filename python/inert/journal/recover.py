@@ -37,7 +37,8 @@ def recover(journal: Journal | str | os.PathLike[str]) -> Recovery:
             inert does not take (another URI scheme, ``keyword=value`` text without a libpq keyword).
         InertTypeError: ``journal`` is none of those.
         JournalError: the file or database is not an inert journal (or one of a newer
-            version), or cannot be read; the message says which and why.
+            version), or cannot be read (a file permissions forbid, or a folder on its way,
+            or a symbolic link loop); the message says which and why, and what to do.
     """
     if isinstance(journal, (str, os.PathLike)):
         if names_postgres(journal):

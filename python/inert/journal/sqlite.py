@@ -25,7 +25,7 @@ from ..canonical import canonical_arguments
 from ..durations import seconds
 from ..effects import EffectClass
 from ..errors import InertTypeError, InertValueError, JournalError, StaleClaimError
-from ..files import special_file
+from ..files import cannot_read, special_file
 from ..report import DispatchRecord
 from .protocol import (
     JournalEntry,
@@ -218,9 +218,9 @@ class SqliteJournal:
             short, so give a journal whose calls have short deadlines a short one.
 
     Raises:
-        JournalError: ``path`` is a directory, cannot be opened or written, is not a
-            SQLite database (or is corrupt), holds other tables than a journal's,
-            or has a newer schema than this inert reads.
+        JournalError: ``path`` is a directory, cannot be read (permissions, a symbolic
+            link loop), opened or written, is not a SQLite database (or is corrupt),
+            holds other tables than a journal's, or has a newer schema than this inert reads.
         InertTypeError, InertValueError: ``busy_timeout`` is not a finite number of seconds >= 0.
     """
 
@@ -231,6 +231,8 @@ class SqliteJournal:
             )
         self.path = os.fspath(path)
         self.busy_timeout = seconds("busy_timeout", busy_timeout, zero_ok=True)
+        if (why := cannot_read(self.path)) is not None:  # SQLite says only "unable to open database file"
+            raise JournalError(f"journal {why}")
         if os.path.isdir(self.path):
             raise JournalError(
                 f"journal {self.path} is a directory: give the path of a journal file (created when missing)"
@@ -525,10 +527,13 @@ def read_sqlite_journal(path: str | os.PathLike[str]) -> list[JournalEntry]:
 
     Raises:
         InertValueError: nothing exists at ``path``.
-        JournalError: ``path`` is a directory, an empty file, not a SQLite database,
-            corrupt, another application's database, or of a newer schema.
+        JournalError: ``path`` cannot be read (permissions, a symbolic link loop), is a
+            directory, an empty file, not a SQLite database, corrupt, another application's
+            database, or of a newer schema.
     """
     path = os.fspath(path)
+    if (why := cannot_read(path)) is not None:  # a file there that stat or open is denied: not "no journal"
+        raise JournalError(why)
     if not os.path.exists(path):
         raise InertValueError(f"no journal at {path!r}")
     if os.path.isdir(path):
