@@ -1086,11 +1086,11 @@ def test_a_prepare_returning_as_its_deadline_passes_is_dropped_once_when_the_loo
 
     class Held(inert.SqliteJournal):
         def complete(self, record: inert.DispatchRecord, status: str) -> None:
-            completes.append((record.phase, status))
             if record.phase == "prepare" and not in_write.is_set():
                 in_write.set()
                 go.wait(WATCHDOG)
             super().complete(record, status)
+            completes.append((record.phase, status))  # once written: the test reads the journal after
 
     async def main() -> None:
         spec = inert.ToolSpec("write", timeout=timeout)

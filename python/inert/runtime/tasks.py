@@ -86,8 +86,10 @@ class AsyncRuntime:
         # A call's task was cancelled from outside inert: the event loop is ending (asyncio.run
         # cancels the tasks its main coroutine left). No call starts after that: its task is
         # made after the loop took its list of tasks to cancel, and would journal an intent
-        # and be destroyed with the loop, leaving in doubt a call that never ran.
+        # and be destroyed with the loop, leaving in doubt a call that never ran. ``_watch``
+        # notes that cancel when no call's task is there to receive one (see ``_EndWatch``).
         self._ending = False
+        self._watch: _EndWatch | None = None
         self._log: list[CallRun] = []
         self.clock: Callable[[], float] = time.perf_counter
 
@@ -213,9 +215,23 @@ class AsyncRuntime:
             self._idle.set()
         else:
             self._idle.clear()
+        self._watch_for_end()
 
-    async def _in_thread(self, fn: Callable[..., T], *args: Any) -> T:
-        return await self._thread_future(fn, *args)
+    def _watch_for_end(self) -> None:
+        """Keeps an ``_EndWatch`` on the loop while a call of this turn could still start (one
+        is in flight: it may wait for a slot or its turn with no task of its own) or a late
+        prepare runs; ends it after (on the loop thread, as every scheduling is)."""
+        needed = self._scheduler.in_flight > 0 or self._late > 0
+        if needed and self._watch is None and not self._ending:
+            loop = self._loop
+            if loop is not None and not loop.is_closed():
+                self._watch = _EndWatch(loop, self._loop_ending)
+        elif not needed and self._watch is not None:
+            self._watch.stop()
+            self._watch = None
+
+    def _loop_ending(self) -> None:
+        self._ending = True
 
     def _thread_future(self, fn: Callable[..., T], *args: Any) -> asyncio.Future[T]:
         """``fn(*args)`` on a worker, as a future rather than a task: the loop's end cancels
@@ -308,7 +324,9 @@ class AsyncRuntime:
             try:
                 if self._ending:
                     raise _not_started(run)
-                if await self._in_thread(run.already_committed, self._journal):
+                # Shielded: cut by the loop's end, the call concludes (and a journal inert opened
+                # closes) only once the lookup is done with the journal.
+                if await _shielded(self._thread_future(run.already_committed, self._journal)):
                     result, error = run.result, run.error  # a replayed key (its commit's): it never prepares again
                     phase = COMMIT
                     break
@@ -395,14 +413,19 @@ class AsyncRuntime:
             # This task's cancel comes only from outside inert (it never cancels a two-phase
             # call's task): the loop is ending. A phase's thread goes on; once it returns, a
             # worker journals what it did (and drops what a prepare staged), needing no loop.
-            # A coroutine phase is a task, cancelled with the rest: what it did with the cancel
-            # is its outcome. A commit cut off is in doubt (``_commit``).
+            # A coroutine phase is a task, cancelled with the rest, which may swallow the cancel
+            # and return (a prepare, what it staged): what it did with the cancel is its outcome,
+            # handed over the same way once it ends. A commit cut off is in doubt (``_commit``).
             task = asyncio.current_task()
             if task is None or task.cancelling() == 0:  # the tool's own CancelledError: its error
                 raise
             work.add_done_callback(_retrieved)  # what it raises now is journaled by whoever finishes the call
             if thread is None:
-                raise  # a coroutine phase: cancelled with the loop's other tasks
+                if phase == COMMIT:
+                    raise  # in doubt (``_commit``)
+                if not work.done():
+                    self._pool.abandon_one()  # the worker waiting for it: the outcome writes need another
+                raise _HandedOver(_thread_view(work)) from None
             self._pool.abandon_one()  # its thread is still in the phase: the outcome writes need a worker
             if phase == COMMIT:
                 raise  # in doubt (``_commit``)
@@ -419,45 +442,75 @@ class AsyncRuntime:
                     self._finish_off_loop(_when_done, thread, drop)
             elif phase == PREPARE:
                 self._late += 1
+                self._watch_for_end()
                 work.add_done_callback(lambda done: self._abort_late(run, done))
             else:
                 work.add_done_callback(_retrieved)  # what a late commit or abort raises is no one's to log
             raise _TimedOut from None
 
     def _abort_late(self, run: CallRun, done: asyncio.Future[Any]) -> None:
-        """A coroutine prepare that outlived its deadline returned: journal it, and drop what it staged."""
+        """A coroutine prepare that outlived its deadline returned: journal it, and drop what it
+        staged, in a task on the loop; on a worker once the loop is ending (a task made then may
+        come after asyncio.run took its list of tasks, and die with the loop unrun). inert never
+        cancels a prepare's task, so a cancel of it (kept, or swallowed) is the loop's end too."""
         if self._loop is None:
             self._late_done()
             return
-        if done.cancelled():  # by the loop's end: it staged nothing it returned, which is journaled off the loop
-            error = asyncio.CancelledError("the event loop ended while the prepare ran past its deadline")
-            write = partial(journal_phase, began=True)
-            self._finish_off_loop(write, run, self._journal, self._turn_key, PREPARE, error)
+        if done.cancelled() or (isinstance(done, asyncio.Task) and done.cancelling() > 0):
+            self._ending = True
+        prepared: Any = None
+        failure: BaseException | None
+        if done.cancelled():  # it staged nothing it returned
+            failure = asyncio.CancelledError("the event loop ended while the prepare ran past its deadline")
+        else:
+            failure = done.exception()
+            if failure is None:
+                outcome = done.result()
+                if isinstance(outcome, _Raised):
+                    failure = outcome.exc
+                else:
+                    prepared = run.prepared = outcome
+        if self._ending:
+            self._finish_off_loop(_drop_prepared, run, prepared, failure, self._journal, self._turn_key, self)
             self._late_done()
             return
-        failure = done.exception()
-        if failure is None:
-            outcome = done.result()
-            if isinstance(outcome, _Raised):
-                failure = outcome.exc
-            else:
-                run.prepared = outcome
-        self._loop.create_task(self._journal_late_prepare(run, failure))
+        begun: list[bool] = []
+        cleanup = self._loop.create_task(self._journal_late_prepare(run, prepared, failure, begun))
+        cleanup.add_done_callback(lambda _: self._late_cleanup_ended(run, prepared, failure, begun))
 
-    async def _journal_late_prepare(self, run: CallRun, failure: BaseException | None) -> None:
+    async def _journal_late_prepare(
+        self, run: CallRun, prepared: Any, failure: BaseException | None, begun: list[bool]
+    ) -> None:
+        """The late prepare's outcome, then its abort. The loop's end cutting the write waits
+        for it, then hands the abort to a worker; cutting the abort, ``_abort`` hands it over."""
+        begun.append(True)
+        write = partial(journal_phase, began=True)
         try:
-            await self._in_thread(
-                partial(journal_phase, began=True), run, self._journal, self._turn_key, PREPARE, failure
-            )
+            await _shielded(self._thread_future(write, run, self._journal, self._turn_key, PREPARE, failure))
+        except asyncio.CancelledError:
+            self._ending = True  # inert never cancels this task
             if failure is None:
-                await self._abort(run)
-        finally:
-            self._late_done()
+                self._finish_off_loop(abort_staged, run, prepared, self._journal, self._turn_key, self)
+            return
+        if failure is None:
+            await self._abort(run)
+
+    def _late_cleanup_ended(
+        self, run: CallRun, prepared: Any, failure: BaseException | None, begun: list[bool]
+    ) -> None:
+        """The task of ``_journal_late_prepare`` ended. One that never began was cancelled by the
+        loop's end before its first step: what it was to do runs on a worker. The pool lives
+        until then (``_late``)."""
+        if not begun:
+            self._ending = True
+            self._finish_off_loop(_drop_prepared, run, prepared, failure, self._journal, self._turn_key, self)
+        self._late_done()
 
     def _late_done(self) -> None:
         self._late -= 1
         if self._late == 0 and self._drained:
             self._pool.shutdown()
+        self._watch_for_end()
         self._run_after()
 
     def after_tools(self, callback: Callable[[], None]) -> None:
@@ -740,13 +793,54 @@ class _LatePrepare:
             return self._abandoned
 
 
+class _EndWatch(asyncio.Task[None]):
+    """A task of inert's on the loop that waits to be told to stop. asyncio.run's end cancels
+    every task it finds, this one too, and ``cancel`` notes it at once (``on_end``), before
+    the loop runs anything again: a call that a lingering tool's end (its slot given back) or
+    a timer would start after that is not started (``AsyncRuntime._ending``), where no call's
+    own task was there to be cancelled. A cancel of every task from the app's own code is
+    taken as the loop's end too: it is one, asked of every task."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, on_end: Callable[[], None]) -> None:
+        self._over: asyncio.Future[None] = loop.create_future()
+        self._on_end = on_end
+        super().__init__(_settled(self._over), loop=loop, name="inert-loop-end-watch")
+
+    def cancel(self, msg: Any | None = None) -> bool:
+        self._on_end()
+        return super().cancel(msg)
+
+    def stop(self) -> None:
+        """Ends it (in its next step): nothing of its turn is left to start."""
+        if not self._over.done():
+            self._over.set_result(None)
+
+
 class _HandedOver(Exception):
-    """The loop's end cut off the wait for a phase whose thread goes on: ``thread`` holds
-    its real outcome, which a worker journals once it is known (see ``_when_done``)."""
+    """The loop's end cut off the wait for a phase that goes on (its thread, or a coroutine
+    phase's task): ``thread`` holds its real outcome, which a worker journals once it is
+    known (see ``_when_done``)."""
 
     def __init__(self, thread: concurrent.futures.Future[Any]) -> None:
         super().__init__()
         self.thread = thread
+
+
+def _thread_view(work: asyncio.Future[Any]) -> concurrent.futures.Future[Any]:
+    """A coroutine phase's outcome, as a thread's future a worker can wait on (``_when_done``):
+    set once ``work`` ends, on the loop, which runs the tasks it cancels to their end."""
+    view: concurrent.futures.Future[Any] = concurrent.futures.Future()
+
+    def copy(done: asyncio.Future[Any]) -> None:
+        if done.cancelled():
+            view.set_exception(asyncio.CancelledError("cancelled by the event loop ending"))
+        elif (failure := done.exception()) is not None:
+            view.set_exception(failure)
+        else:
+            view.set_result(done.result())
+
+    work.add_done_callback(copy)
+    return view
 
 
 def _when_done(thread: concurrent.futures.Future[Any], then: Callable[[concurrent.futures.Future[Any]], None]) -> None:
