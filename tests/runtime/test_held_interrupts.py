@@ -10,6 +10,8 @@ raised, and the next step goes on."""
 from __future__ import annotations
 
 import asyncio
+import gc
+import logging
 import signal
 import threading
 from collections.abc import Callable
@@ -285,3 +287,37 @@ def test_a_ctrl_c_as_the_streams_step_returns_loses_no_accepted_call(runtime: st
     assert core.sent and interrupts == 1
     assert ran == [1]
     assert [(r.name, r.result) for r in report.results] == [("put", 1)]
+
+
+def test_a_ctrl_c_held_to_the_end_of_a_calls_conclusion_is_not_logged_as_never_retrieved(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Found by a helper: raised as the held conclusion ended, the KeyboardInterrupt left the
+    call's task, out of the loop; the task-end net, seeing the call concluded, never read it,
+    and asyncio logged "Task exception was never retrieved" with a traceback."""
+    ran: list[int] = []
+
+    def put(n: int) -> int:
+        ran.append(n)
+        return n
+
+    sent = _signal_once(monkeypatch, Scheduler, "finish")
+    loop = asyncio.new_event_loop()
+    orch = inert.AsyncOrchestrator({"put": "write"}, {"put": put}, turn_key="t")
+    loop.run_until_complete(orch.draft([block("put", n=1)]))
+    loop.run_until_complete(orch.verify(1, "."))
+    finishing = asyncio.ensure_future(orch.finish(), loop=loop)
+    interrupts = 0
+    while True:
+        try:
+            report = loop.run_until_complete(finishing)
+            break
+        except KeyboardInterrupt:
+            interrupts += 1
+            assert interrupts < 3
+    with caplog.at_level(logging.ERROR, logger="asyncio"):
+        loop.close()
+        gc.collect()  # asyncio logs a task's unread exception as the task is collected
+    assert sent and interrupts == 1
+    assert [(r.name, r.result) for r in report.results] == [("put", 1)] and ran == [1]
+    assert not [r for r in caplog.records if "never retrieved" in r.getMessage()]

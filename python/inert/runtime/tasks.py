@@ -190,12 +190,14 @@ class AsyncRuntime:
         outcome is not journaled (the journal is not written on the loop), so an intent
         it recorded stays open, in doubt, which is what is known of it."""
         with InterruptsHeld():  # this net is the last: a Ctrl-C may not cut it short
+            # Read first, so asyncio never logs it as never retrieved: it was raised out of the
+            # loop already (a Ctrl-C held off to the end of the task's conclusion, say).
+            failure = None if task.cancelled() else task.exception()
             if node.state is not State.RUNNING or self._tasks.get(node, task) is not task:
                 return  # concluded, waiting for its block's fate, or another phase's task has it
             run: CallRun = node.owner
             if task.cancelled():  # cancelled from outside inert, past every handler: see ``_ending``
                 self._ending = True
-            failure = None if task.cancelled() else task.exception()
             if not run.settled:
                 error = InDoubtError(
                     f"the task running {run.dispatch.name!r} was interrupted ({type(failure).__name__}) before it "
