@@ -253,3 +253,27 @@ def _catch(fn: Any) -> Any:
         return fn()
     except BaseException as e:  # noqa: BLE001 - handed back to the test thread
         return e
+
+
+def symlink_loop(folder: Any, name: str) -> Any:
+    """``folder/name``, a symbolic link to a link back to it (skips where links cannot be made)."""
+    a, b = folder / name, folder / f"other-{name}"
+    try:
+        a.symlink_to(b)
+        b.symlink_to(a)
+    except OSError:
+        pytest.skip("no symbolic links here")
+    return a
+
+
+def deny_stat(monkeypatch: pytest.MonkeyPatch, path: Any) -> None:
+    """``os.stat(path)`` fails with PermissionError, as under a folder that may not be searched
+    (any user, root included: chmod does not stop root)."""
+    real_stat = os.stat
+
+    def denied(file: Any, *args: Any, **kwargs: Any) -> os.stat_result:
+        if os.fspath(file) == str(path):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_stat(file, *args, **kwargs)
+
+    monkeypatch.setattr(os, "stat", denied)

@@ -22,6 +22,7 @@ import pytest
 import inert
 from inert.audit.trace import check_appendable
 from inert.cli import main
+from tools import symlink_loop
 
 # -- helpers --
 
@@ -42,16 +43,6 @@ def _journal(path: Path) -> None:
     orch.draft(['<tool_call>{"name": "t", "arguments": {}}</tool_call>'])
     orch.verify(1)
     orch.finish()
-
-
-def _loop(tmp_path: Path) -> Path:
-    a, b = tmp_path / "loop.png", tmp_path / "other.png"
-    try:
-        a.symlink_to(b)
-        b.symlink_to(a)
-    except OSError:
-        pytest.skip("no symbolic links here")
-    return a
 
 
 def _pretend_block_device(monkeypatch: pytest.MonkeyPatch, path: Path) -> None:
@@ -132,13 +123,13 @@ def test_a_folder_is_refused_in_a_line_not_an_errno(
     ids=["audit", "recover", "recover-json", "simulate", "journal-init", "demo-db"],
 )
 def test_a_symlink_loop_is_named_as_one(tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str]) -> None:
-    path = _loop(tmp_path)
+    path = symlink_loop(tmp_path, "loop.png")
     line = refused(capsys, [*args, str(path)], f"{path}: cannot be read (too many levels of symbolic links")
     assert "no journal" not in line and "Errno" not in line and "unable to open" not in line
 
 
 def test_the_demo_names_a_symlink_loop_for_its_trace(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    path = _loop(tmp_path)
+    path = symlink_loop(tmp_path, "loop.png")
     refused(capsys, ["demo", "--db", str(tmp_path / "w.sqlite"), "--trace", str(path)], "symbolic links")
 
 
@@ -183,7 +174,7 @@ def test_a_figure_path_that_cannot_be_written_is_refused_before_the_sweep(
     import inert.simulate
 
     if make is None:
-        path = _loop(tmp_path)
+        path = symlink_loop(tmp_path, "loop.png")
     else:
         path = tmp_path / "figure.png"
         make(path)

@@ -21,6 +21,7 @@ import inert
 from inert import files
 from inert.audit import audit
 from inert.cli import main
+from tools import deny_stat
 
 FOREIGN = Path(__file__).resolve().parents[1] / "traces" / "foreign_incident.jsonl"
 
@@ -221,13 +222,6 @@ def test_recover_in_a_folder_it_may_not_search_says_so(
     """A folder on the way without search permission: stat fails, and ``recover`` said no journal was there."""
     path = tmp_path / "j.sqlite"
     _journal_with_a_call(path)
-    real_stat = os.stat
-
-    def denied(file: Any, *args: Any, **kwargs: Any) -> os.stat_result:
-        if os.fspath(file) == str(path):
-            raise PermissionError(13, "Permission denied", str(path))
-        return real_stat(file, *args, **kwargs)
-
-    monkeypatch.setattr(os, "stat", denied)
+    deny_stat(monkeypatch, path)
     line = refused_in_process(capsys, ["recover", str(path)], "cannot be read (permission denied)")
     assert "no journal" not in line

@@ -10,12 +10,12 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 import inert
 from inert import JournalError
+from tools import deny_stat, symlink_loop
 
 
 def _journal_with_a_call(path: Path) -> None:
@@ -73,32 +73,15 @@ def test_recover_of_a_journal_whose_stat_is_denied_says_so(tmp_path: Path, monke
     and exists() False, which ``recover`` took for a missing journal."""
     path = tmp_path / "j.sqlite"
     _journal_with_a_call(path)
-    real_stat = os.stat
-
-    def denied(file: Any, *args: Any, **kwargs: Any) -> os.stat_result:
-        if os.fspath(file) == str(path):
-            raise PermissionError(13, "Permission denied", str(path))
-        return real_stat(file, *args, **kwargs)
-
-    monkeypatch.setattr(os, "stat", denied)
+    deny_stat(monkeypatch, path)
     with pytest.raises(JournalError, match="cannot be read \\(permission denied\\)") as caught:
         inert.recover(path)
     assert "no journal" not in str(caught.value)
     assert "search (x) permission" in str(caught.value)
 
 
-def _loop(tmp_path: Path) -> Path:
-    a, b = tmp_path / "a.sqlite", tmp_path / "b.sqlite"
-    try:
-        a.symlink_to(b)
-        b.symlink_to(a)
-    except OSError:
-        pytest.skip("no symbolic links here")
-    return a
-
-
 def test_recover_of_a_symlink_loop_says_so(tmp_path: Path) -> None:
-    path = _loop(tmp_path)
+    path = symlink_loop(tmp_path, "a.sqlite")
     with pytest.raises(JournalError, match="cannot be read \\(too many levels of symbolic links") as caught:
         inert.recover(path)
     assert str(caught.value).startswith(f"{path}: ")
@@ -107,11 +90,11 @@ def test_recover_of_a_symlink_loop_says_so(tmp_path: Path) -> None:
 
 def test_a_sqlite_journal_at_a_symlink_loop_says_so(tmp_path: Path) -> None:
     """Not SQLite's "unable to open database file; check that its folder exists"."""
-    path = _loop(tmp_path)
+    path = symlink_loop(tmp_path, "a.sqlite")
     with pytest.raises(JournalError, match="symbolic links") as caught:
         inert.SqliteJournal(path)
     assert "folder exists" not in str(caught.value)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.sqlite", "b.sqlite"], "nothing was created"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.sqlite", "other-a.sqlite"], "nothing was created"
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX permissions")
