@@ -91,6 +91,9 @@ class AsyncRuntime:
         self._ending = False
         self._watch: _EndWatch | None = None
         self._log: list[CallRun] = []
+        self._called: set[CallRun] = set()  # calls whose tool (or commit) was handed its work: see ``_interrupted``
+        self._draining = 0  # drain() calls waiting for the calls
+        self._interrupts: list[BaseException] = []  # interrupts a call's task handed to a waiting drain()
         self.clock: Callable[[], float] = time.perf_counter
 
     @property
@@ -143,9 +146,19 @@ class AsyncRuntime:
     async def drain(self) -> None:
         """Waits until every permitted call is concluded (a timed-out one counts). The
         workers stop then, or once a late coroutine prepare has been dropped (its abort is
-        journaled through them)."""
-        while self._idle is not None and not self._idle.is_set():
-            await self._idle.wait()
+        journaled through them).
+
+        A KeyboardInterrupt (or SystemExit) that a call's task took while this waits is raised
+        here, once that call is concluded (see ``_conclude_interrupted``): this caller's
+        finish() ends with it, and may be called again, which waits on and returns the report."""
+        self._draining += 1
+        try:
+            while self._idle is not None and not self._idle.is_set():
+                self._raise_interrupt()
+                await self._idle.wait()
+            self._raise_interrupt()
+        finally:
+            self._draining -= 1
         while self._cleanups:  # the aborts of commits that never got a slot (each under its deadline)
             # Shielded: a cancel of this wait (a request timeout) must not cancel the aborts,
             # whose threads would go on while their journal entries said they were cancelled.
@@ -153,6 +166,10 @@ class AsyncRuntime:
         self._drained = True
         if self._late == 0:
             self._pool.shutdown()
+
+    def _raise_interrupt(self) -> None:
+        if self._interrupts:
+            raise self._interrupts.pop(0)
 
     def records(self) -> list[DispatchRecord]:
         return [run.record() for run in self._log]
@@ -185,10 +202,12 @@ class AsyncRuntime:
         """A call's task ended. Its body concludes the call on every path but one: a
         KeyboardInterrupt (or SystemExit) landing in its own bookkeeping, which asyncio
         raises out of the loop at once (on the loop's thread, where signals land; the
-        threaded runtime keeps its bookkeeping off the main thread). The call would then
-        hold its place, and finish() would wait for it for ever: it is concluded here. Its
-        outcome is not journaled (the journal is not written on the loop), so an intent
-        it recorded stays open, in doubt, which is what is known of it."""
+        threaded runtime keeps its bookkeeping off the main thread), where the body's own
+        handlers did not get it (as its body began, or as it concluded). The call would then
+        hold its place, and finish() would wait for it for ever: it is concluded here. One
+        whose body never began never ran; any other is in doubt. Its outcome is not journaled
+        (the journal is not written on the loop), so an intent it recorded stays open, in
+        doubt, which is what is known of it."""
         with InterruptsHeld():  # this net is the last: a Ctrl-C may not cut it short
             # Read first, so asyncio never logs it as never retrieved: it was raised out of the
             # loop already (a Ctrl-C held off to the end of the task's conclusion, say).
@@ -199,14 +218,18 @@ class AsyncRuntime:
             if task.cancelled():  # cancelled from outside inert, past every handler: see ``_ending``
                 self._ending = True
             if not run.settled:
-                error = InDoubtError(
-                    f"the task running {run.dispatch.name!r} was interrupted ({type(failure).__name__}) before it "
-                    "concluded the call: whether its effect happened is unknown; see `inert recover`"
-                )
                 with contextlib.suppress(CallStateError):  # a state the interrupt left half made
-                    if not run.expire(error, self.clock()):
-                        run.settle(None, error, self.clock())
+                    if run in self._called or run.state is not CallState.STARTED:
+                        error: BaseException = InDoubtError(
+                            f"the task running {run.dispatch.name!r} was interrupted ({type(failure).__name__}) "
+                            "before it concluded the call: whether its effect happened is unknown; see `inert recover`"
+                        )
+                        if not run.expire(error, self.clock()):
+                            run.settle(None, error, self.clock())
+                    else:  # its body never began: nothing of it ran, nothing is journaled
+                        run.settle(None, self._interrupted(run, PLAIN, failure or KeyboardInterrupt()), self.clock())
             self._tasks.pop(node, None)
+            self._called.discard(run)
             run.left_tool()
             self._start(self._scheduler.finish(node))
 
@@ -245,6 +268,7 @@ class AsyncRuntime:
     async def _tool_in_thread(self, run: CallRun, body: Callable[[], T]) -> T:
         """Runs a tool's plain function on a worker; the thread's own future is kept, since
         the thread goes on past a deadline or a cancel that ends the wait for it."""
+        self._called.add(run)
         future: concurrent.futures.Future[T] = self._pool.submit(_no_stop_iteration, body)
         run.lingering = future
         return await asyncio.wrap_future(future)
@@ -264,13 +288,21 @@ class AsyncRuntime:
 
     async def _run(self, node: CallNode) -> None:
         """Runs the call and settles it exactly once, whatever happens (the task's
-        body always starts: a task is cancelled only while its tool runs)."""
+        body always starts: a task is cancelled only while its tool runs).
+
+        A KeyboardInterrupt or SystemExit raised in this task (a Ctrl-C landing in inert's
+        code on the loop's thread) is never the call's own error and is never swallowed: the
+        call concludes as what is known of it (in doubt if its tool was called, else it
+        never ran), its outcome journaled, and then the interrupt is raised on (see
+        ``_conclude_interrupted``). What the tool itself raised (on its thread, or carried
+        out of its coroutine) stays its error, whatever it is."""
         run: CallRun = node.owner
-        enter_call(self, run.current())  # this task's own context: what the tool sees in inert.current_call()
         result: Any = None
         error: BaseException | None = None
         begin: asyncio.Future[bool] | None = None
+        interrupt: BaseException | None = None
         try:
+            enter_call(self, run.current())  # this task's own context: what the tool sees in inert.current_call()
             if run.discarded:
                 raise asyncio.CancelledError
             if self._ending:
@@ -305,10 +337,18 @@ class AsyncRuntime:
                 self.clock(),
             )
         except BaseException as exc:  # noqa: BLE001 - every path out of a call settles it, SystemExit included
-            error = exc
+            if _is_interrupt(exc):
+                interrupt = exc
+                if begin is not None:
+                    await _settled(begin)  # the intent's fate is known before the outcome is written
+                error = self._interrupted(run, PLAIN, exc)
+            else:
+                error = exc
         finally:
             self._in_tool.discard(node)
         await self._settle_and_conclude(node, result, error)
+        if interrupt is not None:
+            self._pass_on(interrupt)
 
     # -- two-phase tools: prepare (may run on draft tokens), then commit or abort --
 
@@ -368,11 +408,22 @@ class AsyncRuntime:
                     self._note_outside_cancel(run)
                     self._start(self._scheduler.prepared(node))  # wait, holding later calls, for the block's fate
                     return
+        interrupt: BaseException | None = None
         if phase == COMMIT and not run.replayed:
-            result, error = await self._commit(run)
+            try:
+                result, error = await self._commit(run)
+            except BaseException as exc:  # only an interrupt: ``_commit`` returns every other outcome
+                if not _is_interrupt(exc):
+                    raise
+                interrupt = exc
+                error = self._interrupted(run, COMMIT, exc)
+                if error is not None:  # the commit never ran: what the prepare staged is dropped (``_abort``)
+                    await self._abort(run)
         elif phase == ABORT:
             error = await self._abort(run, own=True)
         await self._settle_and_conclude(node, result, error)
+        if interrupt is not None:
+            self._pass_on(interrupt)
 
     async def _phase(self, run: CallRun, phase: str) -> Any:
         """Runs one phase of the tool under its deadline. A prepare that outlives the
@@ -389,6 +440,8 @@ class AsyncRuntime:
             kwargs: dict[str, Any] = fresh_arguments(run.dispatch.arguments) if phase == PREPARE else {}
             if phase == COMMIT:
                 kwargs["idempotency_key"] = run.dispatch.commit_key
+            if phase == COMMIT:
+                self._called.add(run)
             work: asyncio.Future[Any] = asyncio.ensure_future(_carried(fn(*args, **kwargs)))
             run.lingering = work
         else:
@@ -404,6 +457,8 @@ class AsyncRuntime:
                 body = partial(late.run, body)
             # The thread's own future, wrapped as a future rather than a task: the loop's end
             # cancels every task, and the phase's real outcome must outlive that (see below).
+            if phase == COMMIT:
+                self._called.add(run)
             thread = self._pool.submit(_carried_from_thread, body)
             run.lingering = thread
             work = asyncio.wrap_future(thread)
@@ -560,7 +615,11 @@ class AsyncRuntime:
             if not staged_taken:  # the intent could not be written, so the commit never ran: drop what was staged
                 await self._abort(run)
             return None, exc
-        except BaseException as exc:  # noqa: BLE001 - every path out of a phase settles the call
+        except BaseException as exc:  # every path out of a phase settles the call
+            if _is_interrupt(exc):  # not the commit's error: ``_run_two_phase`` concludes the call, then raises it
+                if begin is not None:
+                    await _settled(begin)  # the intent's fate is known before anything else is journaled
+                raise
             return None, exc
 
     async def _abort(self, run: CallRun, *, own: bool = False) -> BaseException:
@@ -623,6 +682,7 @@ class AsyncRuntime:
         finally:  # whatever escaped, the call ends: later calls and finish() never wait on it forever
             with InterruptsHeld():
                 del self._tasks[node]
+                self._called.discard(run)
                 # A tool still running past the deadline or the cancel keeps its tool slot until it returns.
                 lingering = run.lingering
                 keep = lingering is not None and not lingering.done()
@@ -634,6 +694,40 @@ class AsyncRuntime:
                     with self._after_lock:
                         self._lingering.add(lingering)
                     lingering.add_done_callback(lambda done: self._tool_returned(node, done))
+
+    def _interrupted(self, run: CallRun, phase: str, interrupt: BaseException) -> BaseException | None:
+        """A KeyboardInterrupt or SystemExit landed in ``run``'s task (never the call's own
+        error): what is known of the call. Its tool (or commit) was called: it is in doubt,
+        fixed as a cancel from outside fixes it (``_cancelled_in_tool``; journaled ``timeout``,
+        listed by ``inert recover``), and ``None`` is returned; its work, if it goes on, keeps
+        its slot. Not called: it never ran, and the error returned says so (a two-phase
+        caller drops what the prepare staged)."""
+        what = repr(run.dispatch.name) if phase == PLAIN else f"the {phase} of {run.dispatch.name!r}"
+        kind = type(interrupt).__name__
+        if run in self._called and run.state is CallState.IN_TOOL:
+            lingering = run.lingering
+            if isinstance(lingering, concurrent.futures.Future) and not lingering.done():
+                self._pool.abandon_one()  # its thread is still in the tool: the outcome write needs a worker
+            run.expire(
+                InDoubtError(
+                    f"{what} was interrupted ({kind}) while its tool ran: whether its effect happened is "
+                    "unknown; see `inert recover`"
+                ),
+                self.clock(),
+            )
+            return None
+        return CancelledCallError(f"{what} was interrupted ({kind}) before its tool was called: it never ran")
+
+    def _pass_on(self, interrupt: BaseException) -> None:
+        """Raises ``interrupt`` on, once its call is concluded: out of this task, so that asyncio
+        raises it out of the loop; or, while a drain() (a finish() or close()) waits, handed
+        to it to raise, so that its caller hears it and may call finish() again."""
+        if self._draining and self._idle is not None:
+            self._interrupts.append(interrupt)
+            self._idle.set()  # wakes the wait, which raises it ...
+            self._update_idle()  # ... and the flag is again what the calls say
+            return
+        raise interrupt
 
     def _slot_wait(self, node: CallNode) -> None:
         """A call queued for a tool slot: as ``ThreadRuntime._slot_wait``, on the loop."""
@@ -747,13 +841,14 @@ class AsyncRuntime:
     async def _call(self, invocation: Invocation, run: CallRun) -> Any:
         current = run.current()
         if invocation.is_async:
+            self._called.add(run)
             result = invocation.call(run.dispatch.name, run.dispatch.arguments, current)
         else:
             result = await self._tool_in_thread(
                 run, partial(invocation, run.dispatch.name, run.dispatch.arguments, current, self)
             )
         if inspect.isawaitable(result):
-            result = await result
+            result = _unwrapped(await _carried(result))  # what the tool raised, marked as its own (``_is_interrupt``)
         return result
 
 
@@ -905,6 +1000,9 @@ def _no_stop_iteration(fn: Callable[..., T], *args: Any) -> T:
     which would then never complete."""
     try:
         return fn(*args)
+    except (KeyboardInterrupt, SystemExit) as exc:  # no signal lands off the main thread: the work's own
+        _mark_own(exc)
+        raise
     except StopIteration as exc:
         raise RuntimeError(
             "StopIteration was raised (next() on an empty iterator?), which asyncio cannot "
@@ -939,6 +1037,7 @@ async def _carried(work: Awaitable[T]) -> T | _Raised:
     try:
         return await work
     except (Exception, KeyboardInterrupt, SystemExit, GeneratorExit) as exc:  # noqa: BLE001 - carried, not lost
+        _mark_own(exc)
         return _Raised(exc)
 
 
@@ -947,6 +1046,22 @@ def _unwrapped(outcome: T | _Raised) -> T:
     if isinstance(outcome, _Raised):
         raise outcome.exc
     return outcome
+
+
+_OWN = "_inert_raised_by_the_work"
+
+
+def _mark_own(exc: BaseException) -> None:
+    """``exc`` was raised by a tool (or a journal write) itself, on its thread or carried out
+    of its coroutine: its outcome, not an interrupt of inert's (``_is_interrupt``)."""
+    if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+        setattr(exc, _OWN, True)
+
+
+def _is_interrupt(exc: BaseException) -> bool:
+    """A KeyboardInterrupt or SystemExit that landed in a call's task on the loop (a Ctrl-C in
+    inert's own code), not one a tool raised: never a call's error, never swallowed."""
+    return isinstance(exc, (KeyboardInterrupt, SystemExit)) and not getattr(exc, _OWN, False)
 
 
 def _retrieved(done: asyncio.Future[Any]) -> None:

@@ -1,0 +1,145 @@
+"""A Ctrl-C landing in a call's task under a bare ``loop.run_until_complete`` (found by a
+helper): the KeyboardInterrupt is never the call's own error and is never swallowed. The
+call concludes as what is known of it (here: it never ran), its outcome journaled, and the
+interrupt leaves the loop; finish() again returns the report. The signal is raised by the
+code it lands in; a watchdog stops a loop that would hang."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import logging
+import signal
+from collections.abc import Callable, Coroutine
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import inert
+from inert.runtime import AsyncRuntime
+from tools import WATCHDOG, block
+
+
+def _signal_at(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    """The first call of ``AsyncRuntime.name`` (a coroutine method) gets a real SIGINT first."""
+    real = getattr(AsyncRuntime, name)
+
+    async def hit(self: AsyncRuntime, *args: Any) -> Any:
+        monkeypatch.setattr(AsyncRuntime, name, real)
+        signal.raise_signal(signal.SIGINT)
+        return await real(self, *args)
+
+    monkeypatch.setattr(AsyncRuntime, name, hit)
+
+
+def _turn(
+    orch: inert.AsyncOrchestrator, steps: list[Callable[[], Coroutine[Any, Any, Any]]], caplog: pytest.LogCaptureFixture
+) -> tuple[inert.Report, int]:
+    """Runs ``steps`` then finish() on a bare loop, each retried once after a Ctrl-C; returns
+    the report and how many KeyboardInterrupts reached the caller."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    loop = asyncio.new_event_loop()
+    interrupts = 0
+
+    def stray_stop() -> Coroutine[Any, Any, None]:
+        return asyncio.sleep(0.01)
+
+    steps = [*steps, stray_stop]
+
+    def run(step: Callable[[], Coroutine[Any, Any, Any]]) -> Any:
+        nonlocal interrupts
+        watchdog = loop.call_later(WATCHDOG, loop.stop)  # a hang stops the loop: RuntimeError, not for ever
+        try:
+            return loop.run_until_complete(step())
+        except KeyboardInterrupt:
+            interrupts += 1
+            return None
+        except RuntimeError as exc:  # asyncio's: a stop the loop left queued when the Ctrl-C left it
+            if "stopped before Future completed" not in str(exc) or step is not stray_stop:
+                raise
+            return None
+        finally:
+            watchdog.cancel()
+
+    with caplog.at_level(logging.ERROR, logger="asyncio"):
+        try:
+            for step in steps:
+                run(step)
+            report = run(lambda: orch.finish(strict=False))
+            if report is None:
+                report = run(lambda: orch.finish(strict=False))  # again, after the Ctrl-C: the report
+            loop.run_until_complete(asyncio.sleep(0))
+        finally:
+            loop.close()
+        gc.collect()
+    said = [r.getMessage() for r in caplog.records]
+    assert [m for m in said if "never retrieved" in m or "unhandled" in m] == []
+    assert isinstance(report, inert.Report)
+    return report, interrupts
+
+
+@pytest.mark.parametrize("where", ["_invoke", "_call", "_tool_in_thread"])
+def test_a_ctrl_c_before_a_writes_tool_is_called_is_raised_and_the_write_never_ran(
+    where: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """It was caught by the task's ``except BaseException`` and recorded as the call's error:
+    the write never ran and no one heard the Ctrl-C."""
+    ran: list[int] = []
+    path = tmp_path / "journal.sqlite"
+    orch = inert.AsyncOrchestrator({"put": "write"}, {"put": ran.append}, turn_key="t", journal=str(path))
+    _signal_at(monkeypatch, where)
+    report, interrupts = _turn(orch, [lambda: orch.draft([block("put", n=1)]), lambda: orch.verify(1, ".")], caplog)
+    assert interrupts == 1, "the Ctrl-C reached the caller"
+    assert ran == []
+    error = report.results[0].error
+    assert isinstance(error, inert.CancelledCallError) and "never ran" in str(error)
+    assert [(e.status, "never ran" in (e.error or "")) for e in inert.SqliteJournal(str(path)).entries()] == [
+        ("error", True)
+    ]
+    assert inert.recover(str(path)).in_doubt == []
+
+
+def test_a_ctrl_c_as_a_calls_task_begins_concludes_it_as_never_run(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Its task died before its body's handlers, and the call was concluded in doubt."""
+    ran: list[int] = []
+    orch = inert.AsyncOrchestrator({"put": "write"}, {"put": ran.append}, turn_key="t")
+    _signal_at(monkeypatch, "_run")
+    report, interrupts = _turn(orch, [lambda: orch.draft([block("put", n=1)]), lambda: orch.verify(1, ".")], caplog)
+    assert interrupts == 1 and ran == []
+    error = report.results[0].error
+    assert isinstance(error, inert.CancelledCallError) and "never ran" in str(error)
+
+
+class _Phases:
+    def __init__(self) -> None:
+        self.log: list[str] = []
+
+    def prepare(self, n: int) -> int:
+        self.log.append("prepare")
+        return n
+
+    def commit(self, prepared: int, *, idempotency_key: str) -> int:
+        self.log.append("commit")
+        return prepared
+
+    def abort(self, prepared: int) -> None:
+        self.log.append("abort")
+
+
+def test_a_ctrl_c_before_a_commit_aborts_what_the_prepare_staged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The commit never ran and the prepare was left pending for ever (``inert recover``)."""
+    tool, path = _Phases(), tmp_path / "journal.sqlite"
+    orch = inert.AsyncOrchestrator({"c": "write"}, {"c": tool}, turn_key="t", journal=str(path))
+    _signal_at(monkeypatch, "_commit")
+    report, interrupts = _turn(orch, [lambda: orch.draft([block("c", n=1)]), lambda: orch.verify(1, ".")], caplog)
+    assert interrupts == 1
+    error = report.results[0].error
+    assert isinstance(error, inert.CancelledCallError) and "never ran" in str(error)
+    recovered = inert.recover(str(path))
+    assert recovered.prepared == [] and recovered.in_doubt == []
+    assert tool.log == ["prepare", "abort"]
