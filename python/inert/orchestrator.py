@@ -321,7 +321,8 @@ class _TurnView:
 
     @property
     def stream(self) -> _core.TokenStream:
-        """The turn's token stream (the core)."""
+        """The turn's token stream (the core), to read: its steps hand their outcomes to the
+        orchestrator (and return none), so step the orchestrator, not the stream."""
         return self._s.stream
 
     @property
