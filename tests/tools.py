@@ -277,3 +277,21 @@ def deny_stat(monkeypatch: pytest.MonkeyPatch, path: Any) -> None:
         return real_stat(file, *args, **kwargs)
 
     monkeypatch.setattr(os, "stat", denied)
+
+
+class LoggedPhases:
+    """A two-phase write that notes each phase it ran (``log``)."""
+
+    def __init__(self) -> None:
+        self.log: list[str] = []
+
+    def prepare(self, n: int) -> int:
+        self.log.append("prepare")
+        return n
+
+    def commit(self, prepared: int, *, idempotency_key: str) -> int:
+        self.log.append("commit")
+        return prepared
+
+    def abort(self, prepared: int) -> None:
+        self.log.append("abort")

@@ -18,7 +18,7 @@ import pytest
 
 import inert
 from inert.runtime import AsyncRuntime
-from tools import WATCHDOG, block
+from tools import WATCHDOG, LoggedPhases, block
 
 
 def _signal_at(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
@@ -113,27 +113,11 @@ def test_a_ctrl_c_as_a_calls_task_begins_concludes_it_as_never_run(
     assert isinstance(error, inert.CancelledCallError) and "never ran" in str(error)
 
 
-class _Phases:
-    def __init__(self) -> None:
-        self.log: list[str] = []
-
-    def prepare(self, n: int) -> int:
-        self.log.append("prepare")
-        return n
-
-    def commit(self, prepared: int, *, idempotency_key: str) -> int:
-        self.log.append("commit")
-        return prepared
-
-    def abort(self, prepared: int) -> None:
-        self.log.append("abort")
-
-
 def test_a_ctrl_c_before_a_commit_aborts_what_the_prepare_staged(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     """The commit never ran and the prepare was left pending for ever (``inert recover``)."""
-    tool, path = _Phases(), tmp_path / "journal.sqlite"
+    tool, path = LoggedPhases(), tmp_path / "journal.sqlite"
     orch = inert.AsyncOrchestrator({"c": "write"}, {"c": tool}, turn_key="t", journal=str(path))
     _signal_at(monkeypatch, "_commit")
     report, interrupts = _turn(orch, [lambda: orch.draft([block("c", n=1)]), lambda: orch.verify(1, ".")], caplog)

@@ -20,7 +20,7 @@ from inert import batch as batch_module
 from inert import turn as turn_module
 from inert.runtime import ThreadRuntime
 from inert.turn import TurnDriver
-from tools import WATCHDOG, Puts, block, finish_within, raise_once, two_sequences
+from tools import WATCHDOG, LoggedPhases, Puts, block, finish_within, raise_once, two_sequences
 
 
 class Writes:
@@ -34,24 +34,6 @@ class Writes:
         self.release.wait(WATCHDOG)
         self.ran.append(n)
         return n
-
-
-class _Staged:
-    """A two-phase write: what each phase did."""
-
-    def __init__(self) -> None:
-        self.log: list[str] = []
-
-    def prepare(self, n: int) -> int:
-        self.log.append("prepare")
-        return n
-
-    def commit(self, prepared: int, *, idempotency_key: str) -> int:
-        self.log.append("commit")
-        return prepared
-
-    def abort(self, prepared: int) -> None:
-        self.log.append("abort")
 
 
 def _batch(tmp_path: Path, tool: Writes) -> tuple[inert.BatchOrchestrator, str]:
@@ -131,8 +113,8 @@ def _until_prepared(path: str) -> None:
     raise AssertionError("the prepare never began")
 
 
-def _prepared_batch(tmp_path: Path) -> tuple[inert.BatchOrchestrator, _Staged, str]:
-    tool = _Staged()
+def _prepared_batch(tmp_path: Path) -> tuple[inert.BatchOrchestrator, LoggedPhases, str]:
+    tool = LoggedPhases()
     path = str(tmp_path / "journal.sqlite")
     vocab = inert.Vocabulary([block("t", n=1), "."])
     batch = inert.BatchOrchestrator({"t": "write"}, {"t": tool}, vocab=vocab, journal=path)
@@ -257,7 +239,7 @@ def test_a_lone_turns_verify_whose_retraction_was_lost_does_not_hold_finish(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """The same lost retraction in a lone Orchestrator: its finish waited for ever too."""
-    tool = _Staged()
+    tool = LoggedPhases()
     path = str(tmp_path / "journal.sqlite")
     orch = inert.Orchestrator({"t": "write"}, {"t": tool}, turn_key="turn", journal=path)
     orch.draft([block("t", n=1), "."])
