@@ -17,6 +17,7 @@ __all__ = [
     "endless",
     "open_to_read",
     "read_whole",
+    "refused_to_read",
     "special_file",
     "unreadable",
     "unwritten_fifo",
@@ -77,6 +78,20 @@ table of effects or workloads is kilobytes): a sparse file of gigabytes was read
 memory, and ran it out."""
 
 
+def refused_to_read(path: str | os.PathLike[str], what: str, fix: str) -> str | None:
+    """Why ``path`` is not to be read as ``what`` before it is opened, or ``None``: it cannot be
+    read (``cannot_read``), or it is a folder, a device or a socket (``endless``); ``fix`` says
+    what to give instead. A FIFO is read (``open_to_read``)."""
+    where = os.fspath(path)
+    if (why := cannot_read(path)) is not None:
+        return why
+    if os.path.isdir(path):
+        return f"{where} is a folder, not {what}: {fix}"
+    if (kind := endless(path)) is not None:
+        return f"{where} is {kind}, not {what}: {fix}"
+    return None
+
+
 def read_whole(path: str | os.PathLike[str], what: str) -> bytes:
     """The bytes of a file read whole, ``what`` it should be naming it in the refusals: a
     folder, a device or a socket (which never ends), a FIFO no program writes (it holds
@@ -88,12 +103,8 @@ def read_whole(path: str | os.PathLike[str], what: str) -> bytes:
         OSError: it cannot be read otherwise.
     """
     where = os.fspath(path)
-    if (why := cannot_read(path)) is not None:
+    if (why := refused_to_read(path, what, "give the path of a file")) is not None:
         raise ValueError(why)
-    if os.path.isdir(path):
-        raise ValueError(f"{where} is a folder, not {what}: give the path of a file")
-    if (kind := endless(path)) is not None:
-        raise ValueError(f"{where} is {kind}, not {what}")
     with open_to_read(path) as f:
         raw = f.read(LONGEST_READ_WHOLE + 1)
     if len(raw) > LONGEST_READ_WHOLE:

@@ -165,16 +165,11 @@ def read_trace(path: str | os.PathLike[str]) -> Iterator[tuple[int, dict[str, An
         OSError: the file cannot be read.
     """
     from ..errors import InertValueError
-    from ..files import cannot_read, open_to_read, special_file, unwritten_fifo
+    from ..files import open_to_read, refused_to_read, special_file, unwritten_fifo
 
     where = os.fspath(path)
-    if (why := cannot_read(path)) is not None:
+    if (why := refused_to_read(path, "a trace file", f"give the path of an {SCHEMA} trace")) is not None:
         raise InertValueError(why)
-    if os.path.isdir(path):
-        raise InertValueError(f"{where} is a folder, not a trace file: give the path of an {SCHEMA} trace")
-    kind = special_file(path)
-    if kind in ("a device", "a socket"):
-        raise InertValueError(f"{where} is {kind}, not a trace file: give the path of an {SCHEMA} trace")
     n = 0
     with open_to_read(path) as f:
         for n, raw in enumerate(iter(lambda: f.readline(_LONGEST_LINE + 1), b""), 1):
@@ -199,7 +194,7 @@ def read_trace(path: str | os.PathLike[str]) -> Iterator[tuple[int, dict[str, An
                 version = row.get("v") if isinstance(row, dict) else None
                 raise InertValueError(f'{where}:{n}: not an {SCHEMA} event (its "v" is {version!r})')
             yield n, row
-    if n == 0 and kind == "a FIFO":
+    if n == 0 and special_file(path) == "a FIFO":
         raise InertValueError(unwritten_fifo(where))
 
 
