@@ -176,8 +176,9 @@ class BatchOrchestrator:
         try:
             with InterruptsHeld():
                 outcomes = self._batch.draft_tree(seq, tokens, parents)  # first: it refuses an unknown seq
-                self._receive({int(seq): outcomes})
-            return self._apply(only=int(seq))[int(seq)]
+                key = int(seq)
+                self._receive({key: outcomes})
+            return self._apply(only=key)[key]
         finally:
             self._one.leave()
 
@@ -188,9 +189,10 @@ class BatchOrchestrator:
         try:
             with InterruptsHeld():
                 outcomes = self._batch.verify_path(seq, path, correction)
-                self._receive({int(seq): outcomes})
-            released = self._released_of(seq)
-            return self._apply(None if released is None else {int(seq): released}, only=int(seq))[int(seq)]
+                key = int(seq)
+                self._receive({key: outcomes})
+            released = self._released_of(key)
+            return self._apply(None if released is None else {key: released}, only=key)[key]
         finally:
             self._one.leave()
 

@@ -273,10 +273,11 @@ impl PyTokenStream {
         let out = if out.iter().any(notice) {
             let (notices, out): (Vec<_>, Vec<_>) = out.into_iter().partition(notice);
             self.notices.extend(self.calls.convert(py, notices)?.into_iter().map(Bound::unbind));
-            self.calls.convert(py, out)?
+            out
         } else {
-            self.calls.convert(py, out)?
+            out
         };
+        let out = self.calls.convert(py, out)?;
         let Some(inbox) = &self.inbox else { return Ok(out) };
         let inbox = inbox.bind(py);
         for outcome in out {

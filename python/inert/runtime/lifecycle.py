@@ -51,9 +51,10 @@ def start_all(
 ) -> None:
     """Launches each call the scheduler started (its start time, log entry, trace event),
     then hands it to what runs it (a worker, a task). The scheduler counts them running, so
-    each is handed over even when a Ctrl-C lands in its launch: that launch is finished (a
-    part already done is not done again) and the interrupt raised once all are handed over;
-    else drain() would wait for them for ever."""
+    each is handed over even when its launch raises: that launch is finished (a part already
+    done is not done again) and the exception raised once all are handed over; else drain()
+    would wait for them for ever. A Ctrl-C no longer lands here (every caller on the main
+    thread holds it off, ``InterruptsHeld``); anything else raised in a launch still may."""
     interrupt: BaseException | None = None
     for node in nodes:
         try:

@@ -149,7 +149,7 @@ class AsyncRuntime:
         journaled through them).
 
         A KeyboardInterrupt (or SystemExit) that a call's task took while this waits is raised
-        here, once that call is concluded (see ``_conclude_interrupted``): this caller's
+        here, once that call is concluded (see ``_pass_on``): this caller's
         finish() ends with it, and may be called again, which waits on and returns the report."""
         self._draining += 1
         try:
@@ -294,7 +294,7 @@ class AsyncRuntime:
         code on the loop's thread) is never the call's own error and is never swallowed: the
         call concludes as what is known of it (in doubt if its tool was called, else it
         never ran), its outcome journaled, and then the interrupt is raised on (see
-        ``_conclude_interrupted``). What the tool itself raised (on its thread, or carried
+        ``_pass_on``). What the tool itself raised (on its thread, or carried
         out of its coroutine) stays its error, whatever it is."""
         run: CallRun = node.owner
         result: Any = None
@@ -440,7 +440,6 @@ class AsyncRuntime:
             kwargs: dict[str, Any] = fresh_arguments(run.dispatch.arguments) if phase == PREPARE else {}
             if phase == COMMIT:
                 kwargs["idempotency_key"] = run.dispatch.commit_key
-            if phase == COMMIT:
                 self._called.add(run)
             work: asyncio.Future[Any] = asyncio.ensure_future(_carried(fn(*args, **kwargs)))
             run.lingering = work
