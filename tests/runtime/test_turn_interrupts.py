@@ -22,29 +22,22 @@ from inert.audit.trace import TraceWriter
 from inert.runtime import AsyncRuntime, ThreadRuntime
 from inert.runtime.schedule import Scheduler
 from inert.turn import TurnDriver
-from tools import WATCHDOG, Puts, block, raise_once, two_sequences
+from tools import WATCHDOG, LoggedPhases, Puts, block, raise_once, two_sequences
 
 RUNTIMES = ["threads", "asyncio"]
 
 
-class _Staged:
+class _Staged(LoggedPhases):
     """A two-phase write: what each phase did; ``prepared`` is set once it prepared."""
 
     def __init__(self) -> None:
-        self.log: list[str] = []
+        super().__init__()
         self.prepared = threading.Event()
 
     def prepare(self, n: int) -> int:
-        self.log.append("prepare")
+        staged = super().prepare(n)
         self.prepared.set()
-        return n
-
-    def commit(self, prepared: int, *, idempotency_key: str) -> int:
-        self.log.append("commit")
-        return prepared
-
-    def abort(self, prepared: int) -> None:
-        self.log.append("abort")
+        return staged
 
 
 class _Lone:
