@@ -114,8 +114,8 @@ class Session:
         """What the end of the stream released, kept until ``tail`` holds it (an interrupt between)."""
         self.reported = False
         """The report was returned (by finish or close): the turn is over."""
-        self.ending = False
-        """A finish or close is waiting for the calls (another caller must not report the turn too)."""
+        self.waiters = 0
+        """The finish() and close() calls waiting for the calls (see ``ending``)."""
         self._owned: OwnedJournal | None = None  # opened here from a path or URI: closed at the end
         self.trace: TraceWriter | None = None
         try:
@@ -207,15 +207,20 @@ class Session:
             )
         self.finish()
 
+    @property
+    def ending(self) -> bool:
+        """A finish or close is waiting for the calls (another caller must not report the turn too)."""
+        return self.waiters > 0
+
     @contextlib.contextmanager
     def waiting(self) -> Iterator[None]:
         """This caller ends the turn: while it waits for the calls, another finish() or
-        close() does not report the turn a second time."""
-        self.ending = True
+        close() does not report the turn a second time (an async finish() waits with it)."""
+        self.waiters += 1
         try:
             yield
         finally:
-            self.ending = False
+            self.waiters -= 1
 
     def finish(self) -> None:
         """Ends the stream; ``tail`` is the step of what the end did and released (``report.tail``).
@@ -656,13 +661,18 @@ class AsyncOrchestrator(_TurnView):
 
     async def finish(self, *, strict: bool = True) -> Report:
         """As ``Orchestrator.finish``, awaiting the calls. Cancelled while it waits (a request
-        timeout), it may be awaited again: it goes on waiting and returns the report."""
+        timeout), it may be awaited again: it goes on waiting and returns the report. While
+        another finish() or close() waits, it waits with it and returns the same report: that one may be
+        a task no caller awaits any more, left pending by a Ctrl-C that stopped a bare
+        ``loop.run_until_complete`` (which cancels nothing), and the turn's end waited for ever."""
         runtime = self._enter()
         strict = strict_flag(strict)
-        self._s.end()
+        if self._s.reported or not self._s.ending:
+            self._s.end()
         with self._s.waiting():
             await runtime.drain()
-            self._s.conclude()
+            if not self._s.reported:  # else the finish() this one waited with made the report
+                self._s.conclude()
         return self._s.hand_report(strict)
 
     async def close(self) -> Report | None:

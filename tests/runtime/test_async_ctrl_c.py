@@ -10,6 +10,7 @@ import asyncio
 import gc
 import logging
 import signal
+import threading
 from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
@@ -127,3 +128,39 @@ def test_a_ctrl_c_before_a_commit_aborts_what_the_prepare_staged(
     recovered = inert.recover(str(path))
     assert recovered.prepared == [] and recovered.in_doubt == []
     assert tool.log == ["prepare", "abort"]
+
+
+def test_finish_after_a_ctrl_c_that_stopped_the_loop_while_finish_waited() -> None:
+    """A Ctrl-C while finish() waits for a call, under a bare ``loop.run_until_complete``,
+    leaves the loop and cancels nothing: finish()'s task stays pending, still waiting. The
+    next finish() raised StreamFinishedError ("another finish() ... is waiting") and the
+    turn's report was never had. It waits with that task now, and both return the same
+    report."""
+    release = threading.Event()
+
+    def slow(n: int) -> int:
+        release.wait(WATCHDOG)
+        return n
+
+    def ctrl_c() -> None:  # what SIGINT's default handler raises, in the loop's own frame
+        raise KeyboardInterrupt
+
+    loop = asyncio.new_event_loop()
+    try:
+        orch = inert.AsyncOrchestrator({"s": "write"}, {"s": slow}, turn_key="t")
+        loop.run_until_complete(orch.draft([block("s", n=1)]))
+        loop.run_until_complete(orch.verify(1))
+        stranded = loop.create_task(orch.finish())
+        loop.call_soon(ctrl_c)  # after the task's first step: it waits for the call
+        with pytest.raises(KeyboardInterrupt):
+            loop.run_until_complete(stranded)
+        assert not stranded.done()
+        release.set()
+        report = loop.run_until_complete(asyncio.wait_for(orch.finish(), WATCHDOG))
+        assert [r.result for r in report.results] == [1]
+        assert loop.run_until_complete(asyncio.wait_for(stranded, WATCHDOG)) is report
+        with pytest.raises(inert.StreamFinishedError):
+            loop.run_until_complete(orch.finish())
+    finally:
+        release.set()
+        loop.close()
