@@ -271,7 +271,11 @@ impl Batch {
         let mut out = BatchOutcomes::default();
         for (i, &slot) in slots.iter().enumerate() {
             let start = out.outcomes.len();
-            self.turns[slot].draft_checked(row(i), &mut out.outcomes);
+            if all_dense || ids(i).iter().all(|&id| id < dense) {
+                self.turns[slot].draft_dense(ids(i), &mut out.outcomes);
+            } else {
+                self.turns[slot].draft_checked(row(i), &mut out.outcomes);
+            }
             out.close_row(d.seqs[i], start);
         }
         Ok(out)

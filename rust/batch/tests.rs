@@ -13,9 +13,12 @@ use crate::vocab::{Vocab, VocabBuilder};
 use std::sync::Arc;
 
 /// A vocabulary of every byte and every 2- and 3-byte chunk of `text`, so a
-/// sample can be drafted as ids in chunks of 1-3 bytes.
-fn vocab_of(text: &[u8]) -> (Arc<Vocab>, Vec<Vec<u8>>) {
+/// sample can be drafted as ids in chunks of 1-3 bytes; and the delimiter spellings
+/// of `specials`, the first right after the bytes and the others after the chunks,
+/// so that the ids bound to delimiters surround ordinary ones.
+fn vocab_of(text: &[u8], specials: &[Vec<u8>]) -> (Arc<Vocab>, Vec<Vec<u8>>) {
     let mut pieces: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
+    pieces.extend(specials.first().cloned());
     for w in [2, 3] {
         for chunk in text.windows(w) {
             if !pieces.iter().any(|p| p == chunk) {
@@ -23,6 +26,7 @@ fn vocab_of(text: &[u8]) -> (Arc<Vocab>, Vec<Vec<u8>>) {
             }
         }
     }
+    pieces.extend(specials.iter().skip(1).filter(|s| s.len() > 3).cloned());
     let mut b = VocabBuilder::default();
     for (id, p) in (0u64..).zip(&pieces) {
         b.insert(id, p).unwrap();
@@ -30,10 +34,17 @@ fn vocab_of(text: &[u8]) -> (Arc<Vocab>, Vec<Vec<u8>>) {
     (Arc::new(b.build()), pieces)
 }
 
+/// `text` as ids of 1-3 bytes, or of a longer piece (a delimiter's) now and then.
 fn ids_of(text: &[u8], pieces: &[Vec<u8>], rng: &mut Rng) -> Vec<u64> {
     let mut ids = Vec::new();
     let mut p = 0;
     while p < text.len() {
+        let long = pieces.iter().position(|x| x.len() > 3 && text[p..].starts_with(x));
+        if let Some(id) = long.filter(|_| rng.below(2) == 0) {
+            ids.push(id as u64);
+            p += pieces[id].len();
+            continue;
+        }
         let w = (1 + rng.below(3)).min(text.len() - p);
         let id = pieces.iter().position(|x| x.as_slice() == &text[p..p + w]).unwrap();
         ids.push(id as u64);
@@ -53,10 +64,14 @@ fn by_seq(out: &BatchOutcomes) -> Vec<(u64, Vec<Outcome>)> {
 #[allow(clippy::too_many_lines)] // a schedule simulator
 fn a_batch_gives_each_sequence_what_a_lone_turn_gives() {
     let mut rng = Rng(0x853c_49e6_748f_ea9b);
-    for (name, text) in samples() {
+    for ((name, text), bound) in samples().into_iter().flat_map(|s| [(s.clone(), false), (s, true)]) {
         let config = TurnConfig::builtin(name, "", 1 << 20).unwrap();
-        let (vocab, pieces) = vocab_of(text.as_bytes());
+        let scanner = crate::scan::Scanner::new(config.format.clone(), config.schemas.clone(), 1 << 20);
+        let specials: Vec<Vec<u8>> =
+            if bound { scanner.special_spellings().map(<[u8]>::to_vec).collect() } else { Vec::new() };
+        let (vocab, pieces) = vocab_of(text.as_bytes(), &specials);
         let setup = Setup::new(&config, vocab.clone());
+        assert!(!bound || specials.len() < 2 || setup.role_of(256) != crate::scan::TokenRole::Text, "{name}: bound");
         let mut batch = Batch::new(setup.clone());
         let mut lone: Vec<(u64, Turn, Vec<u64>, usize)> = Vec::new(); // seq, turn, target ids, position
         let mut next_seq = 1000u64;
@@ -131,7 +146,7 @@ fn a_batch_gives_each_sequence_what_a_lone_turn_gives() {
 
 fn hermes_batch() -> Batch {
     let config = TurnConfig::builtin("hermes", "", 1 << 20).unwrap();
-    let (vocab, _) = vocab_of(b"");
+    let (vocab, _) = vocab_of(b"", &[]);
     Batch::new(Setup::new(&config, vocab))
 }
 
@@ -298,7 +313,7 @@ fn batched_trees_give_each_sequence_what_a_lone_turn_gives() {
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     for (name, text) in samples() {
         let config = TurnConfig::builtin(name, "", 1 << 20).unwrap();
-        let (vocab, pieces) = vocab_of(text.as_bytes());
+        let (vocab, pieces) = vocab_of(text.as_bytes(), &[]);
         let setup = Setup::new(&config, vocab.clone());
         let mut batch = Batch::new(setup.clone());
         let mut lone: Vec<(u64, Turn, Vec<u64>, usize)> = Vec::new();

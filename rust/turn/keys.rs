@@ -206,19 +206,24 @@ impl CommitHasher {
     /// five bytes are packed into words here, the state held in locals, rather
     /// than through `write_le`'s bookkeeping per token.
     pub(crate) fn absorb_all<'a>(&mut self, tokens: impl Iterator<Item = Drafted<'a>>) {
-        let mut h = *self;
+        // The state in locals, never behind a reference: a `&mut` to it (a piece's
+        // write) kept it in memory, loaded and stored around every word.
+        let (mut v0, mut v1, mut v2, mut v3, mut len) = (self.v0, self.v1, self.v2, self.v3, self.len);
         // Bytes not yet compressed, little-endian: `filled` (at most 7) of them. All in
         // u64: a variable u128 shift per token cost more than the packing itself.
-        let (mut pending, mut filled) = (h.tail, u32::from(h.ntail));
+        let (mut pending, mut filled) = (self.tail, u32::from(self.ntail));
         for t in tokens {
             match t {
                 Drafted::Id(id) => {
                     let x = u64::from(TAG_ID) | u64::from(id) << 8;
                     // The bits shifted out are the ones the next word starts with.
                     pending |= x << (8 * filled);
-                    h.len = h.len.wrapping_add(5);
+                    len = len.wrapping_add(5);
                     if filled >= 3 {
-                        h.compress(pending);
+                        v3 ^= pending;
+                        round(&mut v0, &mut v1, &mut v2, &mut v3);
+                        round(&mut v0, &mut v1, &mut v2, &mut v3);
+                        v0 ^= pending;
                         // 8 - filled is 1 to 5: the bytes of x that went into the word.
                         pending = x >> (8 * (8 - filled));
                         filled -= 3;
@@ -227,14 +232,14 @@ impl CommitHasher {
                     }
                 }
                 Drafted::Piece(piece) => {
-                    (h.tail, h.ntail) = (pending, filled as u8);
+                    let mut h = Self { v0, v1, v2, v3, tail: pending, ntail: filled as u8, len };
                     h.absorb_piece(piece);
+                    (v0, v1, v2, v3, len) = (h.v0, h.v1, h.v2, h.v3, h.len);
                     (pending, filled) = (h.tail, u32::from(h.ntail));
                 }
             }
         }
-        (h.tail, h.ntail) = (pending, filled as u8);
-        *self = h;
+        *self = Self { v0, v1, v2, v3, tail: pending, ntail: filled as u8, len };
     }
 
     /// Absorbs a token: by id when it has one, else by its piece.

@@ -101,6 +101,13 @@ impl Setup {
         self.roles.binary_search_by_key(&id, |&(bound, _)| bound).map_or(TokenRole::Text, |i| self.roles[i].1)
     }
 
+    /// Whether token `id` is text for certain: no delimiter id lies at or around it.
+    /// Nearly every id; one compare pair, where `role_of` would search the bound ids.
+    #[inline]
+    pub(super) fn plain_text(&self, id: u32) -> bool {
+        id < self.role_ids.0 || id > self.role_ids.1
+    }
+
     #[inline]
     pub(super) fn resolve<'a>(&'a self, token: TokenIn<'a>) -> Result<Resolved<'a>, CoreError> {
         match token {
@@ -108,14 +115,23 @@ impl Setup {
             TokenIn::Id(id) => {
                 let bytes = self.vocab.piece(id)?;
                 // piece() succeeded, so the id is bounded by MAX_TOKEN_ID.
-                let id = id as u32;
-                // An ordinary token given by id is text that knows it is no special token.
-                let role = match self.role_of(id) {
-                    TokenRole::Text => TokenRole::IdText,
-                    role => role,
-                };
-                Ok(Resolved { bytes, id: Some(id), role })
+                Ok(Resolved { bytes, id: Some(id as u32), role: self.id_role(id as u32) })
             }
+        }
+    }
+
+    /// `resolve` of an id below the vocabulary's `dense_below`, which always resolves.
+    #[inline]
+    pub(super) fn resolve_below_dense(&self, id: u32) -> Resolved<'_> {
+        Resolved { bytes: self.vocab.piece_below_dense(id), id: Some(id), role: self.id_role(id) }
+    }
+
+    /// The role of a token given by id: an ordinary one is text that knows it is no special token.
+    #[inline]
+    fn id_role(&self, id: u32) -> TokenRole {
+        match self.role_of(id) {
+            TokenRole::Text => TokenRole::IdText,
+            role => role,
         }
     }
 }

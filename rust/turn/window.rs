@@ -139,6 +139,15 @@ impl Window {
         (self.tokens.len() - 1, start..self.text.len())
     }
 
+    /// Appends an undecided token that leaves the state as it was: `append`, then
+    /// `save_unchanged`, inlined into a draft's run of such tokens.
+    #[inline]
+    pub(super) fn append_unchanged(&mut self, bytes: &[u8], ledger_at: usize) {
+        self.text.extend_from_slice(bytes);
+        self.tokens.push(LiveToken { ledger_at: ledger_at as u32, text_end: self.text.len() as u32 });
+        self.undecided += 1;
+    }
+
     /// Records that from byte `at` on the text is of `class`, as the token at `pos` says.
     pub(super) fn shift(&mut self, pos: usize, at: usize, class: TextClass) {
         self.shifts.push(Shift { pos: pos as u32, at: at as u32, class });

@@ -145,6 +145,14 @@ impl Vocab {
         }
     }
 
+    /// The piece of `id`, an id below `dense_below` (which always has one): no
+    /// error to build on the per-token path. Empty for any other id.
+    #[inline]
+    #[must_use]
+    pub(crate) fn piece_below_dense(&self, id: u32) -> &[u8] {
+        self.spans.get(id as usize).and_then(|&span| self.bytes.get(range(span))).unwrap_or_default()
+    }
+
     /// Every id whose piece is exactly `text`, in no particular order. Costs the
     /// probe run of `text`'s hash, about one slot: the table is at most half full.
     pub fn ids_spelled<'a>(&'a self, text: &'a [u8]) -> impl Iterator<Item = u32> + 'a {
