@@ -70,13 +70,31 @@ impl Decisions {
 
     /// Decides the window `accepted.start..rejected.end`: `accepted` first, then
     /// `rejected` (adjacent ranges, either may be empty), all undecided before.
-    #[inline]
+    /// A verify's window (a few positions within one word pair that is there
+    /// already, unless the window starts a new one) inline; any other in a call.
+    #[inline(always)]
+    #[allow(clippy::inline_always)]
     pub(super) fn decide(&mut self, accepted: Range<usize>, rejected: Range<usize>) {
         debug_assert!(accepted.end == rejected.start, "a window decided in two pieces");
         let window = accepted.start..rejected.end;
         if window.is_empty() {
             return;
         }
+        let word = window.start / 64;
+        if word == (window.end - 1) / 64 {
+            if let Some(pair) = self.pairs.get_mut(word) {
+                pair.accepted |= bits_within(&accepted);
+                pair.rejected |= bits_within(&rejected);
+                self.len = self.len.max(window.end); // `cover`, with the word already there
+                return;
+            }
+        }
+        self.decide_any(accepted, rejected);
+    }
+
+    /// `decide` of any window.
+    fn decide_any(&mut self, accepted: Range<usize>, rejected: Range<usize>) {
+        let window = accepted.start..rejected.end;
         self.cover(window.end);
         if window.start / 64 == (window.end - 1) / 64 {
             // A verify's window: a few positions within one word pair.

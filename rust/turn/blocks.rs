@@ -267,6 +267,12 @@ impl BlockTable {
         ended
     }
 
+    /// Whether no block is open or waits (between blocks, in most of a turn).
+    #[inline]
+    pub(super) fn is_empty(&self) -> bool {
+        self.blocks.is_empty()
+    }
+
     /// Whether any ended block waits unread.
     #[inline]
     pub(super) fn has_unread(&self) -> bool {

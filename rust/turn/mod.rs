@@ -480,23 +480,39 @@ impl Turn {
     /// the correction's outcomes, in stream order.
     /// A block that ends later in the last token (at the end of the turn) is
     /// numbered after their items, as if they had been read when it ended.
-    #[inline]
+    /// Asked inline, the reading in a call: most verifies have nothing unread (the call
+    /// alone cost a verify about as much as its ledger's decision).
+    #[inline(always)]
+    #[allow(clippy::inline_always)]
     fn read_unread(&mut self, out: &mut Vec<Outcome>) {
         if self.blocks.has_unread() {
-            let (scanner, text) = (&self.setup.scanner, self.window.text());
-            let ended = self.blocks.read_unread(|body| scanner.read_body(text, body), out);
-            if let Some((token, next)) = ended.filter(|&(token, _)| token + 1 == self.window.len()) {
-                debug_assert!(token + 1 == self.window.accepted_len(), "read with tokens undecided");
-                let mut base = self.window.base();
-                base.ends = next;
-                self.window.rebase(base);
-            }
+            self.read_unread_now(out);
+        }
+    }
+
+    fn read_unread_now(&mut self, out: &mut Vec<Outcome>) {
+        let (scanner, text) = (&self.setup.scanner, self.window.text());
+        let ended = self.blocks.read_unread(|body| scanner.read_body(text, body), out);
+        if let Some((token, next)) = ended.filter(|&(token, _)| token + 1 == self.window.len()) {
+            debug_assert!(token + 1 == self.window.accepted_len(), "read with tokens undecided");
+            let mut base = self.window.base();
+            base.ends = next;
+            self.window.rebase(base);
         }
     }
 
     /// Streaming output: releases what the accepted text now settles (every live
     /// token is accepted when this runs); `outcomes` are the step's.
+    /// Asked inline, like `read_unread`: most turns do not stream.
+    #[inline(always)]
+    #[allow(clippy::inline_always)]
     fn release(&mut self, outcomes: &[Outcome], last: bool) {
+        if self.stream.is_some() {
+            self.release_now(outcomes, last);
+        }
+    }
+
+    fn release_now(&mut self, outcomes: &[Outcome], last: bool) {
         let Some(stream) = self.stream.as_deref_mut() else { return };
         let text = self.window.accepted_text();
         let safe = if last {
@@ -583,7 +599,11 @@ impl Turn {
         self.blocks.rollback(keep, out);
     }
 
+    #[inline]
     fn commit(&mut self, out: &mut Vec<Outcome>) {
+        if self.blocks.is_empty() {
+            return; // between blocks, in most verifies: nothing to walk
+        }
         let (window, ledger) = (&self.window, &self.ledger);
         // Invariant 1, checked on the ledger itself: exactly the block's own tokens were accepted.
         self.blocks
