@@ -49,6 +49,10 @@ const START_TOKENS: usize = 128;
 /// tree's depth (EAGLE drafts up to 16 deep).
 const START_WINDOW: usize = 16;
 
+/// The longest window of ids `Turn::draft_into` copies onto the stack to draft
+/// as a batch's rows are (`Turn::draft_dense`); a longer one takes the general way.
+const DENSE_WINDOW: usize = 32;
+
 /// A token as the caller hands it in.
 #[derive(Debug, Clone, Copy)]
 pub enum TokenIn<'a> {
@@ -364,7 +368,24 @@ impl Turn {
     }
 
     /// `draft`, appending its outcomes to `out` (a batch collects every sequence's in one).
+    /// A window of ids below the vocabulary's `dense_below` (an engine's, nearly always)
+    /// goes the way a batch's rows do (`draft_dense`).
     pub fn draft_into(&mut self, tokens: &[TokenIn<'_>], out: &mut Vec<Outcome>) -> Result<(), CoreError> {
+        let dense = self.setup.vocab().dense_below();
+        let mut ids = [0u64; DENSE_WINDOW];
+        let all_dense = tokens.len() <= DENSE_WINDOW
+            && tokens.iter().zip(&mut ids).all(|(t, slot)| match *t {
+                TokenIn::Id(id) if id < dense => {
+                    *slot = id;
+                    true
+                }
+                _ => false,
+            });
+        if all_dense {
+            self.check_draft_dense(tokens.len(), tokens.iter().copied())?;
+            self.draft_dense(&ids[..tokens.len()], out);
+            return Ok(());
+        }
         self.check_draft(tokens.iter().copied())?;
         self.draft_checked(tokens.iter().copied(), out);
         Ok(())
