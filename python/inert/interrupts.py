@@ -11,6 +11,11 @@ KeyboardInterrupt there, where the caller can retry the step).
 
 Only the main thread receives signals, so elsewhere it does nothing. It never holds
 off a wait on a tool: only bookkeeping that ends by itself runs under it.
+
+``SignalsTold`` is the other half: while a coroutine tool runs on the loop, a Ctrl-C
+raises its KeyboardInterrupt inside the tool's own frames, where it looked like one the
+tool raised (its outcome). Held, Python's default handler is replaced by one that marks
+the KeyboardInterrupt it raises (``from_signal``), so the runtime tells the two apart.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ import threading
 from types import FrameType, TracebackType
 from typing import Any
 
-__all__ = ["InterruptsHeld"]
+__all__ = ["InterruptsHeld", "SignalsTold", "from_signal"]
 
 _MAIN = threading.main_thread().ident
 _SIGINT = _signal.SIGINT
@@ -61,3 +66,48 @@ class InterruptsHeld:
         _signal.signal(_SIGINT, previous)
         for signum, frame in self._caught:
             previous(signum, frame)  # the handler it found: by default, KeyboardInterrupt, here
+
+
+_FROM_SIGNAL = "_inert_from_sigint"
+
+
+def _default_int_handler_told(signum: int, frame: FrameType | None) -> None:
+    """Python's default SIGINT handler, its KeyboardInterrupt marked as the signal's."""
+    interrupt = KeyboardInterrupt()
+    setattr(interrupt, _FROM_SIGNAL, True)
+    raise interrupt
+
+
+def from_signal(exc: BaseException) -> bool:
+    """Whether ``exc`` is the KeyboardInterrupt of a SIGINT that arrived under ``SignalsTold``."""
+    return getattr(exc, _FROM_SIGNAL, False) is True
+
+
+class SignalsTold:
+    """``with SignalsTold():`` (on the main thread, nested and interleaved across tasks) a SIGINT
+    under Python's default handler raises a KeyboardInterrupt that ``from_signal`` tells from one
+    code raised. Any other handler (asyncio.run's, the caller's own) is left alone: it raises
+    nothing inside a tool. The last block out puts the default back, unless the handler was
+    changed meanwhile."""
+
+    __slots__ = ("_held",)
+    _holders = 0
+
+    def __enter__(self) -> None:
+        self._held = threading.get_ident() == _MAIN
+        if not self._held:
+            return
+        cls = SignalsTold
+        cls._holders += 1
+        if cls._holders == 1 and _signal.getsignal(_SIGINT) is _signal.default_int_handler:
+            _signal.signal(_SIGINT, _default_int_handler_told)
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        if not self._held:
+            return
+        cls = SignalsTold
+        cls._holders -= 1
+        if cls._holders == 0 and _signal.getsignal(_SIGINT) is _default_int_handler_told:
+            _signal.signal(_SIGINT, _signal.default_int_handler)

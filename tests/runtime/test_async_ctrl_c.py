@@ -130,6 +130,36 @@ def test_a_ctrl_c_before_a_commit_aborts_what_the_prepare_staged(
     assert tool.log == ["prepare", "abort"]
 
 
+def test_a_ctrl_c_inside_a_coroutine_tool_is_raised_and_its_call_is_in_doubt(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A Ctrl-C while a coroutine tool computes on the loop raises its KeyboardInterrupt in the
+    tool's own frames: it was taken for one the tool raised, recorded as the call's error, and
+    no one heard the Ctrl-C. It is told apart now (``SignalsTold``): the caller hears it, and
+    the write, which had begun, is in doubt (``inert recover``). A KeyboardInterrupt the tool
+    raises itself stays its error (tests/runtime/test_runtime.py)."""
+    ran: list[int] = []
+
+    async def put(n: int) -> int:
+        ran.append(n)
+        signal.raise_signal(signal.SIGINT)  # handled right here, in the tool's frame
+        return n
+
+    path = tmp_path / "journal.sqlite"
+    effects = {"put": "write", "get": "read_only"}
+    tools = {"put": put, "get": lambda n: n}
+    orch = inert.AsyncOrchestrator(effects, tools, turn_key="t", journal=str(path))
+    blocks = [block("put", n=1), block("get", n=2)]
+    report, interrupts = _turn(orch, [lambda: orch.draft(blocks), lambda: orch.verify(2, ".")], caplog)
+    assert interrupts == 1, "the Ctrl-C reached the caller"
+    assert ran == [1]
+    put_result, get_result = report.results
+    assert isinstance(put_result.error, inert.InDoubtError), put_result.error
+    assert get_result.result == 2, "the other call still ran"
+    assert [e.status for e in inert.recover(str(path)).in_doubt] == ["timeout"]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler, "the default handler is back"
+
+
 def test_finish_after_a_ctrl_c_that_stopped_the_loop_while_finish_waited() -> None:
     """A Ctrl-C while finish() waits for a call, under a bare ``loop.run_until_complete``,
     leaves the loop and cancels nothing: finish()'s task stays pending, still waiting. The

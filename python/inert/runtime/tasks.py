@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 from ..audit.trace import TraceWriter
 from ..errors import CancelledCallError, InDoubtError, LoopError, MissingToolError, ToolTimeoutError
 from ..gate import Dispatch
-from ..interrupts import InterruptsHeld
+from ..interrupts import InterruptsHeld, SignalsTold, from_signal
 from ..journal import Journal
 from ..journal.phases import ABORT, COMMIT, PREPARE
 from ..report import DispatchRecord
@@ -847,7 +847,10 @@ class AsyncRuntime:
                 run, partial(invocation, run.dispatch.name, run.dispatch.arguments, current, self)
             )
         if inspect.isawaitable(result):
-            result = _unwrapped(await _carried(result))  # what the tool raised, marked as its own (``_is_interrupt``)
+            # What the tool raised, marked as its own (``_is_interrupt``); a Ctrl-C landing in
+            # the tool's frames meanwhile is told apart (``SignalsTold``): an interrupt.
+            with SignalsTold():
+                result = _unwrapped(await _carried(result))
         return result
 
 
@@ -1052,8 +1055,9 @@ _OWN = "_inert_raised_by_the_work"
 
 def _mark_own(exc: BaseException) -> None:
     """``exc`` was raised by a tool (or a journal write) itself, on its thread or carried out
-    of its coroutine: its outcome, not an interrupt of inert's (``_is_interrupt``)."""
-    if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+    of its coroutine: its outcome, not an interrupt of inert's (``_is_interrupt``). A Ctrl-C's
+    own KeyboardInterrupt (``from_signal``) is no tool's, wherever it landed."""
+    if isinstance(exc, (KeyboardInterrupt, SystemExit)) and not from_signal(exc):
         setattr(exc, _OWN, True)
 
 
