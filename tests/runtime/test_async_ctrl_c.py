@@ -194,3 +194,26 @@ def test_finish_after_a_ctrl_c_that_stopped_the_loop_while_finish_waited() -> No
     finally:
         release.set()
         loop.close()
+
+
+def test_a_coroutine_tool_leaves_another_sigint_handler_alone() -> None:
+    """``SignalsTold`` replaces only Python's default handler: under asyncio.run (whose own
+    handler cancels the main task on a Ctrl-C, raising nothing inside a tool) the tool runs
+    under asyncio's handler, and the default one is back once asyncio.run returns."""
+    seen: list[object] = []
+
+    async def look() -> int:
+        seen.append(signal.getsignal(signal.SIGINT))
+        return 1
+
+    async def main() -> inert.Report:
+        orch = inert.AsyncOrchestrator({"look": "write"}, {"look": look}, turn_key="t")
+        await orch.draft([block("look")])
+        await orch.verify(1)
+        return await asyncio.wait_for(orch.finish(), WATCHDOG)
+
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    assert [r.result for r in asyncio.run(main()).results] == [1]
+    assert len(seen) == 1 and seen[0] is not signal.default_int_handler
+    assert getattr(seen[0], "__module__", None) != "inert.interrupts"
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
