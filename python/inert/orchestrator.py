@@ -662,9 +662,9 @@ class AsyncOrchestrator(_TurnView):
     async def finish(self, *, strict: bool = True) -> Report:
         """As ``Orchestrator.finish``, awaiting the calls. Cancelled while it waits (a request
         timeout), it may be awaited again: it goes on waiting and returns the report. While
-        another finish() or close() waits, it waits with it and returns the same report: that one may be
-        a task no caller awaits any more, left pending by a Ctrl-C that stopped a bare
-        ``loop.run_until_complete`` (which cancels nothing), and the turn's end waited for ever."""
+        another finish() or close() waits, it waits with it and returns the same report: that
+        one may be a task no caller awaits any more, left pending by a Ctrl-C that stopped a
+        bare ``loop.run_until_complete`` (which cancels nothing)."""
         runtime = self._enter()
         strict = strict_flag(strict)
         if self._s.reported or not self._s.ending:
