@@ -92,17 +92,10 @@ impl Decisions {
         self.decide_any(accepted, rejected);
     }
 
-    /// `decide` of any window.
+    /// `decide` of any window, a word pair at a time.
     fn decide_any(&mut self, accepted: Range<usize>, rejected: Range<usize>) {
         let window = accepted.start..rejected.end;
         self.cover(window.end);
-        if window.start / 64 == (window.end - 1) / 64 {
-            // A verify's window: a few positions within one word pair.
-            let pair = &mut self.pairs[window.start / 64];
-            pair.accepted |= bits_within(&accepted);
-            pair.rejected |= bits_within(&rejected);
-            return;
-        }
         for w in words(&window) {
             let pair = &mut self.pairs[w];
             pair.accepted |= mask(w, &accepted);

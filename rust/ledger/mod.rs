@@ -101,14 +101,6 @@ impl Ledger {
         self.tokens.len() - 1
     }
 
-    /// `append` of a token given by id, its piece `len` bytes long.
-    #[inline]
-    pub(crate) fn append_id(&mut self, id: u32, len: usize) -> usize {
-        self.drafted_bytes += len as u64;
-        self.tokens.push(TokenRecord { start: id, len: BY_ID });
-        self.tokens.len() - 1
-    }
-
     /// Appends a token already accepted (the verifier's correction) and returns
     /// its ledger position. Nothing may be undecided.
     pub(crate) fn append_accepted(&mut self, token: Drafted<'_>, len: usize) -> usize {

@@ -29,7 +29,7 @@ pub use setup::Setup;
 pub use stream::{tool_call_id_prefix, Released, ToolCallDelta};
 
 use crate::error::CoreError;
-use crate::ledger::{Ledger, TokenState};
+use crate::ledger::{Drafted, Ledger, TokenState};
 use crate::scan::{rests_on, BlockBody, FormatSpec, ScanEvent, ScanState, Scanner, Schemas};
 use crate::vocab::{Vocab, VocabBuilder};
 use blocks::{BlockTable, First, Unread};
@@ -434,7 +434,7 @@ impl Turn {
             rest = after;
             // Checked below `dense_below`, itself below `MAX_TOKEN_ID`: the id fits.
             let r = setup.resolve_below_dense(id as u32);
-            let ledger_at = live.ledger.append_id(id as u32, r.bytes.len());
+            let ledger_at = live.ledger.append(Drafted::Id(id as u32), r.bytes.len());
             live.step_and_save(r, ledger_at, &mut cp, out);
         }
     }
@@ -692,7 +692,7 @@ impl<'t> Live<'t> {
             if !setup.plain_text(id) || !rests_on(rests, piece) {
                 return n;
             }
-            let ledger_at = self.ledger.append_id(id, piece.len());
+            let ledger_at = self.ledger.append(Drafted::Id(id), piece.len());
             self.window.append_unchanged(piece, ledger_at);
         }
         ids.len()

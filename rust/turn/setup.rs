@@ -95,7 +95,7 @@ impl Setup {
     #[must_use]
     #[inline]
     pub fn role_of(&self, id: u32) -> TokenRole {
-        if id < self.role_ids.0 || id > self.role_ids.1 {
+        if self.plain_text(id) {
             return TokenRole::Text;
         }
         self.roles.binary_search_by_key(&id, |&(bound, _)| bound).map_or(TokenRole::Text, |i| self.roles[i].1)

@@ -132,6 +132,7 @@ impl Window {
 
     /// Appends an undecided token's bytes; returns its live position and byte range.
     /// The caller bounds the text by `u32::MAX` before appending.
+    #[inline]
     pub(super) fn append(&mut self, bytes: &[u8], ledger_at: usize) -> (usize, Range<usize>) {
         let start = self.text.len();
         self.text.extend_from_slice(bytes);
@@ -143,9 +144,8 @@ impl Window {
     /// `save_unchanged`, inlined into a draft's run of such tokens.
     #[inline]
     pub(super) fn append_unchanged(&mut self, bytes: &[u8], ledger_at: usize) {
-        self.text.extend_from_slice(bytes);
-        self.tokens.push(LiveToken { ledger_at: ledger_at as u32, text_end: self.text.len() as u32 });
-        self.undecided += 1;
+        self.append(bytes, ledger_at);
+        self.save_unchanged();
     }
 
     /// Records that from byte `at` on the text is of `class`, as the token at `pos` says.
