@@ -536,6 +536,15 @@ def run_batch(case: Case, vocab: inert.Vocabulary | None, rng: random.Random) ->
     for seq in SEQS:
         b.add(seq, KEY, in_reasoning=case.in_reasoning)
     logs: list[list[Step]] = [[] for _ in SEQS]
+
+    def log_steps(plans: list[int], got: dict[int, list[Any]]) -> None:
+        """Logs the step each of ``plans`` (indices into SEQS) just took, ``got`` its outcomes."""
+        out = b.take_released([SEQS[j] for j in plans])
+        for j in plans:
+            seq = SEQS[j]
+            outcomes, accepted, pending = view(got.get(seq, [])), b.accepted_text(seq), b.pending_len(seq)
+            logs[j].append(Step(outcomes, accepted, pending, released(out.get(seq)), notices(b.notices(seq))))
+
     for t in range(max(len(p) for p in case.plans)):
         here = [(j, p[t]) for j, p in enumerate(case.plans) if t < len(p)]
         drafts = [(j, op) for j, op in here if isinstance(op, Draft)]
@@ -552,36 +561,14 @@ def run_batch(case: Case, vocab: inert.Vocabulary | None, rng: random.Random) ->
                 got = b.draft(np.asarray(seqs, dtype=np.uint64), rows)
             else:
                 got = b.draft(seqs, rows, np.asarray(lengths, dtype=rng.choice([np.int64, np.int32])))
-            out = b.take_released(seqs)
-            for j, _ in drafts:
-                seq = SEQS[j]
-                logs[j].append(
-                    Step(
-                        view(got.get(seq, [])),
-                        b.accepted_text(seq),
-                        b.pending_len(seq),
-                        released(out.get(seq)),
-                        notices(b.notices(seq)),
-                    )
-                )
+            log_steps([j for j, _ in drafts], got)
         verifies = [(j, op) for j, op in here if isinstance(op, Verify)]
         if verifies:
             seqs = [SEQS[j] for j, _ in verifies]
             n = np.asarray([op.n for _, op in verifies], dtype=np.int64)
             c = np.asarray([-1 if op.correction is None else op.correction for _, op in verifies], dtype=np.int64)
             got = b.verify(seqs, n, c)
-            out = b.take_released(seqs)
-            for j, _ in verifies:
-                seq = SEQS[j]
-                logs[j].append(
-                    Step(
-                        view(got.get(seq, [])),
-                        b.accepted_text(seq),
-                        b.pending_len(seq),
-                        released(out.get(seq)),
-                        notices(b.notices(seq)),
-                    )
-                )
+            log_steps([j for j, _ in verifies], got)
         for j, op in here:
             if isinstance(op, Finish):
                 seq = SEQS[j]
