@@ -133,9 +133,7 @@ impl fmt::Display for CoreError {
             Self::TokenIdTooLarge { id, max } => {
                 write!(f, "token id {id} is out of range: inert addresses ids up to {max}")
             }
-            Self::InvalidTokenId { index, value } => {
-                write!(f, "token {index} is {value}, which is not a valid token id; ids are non-negative integers")
-            }
+            Self::InvalidTokenId { index, value } => invalid_token_id(f, *index, value),
             Self::EmptySpecialToken { id } => {
                 write!(f, "special token {id} has empty text; give each special token its spelling")
             }
@@ -229,6 +227,16 @@ fn edit_distance(a: &str, b: &str) -> usize {
         }
     }
     row[b.len()]
+}
+
+/// `InvalidTokenId`'s message: a negative int is no id; one past 64 bits is out of range.
+fn invalid_token_id(f: &mut fmt::Formatter<'_>, index: usize, value: &str) -> fmt::Result {
+    if value.starts_with('-') {
+        write!(f, "token {index} is {value}, which is not a valid token id; ids are non-negative integers")
+    } else {
+        let max = crate::vocab::MAX_TOKEN_ID;
+        write!(f, "token {index} is {value}, past 64 bits: out of range (inert addresses ids up to {max})")
+    }
 }
 
 #[cfg(test)]

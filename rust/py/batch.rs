@@ -4,7 +4,7 @@
 //! outcomes are built as Python objects for the sequences that have any.
 
 use super::convert::{token_arg, NO_CORRECTION};
-use super::ints::{int, ints_1d, ints_2d, ints_nd};
+use super::ints::{id_rows, int, ints_1d, ints_2d, ints_nd};
 use super::outcome::CallCache;
 use super::stream::{released, StreamFlag};
 use super::token_stream::{
@@ -87,7 +87,7 @@ impl Rows {
         lengths: Option<&Bound<'_, PyAny>>,
     ) -> Result<Self, CoreError> {
         let seqs = seq_ids(seqs)?;
-        let ints = ints_2d(tokens, "tokens")?;
+        let ints = id_rows(tokens, "tokens", &seqs)?;
         let [rows, width] = ints.dims;
         if rows != seqs.len() {
             return Err(shape(format!("tokens has {rows} rows for {} seqs", seqs.len())));
@@ -106,7 +106,8 @@ impl Rows {
         };
         // Padding past a row's length may be anything (-1 included); ids within it may not be negative.
         // One branch-free pass over the whole block first: rows are searched only if it finds one.
-        if ints.values.iter().fold(0u8, |neg, &v| neg | u8::from(v < 0)) != 0 {
+        // (An unsigned buffer's values are ids however large: the turn refuses those out of range.)
+        if !ints.wrapped && ints.values.iter().fold(0u8, |neg, &v| neg | u8::from(v < 0)) != 0 {
             for (i, &seq) in seqs.iter().enumerate() {
                 let n = lengths.as_ref().and_then(|l| l.get(i)).map_or(width, |&n| n.min(width));
                 if let Some(j) = ints.values[i * width..i * width + n].iter().position(|&v| v < 0) {
@@ -116,9 +117,8 @@ impl Rows {
                 }
             }
         }
-        // Reinterpreted in place (same size): a negative left is padding, never read.
-        #[allow(clippy::cast_sign_loss)]
-        let ids = ints.values.into_iter().map(|v| v as u64).collect();
+        // A negative left is padding, never read.
+        let ids = ints.ids();
         Ok(Self { seqs, ids, width, lengths })
     }
 

@@ -5,6 +5,7 @@
 
 use super::convert::{as_index, repr, type_name, unordered, Index};
 use crate::error::CoreError;
+use crate::vocab::MAX_TOKEN_ID;
 use pyo3::buffer::{Element, ElementType, PyBuffer, PyUntypedBuffer};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyString, PyTuple};
@@ -18,6 +19,30 @@ pub(super) struct Ints {
     /// The first two dimensions (`[len, 0]` for 1-D input). Not a `Vec`: a token
     /// window is read every step, and an allocation costs more than the read.
     pub(super) dims: [usize; 2],
+    /// `values` are the bit patterns of unsigned 64-bit integers, some at or past
+    /// 2**63 (negative as i64): token ids read them back with `as u64` (an id that
+    /// large is out of range, and padding may hold anything, `uint64(-1)` included);
+    /// every other argument refuses them (`fitting`).
+    pub(super) wrapped: bool,
+}
+
+impl Ints {
+    /// The values, refused if any is past what an i64 holds.
+    fn fitting(self, what: &'static str) -> Result<Self, CoreError> {
+        if self.wrapped {
+            let value = "a uint64 array with an element past 2**63".to_owned();
+            return Err(CoreError::OutOfRange { what, value, expected: "an array of elements below 2**63" });
+        }
+        Ok(self)
+    }
+
+    /// The values as token ids: exact for an unsigned buffer, and a negative
+    /// value of any other input wraps (the caller has refused it, or it is padding).
+    #[allow(clippy::cast_sign_loss)]
+    pub(super) fn ids(self) -> Vec<u64> {
+        // Reinterpreted in place (same size).
+        self.values.into_iter().map(|v| v as u64).collect()
+    }
 }
 
 /// A buffer's elements as i64, if `obj` exports a buffer (str and bytes are the
@@ -30,15 +55,13 @@ pub(super) fn buffer_ints(obj: &Bound<'_, PyAny>, what: &'static str) -> Result<
     }
     let py = obj.py();
     let wrong = || CoreError::BufferType { what, format: buf.format().to_string_lossy().into_owned() };
-    let too_large =
-        || CoreError::OutOfRange { what, value: "an element past 2**63".to_owned(), expected: "below 2**63" };
     let element = ElementType::from_format(buf.format());
     if !matches!(element, ElementType::SignedInteger { .. } | ElementType::UnsignedInteger { .. }) {
         return Err(wrong());
     }
     // An empty buffer may have no memory at all to type-check.
     if buf.item_count() == 0 {
-        return Ok(Some(Ints { values: Vec::new(), ndim, dims }));
+        return Ok(Some(Ints { values: Vec::new(), ndim, dims, wrapped: false }));
     }
     let swap = foreign_order(buf.format());
     let values = match element {
@@ -56,16 +79,17 @@ pub(super) fn buffer_ints(obj: &Bound<'_, PyAny>, what: &'static str) -> Result<
         ElementType::UnsignedInteger { bytes: 8 } => {
             let typed: &PyBuffer<u64> = buf.as_typed().map_err(|_| wrong())?;
             let order = |v: u64| if swap { v.swapped() } else { v };
-            let widened = with_elements(py, typed, |elements| {
-                // Checked first, then converted in a plain map (sized up front).
-                let fits = elements.iter().all(|&v| i64::try_from(order(v)).is_ok());
-                fits.then(|| elements.iter().map(|&v| i64::try_from(order(v)).unwrap_or(i64::MAX)).collect())
-            });
-            Some(widened.map_err(|_| wrong())?.ok_or_else(too_large)?)
+            // Bit patterns, in a plain map; whether any is past 2**63 is asked once, after.
+            #[allow(clippy::cast_possible_wrap)]
+            let values: Vec<i64> =
+                with_elements(py, typed, |elements| elements.iter().map(|&v| order(v) as i64).collect())
+                    .map_err(|_| wrong())?;
+            let wrapped = values.iter().fold(0u8, |neg, &v| neg | u8::from(v < 0)) != 0;
+            return Ok(Some(Ints { values, ndim, dims, wrapped }));
         }
         _ => return Err(wrong()),
     };
-    Ok(Some(Ints { values: values.ok_or_else(wrong)?, ndim, dims }))
+    Ok(Some(Ints { values: values.ok_or_else(wrong)?, ndim, dims, wrapped: false }))
 }
 
 /// Whether a buffer's elements are stored in the byte order this machine does
@@ -139,6 +163,12 @@ pub(super) fn int(obj: &Bound<'_, PyAny>, what: &str) -> Result<i64, CoreError> 
 
 /// A 1-D run of integers: a buffer, or a sequence of ints.
 pub(super) fn ints_1d(obj: &Bound<'_, PyAny>, what: &'static str) -> Result<Vec<i64>, CoreError> {
+    Ok(run_1d(obj, what, false)?.values)
+}
+
+/// `ints_1d`; for token ids (`ids`), an unsigned buffer's values past 2**63 kept
+/// (`Ints::wrapped`), and a list's ints past 2**63 refused as the ids they are not.
+fn run_1d(obj: &Bound<'_, PyAny>, what: &'static str, ids: bool) -> Result<Ints, CoreError> {
     if obj.is_instance_of::<PyString>() || obj.is_instance_of::<PyBytes>() || unordered(obj) {
         return Err(CoreError::NotASequence { what, type_name: type_name(obj) });
     }
@@ -150,21 +180,49 @@ pub(super) fn ints_1d(obj: &Bound<'_, PyAny>, what: &'static str) -> Result<Vec<
                     reason: format!("a {}-D array; pass a 1-D one", ints.ndim),
                 });
             }
-            return Ok(ints.values);
+            return if ids { Ok(ints) } else { ints.fitting(what) };
         }
     }
     let items = obj.try_iter().map_err(|_| CoreError::NotASequence { what, type_name: type_name(obj) })?;
-    items
+    let values = items
         .enumerate()
         .map(|(i, item)| {
             let item = item.map_err(|_| CoreError::NotASequence { what, type_name: type_name(obj) })?;
-            int(&item, &format!("{what}[{i}]"))
+            if !ids {
+                return int(&item, &format!("{what}[{i}]"));
+            }
+            // A list holds no padding past 2**63 in practice: such an int is refused here.
+            match as_index::<i64>(&item) {
+                Index::Fits(v) => Ok(v),
+                Index::Overflows => Err(match as_index::<u64>(&item) {
+                    Index::Fits(id) => CoreError::TokenIdTooLarge { id, max: u64::from(MAX_TOKEN_ID) },
+                    _ => CoreError::InvalidTokenId { index: i, value: repr(&item) },
+                }),
+                Index::NotAnInteger => Err(CoreError::WrongType {
+                    what: format!("{what}[{i}]"),
+                    expected: "an int",
+                    got: type_name(&item),
+                }),
+            }
         })
-        .collect()
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Ints { dims: [values.len(), 0], ndim: 1, values, wrapped: false })
 }
 
 /// A 2-D block of integers, `rows` x `cols`: a buffer, or a sequence of equal-length sequences.
 pub(super) fn ints_2d(obj: &Bound<'_, PyAny>, what: &'static str) -> Result<Ints, CoreError> {
+    block_2d(obj, what, None)
+}
+
+/// `ints_2d` of token ids, row `i` drafted to `seqs[i]` (named in its errors):
+/// unsigned ids past 2**63 are kept (`Ints::wrapped`), to be refused as out of
+/// range where they are not padding.
+pub(super) fn id_rows(obj: &Bound<'_, PyAny>, what: &'static str, seqs: &[u64]) -> Result<Ints, CoreError> {
+    block_2d(obj, what, Some(seqs))
+}
+
+/// `ints_2d`, or `id_rows` of `seqs`.
+fn block_2d(obj: &Bound<'_, PyAny>, what: &'static str, ids_of: Option<&[u64]>) -> Result<Ints, CoreError> {
     if unordered(obj) {
         return Err(CoreError::NotASequence { what, type_name: type_name(obj) });
     }
@@ -176,29 +234,35 @@ pub(super) fn ints_2d(obj: &Bound<'_, PyAny>, what: &'static str) -> Result<Ints
                     reason: format!("a {}-D array; pass a 2-D (sequences, tokens) one", ints.ndim),
                 });
             }
-            return Ok(ints);
+            return if ids_of.is_some() { Ok(ints) } else { ints.fitting(what) };
         }
     }
     let rows = obj.try_iter().map_err(|_| CoreError::NotASequence { what, type_name: type_name(obj) })?;
     let mut values = Vec::new();
-    let (mut n_rows, mut cols) = (0, None);
+    let (mut n_rows, mut cols, mut wrapped) = (0, None, false);
     for row in rows {
         let row = row.map_err(|_| CoreError::NotASequence { what, type_name: type_name(obj) })?;
-        let row = ints_1d(&row, what)?;
-        if *cols.get_or_insert(row.len()) != row.len() {
+        let row = run_1d(&row, what, ids_of.is_some()).map_err(|error| match ids_of.and_then(|s| s.get(n_rows)) {
+            Some(&seq) if matches!(error, CoreError::InvalidTokenId { .. } | CoreError::TokenIdTooLarge { .. }) => {
+                CoreError::InSequence { seq, error: Box::new(error) }
+            }
+            _ => error,
+        })?;
+        if *cols.get_or_insert(row.values.len()) != row.values.len() {
             return Err(CoreError::BufferShape {
                 what,
                 reason: format!(
                     "row {n_rows} has {} ids, row 0 has {}; pad the rows and pass lengths=",
-                    row.len(),
+                    row.values.len(),
                     cols.unwrap_or(0)
                 ),
             });
         }
-        values.extend(row);
+        wrapped |= row.wrapped;
+        values.extend(row.values);
         n_rows += 1;
     }
-    Ok(Ints { values, ndim: 2, dims: [n_rows, cols.unwrap_or(0)] })
+    Ok(Ints { values, ndim: 2, dims: [n_rows, cols.unwrap_or(0)], wrapped })
 }
 
 /// A 1-D or 2-D block of integers: a buffer of either shape, or a sequence of
@@ -213,13 +277,12 @@ pub(super) fn ints_nd(obj: &Bound<'_, PyAny>, what: &'static str) -> Result<Ints
                     reason: format!("a {}-D array; pass a 1-D or 2-D one", ints.ndim),
                 });
             }
-            return Ok(ints);
+            return ints.fitting(what);
         }
     }
     let nested = sequence && obj.get_item(0).is_ok_and(|first| matches!(as_index::<i64>(&first), Index::NotAnInteger));
     if nested {
         return ints_2d(obj, what);
     }
-    let values = ints_1d(obj, what)?;
-    Ok(Ints { dims: [values.len(), 0], ndim: 1, values })
+    run_1d(obj, what, false)
 }

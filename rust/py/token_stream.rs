@@ -215,7 +215,12 @@ pub(super) fn with_tokens<T>(
                 let reason = format!("a {}-D array; draft a 1-D window of ids", ints.ndim);
                 return Err(CoreError::BufferShape { what: "tokens", reason }.into());
             }
-            let window = token_ids(&ints.values)?;
+            let window = if ints.wrapped {
+                // An unsigned buffer: every value is an id, those out of range refused as such.
+                ints.ids().into_iter().map(TokenIn::Id).collect()
+            } else {
+                token_ids(&ints.values)?
+            };
             return Ok(f(&window)?);
         }
     }

@@ -270,9 +270,48 @@ def test_big_endian_ids_are_read_in_their_byte_order() -> None:
     assert s.accepted_text() == VOCAB.piece(1) + VOCAB.piece(2)
     with pytest.raises(inert.VocabularyError, match="token 0 is -1"):
         s.draft(np.array([-1], dtype=">i8"))
-    with pytest.raises(inert.InertValueError, match="below 2\\*\\*63"):
+    with pytest.raises(inert.VocabularyError, match="token id 9223372036854775808 is out of range"):
         s.draft(np.array([2**63], dtype=">u8"))
     assert s.pending_len == 0
+
+
+# An id past 2**63 as a list's int and as a uint64 element; one past 64 bits; a huge negative one.
+HUGE_IDS = [2**63, 2**64 - 1, 2**64, -(2**70)]
+
+
+@pytest.mark.parametrize("value", HUGE_IDS)
+def test_a_huge_id_raises_the_same_error_from_a_list_and_an_array_alone_and_batched(value: int) -> None:
+    """A uint64 id past 2**63 was refused as an InertValueError "element past 2**63" (an array)
+    or an InertTypeError (a batch's list), where a lone stream's list gave a VocabularyError."""
+    inputs: list[Any] = [[0, value]]
+    if 0 <= value < 2**64:
+        inputs.append(np.array([0, value], dtype=np.uint64))
+    errors = set()
+    for window in inputs:
+        s = inert.TokenStream("hermes", "t", vocab=VOCAB)
+        with pytest.raises(inert.VocabularyError) as alone:
+            s.draft(window)
+        assert s.pending_len == 0
+        batch = inert.StreamBatch("hermes", VOCAB)
+        batch.add(4, "t")
+        rows = np.asarray(window).reshape(1, -1) if isinstance(window, np.ndarray) else [window]
+        with pytest.raises(inert.VocabularyError) as batched:
+            batch.draft([4], rows)
+        assert batch.pending_len(4) == 0
+        assert str(batched.value) == f"sequence 4: {alone.value}"
+        errors.add(str(alone.value))
+    assert len(errors) == 1, errors
+    (message,) = errors
+    assert ("not a valid token id" if value < 0 else "out of range") in message
+    assert str(value) in message
+
+
+def test_uint64_padding_may_hold_any_value() -> None:
+    """Padding past a row's length is never read: uint64(-1) there was refused as past 2**63."""
+    batch = inert.StreamBatch("hermes", VOCAB)
+    batch.add(1, "a")
+    assert batch.draft([1], np.array([[0, 2**64 - 1]], dtype=np.uint64), lengths=[1]) == {}
+    assert batch.pending_len(1) == 1
 
 
 def test_bad_buffers_raise_and_change_nothing() -> None:
@@ -449,6 +488,7 @@ def test_batch_mistakes_raise_and_change_nothing() -> None:
         (inert.VocabularyError, lambda: batch.draft([1, 2], np.array([[0, 2], [-5, 9]]))),
         (inert.VocabularyError, lambda: batch.draft([1, 2], np.array([[0, -1], [-5, 9]]), lengths=[1, 1])),
         (inert.InertValueError, lambda: batch.draft([-1, 2], tokens)),
+        (inert.InertValueError, lambda: batch.draft(np.array([2**63, 2], dtype=np.uint64), tokens)),
         (inert.PieceTypeError, lambda: batch.draft([1, 2], tokens.astype(np.float32))),
     ]
     for error, call in cases:
