@@ -31,7 +31,7 @@ from .interrupts import InterruptsHeld
 from .journal import Journal, MemoryJournal, OwnedJournal, open_journal
 from .outcomes import Outcome
 from .report import DispatchRecord, Report
-from .runtime import CallNode, Invocation, ToolBox, Tools
+from .runtime import CallNode, Invocation, ToolBox, Tools, coroutine_part
 from .stream import ReleasedTuple
 
 __all__ = [
@@ -261,10 +261,10 @@ class Tooling:
         box = ToolBox(tools)
         if threads_only:
             for name, inv in box.invocations():
-                if inv.is_async:
+                what = coroutine_part(inv)
+                if what is not None:
                     raise InertTypeError(
-                        f"tool {name!r} is a coroutine function, which worker threads cannot await: "
-                        "use AsyncOrchestrator"
+                        f"tool {name!r} {what}, which worker threads cannot await: use AsyncOrchestrator"
                     )
         _warn_unknown_tools(table, box)
         # Which tools prepare, then commit or abort: the tool box knows, unless the runtime

@@ -296,6 +296,90 @@ def test_async_two_phase_with_coroutines() -> None:
     ], events
 
 
+class MixedPhases:
+    """A two-phase tool with a plain prepare and coroutine functions for the phases named."""
+
+    def __init__(self, coroutine: str) -> None:
+        self.events: list[str] = []
+        self.coroutine = coroutine
+
+    def prepare(self, **a: Any) -> str:
+        self.events.append("prepare")
+        return "staged"
+
+    def commit(self, prepared: str, *, idempotency_key: str) -> str:
+        self.events.append("commit")
+        return "committed"
+
+    def abort(self, prepared: str) -> None:
+        self.events.append("abort")
+
+
+def mixed(coroutine: str) -> MixedPhases:
+    tool = MixedPhases(coroutine)
+    plain = getattr(tool, coroutine)
+
+    async def phase(*args: Any, **kwargs: Any) -> Any:
+        return plain(*args, **kwargs)
+
+    setattr(tool, coroutine, phase)
+    return tool
+
+
+@pytest.mark.parametrize("coroutine", ["prepare", "commit", "abort"])
+@pytest.mark.parametrize("kind", ["lone", "batch"])
+def test_a_coroutine_phase_is_refused_by_the_thread_orchestrators(coroutine: str, kind: str) -> None:
+    """A coroutine commit or abort was called in a worker thread and never awaited: the
+    write (or the drop of what prepare staged) never happened, while the report and the
+    journal said it committed (or aborted)."""
+    tool = mixed(coroutine)
+    with pytest.raises(inert.InertTypeError, match=f"tool 'f' has a coroutine {coroutine}.*AsyncOrchestrator"):
+        if kind == "lone":
+            inert.Orchestrator({"f": "write"}, {"f": tool}, turn_key="t")
+        else:
+            inert.BatchOrchestrator({"f": "write"}, {"f": tool}, vocab=inert.Vocabulary(["x"]))
+    assert tool.events == []
+
+
+@pytest.mark.parametrize("coroutine", ["prepare", "commit", "abort"])
+def test_async_orchestrator_awaits_a_coroutine_phase_beside_plain_ones(coroutine: str) -> None:
+    tool = mixed(coroutine)
+
+    async def main() -> inert.Report:
+        effects = {"f": inert.ToolSpec("write", reads="n", writes="n")}
+        orch = inert.AsyncOrchestrator(effects, {"f": tool}, turn_key="t")
+        await orch.draft([block("f", n=1), block("f", n=2)])
+        await orch.verify(1, "x")
+        return await asyncio.wait_for(orch.finish(), 30)
+
+    report = asyncio.run(main())
+    assert [r.result for r in report.results] == ["committed"]
+    assert tool.events.count("commit") == 1
+    assert tool.events.count("prepare") == tool.events.count("abort") + 1
+
+
+class AwaitableCommit(MixedPhases):
+    """A plain commit that hands back an awaitable: nothing tells it apart before it runs."""
+
+    def commit(self, prepared: str, *, idempotency_key: str) -> Any:
+        async def write() -> str:
+            self.events.append("commit")
+            return "committed"
+
+        return write()
+
+
+def test_a_commit_that_returns_an_awaitable_fails_and_drops_what_was_staged() -> None:
+    tool = AwaitableCommit("")
+    orch = inert.Orchestrator({"f": "write"}, {"f": tool}, turn_key="t")
+    orch.draft([block("f", n=1)])
+    orch.verify(1)
+    (result,) = orch.finish().results
+    assert isinstance(result.error, inert.InertTypeError)
+    assert "tool 'f''s commit returned an awaitable" in str(result.error)
+    assert tool.events == ["prepare", "abort"], "the commit never ran, and what prepare staged is dropped"
+
+
 # -- properties --
 
 

@@ -9,7 +9,17 @@ from .pool import Deadlines, WorkerPool
 from .schedule import Node, Scheduler, Slots, State
 from .tasks import AsyncRuntime, LoopError
 from .threads import ThreadEngine, ThreadRuntime
-from .tools import CurrentCall, Invocation, ToolBox, Tools, TwoPhaseTool, current_call, is_async_callable, running_for
+from .tools import (
+    CurrentCall,
+    Invocation,
+    ToolBox,
+    Tools,
+    TwoPhaseTool,
+    coroutine_part,
+    current_call,
+    is_async_callable,
+    running_for,
+)
 
 __all__ = [
     "AsyncRuntime",
@@ -32,6 +42,7 @@ __all__ = [
     "Tools",
     "TwoPhaseTool",
     "WorkerPool",
+    "coroutine_part",
     "current_call",
     "is_async_callable",
     "running_for",

@@ -19,7 +19,7 @@ from functools import partial
 from typing import Any
 
 from ..audit.trace import TraceWriter
-from ..errors import CancelledCallError, ToolTimeoutError
+from ..errors import CancelledCallError, InertTypeError, ToolTimeoutError
 from ..gate import Dispatch
 from ..journal import Journal
 from ..journal.phases import ABORT, COMMIT, PREPARE
@@ -246,16 +246,7 @@ class ThreadRuntime:
 
             raise MissingToolError(f"no callable for tool {run.dispatch.name!r}; pass it in tools=")
         with tool_span(run.record()) as span:
-            result = invocation(run.dispatch.name, run.dispatch.arguments, run.current(), self)
-            if inspect.isawaitable(result):
-                if inspect.iscoroutine(result):
-                    result.close()  # never awaited: close it so Python does not warn later
-                from ..errors import InertTypeError
-
-                raise InertTypeError(
-                    f"tool {run.dispatch.name!r} returned an awaitable, which a thread cannot run: "
-                    "use AsyncOrchestrator for coroutine tools"
-                )
+            result = _ran(invocation(run.dispatch.name, run.dispatch.arguments, run.current(), self), run, "")
             span.result = result
         return result
 
@@ -296,7 +287,7 @@ class ThreadRuntime:
                     if invoked:
                         run.invoke()
                 if invoked:
-                    prepared = invocation.prepare(run.dispatch.arguments, run.current(), self)
+                    prepared = _ran(invocation.prepare(run.dispatch.arguments, run.current(), self), run, "prepare")
                     staged = True
                 else:
                     error = run.error  # its deadline passed while the journal took the intent: it never ran
@@ -341,6 +332,9 @@ class ThreadRuntime:
                             run.invoke()
                     if invoked:
                         result = invocation.commit(run.prepared, run.current(), self)
+                        if inspect.isawaitable(result):  # the commit did nothing: what it staged is dropped
+                            self._abort_staged(run, run.prepared)
+                        result = _ran(result, run, "commit")
                     else:
                         result, error = run.result, run.error
                         self._abort_staged(run, run.prepared)  # replayed or timed out: what it staged is dropped
@@ -349,7 +343,7 @@ class ThreadRuntime:
                     with self._lock:
                         if not run.settled:  # a cleanup: it runs even if its deadline passed meanwhile
                             run.invoke()
-                    invocation.abort(run.prepared, run.current(), self)
+                    _ran(invocation.abort(run.prepared, run.current(), self), run, "abort")
                     error = CancelledCallError(
                         f"{run.dispatch.name!r} was prepared, then aborted: its block was rejected"
                     )
@@ -500,3 +494,19 @@ def _work(node: CallNode | None) -> None:
     each call to another. Each call runs under its own turn's runtime."""
     while node is not None:
         node = node.owner.home._run(node)
+
+
+def _ran(result: Any, run: CallRun, phase: str) -> Any:
+    """What a tool (or its ``phase``) returned in a thread, refused if it is an awaitable: a
+    thread cannot run it, so the tool did nothing (a coroutine commit never wrote). Tools
+    that are coroutine functions are refused when the orchestrator is built; this catches
+    a plain callable that returns one (a lambda around a coroutine function)."""
+    if not inspect.isawaitable(result):
+        return result
+    if inspect.iscoroutine(result):
+        result.close()  # never awaited: close it so Python does not warn later
+    part = f"'s {phase}" if phase else ""
+    raise InertTypeError(
+        f"tool {run.dispatch.name!r}{part} returned an awaitable, which a thread cannot run: "
+        "use AsyncOrchestrator for coroutine tools"
+    )

@@ -27,6 +27,7 @@ __all__ = [
     "ToolBox",
     "Tools",
     "TwoPhaseTool",
+    "coroutine_part",
     "current_call",
     "enter_call",
     "fresh_arguments",
@@ -132,6 +133,18 @@ def is_async_callable(fn: object) -> bool:
         return True
     call = getattr(type(fn), "__call__", None)  # noqa: B004 - the class's __call__, to see if it is a coroutine
     return inspect.iscoroutinefunction(call)
+
+
+def coroutine_part(invocation: Invocation) -> str | None:
+    """What of a tool is a coroutine function, said for a message ("is a coroutine function",
+    "has a coroutine commit"), or None: every phase of a two-phase tool is asked, since a
+    thread that calls a coroutine commit gets a coroutine back and the write never happens."""
+    if not invocation.two_phase:
+        return "is a coroutine function" if invocation.is_async else None
+    for phase in ("prepare", "commit", "abort"):
+        if is_async_callable(getattr(invocation.fn, phase)):
+            return f"has a coroutine {phase}"
+    return None
 
 
 def is_two_phase(tool: object) -> bool:
