@@ -4,6 +4,7 @@ pool of workers, per-tool limits that hold across the sequences, and one journal
 
 from __future__ import annotations
 
+import operator
 import os
 import warnings
 from collections.abc import Mapping
@@ -20,7 +21,7 @@ from .errors import (
     StreamFinishedError,
     TurnAbandonedWarning,
 )
-from .inputs import Ids, Token, TokenRows, Tokens
+from .inputs import Ids, Token, TokenRows, Tokens, reiterable
 from .interrupts import InterruptsHeld
 from .journal import Journal
 from .one_caller import OneCaller
@@ -32,6 +33,14 @@ from .turn import Step, Tooling, Tools, TurnDriver, journal_for, strict_flag
 __all__ = ["BatchOrchestrator"]
 
 Vocab = _core.Vocabulary | Mapping[int, str | bytes] | list[str | bytes]
+
+
+def _seq_id(seq: object) -> int:
+    """``seq`` as the int the core keys it by; refused as the core refuses it (an
+    InertTypeError, not the bare TypeError of ``int(None)``), and never rounded (``int(1.5)``)."""
+    if isinstance(seq, bool) or not hasattr(type(seq), "__index__"):
+        raise InertTypeError(f"seq: expected an int, got {type(seq).__name__}")
+    return operator.index(seq)  # type: ignore[call-overload]  # checked above: it has __index__
 
 
 class BatchOrchestrator:
@@ -123,12 +132,12 @@ class BatchOrchestrator:
         self._check_open()
         if not isinstance(turn_key, str):
             raise InertTypeError(f"turn_key must be a str, got {type(turn_key).__name__}")
-        if int(seq) in self._ending:
+        key = _seq_id(seq)
+        if key in self._ending:
             raise BatchError(
-                f"sequence {int(seq)}'s finish() was interrupted while it waited for its calls; "
+                f"sequence {key}'s finish() was interrupted while it waited for its calls; "
                 "call finish() on it again before adding it anew"
             )
-        key = int(seq)
         runtime = ThreadRuntime(
             self.journal, turn_key, ordered=self._tooling.policy != "eager_unsafe", engine=self._engine, seq=key
         )
@@ -159,6 +168,8 @@ class BatchOrchestrator:
             As ``StreamBatch.verify``; nothing changes when it raises.
         """
         self._check_open()
+        if self._streaming:
+            seqs = reiterable(seqs)  # read again for what the verify released
         self._one.enter()
         try:
             with InterruptsHeld():
@@ -176,7 +187,7 @@ class BatchOrchestrator:
         try:
             with InterruptsHeld():
                 outcomes = self._batch.draft_tree(seq, tokens, parents)  # first: it refuses an unknown seq
-                key = int(seq)
+                key = _seq_id(seq)
                 self._receive({key: outcomes})
             return self._apply(only=key)[key]
         finally:
@@ -189,7 +200,7 @@ class BatchOrchestrator:
         try:
             with InterruptsHeld():
                 outcomes = self._batch.verify_path(seq, path, correction)
-                key = int(seq)
+                key = _seq_id(seq)
                 self._receive({key: outcomes})
             released = self._released_of(key)
             return self._apply(None if released is None else {key: released}, only=key)[key]
@@ -208,15 +219,16 @@ class BatchOrchestrator:
         """
         self._check_open()
         strict = strict_flag(strict)
-        ending = self._ending.get(int(seq))
+        key = _seq_id(seq)
+        ending = self._ending.get(key)
         if ending is None:
             notices = self._batch.notices(seq)  # the verifies committed them; finish forgets them
             # Held as ending before the core forgets the turn: an interrupt from here on
             # leaves it where finish(seq) again and close() find it.
-            ending = self._ending[int(seq)] = _Ending(self._turns[int(seq)], notices)
-        self._turns.pop(int(seq), None)  # if an interrupt came between holding it and this
-        self._unapplied.pop(int(seq), None)  # the end applies them
-        if ending.tail is None and int(seq) in self._batch:
+            ending = self._ending[key] = _Ending(self._turns[key], notices)
+        self._turns.pop(key, None)  # if an interrupt came between holding it and this
+        self._unapplied.pop(key, None)  # the end applies them
+        if ending.tail is None and key in self._batch:
             with InterruptsHeld():  # the end's outcomes reach the driver whatever Ctrl-C
                 ending.driver.receive(self._batch.finish(seq))
                 ending.released = self._released_of(seq) or ("", "", [])
@@ -229,7 +241,6 @@ class BatchOrchestrator:
             ending.retracted = ending.driver.abandon()
             ending.tail = Step(())
         ending.wait()
-        key = int(seq)
         report = ending.driver.report(False, ending.notices, ending.tail)  # made once: the driver keeps it
         failure = SpeculativeEffectViolation(report) if strict and report.violations else None
         # Let go last, with no call left that a Ctrl-C could land in before the caller has the
@@ -346,7 +357,7 @@ class BatchOrchestrator:
 
     def _released_of(self, seq: int | SupportsIndex) -> ReleasedTuple | None:
         """What ``seq``'s last step released for streaming (``None`` without streaming)."""
-        return self._batch.take_released([seq]).get(int(seq)) if self._streaming else None
+        return self._batch.take_released([seq]).get(_seq_id(seq)) if self._streaming else None
 
     def _receive(self, outcomes: Mapping[int, list[Any]]) -> None:
         """Hands each sequence's outcomes to its driver, to apply with ``_apply``. Called under

@@ -3,13 +3,13 @@ sequence ids) from lists or from arrays, as a serving engine holds them."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Protocol, SupportsIndex, TypeAlias
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, SupportsIndex, TypeAlias, TypeVar
 
 if TYPE_CHECKING:
     from typing_extensions import Buffer
 
-__all__ = ["Ids", "IntArray", "Token", "TokenRows", "Tokens"]
+__all__ = ["Ids", "IntArray", "Token", "TokenRows", "Tokens", "reiterable"]
 
 
 class IntArray(Protocol):
@@ -30,3 +30,14 @@ Ids: TypeAlias = "Buffer | IntArray | Sequence[int | SupportsIndex]"
 ``memoryview``), read in one copy, or a sequence of ints."""
 TokenRows: TypeAlias = "Buffer | IntArray | Sequence[Sequence[int | SupportsIndex]]"
 """A batch's drafts: a 2-D (sequences, tokens) integer array, or one list of ids per sequence."""
+
+_T = TypeVar("_T")
+
+
+def reiterable(values: _T) -> _T:
+    """``values``, as a list when they are a one-shot iterator (a generator): the core takes
+    any iterable and uses it up, so a second reader of it (the trace, the streamed output of
+    the same sequences) would find it empty and record a draft of nothing."""
+    if isinstance(values, Iterator):
+        return list(values)  # type: ignore[return-value]  # the same items, readable twice
+    return values

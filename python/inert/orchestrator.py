@@ -24,7 +24,7 @@ from .errors import (
     TurnAbandonedWarning,
 )
 from .gate import POLICIES
-from .inputs import Ids, Token, Tokens
+from .inputs import Ids, Token, Tokens, reiterable
 from .interrupts import InterruptsHeld
 from .journal import Journal, OwnedJournal
 from .one_caller import OneCaller
@@ -152,6 +152,8 @@ class Session:
 
     def draft(self, tokens: Tokens) -> Step:
         """Drafts onto the stream (which hands what closed to the driver), traces it, and applies it."""
+        if self.trace is not None:
+            tokens = reiterable(tokens)
         self.stream.draft(tokens)
         if self.trace is not None:
             self.trace.draft(tokens)
@@ -167,6 +169,8 @@ class Session:
 
     def draft_tree(self, tokens: Tokens, parents: Ids) -> Step:
         """``draft`` for a token tree."""
+        if self.trace is not None:
+            tokens, parents = reiterable(tokens), reiterable(parents)
         self.stream.draft_tree(tokens, parents)
         if self.trace is not None:
             self.trace.emit("draft_tree", tokens=_trace_tokens(tokens), parents=_trace_ids(parents))
@@ -174,6 +178,8 @@ class Session:
 
     def verify_path(self, path: Ids, correction: Token | None) -> Step:
         """``verify`` for the accepted path of a token tree."""
+        if self.trace is not None:
+            path = reiterable(path)
         self.stream.verify_path(path, correction)
         released = self.released()
         if self.trace is not None:

@@ -81,6 +81,26 @@ def test_orchestrator_trace_records_discards(tmp_path: Path) -> None:
     assert audit(trace)[0].findings == []
 
 
+def test_a_window_given_as_a_generator_is_traced_as_drafted(tmp_path: Path) -> None:
+    """The core used a generator up, and the trace, reading it again, recorded a draft of no
+    tokens: the audit trail said nothing was drafted while a call ran on it."""
+    window = ['<tool_call>{"name": "get"}</tool_call>', " done"]
+    traces = []
+    for run, given in (("list", lambda: list(window)), ("generator", lambda: (t for t in window))):
+        trace = tmp_path / f"{run}.jsonl"
+        orch = inert.Orchestrator({"get": "read_only"}, {"get": lambda: "r"}, trace=trace, turn_key="tt")
+        orch.draft(given())
+        orch.verify(2)
+        orch.draft_tree(iter(["a", "b"]), iter([-1, 0]))
+        orch.verify_path(iter([0, 1]))
+        orch.finish()
+        traces.append(
+            [{k: v for k, v in e.items() if k != "t"} for _, e in read_trace(trace) if "tokens" in e or "path" in e]
+        )
+    assert traces[0] == traces[1]
+    assert [e.get("tokens", e.get("path")) for e in traces[1]] == [window, ["a", "b"], [0, 1]]
+
+
 def test_bad_traces_are_refused(tmp_path: Path) -> None:
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"v": "other/9", "event": "x"}\n')

@@ -239,6 +239,21 @@ def test_draft_tree_on_an_unknown_sequence_is_refused_as_such() -> None:
     batch.close()
 
 
+@pytest.mark.parametrize("seq", [None, object(), [0], 1.5, True])
+def test_a_seq_that_is_no_int_is_refused_as_the_core_refuses_it(seq: Any) -> None:
+    """add() and finish() took int(seq) first: None gave a bare TypeError (no InertError),
+    and 1.5 was read as sequence 1."""
+    batch = inert.BatchOrchestrator(EFFECTS, Recorder().tools(), vocab=VOCAB)
+    batch.add(1, "t")
+    with pytest.raises(inert.InertTypeError, match="seq"):
+        batch.add(seq, "u")
+    with pytest.raises(inert.InertTypeError, match="seq"):
+        batch.finish(seq)
+    assert len(batch) == 1 and 1 in batch
+    assert batch.finish(1).results == []
+    batch.close()
+
+
 # -- a lone turn abandoned: close(), and its with block --
 
 

@@ -294,6 +294,18 @@ def test_batches_stream_each_sequence() -> None:
     assert [m.kind for m in reports[2].malformed] == ["unterminated"]
 
 
+def test_a_batch_verify_of_a_generator_of_seqs_streams_what_it_released() -> None:
+    """The core used the generator of seqs up, and what the verify released was then taken
+    for no sequence: the step's content was lost to the caller."""
+    batch = inert.BatchOrchestrator({}, {}, format="hermes", vocab=inert.Vocabulary(["Hi", " there"]), stream=True)
+    batch.add(1, "t1")
+    batch.draft(iter([1]), np.array([[0, 1]]))
+    steps = batch.verify((s for s in [1]), [2])
+    assert steps[1].content == "Hi there"
+    batch.finish(1)
+    batch.close()
+
+
 def test_names_and_arguments_go_out_before_the_block_ends_in_every_format() -> None:
     """A call's first delta leaves once its head is accepted; its arguments follow as
     accepted: JSON text as written, XML parameters as the JSON they render to, and
