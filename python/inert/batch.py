@@ -9,7 +9,7 @@ import os
 import warnings
 from collections.abc import Mapping
 from types import EllipsisType, TracebackType
-from typing import Any, Self, SupportsIndex
+from typing import Any, Self, SupportsIndex, cast
 
 from . import _core
 from .effects import EffectLike, EffectTable
@@ -40,7 +40,7 @@ def _seq_id(seq: object) -> int:
     InertTypeError, not the bare TypeError of ``int(None)``), and never rounded (``int(1.5)``)."""
     if isinstance(seq, bool) or not hasattr(type(seq), "__index__"):
         raise InertTypeError(f"seq: expected an int, got {type(seq).__name__}")
-    return operator.index(seq)  # type: ignore[call-overload]  # checked above: it has __index__
+    return operator.index(cast("SupportsIndex", seq))  # checked above: it has __index__
 
 
 class BatchOrchestrator:

@@ -89,10 +89,10 @@ def test_a_window_given_as_a_generator_is_traced_as_drafted(tmp_path: Path) -> N
     for run, given in (("list", lambda: list(window)), ("generator", lambda: (t for t in window))):
         trace = tmp_path / f"{run}.jsonl"
         orch = inert.Orchestrator({"get": "read_only"}, {"get": lambda: "r"}, trace=trace, turn_key="tt")
-        orch.draft(given())
+        orch.draft(given())  # type: ignore[arg-type]  # an iterator: untyped, taken at run time
         orch.verify(2)
-        orch.draft_tree(iter(["a", "b"]), iter([-1, 0]))
-        orch.verify_path(iter([0, 1]))
+        orch.draft_tree(iter(["a", "b"]), iter([-1, 0]))  # type: ignore[arg-type]  # an iterator: untyped, taken at run time
+        orch.verify_path(iter([0, 1]))  # type: ignore[arg-type]  # an iterator: untyped, taken at run time
         orch.finish()
         traces.append(
             [{k: v for k, v in e.items() if k != "t"} for _, e in read_trace(trace) if "tokens" in e or "path" in e]

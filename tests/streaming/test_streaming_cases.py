@@ -299,8 +299,8 @@ def test_a_batch_verify_of_a_generator_of_seqs_streams_what_it_released() -> Non
     for no sequence: the step's content was lost to the caller."""
     batch = inert.BatchOrchestrator({}, {}, format="hermes", vocab=inert.Vocabulary(["Hi", " there"]), stream=True)
     batch.add(1, "t1")
-    batch.draft(iter([1]), np.array([[0, 1]]))
-    steps = batch.verify((s for s in [1]), [2])
+    batch.draft(iter([1]), np.array([[0, 1]]))  # type: ignore[arg-type]  # an iterator: untyped, taken at run time
+    steps = batch.verify((s for s in [1]), [2])  # type: ignore[arg-type]  # an iterator: untyped, taken at run time
     assert steps[1].content == "Hi there"
     batch.finish(1)
     batch.close()
