@@ -188,15 +188,22 @@ fn run_1d(obj: &Bound<'_, PyAny>, what: &'static str, ids: bool) -> Result<Ints,
         .enumerate()
         .map(|(i, item)| {
             let item = item.map_err(|_| CoreError::NotASequence { what, type_name: type_name(obj) })?;
-            if !ids {
-                return int(&item, &format!("{what}[{i}]"));
-            }
-            // A list holds no padding past 2**63 in practice: such an int is refused here.
             match as_index::<i64>(&item) {
                 Index::Fits(v) => Ok(v),
-                Index::Overflows => Err(match as_index::<u64>(&item) {
+                // A list holds no padding past 2**63 in practice: such an id is refused here.
+                Index::Overflows if ids => Err(match as_index::<u64>(&item) {
                     Index::Fits(id) => CoreError::TokenIdTooLarge { id, max: u64::from(MAX_TOKEN_ID) },
                     _ => CoreError::InvalidTokenId { index: i, value: repr(&item) },
+                }),
+                Index::Overflows => Err(CoreError::WrongType {
+                    what: format!("{what}[{i}]"),
+                    expected: "an int that fits in 64 bits",
+                    got: repr(&item),
+                }),
+                // A shape mistake, raised as the same mistake in an array is.
+                Index::NotAnInteger if nested(&item) => Err(CoreError::BufferShape {
+                    what,
+                    reason: format!("a sequence of sequences (item {i} is a {}); pass a 1-D one", type_name(&item)),
                 }),
                 Index::NotAnInteger => Err(CoreError::WrongType {
                     what: format!("{what}[{i}]"),
@@ -207,6 +214,13 @@ fn run_1d(obj: &Bound<'_, PyAny>, what: &'static str, ids: bool) -> Result<Ints,
         })
         .collect::<Result<Vec<_>, _>>()?;
     Ok(Ints { dims: [values.len(), 0], ndim: 1, values, wrapped: false })
+}
+
+/// Whether an item of a run of ints is itself a run (a list, a tuple or an array).
+fn nested(item: &Bound<'_, PyAny>) -> bool {
+    item.is_instance_of::<PyList>()
+        || item.is_instance_of::<PyTuple>()
+        || (!item.is_instance_of::<PyBytes>() && PyUntypedBuffer::get(item).is_ok())
 }
 
 /// A 2-D block of integers, `rows` x `cols`: a buffer, or a sequence of equal-length sequences.
@@ -242,11 +256,23 @@ fn block_2d(obj: &Bound<'_, PyAny>, what: &'static str, ids_of: Option<&[u64]>) 
     let (mut n_rows, mut cols, mut wrapped) = (0, None, false);
     for row in rows {
         let row = row.map_err(|_| CoreError::NotASequence { what, type_name: type_name(obj) })?;
-        let row = run_1d(&row, what, ids_of.is_some()).map_err(|error| match ids_of.and_then(|s| s.get(n_rows)) {
-            Some(&seq) if matches!(error, CoreError::InvalidTokenId { .. } | CoreError::TokenIdTooLarge { .. }) => {
-                CoreError::InSequence { seq, error: Box::new(error) }
+        if !matches!(as_index::<i64>(&row), Index::NotAnInteger) {
+            // A shape mistake, raised as the same mistake in an array is.
+            let reason = "a 1-D sequence of ints; pass one row of ids per sequence".to_owned();
+            return Err(CoreError::BufferShape { what, reason });
+        }
+        let row = run_1d(&row, what, ids_of.is_some()).map_err(|error| {
+            match (error, ids_of.and_then(|s| s.get(n_rows))) {
+                (error @ (CoreError::InvalidTokenId { .. } | CoreError::TokenIdTooLarge { .. }), Some(&seq)) => {
+                    CoreError::InSequence { seq, error: Box::new(error) }
+                }
+                (CoreError::BufferShape { .. }, _) => {
+                    let reason =
+                        format!("a sequence nested three deep (row {n_rows} holds a sequence); pass a 2-D one");
+                    CoreError::BufferShape { what, reason }
+                }
+                (error, _) => error,
             }
-            _ => error,
         })?;
         if *cols.get_or_insert(row.values.len()) != row.values.len() {
             return Err(CoreError::BufferShape {

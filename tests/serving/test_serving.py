@@ -306,6 +306,28 @@ def test_a_huge_id_raises_the_same_error_from_a_list_and_an_array_alone_and_batc
     assert str(value) in message
 
 
+SHAPE_MISTAKES: list[tuple[str, Callable[[inert.StreamBatch, Callable[[Any], Any]], Any]]] = [
+    ("1-D tokens", lambda b, as_: b.draft([4], as_([0, 1]))),
+    ("2-D seqs", lambda b, as_: b.verify(as_([[4]]), [0])),
+    ("2-D n_accepted", lambda b, as_: b.verify([4], as_([[0]]))),
+    ("3-D tokens", lambda b, as_: b.draft([4], as_([[[0]]]))),
+]
+
+
+@pytest.mark.parametrize(("mistake", "call"), SHAPE_MISTAKES, ids=[m for m, _ in SHAPE_MISTAKES])
+def test_a_shape_mistake_raises_the_same_class_from_a_list_and_an_array(
+    mistake: str, call: Callable[[inert.StreamBatch, Callable[[Any], Any]], Any]
+) -> None:
+    """A list of the wrong depth raised an InertTypeError or a PieceTypeError (TypeErrors),
+    the array of the same shape an InertValueError (a ValueError)."""
+    for as_ in (lambda v: v, np.asarray):
+        batch = inert.StreamBatch("hermes", VOCAB)
+        batch.add(4, "t")
+        with pytest.raises(inert.InertValueError):
+            call(batch, as_)
+        assert batch.pending_len(4) == 0
+
+
 def test_uint64_padding_may_hold_any_value() -> None:
     """Padding past a row's length is never read: uint64(-1) there was refused as past 2**63."""
     batch = inert.StreamBatch("hermes", VOCAB)
@@ -801,7 +823,7 @@ def test_batched_tree_mistakes_raise_and_change_nothing() -> None:
         ([[0, 2], [0, 3]], [[-1, 0], [-1, 1]], inert.TreeError, r"sequence 2: .*parents\[1\] is 1"),
         ([[0, 2], [0, 99]], [-1, 0], inert.VocabularyError, "sequence 2"),
         ([[0, 2], [0, 3]], np.array([[[-1, 0]]]), inert.InertError, "a 3-D array; pass a 1-D or 2-D one"),
-        ([[0, 2], [0, 3]], [[[-1, 0]]], inert.InertTypeError, "expected an int, got list"),
+        ([[0, 2], [0, 3]], [[[-1, 0]]], inert.InertValueError, "nested three deep"),
     ]
     for tokens, parents, error, says in bad:
         with pytest.raises(error, match=says):
