@@ -7,6 +7,7 @@ from __future__ import annotations
 import operator
 import os
 import warnings
+import weakref
 from collections.abc import Mapping
 from types import EllipsisType, TracebackType
 from typing import Any, Self, SupportsIndex, cast
@@ -23,7 +24,7 @@ from .errors import (
 )
 from .inputs import Ids, Token, TokenRows, Tokens, reiterable
 from .interrupts import InterruptsHeld
-from .journal import Journal
+from .journal import Journal, OwnedJournal
 from .one_caller import OneCaller
 from .report import Report
 from .runtime import ThreadEngine, ThreadRuntime, running_for
@@ -41,6 +42,14 @@ def _seq_id(seq: object) -> int:
     if isinstance(seq, bool) or not hasattr(type(seq), "__index__"):
         raise InertTypeError(f"seq: expected an int, got {type(seq).__name__}")
     return operator.index(cast("SupportsIndex", seq))  # checked above: it has __index__
+
+
+def _release(engine: ThreadEngine, owned: OwnedJournal | None) -> None:
+    """Stops a batch's workers and timer, and closes the journal it opened from a path once no
+    tool still runs (one past its deadline still journals what it did)."""
+    engine.close()
+    if owned is not None:
+        engine.after_tools(owned.close)
 
 
 class BatchOrchestrator:
@@ -104,6 +113,10 @@ class BatchOrchestrator:
         self._streaming = stream
         self.journal, self._owned = journal_for(journal)
         self._engine = ThreadEngine(self._tooling.workers, self._tooling.limits)
+        # Run by close(), or when the batch is collected without it (every sequence finished,
+        # close() never called): a forgotten batch kept an idle worker thread and, a journal
+        # opened from a path, its file for ever.
+        self._release = weakref.finalize(self, _release, self._engine, self._owned)
         self._turns: dict[int, TurnDriver] = {}
         self._unapplied: dict[int, list[Any]] = {}  # sequences whose drivers hold outcomes not yet applied
         self._ending: dict[int, _Ending] = {}
@@ -310,9 +323,7 @@ class BatchOrchestrator:
             # the journal until they end, so each of them is journaled.
             if not self._ending and not self._turns:
                 self._shut = True
-                self._engine.close()
-                if self._owned is not None:  # once a tool past its deadline has journaled what it did
-                    self._engine.after_tools(self._owned.close)
+                self._release()
         if failure is not None:
             raise failure
         reports = {seq: report for seq, (report, _) in self._closed_reports.items()}

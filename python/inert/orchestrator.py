@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import os
 import warnings
+import weakref
 from collections.abc import Iterator, Mapping, Sequence
 from types import EllipsisType, TracebackType
 from typing import Any, Self, SupportsIndex
@@ -305,6 +306,18 @@ class Session:
                 runtime.after_tools(self._owned.close)
 
 
+def _dropped(session: Session) -> None:
+    """A lone turn collected with neither finish() nor close(): its idle workers stop and the
+    trace and the journal it opened are closed (a forgotten turn kept a thread and a file for
+    ever). Its calls are not waited for: one still running keeps what it needs until it ends."""
+    if session.reported:
+        return
+    runtime = session.runtime
+    if isinstance(runtime, ThreadRuntime):
+        runtime.release()
+    session.close()
+
+
 def _warn_abandoned(turn_key: str) -> None:
     warnings.warn(
         TurnAbandonedWarning(
@@ -463,6 +476,7 @@ class Orchestrator(_TurnView):
             in_reasoning=in_reasoning,
             stream=stream,
         )
+        weakref.finalize(self, _dropped, self._s)
 
     def draft(self, tokens: Tokens) -> Step:
         """Appends a draft window (several calls extend the pending window).

@@ -8,6 +8,8 @@ never waits for ever, and the report says what was discarded."""
 from __future__ import annotations
 
 import asyncio
+import gc
+import sqlite3
 import threading
 import time
 import warnings
@@ -252,6 +254,48 @@ def test_a_seq_that_is_no_int_is_refused_as_the_core_refuses_it(seq: Any) -> Non
     assert len(batch) == 1 and 1 in batch
     assert batch.finish(1).results == []
     batch.close()
+
+
+def _new_threads_end(before: set[threading.Thread]) -> None:
+    """Every inert thread started since ``before`` exits (joined, the watchdog only bounds it)."""
+    for thread in set(threading.enumerate()) - before:
+        if thread.name.startswith("inert-"):
+            thread.join(WATCHDOG)
+            assert not thread.is_alive(), f"{thread.name} outlived its collected orchestrator"
+
+
+def test_a_batch_collected_without_close_stops_its_workers_and_closes_its_journal(tmp_path: Any) -> None:
+    """Every sequence finished and close() never called: the idle worker (and the journal it
+    opened from a path) stayed for ever, one per batch a server built and dropped."""
+    before = set(threading.enumerate())
+    batch = inert.BatchOrchestrator(EFFECTS, Recorder().tools(), vocab=VOCAB, journal=tmp_path / "j.sqlite")
+    batch.add(0, "t")
+    batch.draft([0], [[0]])
+    batch.verify([0], [1])
+    assert len(batch.finish(0).results) == 1
+    journal = batch.journal
+    assert isinstance(journal, inert.SqliteJournal)
+    del batch
+    gc.collect()
+    _new_threads_end(before)
+    with pytest.raises(sqlite3.ProgrammingError):
+        journal._db.execute("SELECT 1")  # closed
+
+
+def test_a_lone_turn_collected_unfinished_stops_its_workers_and_closes_what_it_opened(tmp_path: Any) -> None:
+    before = set(threading.enumerate())
+    orch = inert.Orchestrator(
+        EFFECTS, Recorder().tools(), turn_key="t", journal=tmp_path / "j.sqlite", trace=tmp_path / "t.jsonl"
+    )
+    orch.draft([LOOK, PAY])
+    journal = orch.journal
+    assert isinstance(journal, inert.SqliteJournal)
+    del orch
+    gc.collect()
+    _new_threads_end(before)
+    with pytest.raises(sqlite3.ProgrammingError):
+        journal._db.execute("SELECT 1")
+    assert "turn_start" in (tmp_path / "t.jsonl").read_text()
 
 
 # -- a lone turn abandoned: close(), and its with block --

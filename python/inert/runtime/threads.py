@@ -168,6 +168,10 @@ class ThreadRuntime:
         stops the workers."""
         with self._idle:
             self._idle.wait_for(lambda: self._scheduler.in_flight == 0)
+        self.release()
+
+    def release(self) -> None:
+        """Stops the workers and the timer once idle, unless they are a shared engine's."""
         if self._owns_engine:
             self._engine.close()
 
