@@ -651,12 +651,13 @@ class AsyncOrchestrator(_TurnView):
             stream=stream,
         )
 
-    def _enter(self) -> AsyncRuntime:
-        """Checks the caller before anything changes: not a tool of ours, on our loop."""
+    def _enter(self, *, ending: bool = False) -> AsyncRuntime:
+        """Checks the caller before anything changes: not a tool of ours, on our loop (or, to
+        end the turn, on a later one once ours has ended with nothing of the turn on it)."""
         self._s.refuse_reentry()
         runtime = self._s.runtime
         assert isinstance(runtime, AsyncRuntime)
-        runtime.bind()
+        runtime.bind(ending=ending)
         return runtime
 
     async def draft(self, tokens: Tokens) -> Step:
@@ -685,7 +686,7 @@ class AsyncOrchestrator(_TurnView):
         another finish() or close() waits, it waits with it and returns the same report: that
         one may be a task no caller awaits any more, left pending by a Ctrl-C that stopped a
         bare ``loop.run_until_complete`` (which cancels nothing)."""
-        runtime = self._enter()
+        runtime = self._enter(ending=True)
         strict = strict_flag(strict)
         if self._s.reported or not self._s.ending:
             self._s.end()
@@ -697,7 +698,7 @@ class AsyncOrchestrator(_TurnView):
 
     async def close(self) -> Report | None:
         """As ``Orchestrator.close``, awaiting the committed calls; ``async with`` closes it."""
-        runtime = self._enter()
+        runtime = self._enter(ending=True)
         if self._s.reported or self._s.ending:
             return None
         with self._s.waiting():

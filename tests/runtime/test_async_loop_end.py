@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import threading
 from pathlib import Path
 from typing import Any
@@ -346,3 +347,52 @@ def test_a_lookup_the_loop_cuts_off_is_done_before_the_journal_closes(
     monkeypatch.undo()
     assert failures == []
     assert closed.wait(WATCHDOG)
+
+
+def test_a_turn_whose_first_loop_ended_is_reported_on_the_next(tmp_path: Path) -> None:
+    """asyncio.run ended with a coroutine read still in its tool (cancelled, in doubt): every
+    later finish() or close() raised LoopError, "use one orchestrator per loop", for ever, so
+    the turn's report (what committed, what is in doubt) could never be had."""
+    inside = threading.Event()
+
+    async def hang(**_: Any) -> None:
+        inside.set()
+        await asyncio.Event().wait()
+
+    orch = inert.AsyncOrchestrator({"h": "read_only"}, {"h": hang}, turn_key="t", journal=tmp_path / "j.sqlite")
+
+    async def first() -> None:
+        await orch.draft([block("h", q=1)])
+        await orch.verify(1)
+        await asyncio.to_thread(inside.wait, WATCHDOG)
+
+    asyncio.run(first())
+    report = asyncio.run(orch.finish(strict=False))
+    (result,) = report.results
+    assert isinstance(result.error, inert.InDoubtError)
+    assert [e.commit_key for e in inert.recover(tmp_path / "j.sqlite").in_doubt] == [result.commit_key]
+    assert asyncio.run(orch.close()) is None  # over
+
+
+def test_a_loop_closed_with_a_call_still_on_it_says_so() -> None:
+    """A loop closed (not run out) with a call's task still pending: the turn cannot be
+    settled there, and the LoopError says the first loop has ended."""
+    inside = threading.Event()
+
+    async def hang(**_: Any) -> None:
+        inside.set()
+        await asyncio.Event().wait()
+
+    orch = inert.AsyncOrchestrator({"h": "read_only"}, {"h": hang}, turn_key="t")
+    loop = asyncio.new_event_loop()
+
+    async def first(orch: inert.AsyncOrchestrator) -> None:
+        await orch.draft([block("h", q=1)])
+        await asyncio.to_thread(inside.wait, WATCHDOG)
+
+    loop.run_until_complete(first(orch))
+    loop.close()
+    with pytest.raises(inert.LoopError, match="it has ended, with calls of this turn still on it"):
+        asyncio.run(orch.finish())
+    del orch, loop
+    gc.collect()  # here, where asyncio's "Task was destroyed but it is pending" is captured as the test's log

@@ -100,23 +100,40 @@ class AsyncRuntime:
     def turn_key(self) -> str:
         return self._turn_key
 
-    def bind(self) -> None:
-        """Binds to the running loop on the first call; refuses any other loop after.
+    def bind(self, *, ending: bool = False) -> None:
+        """Binds to the running loop on the first call; refuses any other loop after, except
+        to end the turn (``ending``: finish, close) once the first loop has ended with every
+        call concluded.
 
         Raises:
             LoopError: called from another event loop than the first call's.
         """
         loop = asyncio.get_running_loop()
         if self._loop is None:
-            with InterruptsHeld():  # half bound, drain() would wait on an event never set
-                idle = asyncio.Event()
-                idle.set()
-                self._loop, self._idle = loop, idle
+            self._bind_to(loop)
         elif loop is not self._loop:
+            concluded = self._idle is not None and self._idle.is_set()
+            if ending and concluded and self._loop.is_closed():
+                # The first loop ended (asyncio.run returned) with every call concluded: nothing
+                # of this turn runs on it any more, so a finish() or close() on the next loop
+                # reports the turn rather than refusing it for ever.
+                self._bind_to(loop)
+                return
+            ended = ""
+            if self._loop.is_closed():
+                ended = " (it has ended, with calls of this turn still on it)"
+                if concluded:
+                    ended = " (it has ended: finish() or close() this turn, and start the next on a new one)"
             raise LoopError(
-                "this AsyncOrchestrator runs its calls on the event loop of its first call; "
+                f"this AsyncOrchestrator runs its calls on the event loop of its first call{ended}; "
                 "use one orchestrator per loop (per turn)"
             )
+
+    def _bind_to(self, loop: asyncio.AbstractEventLoop) -> None:
+        with InterruptsHeld():  # half bound, drain() would wait on an event never set
+            idle = asyncio.Event()
+            idle.set()
+            self._loop, self._idle = loop, idle
 
     # -- the gate's commands (on the loop thread; ``TurnDriver._act`` holds a Ctrl-C off meanwhile) --
 
@@ -669,7 +686,11 @@ class AsyncRuntime:
         run: CallRun = node.owner
         run.settle(result, error, self.clock())  # unless its deadline fixed it (``expire``)
         try:
-            if run.began:  # else nothing to journal, and no wait: a task made as the loop ends is not run again
+            # Else nothing to journal, and no wait: a task made as the loop ends is not run again;
+            # on a loop closed with this task pending (collected now), nothing can be run: the
+            # intent stays open, in doubt, which is what is known of the call.
+            assert self._loop is not None
+            if run.began and not self._loop.is_closed():
                 # Written whatever cancels this task meanwhile, and waited for: the call concludes
                 # (and a journal inert opened closes) only once its outcome is written.
                 try:
@@ -910,8 +931,9 @@ class _EndWatch(asyncio.Task[None]):
         return super().cancel(msg)
 
     def stop(self) -> None:
-        """Ends it (in its next step): nothing of its turn is left to start."""
-        if not self._over.done():
+        """Ends it (in its next step): nothing of its turn is left to start. A loop closed
+        with a call's task pending runs nothing again: the task, collected, ends here."""
+        if not self._over.done() and not self._over.get_loop().is_closed():
             self._over.set_result(None)
 
 
