@@ -699,7 +699,16 @@ class AsyncOrchestrator(_TurnView):
     async def close(self) -> Report | None:
         """As ``Orchestrator.close``, awaiting the committed calls; ``async with`` closes it."""
         runtime = self._enter(ending=True)
-        if self._s.reported or self._s.ending:
+        if self._s.reported:
+            return None
+        if self._s.ending:
+            # A finish() waits (a task a Ctrl-C under a bare run_until_complete left pending, which
+            # no one may await again): wait with it, so ``async with`` never exits, and a journal
+            # inert opened never stays open, while the turn's calls still run. It ended the turn.
+            with self._s.waiting():
+                await runtime.drain()
+                if not self._s.reported:
+                    self._s.conclude()
             return None
         with self._s.waiting():
             self._s.abandon()  # after a finish() or close() cut short: what it left undecided

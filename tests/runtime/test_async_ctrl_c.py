@@ -10,6 +10,7 @@ import asyncio
 import gc
 import logging
 import signal
+import sqlite3
 import threading
 from collections.abc import Callable, Coroutine
 from pathlib import Path
@@ -187,6 +188,49 @@ def test_finish_after_a_ctrl_c_that_stopped_the_loop_while_finish_waited() -> No
         assert loop.run_until_complete(asyncio.wait_for(stranded, WATCHDOG)) is report
         with pytest.raises(inert.StreamFinishedError):
             loop.run_until_complete(orch.finish())
+    finally:
+        release.set()
+        loop.close()
+
+
+def test_close_after_a_ctrl_c_that_stopped_the_loop_while_finish_waited_waits_for_the_calls(
+    tmp_path: Path,
+) -> None:
+    """As above, then ``close()`` (an ``async with`` exit): it returned None at once, the
+    call still running and the journal inert opened never closed, since the stranded
+    finish() that would close it is a task nothing awaits. It waits with it now."""
+    release = threading.Event()
+    done: list[int] = []
+
+    def slow(n: int) -> int:
+        release.wait(WATCHDOG)
+        done.append(n)
+        return n
+
+    def ctrl_c() -> None:
+        raise KeyboardInterrupt
+
+    loop = asyncio.new_event_loop()
+    try:
+        orch = inert.AsyncOrchestrator({"s": "write"}, {"s": slow}, turn_key="t", journal=tmp_path / "j.sqlite")
+        loop.run_until_complete(orch.draft([block("s", n=1)]))
+        loop.run_until_complete(orch.verify(1))
+        stranded = loop.create_task(orch.finish())
+        loop.call_soon(ctrl_c)
+        with pytest.raises(KeyboardInterrupt):
+            loop.run_until_complete(stranded)
+        closing = loop.create_task(orch.close())
+        loop.run_until_complete(asyncio.sleep(0))
+        assert not closing.done(), "close() waits for the call"
+        release.set()
+        assert loop.run_until_complete(asyncio.wait_for(closing, WATCHDOG)) is None
+        assert done == [1]
+        journal = orch.journal
+        assert isinstance(journal, inert.SqliteJournal)
+        with pytest.raises(sqlite3.ProgrammingError):
+            journal._db.execute("SELECT 1")  # closed by the turn's end
+        report = loop.run_until_complete(asyncio.wait_for(stranded, WATCHDOG))
+        assert [r.result for r in report.results] == [1]
     finally:
         release.set()
         loop.close()
