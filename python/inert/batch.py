@@ -13,6 +13,7 @@ from types import EllipsisType, TracebackType
 from typing import Any, Self, SupportsIndex, cast
 
 from . import _core
+from .caller_frame import outside_stacklevel
 from .effects import EffectLike, EffectTable
 from .errors import (
     BatchError,
@@ -337,7 +338,7 @@ class BatchOrchestrator:
                     "not yet committed were retracted (prepared two-phase calls aborted); close() returns their "
                     "reports. finish(seq) each sequence first to end its turn"
                 ),
-                stacklevel=2,
+                stacklevel=outside_stacklevel(),
             )
         return reports
 

@@ -15,6 +15,7 @@ from typing import Any, Self, SupportsIndex
 from . import _core
 from .audit import TraceWriter
 from .audit.trace import check_appendable
+from .caller_frame import outside_stacklevel
 from .effects import EffectLike, EffectTable
 from .errors import (
     InertValueError,
@@ -295,7 +296,7 @@ class Session:
                 warnings.warn(
                     f"turn {self.turn_key!r}: {self.trace.failure}; the audit trail is incomplete",
                     TraceWarning,
-                    stacklevel=4,
+                    stacklevel=outside_stacklevel(),
                 )
         if self._owned is not None:
             # A tool that outlived its deadline still journals what it did (a late prepare's abort).
@@ -324,7 +325,7 @@ def _warn_abandoned(turn_key: str) -> None:
             f"turn {turn_key!r} left its with block without finish(): it was abandoned (every call not yet "
             "committed retracted, nothing new run); call finish() to end a turn"
         ),
-        stacklevel=3,
+        stacklevel=outside_stacklevel(),
     )
 
 

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 from . import _core
 from .audit import TraceWriter, reconcile
+from .caller_frame import outside_stacklevel
 from .durations import seconds
 from .effects import EffectLike, EffectTable
 from .errors import (
@@ -191,7 +192,7 @@ def _warn_unknown_tools(effects: EffectTable, tools: ToolBox) -> None:
         shown = ", ".join(map(repr, unknown[:_TYPO_HINTS]))
         warnings.warn(
             f"{len(unknown)} tools have a callable but no entry in the effect table, so each is a {kind}: {shown}, ...",
-            stacklevel=4,
+            stacklevel=outside_stacklevel(),
         )
         return
     for name in unknown:
@@ -199,7 +200,7 @@ def _warn_unknown_tools(effects: EffectTable, tools: ToolBox) -> None:
         warnings.warn(
             f"tool {name!r} has a callable but no entry in the effect table, so it is a "
             f"{kind}" + (f"; did you mean {hint!r}?" if hint else ""),
-            stacklevel=4,
+            stacklevel=outside_stacklevel(),
         )
 
 
@@ -283,7 +284,7 @@ class Tooling:
         if policy == "eager_unsafe":
             warnings.warn(
                 "policy='eager_unsafe' dispatches calls from unverified draft tokens; use it only to measure",
-                stacklevel=5,
+                stacklevel=outside_stacklevel(),
             )
         return tooling
 
@@ -448,7 +449,7 @@ class TurnDriver:
                     f"first at tokens {first.start}-{first.end}): the chat template opened the section in the prompt, "
                     "so calls before it may have been thoughts, and ran; pass in_reasoning=True for this template"
                 ),
-                stacklevel=5,
+                stacklevel=outside_stacklevel(),
             )
         report.tail = tail if tail is not None else _NOTHING
         if self.trace is not None:
