@@ -256,12 +256,17 @@ def test_a_seq_that_is_no_int_is_refused_as_the_core_refuses_it(seq: Any) -> Non
     batch.close()
 
 
-def _new_threads_end(before: set[threading.Thread]) -> None:
-    """Every inert thread started since ``before`` exits (joined, the watchdog only bounds it)."""
+def _released(before: set[threading.Thread], journal: inert.Journal) -> None:
+    """Once the orchestrator is collected, every inert thread started since ``before`` exits
+    (joined, the watchdog only bounds it) and then ``journal``, which it opened, is closed."""
+    gc.collect()
     for thread in set(threading.enumerate()) - before:
         if thread.name.startswith("inert-"):
             thread.join(WATCHDOG)
             assert not thread.is_alive(), f"{thread.name} outlived its collected orchestrator"
+    assert isinstance(journal, inert.SqliteJournal)
+    with pytest.raises(sqlite3.ProgrammingError):
+        journal._db.execute("SELECT 1")  # closed
 
 
 def test_a_batch_collected_without_close_stops_its_workers_and_closes_its_journal(tmp_path: Any) -> None:
@@ -274,12 +279,8 @@ def test_a_batch_collected_without_close_stops_its_workers_and_closes_its_journa
     batch.verify([0], [1])
     assert len(batch.finish(0).results) == 1
     journal = batch.journal
-    assert isinstance(journal, inert.SqliteJournal)
     del batch
-    gc.collect()
-    _new_threads_end(before)
-    with pytest.raises(sqlite3.ProgrammingError):
-        journal._db.execute("SELECT 1")  # closed
+    _released(before, journal)
 
 
 def test_a_lone_turn_collected_unfinished_stops_its_workers_and_closes_what_it_opened(tmp_path: Any) -> None:
@@ -289,12 +290,8 @@ def test_a_lone_turn_collected_unfinished_stops_its_workers_and_closes_what_it_o
     )
     orch.draft([LOOK, PAY])
     journal = orch.journal
-    assert isinstance(journal, inert.SqliteJournal)
     del orch
-    gc.collect()
-    _new_threads_end(before)
-    with pytest.raises(sqlite3.ProgrammingError):
-        journal._db.execute("SELECT 1")
+    _released(before, journal)
     assert "turn_start" in (tmp_path / "t.jsonl").read_text()
 
 
