@@ -423,10 +423,20 @@ def _stdout_closed() -> None:
         os.close(devnull)
 
 
+def _printable(text: str) -> str:
+    """``text`` with what no stdout can encode spelled out: a path's bytes that are not UTF-8
+    (lone surrogates from ``os.fsdecode``, which ``print`` refused with a traceback) as ``\\xff``."""
+    try:
+        raw = text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:  # a lone surrogate no file name gives (from stored JSON, say)
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return raw.decode("utf-8", "backslashreplace")
+
+
 def _emit(text: str) -> None:
     """Prints ``text``; a closed stdout ends the output, not the command (its exit status stands)."""
     try:
-        print(text, flush=True)
+        print(_printable(text), flush=True)
     except BrokenPipeError:
         _stdout_closed()
 
@@ -461,6 +471,13 @@ def _check_paths(args: argparse.Namespace) -> None:
             )
         if reads and path is not None and (why := cannot_read(path)) is not None:
             raise InertValueError(why)
+
+
+def _literal_file(path: str | None) -> str | None:
+    """``path`` as a name ``sqlite3.connect`` cannot take for a URI: this SQLite reads a name
+    beginning with ``file:`` as one, so ``demo --db file:x`` wrote ``x`` (the journal opens
+    every file through ``inert.journal.sqlite_file.connect``, which the demo does not)."""
+    return os.path.abspath(path) if path is not None and path.startswith("file:") else path
 
 
 INTERRUPTED = 130
@@ -538,7 +555,7 @@ def _main(argv: Sequence[str] | None) -> int:
         if args.command == "demo":
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always", TraceWarning)
-                runs = run_demo(args.db, args.trace)
+                runs = run_demo(_literal_file(args.db), args.trace)
             _emit(json.dumps(_demo_json(runs), indent=2) if args.json else render_demo(runs))
             lost = [w for w in caught if issubclass(w.category, TraceWarning)]
             for w in caught:

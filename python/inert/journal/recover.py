@@ -9,7 +9,7 @@ from .phases import ABORT, COMMIT, PREPARE, split_phase
 from .postgres import read_postgres_journal
 from .protocol import OK, Journal, JournalEntry, Recovery
 from .spec import names_postgres
-from .sqlite import read_sqlite_journal
+from .sqlite_read import read_sqlite_journal
 
 __all__ = ["recover"]
 
@@ -21,7 +21,8 @@ def recover(journal: Journal | str | os.PathLike[str]) -> Recovery:
 
     A journal named by its path or URI is opened read-only and never written:
     a SQLite file through a read-only URI (not even its ``-wal`` is created
-    when it has none), a PostgreSQL database in a read-only transaction.
+    when it has none; a transaction a ``-journal`` beside it leaves unfinished is
+    rolled back on a private copy), a PostgreSQL database in a read-only transaction.
 
     Args:
         journal: a journal, the path of a SQLite journal file, or a PostgreSQL database (a

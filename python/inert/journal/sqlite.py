@@ -11,138 +11,61 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import sqlite3
-import tempfile
 import threading
 import time
-import urllib.parse
 import uuid
 from collections.abc import Iterator
-from typing import Any, Self
+from typing import Self
 
 from ..canonical import canonical_arguments
 from ..durations import seconds
 from ..effects import EffectClass
-from ..errors import InertTypeError, InertValueError, JournalError, StaleClaimError
+from ..errors import InertTypeError, JournalError, StaleClaimError
 from ..files import cannot_read, special_file
 from ..report import DispatchRecord
-from .protocol import (
-    JournalEntry,
-    new_entry,
-    outcome_of,
-    result_json,
-    same_call,
-    stored_json,
-    stored_status,
-    stored_text,
-)
+from .protocol import JournalEntry, new_entry, outcome_of, result_json, same_call
+from .sqlite_file import NOT_A_DATABASE, connect, journal_error, locked, not_sqlite
+from .sqlite_read import read_sqlite_journal
+from .sqlite_schema import MIGRATE, SCHEMA, SELECT, SQLITE_SCHEMA_VERSION, VERSION, row_entry, schema_problem
 
 __all__ = ["SQLITE_SCHEMA_VERSION", "SqliteJournal", "read_sqlite_journal"]
 
 _LOCKED_OUT_WAIT_MS = 100
 """How long an intent waits for the file's lock once a write found it held past the busy timeout."""
 
-SQLITE_SCHEMA_VERSION = 2
-"""Stored in the file's ``PRAGMA user_version``. Version 2 added ``intents.claim``
-(who may record the key's outcome); files of version 1, and of 0 (written before
-versioning, with the same tables), are read as they are and given the column
-when opened for writing."""
 
-_COLUMNS = {
-    "intents": {"seq", "commit_key", "turn_key", "tool", "effect", "arguments", "fingerprint", "intent_at"},
-    "outcomes": {"commit_key", "status", "result", "error", "finished_at"},
-}
-
-_SCHEMA = (
-    """
-CREATE TABLE IF NOT EXISTS intents (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    commit_key TEXT NOT NULL UNIQUE,
-    turn_key TEXT NOT NULL,
-    tool TEXT NOT NULL,
-    effect TEXT NOT NULL,
-    arguments TEXT NOT NULL,
-    fingerprint TEXT NOT NULL,
-    intent_at REAL NOT NULL,
-    claim TEXT
-)""",
-    """
-CREATE TABLE IF NOT EXISTS outcomes (
-    commit_key TEXT PRIMARY KEY REFERENCES intents(commit_key),
-    status TEXT NOT NULL,
-    result TEXT,
-    error TEXT,
-    finished_at REAL NOT NULL
-)""",
-)
-
-# Version 1 had no claim column; its rows hold NULL there, which no journal holds as its claim.
-_MIGRATE = "ALTER TABLE intents ADD COLUMN claim TEXT"
-_VERSION = f"PRAGMA user_version = {SQLITE_SCHEMA_VERSION}"
-
-_SELECT = (
-    "SELECT i.commit_key, i.turn_key, i.tool, i.effect, i.arguments, i.fingerprint, i.intent_at,"
-    " o.status, o.result, o.error, o.finished_at FROM intents i LEFT JOIN outcomes o ON o.commit_key = i.commit_key"
-)
-
-
-def _locked(exc: BaseException) -> bool:
-    """SQLite gave up waiting for a lock another connection holds (the busy timeout)."""
-    text = str(exc).lower()
-    return "locked" in text or "busy" in text
-
-
-def _error(path: str, doing: str, exc: BaseException) -> JournalError:
-    """A :class:`JournalError` for ``exc``, naming the file and what to do about it."""
-    text = str(exc)
-    low = text.lower()
-    if "not a database" in low or "malformed" in low:
-        advice = (
-            "it is not a SQLite database, or it is corrupt or truncated: move it aside and give a new path "
-            "(what it held, if anything, is lost to inert)"
-        )
-    elif "readonly" in low or "read-only" in low:
-        advice = (
-            f"the file (or its folder) is read-only, and a journal writes an intent before every call: "
-            f"make it writable, or read it with `inert recover {path}`"
-        )
-    elif "full" in low or "disk i/o" in low:
-        advice = "the disk is full or failing: free space (or move the journal), then run `inert recover` on it"
-    elif "unable to open" in low:
-        advice = "check that its folder exists and that this process may write there"
-    elif _locked(exc):
-        advice = "another process held the journal locked for too long; retry, or look for a stuck process"
-    else:
-        advice = "that is all SQLite says of it: check the file, its folder and the disk"
-    return JournalError(f"journal {path}: {doing}: {text}; {advice}")
-
-
-def _schema_problem(db: sqlite3.Connection, path: str, *, empty_ok: bool) -> str | None:
-    """Why the database is not an inert journal, or ``None`` when it is one (or, with
-    ``empty_ok``, holds no tables yet).
+def _check_file(path: str) -> None:
+    """Refuses, before SQLite opens it (and makes a -wal and -shm beside it), a path that
+    cannot become or be a journal.
 
     Raises:
-        JournalError: the schema is of a newer version than this inert reads.
+        JournalError: it cannot be read, is a directory or a special file, holds bytes
+            that are no SQLite database, or is a file this process may not write.
     """
-    tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    tables.discard("sqlite_sequence")  # SQLite's own, for AUTOINCREMENT
-    (version,) = db.execute("PRAGMA user_version").fetchone()
-    if not tables:
-        return None if empty_ok else "it holds no tables, not an inert journal"
-    if not set(_COLUMNS) <= tables:
-        shown = ", ".join(sorted(tables)[:8]) + (", ..." if len(tables) > 8 else "")
-        return f"it holds other tables ({shown}), not an inert journal's intents and outcomes"
-    for table, wanted in _COLUMNS.items():
-        have = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
-        if not wanted <= have:
-            return f"its {table} table lacks {', '.join(sorted(wanted - have))}: not an inert journal"
-    if version > SQLITE_SCHEMA_VERSION:
+    if (why := cannot_read(path)) is not None:  # SQLite says only "unable to open database file"
+        raise JournalError(f"journal {why}")
+    if os.path.isdir(path):
+        raise JournalError(f"journal {path} is a directory: give the path of a journal file (created when missing)")
+    if (kind := special_file(path)) is not None:
         raise JournalError(
-            f"journal {path}: schema version {version} is newer than this inert reads "
-            f"(version {SQLITE_SCHEMA_VERSION}): upgrade inert to use it"
+            f"journal {path} is {kind}, not a file: give the path of a journal file (created when missing)"
         )
-    return None
+    if not os.path.exists(path):
+        return  # created whole by _create_file; an empty file is given the tables
+    try:
+        foreign = not_sqlite(path)
+    except OSError as e:
+        raise JournalError(f"journal {path}: cannot read it: {e}") from e
+    if foreign:  # SQLite takes a file shorter than its header for an empty database, and wrote over it
+        raise JournalError(f"journal {path}: {NOT_A_DATABASE}")
+    if not os.access(path, os.W_OK):
+        # Opened read-only, SQLite made a -wal and -shm beside it as read-only as the file,
+        # which kept every later open failing once the file itself was made writable.
+        raise JournalError(
+            f"journal {path}: cannot open it: the file is read-only, and a journal writes an intent before "
+            f"every call: make it writable, or read it with `inert recover {path}`"
+        )
 
 
 def _create_file(path: str) -> None:
@@ -151,10 +74,10 @@ def _create_file(path: str) -> None:
     misread, and two processes creating it at once agree on one file."""
     tmp = f"{path}.{os.getpid()}-{uuid.uuid4().hex[:8]}.new"
     try:
-        db = sqlite3.connect(tmp, isolation_level=None)
+        db = connect(tmp, isolation_level=None)
         try:
             db.execute("PRAGMA journal_mode=WAL")
-            for statement in (*_SCHEMA, _VERSION):
+            for statement in (*SCHEMA, VERSION):
                 db.execute(statement)
         finally:
             db.close()
@@ -167,7 +90,7 @@ def _create_file(path: str) -> None:
                 os.replace(tmp, path)
         _sync_folder(path)
     except sqlite3.Error as e:
-        raise _error(path, "cannot create it", e) from e
+        raise journal_error(path, "cannot create it", e) from e
     except OSError as e:
         raise JournalError(
             f"journal {path}: cannot create it: {e}; check that its folder exists and that this process may write there"
@@ -231,16 +154,7 @@ class SqliteJournal:
             )
         self.path = os.fspath(path)
         self.busy_timeout = seconds("busy_timeout", busy_timeout, zero_ok=True)
-        if (why := cannot_read(self.path)) is not None:  # SQLite says only "unable to open database file"
-            raise JournalError(f"journal {why}")
-        if os.path.isdir(self.path):
-            raise JournalError(
-                f"journal {self.path} is a directory: give the path of a journal file (created when missing)"
-            )
-        if (kind := special_file(self.path)) is not None:
-            raise JournalError(
-                f"journal {self.path} is {kind}, not a file: give the path of a journal file (created when missing)"
-            )
+        _check_file(self.path)
         self._lock = threading.Lock()  # guards the connection and the held claims
         self._held: dict[str, str] = {}  # commit key -> the claim this journal's call runs under
         self._locked_out = False
@@ -249,11 +163,11 @@ class SqliteJournal:
         if not os.path.exists(self.path):
             _create_file(self.path)
         try:
-            self._db = sqlite3.connect(
+            self._db = connect(
                 self.path, check_same_thread=False, isolation_level=None, timeout=min(self.busy_timeout, _MAX_BUSY)
             )
         except sqlite3.Error as e:
-            raise _error(self.path, "cannot open it", e) from e
+            raise journal_error(self.path, "cannot open it", e) from e
         try:
             self._open()
         except BaseException:
@@ -264,7 +178,7 @@ class SqliteJournal:
         try:
             # Checked before anything is written: another application's database
             # must not be switched to WAL or given tables it never asked for.
-            problem = _schema_problem(self._db, self.path, empty_ok=True)
+            problem = schema_problem(self._db, self.path, empty_ok=True)
             if problem is not None:
                 raise JournalError(
                     f"journal {self.path}: {problem}; give the path of a journal file (inert creates it)"
@@ -274,22 +188,22 @@ class SqliteJournal:
             self._db.execute("BEGIN IMMEDIATE")  # two processes opening a new file at once create it once
             try:
                 # Not executescript: it would commit the transaction before running.
-                for statement in _SCHEMA:
+                for statement in SCHEMA:
                     self._db.execute(statement)
                 if "claim" not in {row[1] for row in self._db.execute("PRAGMA table_info(intents)")}:
-                    self._db.execute(_MIGRATE)
-                self._db.execute(_VERSION)
+                    self._db.execute(MIGRATE)
+                self._db.execute(VERSION)
                 self._db.execute("COMMIT")
             except BaseException:
                 self._rollback()
                 raise
         except sqlite3.Error as e:
-            raise _error(self.path, "cannot open it as a journal", e) from e
+            raise journal_error(self.path, "cannot open it as a journal", e) from e
 
     def _note_lock(self, exc: sqlite3.Error) -> None:
         """A write failed: if because another process holds the file locked past the busy
         timeout, later intents stop waiting that long (``_impatient``)."""
-        if isinstance(exc, sqlite3.OperationalError) and _locked(exc):
+        if isinstance(exc, sqlite3.OperationalError) and locked(exc):
             self._locked_out = True
 
     @contextlib.contextmanager
@@ -347,8 +261,8 @@ class SqliteJournal:
                 with self._impatient() if impatient else contextlib.nullcontext():
                     self._db.execute("BEGIN IMMEDIATE")
                 try:
-                    row = self._db.execute(_SELECT + " WHERE i.commit_key = ?", (record.commit_key,)).fetchone()
-                    prior = None if row is None else same_call(_row_entry(row, self.path), record)
+                    row = self._db.execute(SELECT + " WHERE i.commit_key = ?", (record.commit_key,)).fetchone()
+                    prior = None if row is None else same_call(row_entry(row, self.path), record)
                     if prior is None:
                         # An outcome whose intent row is gone (changed outside inert) must not
                         # join this intent: the call would read as finished before it ran.
@@ -380,7 +294,7 @@ class SqliteJournal:
                 waited = (
                     f"; it was found locked before, so this intent waited {_LOCKED_OUT_WAIT_MS} ms" if impatient else ""
                 )
-                raise _error(
+                raise journal_error(
                     self.path,
                     f"could not record the intent of {record.name!r} under key "
                     f"{record.commit_key} (the tool was not run){waited}",
@@ -432,7 +346,7 @@ class SqliteJournal:
                     raise
             except sqlite3.Error as exc:
                 self._note_lock(exc)
-                raise _error(
+                raise journal_error(
                     self.path,
                     f"could not record the outcome of {record.name!r} under key {key}, which stays in doubt",
                     exc,
@@ -466,9 +380,9 @@ class SqliteJournal:
         """
         with self._lock:
             try:
-                return [_row_entry(r, self.path) for r in self._db.execute(_SELECT + " ORDER BY i.seq")]
+                return [row_entry(r, self.path) for r in self._db.execute(SELECT + " ORDER BY i.seq")]
             except sqlite3.Error as exc:
-                raise _error(self.path, "could not read it", exc) from exc
+                raise journal_error(self.path, "could not read it", exc) from exc
 
     def lookup(self, commit_key: str) -> JournalEntry | None:
         """The entry of ``commit_key``, if any; see :meth:`inert.Journal.lookup`.
@@ -478,129 +392,7 @@ class SqliteJournal:
         """
         with self._lock:
             try:
-                row = self._db.execute(_SELECT + " WHERE i.commit_key = ?", (commit_key,)).fetchone()
+                row = self._db.execute(SELECT + " WHERE i.commit_key = ?", (commit_key,)).fetchone()
             except sqlite3.Error as exc:
-                raise _error(self.path, "could not read it", exc) from exc
-        return None if row is None else _row_entry(row, self.path)
-
-
-def _row_entry(row: tuple[Any, ...], path: str) -> JournalEntry:
-    key, turn, tool, effect, args, fp, intent_at, status, result, error, finished_at = row
-    # SQLite keeps any type in any column: a row changed outside inert is checked, not trusted.
-    key = stored_text(key, "commit key", key, path)
-    return JournalEntry(
-        key,
-        stored_text(turn, "turn key", key, path),
-        stored_text(tool, "tool", key, path),
-        stored_text(effect, "effect", key, path),
-        stored_json(args, "arguments", key, path),
-        stored_text(fp, "fingerprint", key, path),
-        intent_at,
-        stored_status(status, key, path),
-        None if result is None else stored_json(result, "result", key, path),
-        None if error is None else stored_text(error, "error", key, path),
-        finished_at,
-    )
-
-
-def _read_only(path: str, immutable: bool) -> sqlite3.Connection:
-    # mode=ro never writes the database; it does create the -wal and -shm files
-    # beside it when they are missing, so a journal closed cleanly (no -wal) is
-    # opened immutable instead, which touches nothing. With a -wal present (a
-    # crash, or workers running) the committed intents live partly in it, so
-    # it must be read: immutable would miss them.
-    uri = "file:" + urllib.parse.quote(os.path.abspath(path)) + "?mode=ro" + ("&immutable=1" if immutable else "")
-    return sqlite3.connect(uri, uri=True, timeout=30)
-
-
-def read_sqlite_journal(path: str | os.PathLike[str]) -> list[JournalEntry]:
-    """Every dispatch a journal file holds, read without writing to the file.
-
-    A crashed journal in a folder this process may not write, whose -wal has lost its
-    -shm, is read from a private copy (SQLite reads a -wal only through a -shm it makes).
-
-    Args:
-        path: a journal file written by :class:`SqliteJournal`.
-
-    Returns:
-        The entries in intent order.
-
-    Raises:
-        InertValueError: nothing exists at ``path``.
-        JournalError: ``path`` cannot be read (permissions, a symbolic link loop), is a
-            directory, an empty file, not a SQLite database, corrupt, another application's
-            database, or of a newer schema.
-    """
-    path = os.fspath(path)
-    if (why := cannot_read(path)) is not None:  # a file there that stat or open is denied: not "no journal"
-        raise JournalError(why)
-    if not os.path.exists(path):
-        raise InertValueError(f"no journal at {path!r}")
-    if os.path.isdir(path):
-        raise JournalError(f"{path} is a directory, not a journal file")
-    if (kind := special_file(path)) is not None:
-        raise JournalError(f"{path} is {kind}, not a journal file")
-    if os.path.getsize(path) == 0:
-        raise JournalError(f"{path} is an empty file, not an inert journal")
-    for attempt in range(2):
-        wal = os.path.exists(path + "-wal")
-        try:
-            rows = _read_rows(path, path, immutable=not wal)
-        except sqlite3.Error as e:
-            if not (wal and not os.path.exists(path + "-shm") and _cannot_write_beside(e)):
-                raise _error(path, "cannot read it", e) from e
-            # A -wal without its -shm (a crashed journal copied or mounted read-only): SQLite
-            # reads a -wal only through a -shm it makes beside it, which this folder may not
-            # take. A private copy is read instead; the journal stays as it is.
-            rows = _read_copy(path, e)
-        if wal or not os.path.exists(path + "-wal") or attempt:
-            return [_row_entry(r, path) for r in rows]
-        # A worker opened the journal while it was read immutable: its newest
-        # intents may be in the -wal only, so read again, through the -wal.
-    raise AssertionError("unreachable")  # pragma: no cover
-
-
-def _cannot_write_beside(e: sqlite3.Error) -> bool:
-    """Whether SQLite failed for want of a file it must make (the -shm), not the journal's content."""
-    primary = getattr(e, "sqlite_errorcode", 0) & 0xFF
-    return primary in (sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_READONLY)
-
-
-def _read_rows(path: str, name: str, *, immutable: bool) -> list[tuple[Any, ...]]:
-    """The journal's rows, read from ``path`` without writing to it (``name`` in messages).
-
-    Raises:
-        JournalError: it is not an inert journal, or of a newer schema.
-        sqlite3.Error: SQLite could not read it.
-    """
-    db = _read_only(path, immutable=immutable)
-    try:
-        problem = _schema_problem(db, name, empty_ok=False)
-        if problem is not None:
-            raise JournalError(f"{name}: {problem}")
-        return db.execute(_SELECT + " ORDER BY i.seq").fetchall()
-    finally:
-        db.close()
-
-
-def _read_copy(path: str, cause: sqlite3.Error) -> list[tuple[Any, ...]]:
-    """The rows of a copy of ``path`` and its -wal, made in a temporary folder.
-
-    Raises:
-        JournalError: the copy could not be made or read (naming ``cause`` when it could not be made).
-    """
-    with tempfile.TemporaryDirectory(prefix="inert-recover-") as folder:
-        copy = os.path.join(folder, "journal.sqlite")
-        try:
-            shutil.copyfile(path, copy)
-            shutil.copyfile(path + "-wal", copy + "-wal")
-        except OSError as e:
-            raise JournalError(
-                f"journal {path}: cannot read it: {cause}, and its -wal has no -shm, which SQLite must make "
-                f"beside it to read it; a copy to read instead could not be made either ({e}): copy the journal "
-                f"and its -wal to a folder this process may write, and run `inert recover` on the copy"
-            ) from cause
-        try:
-            return _read_rows(copy, path, immutable=False)
-        except sqlite3.Error as e:
-            raise _error(path, "cannot read it", e) from e
+                raise journal_error(self.path, "could not read it", exc) from exc
+        return None if row is None else row_entry(row, self.path)

@@ -1,0 +1,98 @@
+"""One SQLite file, as every part of inert opens it: by a ``file:`` URI of its absolute
+path, so that a name is always the file of that name. Python's ``sqlite3.connect(name)``
+takes a name beginning with ``file:`` as a URI (this SQLite is built with ``USE_URI``):
+``file:x.sqlite`` then opened ``x.sqlite`` for the writers while ``recover`` read a file
+called ``file:x.sqlite``, and ``file:mem?mode=memory`` was an in-memory database."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import urllib.parse
+from typing import Any
+
+from ..errors import JournalError
+
+__all__ = ["HEADER", "connect", "journal_error", "locked", "not_sqlite", "uri"]
+
+HEADER = b"SQLite format 3\x00"
+"""The first bytes of every SQLite database file."""
+
+_HEADER_SIZE = 100
+"""A database file holds at least its 100-byte header (in fact a whole first page)."""
+
+
+def uri(path: str, *, mode: str | None = None, immutable: bool = False) -> str:
+    """The ``file:`` URI of ``path``: absolute, and quoted from the file system's bytes
+    (``os.fsencode``), so ``?``, ``#``, ``%`` and a name that is not UTF-8 stay its name."""
+    query = [f"mode={mode}"] if mode else []
+    if immutable:
+        query.append("immutable=1")
+    quoted = urllib.parse.quote(os.fsencode(os.path.abspath(path)))
+    return "file:" + quoted + ("?" + "&".join(query) if query else "")
+
+
+def connect(path: str, *, mode: str | None = None, immutable: bool = False, **kwargs: Any) -> sqlite3.Connection:
+    """Opens the file ``path`` (never a URI it spells); ``kwargs`` go to ``sqlite3.connect``.
+
+    Raises:
+        sqlite3.Error: SQLite could not open it.
+    """
+    db: sqlite3.Connection = sqlite3.connect(uri(path, mode=mode, immutable=immutable), uri=True, **kwargs)
+    return db
+
+
+def not_sqlite(path: str) -> bool:
+    """Whether ``path`` holds bytes but no SQLite header: SQLite takes a file shorter than
+    its header for an empty database, and ``journal init`` wrote a journal over it.
+
+    Raises:
+        OSError: the file could not be read.
+    """
+    with open(path, "rb") as f:
+        head = f.read(_HEADER_SIZE)
+    return bool(head) and (len(head) < _HEADER_SIZE or not head.startswith(HEADER))
+
+
+def locked(exc: BaseException) -> bool:
+    """SQLite gave up waiting for a lock another connection holds (the busy timeout)."""
+    text = str(exc).lower()
+    return "locked" in text or "busy" in text
+
+
+NOT_A_DATABASE = (
+    "it is not a SQLite database, or it is corrupt or truncated: move it aside and give a new path "
+    "(what it held, if anything, is lost to inert)"
+)
+"""What to do with a file that is not a database."""
+
+
+def journal_error(path: str, doing: str, exc: BaseException) -> JournalError:
+    """A :class:`JournalError` for ``exc``, naming the file and what to do about it."""
+    text = str(exc)
+    low = text.lower()
+    if "not a database" in low or "malformed" in low:
+        advice = NOT_A_DATABASE
+    elif "readonly" in low or "read-only" in low:
+        advice = _read_only_advice(path)
+    elif "full" in low or "disk i/o" in low:
+        advice = "the disk is full or failing: free space (or move the journal), then run `inert recover` on it"
+    elif "unable to open" in low:
+        advice = "check that its folder exists and that this process may write there"
+    elif locked(exc):
+        advice = "another process held the journal locked for too long; retry, or look for a stuck process"
+    else:
+        advice = "that is all SQLite says of it: check the file, its folder and the disk"
+    return JournalError(f"journal {path}: {doing}: {text}; {advice}")
+
+
+def _read_only_advice(path: str) -> str:
+    # A -wal or -shm left read-only (made while the journal was) keeps failing once the
+    # journal itself is writable again: name it, or chmod on the journal seems to do nothing.
+    stuck = [p for p in (path + "-wal", path + "-shm") if os.path.exists(p) and not os.access(p, os.W_OK)]
+    if stuck:
+        return f"{' and '.join(stuck)} beside it (left while the file was read-only) must be writable too"
+    return (
+        f"the file (or its folder) is read-only, and a journal writes an intent before every call: "
+        f"make it writable, or read it with `inert recover {path}`"
+    )
