@@ -195,21 +195,12 @@ fn run_1d(obj: &Bound<'_, PyAny>, what: &'static str, ids: bool) -> Result<Ints,
                     Index::Fits(id) => CoreError::TokenIdTooLarge { id, max: u64::from(MAX_TOKEN_ID) },
                     _ => CoreError::InvalidTokenId { index: i, value: repr(&item) },
                 }),
-                Index::Overflows => Err(CoreError::WrongType {
-                    what: format!("{what}[{i}]"),
-                    expected: "an int that fits in 64 bits",
-                    got: repr(&item),
-                }),
                 // A shape mistake, raised as the same mistake in an array is.
                 Index::NotAnInteger if nested(&item) => Err(CoreError::BufferShape {
                     what,
                     reason: format!("a sequence of sequences (item {i} is a {}); pass a 1-D one", type_name(&item)),
                 }),
-                Index::NotAnInteger => Err(CoreError::WrongType {
-                    what: format!("{what}[{i}]"),
-                    expected: "an int",
-                    got: type_name(&item),
-                }),
+                _ => int(&item, &format!("{what}[{i}]")),
             }
         })
         .collect::<Result<Vec<_>, _>>()?;
