@@ -119,3 +119,26 @@ def test_nesting_past_the_depth_counter_never_completes_a_block_early(fmt: str) 
     saturated = inert.parse(_nested_then_call(fmt, 70_000, 65_535), fmt, max_block_bytes=4 << 20)
     control = inert.parse(_nested_then_call(fmt, 5_465, 1_000), fmt, max_block_bytes=4 << 20)
     assert [type(o).__name__ for o in saturated] == [type(o).__name__ for o in control] == ["Malformed"]
+
+
+LONE = [r"\ud800", r"\udc00x", r"\ud800\u0041", r"\U00110000", r"\U0000dfff"]
+
+
+@pytest.mark.parametrize("escape", LONE)
+def test_an_escape_that_is_no_character_is_refused_never_replaced(escape: str) -> None:
+    """A lone surrogate or a code past U+10FFFF in an escaped string: JSON bodies are
+    malformed, and so are Python literals, which used to read it as U+FFFD, an
+    argument the model never wrote. A raw XML value keeps the text as written."""
+    pythonic = inert.parse(f"[f(a='{escape}')]", "pythonic")
+    assert [type(o) for o in pythonic] == [inert.Malformed]
+    assert "is no Unicode character" in pythonic[0].reason
+    if escape.startswith(r"\u"):
+        hermes = inert.parse(f'<tool_call>{{"name": "f", "arguments": {{"a": "{escape}"}}}}</tool_call>', "hermes")
+        assert [type(o) for o in hermes] == [inert.Malformed]
+    body = f'{{"k": "{escape}"}}'
+    qwen = inert.parse(
+        f"<tool_call>\n<function=f>\n<parameter=a>\n{body}\n</parameter>\n</function>\n</tool_call>",
+        "qwen3_coder",
+        schemas={"f": {"type": "object", "properties": {"a": {"type": "object"}}}},
+    )
+    assert [o.arguments for o in qwen if isinstance(o, inert.Call)] == [{"a": body}]

@@ -255,7 +255,15 @@ impl<'a> Cursor<'a> {
                             _ => self.i = saved,
                         }
                     }
-                    out.push(char::from_u32(code).unwrap_or('\u{fffd}'));
+                    // A lone surrogate or a code past U+10FFFF is no character: refused, as
+                    // JSON bodies refuse it, instead of a silent U+FFFD the model never wrote.
+                    let c = char::from_u32(code).ok_or_else(|| {
+                        self.error(
+                            MalformedKind::InvalidLiteral,
+                            format!("the escape \\{}{code:0w$x} is no Unicode character (a lone surrogate or past U+10FFFF)", esc as char, w = n),
+                        )
+                    })?;
+                    out.push(c);
                 }
                 // Python keeps an unknown escape as written.
                 _ => {
@@ -284,6 +292,12 @@ mod tests {
         );
         assert_eq!(literal(r"'a\'b\n\u00e9\ud83d\ude80'").unwrap(), json!("a'b\né🚀"));
         assert_eq!(literal(r"'\d'").unwrap(), json!("\\d"));
+        // A lone surrogate (either half) or a code past U+10FFFF is no character.
+        for bad in [r"'\ud800x'", r"'\udc00'", r"'\ud800\u0041'", r"'\U00110000'", r"'\U0000d800'"] {
+            let e = literal(bad).unwrap_err();
+            assert_eq!(e.kind, MalformedKind::InvalidLiteral, "{bad}");
+            assert!(e.message.contains("no Unicode character"), "{bad}: {}", e.message);
+        }
         assert_eq!(literal("-3").unwrap(), json!(-3));
     }
 
