@@ -533,6 +533,110 @@ def test_a_prepared_commit_reached_once_the_loop_is_ending_aborts_on_a_worker(tm
     assert {committed, aborted} == {"1", "2"}
 
 
+class _OneSlotStaged:
+    """Two-phase writes whose commit waits for ``go``; ``log`` says what each phase did."""
+
+    def __init__(self) -> None:
+        self.log: list[str] = []
+        self.in_commit, self.go = threading.Event(), threading.Event()
+        self.prepared = {1: threading.Event(), 2: threading.Event()}
+
+    def prepare(self, n: int) -> int:
+        self.log.append(f"prepare {n}")
+        self.prepared[n].set()
+        return n
+
+    def commit(self, n: int, *, idempotency_key: str) -> int:
+        self.log.append(f"commit {n}")
+        self.in_commit.set()
+        self.go.wait(WATCHDOG)
+        return n
+
+    def abort(self, n: int) -> None:
+        self.log.append(f"abort {n}")
+
+    def orchestrator(self, journal: inert.Journal) -> inert.AsyncOrchestrator:
+        spec = inert.ToolSpec("write", reads=lambda a: [a["n"]], writes=lambda a: [a["n"]])
+        return inert.AsyncOrchestrator({"t": spec}, {"t": self}, turn_key="t", journal=journal, limits={"t": 1})
+
+    async def one_commit_running(self, orch: inert.AsyncOrchestrator) -> None:
+        """Both prepared and accepted; one commit holds the one slot, the other waits for it."""
+        await orch.draft([block("t", n=1), block("t", n=2)])
+        for n in (1, 2):
+            await asyncio.to_thread(self.prepared[n].wait, WATCHDOG)
+        await orch.verify(2, ".")
+        await asyncio.to_thread(self.in_commit.wait, WATCHDOG)
+
+    def aborted(self) -> list[str]:
+        deadline = time.monotonic() + WATCHDOG
+        while not any(e.startswith("abort") for e in self.log) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return [e.split()[1] for e in self.log if e.startswith("abort")]
+
+
+def test_a_commit_that_returns_after_the_loop_closed_aborts_the_prepare_waiting_for_its_slot() -> None:
+    """Found by a flaky run of the test above under load: the commit returned only after
+    asyncio.run had closed the loop, so the slot it gave back could not start the other
+    prepared call on it. That call's staged work was never aborted, and the turn never
+    concluded: finish() on a later loop was refused for ever. It now aborts on a worker."""
+    tool, journal = _OneSlotStaged(), inert.MemoryJournal()
+    box: list[inert.AsyncOrchestrator] = []
+
+    async def main() -> None:
+        box.append(orch := tool.orchestrator(journal))
+        await tool.one_commit_running(orch)
+
+    asyncio.run(main())
+    tool.go.set()  # the loop is closed: the commit returns now
+    [committed] = [e.split()[1] for e in tool.log if e.startswith("commit")]
+    [aborted] = tool.aborted()
+    assert {committed, aborted} == {"1", "2"}
+    report = asyncio.run(box[0].finish())
+    errors = {r.arguments["n"]: r.error for r in report.results}
+    assert "prepared, then aborted: the event loop had closed" in str(errors[int(aborted)])
+    assert isinstance(errors[int(committed)], inert.InDoubtError)
+    assert inert.recover(journal).prepared == []
+
+
+def test_a_slot_handed_back_as_the_loop_closed_concludes_when_the_turn_ends() -> None:
+    """The commit returned after the loop's tasks were cancelled and before it closed: the
+    slot's hand-back was queued on the loop and dropped with it. finish() on a later loop
+    runs it: the waiting prepare is aborted, and the turn reports."""
+
+    class NotingHandBacks(asyncio.SelectorEventLoop):
+        """Says when a slot's hand-back is queued from a worker (while the loop is stopped)."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.hand_back = threading.Event()
+
+        def call_soon_threadsafe(  # type: ignore[override]  # the generic signature is no use here
+            self, callback: Any, *args: Any, context: Any = None
+        ) -> asyncio.Handle:
+            handle = super().call_soon_threadsafe(callback, *args, context=context)
+            if type(callback).__name__ == "_HandBack":
+                self.hand_back.set()
+            return handle
+
+    tool, journal = _OneSlotStaged(), inert.MemoryJournal()
+    loop = NotingHandBacks()
+    orch = tool.orchestrator(journal)
+    loop.run_until_complete(tool.one_commit_running(orch))
+    for task in asyncio.all_tasks(loop):  # what asyncio.run does as its main coroutine returns
+        task.cancel()
+    loop.run_until_complete(asyncio.gather(*asyncio.all_tasks(loop), return_exceptions=True))
+    tool.go.set()
+    assert loop.hand_back.wait(WATCHDOG)
+    loop.close()  # the hand-back queued on it is dropped unrun
+    assert not any(e.startswith("abort") for e in tool.log)
+    report = asyncio.run(orch.finish())
+    [committed] = [e.split()[1] for e in tool.log if e.startswith("commit")]
+    [aborted] = tool.aborted()
+    assert {committed, aborted} == {"1", "2"}
+    assert len(report.results) == 2
+    assert inert.recover(journal).prepared == []
+
+
 class _HeldPhase:
     """A two-phase write whose ``held`` phase signals ``inside`` and waits for ``release``."""
 

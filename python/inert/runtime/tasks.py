@@ -9,6 +9,7 @@ is running, and skipped if it has not begun; either way it settles.
 from __future__ import annotations
 
 import asyncio
+import collections
 import concurrent.futures
 import contextlib
 import inspect
@@ -82,6 +83,11 @@ class AsyncRuntime:
         self._cleanups: set[asyncio.Task[Any]] = set()  # aborts drain() waits for
         self._after: list[Callable[[], None]] = []  # what waits for both (closing a journal)
         self._after_lock = threading.Lock()  # ``_lingering`` and ``_after``: released from workers too
+        # Slots handed back on the loop once a tool that outlived its call returns (``_off_loop_ended``),
+        # not run yet: asyncio.run may close the loop first, dropping them (``_closed_hand_over``).
+        self._handing: set[_HandBack] = set()
+        self._unrun: collections.deque[CallNode] = collections.deque()  # calls the closed loop cannot run
+        self._closed_lock = threading.Lock()  # the scheduler, off the loop once it closed
         self._drained = False
         # A call's task was cancelled from outside inert: the event loop is ending (asyncio.run
         # cancels the tasks its main coroutine left). No call starts after that: its task is
@@ -113,6 +119,10 @@ class AsyncRuntime:
             self._bind_to(loop)
         elif loop is not self._loop:
             concluded = self._idle is not None and self._idle.is_set()
+            if self._loop.is_closed():
+                for dropped in self._hand_backs():  # dropped with the loop: what they hand on concludes here
+                    self._closed_hand_over(dropped)
+                concluded = self._idle is not None and self._idle.is_set()
             if ending and concluded and self._loop.is_closed():
                 # The first loop ended (asyncio.run returned) with every call concluded: nothing
                 # of this turn runs on it any more, so a finish() or close() on the next loop
@@ -211,6 +221,9 @@ class AsyncRuntime:
     def _hand_over(self, node: CallNode) -> None:
         """The task that runs a started call (or its second phase)."""
         assert self._loop is not None, "bind() precedes every command"
+        if self._loop.is_closed():  # its slot came back after asyncio.run closed the loop: ``_conclude_unrun``
+            self._unrun.append(node)
+            return
         body = self._run_two_phase(node) if node.owner.dispatch.two_phase else self._run(node)
         task = self._tasks[node] = self._loop.create_task(body)
         task.add_done_callback(partial(self._task_ended, node))
@@ -806,8 +819,42 @@ class AsyncRuntime:
             self._lingering.discard(done)
         self._run_after()
         if then is not None:
-            with contextlib.suppress(RuntimeError):  # the loop is closed: nothing of this turn starts any more
-                loop.call_soon_threadsafe(then)
+            hand_back = _HandBack(self, then)
+            try:
+                loop.call_soon_threadsafe(hand_back)
+            except RuntimeError:  # asyncio.run closed the loop before this tool returned
+                self._closed_hand_over(hand_back)
+
+    def _hand_backs(self) -> list[_HandBack]:
+        with self._after_lock:
+            return list(self._handing)
+
+    def _closed_hand_over(self, hand_back: _HandBack) -> None:
+        """A slot came back once the loop had closed (or was handed back as it closed, and
+        dropped with it: ``bind`` finds those). Nothing runs on that loop again, so the calls
+        the slot would start conclude on this thread, one at a time (``_closed_lock``)."""
+        with self._closed_lock, InterruptsHeld():
+            self._ending = True
+            hand_back()
+            while self._unrun:
+                self._conclude_unrun(self._unrun.popleft())
+
+    def _conclude_unrun(self, node: CallNode) -> None:
+        """A call whose turn came once the loop had closed. A prepared one resuming for its
+        commit drops what it staged, on a worker, as ``_commit`` does once the loop is ending:
+        else it would stay staged, and the turn never conclude. Any other is not started."""
+        run: CallRun = node.owner
+        staged = run.dispatch.two_phase and run.take_up_phase() != PREPARE
+        if staged:
+            self._finish_off_loop(abort_staged, run, run.prepared, self._journal, self._turn_key, self)
+            error = CancelledCallError(f"{run.dispatch.name!r} was prepared, then aborted: the event loop had closed")
+        else:
+            error = _not_started(run)
+        run.settle(None, error, self.clock())
+        if self._trace is not None:
+            self._trace.result(run.record())
+        self._tasks.pop(node, None)
+        self._start(self._scheduler.finish(node, keep_slot=False))
 
     async def _invoke(self, node: CallNode, run: CallRun) -> Any:
         invocation = run.invocation
@@ -935,6 +982,23 @@ class _EndWatch(asyncio.Task[None]):
         with a call's task pending runs nothing again: the task, collected, ends here."""
         if not self._over.done() and not self._over.get_loop().is_closed():
             self._over.set_result(None)
+
+
+class _HandBack:
+    """A slot handed back on the loop (``AsyncRuntime._off_loop_ended``), run once: by the
+    loop, or by whoever finds the loop closed without having run it."""
+
+    def __init__(self, runtime: AsyncRuntime, then: Callable[[], None]) -> None:
+        self._runtime, self._then = runtime, then
+        with runtime._after_lock:
+            runtime._handing.add(self)
+
+    def __call__(self) -> None:
+        with self._runtime._after_lock:
+            if self not in self._runtime._handing:
+                return
+            self._runtime._handing.discard(self)
+        self._then()
 
 
 class _HandedOver(Exception):
