@@ -451,6 +451,14 @@ _PATHS = {
 """Each command's paths: its option (none for the positional one), its argument, and whether
 the command reads it (a path it only writes is never checked for reading)."""
 
+_OR_LEAVE_OUT = {
+    "--workloads": " (a TOML file of workloads), or leave --workloads out for the built-in ones",
+    "--db": ", or leave --db out for a temporary database",
+    "--trace": ", or leave --trace out to write no trace",
+    "--plot": ", or leave --plot out to draw no figure",
+}
+"""What an optional path's flag does when it is left out, for the refusal of an empty one."""
+
 
 def _check_paths(args: argparse.Namespace) -> None:
     """Refuses, before a command does anything, ``-`` for any path (every command reads and
@@ -463,6 +471,10 @@ def _check_paths(args: argparse.Namespace) -> None:
     """
     for flag, dest, reads in _PATHS[args.command]:
         path = getattr(args, dest)
+        if path == "":  # `--workloads ""` ran the built-in workloads; `--db ""` opened the current folder
+            named = f"{flag} ''" if flag else f"the {dest} path ''"
+            instead = _OR_LEAVE_OUT.get(flag, "")
+            raise InertValueError(f"{named} is empty: give a file's path{instead}")
         if path == "-":
             named = f"{flag} -" if flag else "-"
             raise InertValueError(

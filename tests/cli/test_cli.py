@@ -212,6 +212,27 @@ def test_simulate_refuses_bad_draft_depths(depths: str) -> None:
     assert "--depths" in done.stderr and "between 1 and 1024" in done.stderr
 
 
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [
+        (("simulate", "--workloads", ""), "--workloads ''"),
+        (("simulate", "--depths", "--workloads", ""), "--workloads ''"),
+        (("simulate", "--plot", ""), "--plot ''"),
+        (("demo", "--db", ""), "--db ''"),
+        (("demo", "--trace", ""), "--trace ''"),
+        (("recover", ""), "journal path ''"),
+        (("journal", "init", ""), "journal path ''"),
+        (("audit", ""), "trace path ''"),
+    ],
+)
+def test_an_empty_path_is_refused_by_its_flag(args: tuple[str, ...], named: str) -> None:
+    """Found by an attack: `--workloads ''` ran the built-in workloads as if the flag were
+    absent, and `--db ''` opened the current folder; an empty path is a usage error."""
+    done = inert(*args)
+    assert_refused(done, f"inert {args[0]}", named, "is empty: give a file's path")
+    assert done.stdout == "", "refused before anything ran"
+
+
 def test_simulate_refuses_a_missing_workload_file(tmp_path: Path) -> None:
     assert_refused(inert("simulate", "--workloads", str(tmp_path / "nope.toml")), "inert simulate", "nope.toml")
 
