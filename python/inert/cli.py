@@ -10,7 +10,7 @@ import sys
 import textwrap
 import warnings
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import __version__
 from .audit import TurnAudit, audit
@@ -18,6 +18,9 @@ from .demo import SLIP, DemoRun, demo_ok, run_demo, two_phase_ok
 from .errors import InertError, InertValueError, TraceWarning
 from .files import cannot_read, cannot_write
 from .journal import JournalEntry, init_journal, is_dsn, recover, redact
+
+if TYPE_CHECKING:
+    from .simulate import Summary
 
 COL = 52
 
@@ -294,11 +297,10 @@ def _simulate(args: argparse.Namespace) -> int:
     if args.depths is not None:
         return _simulate_depths(args, load_workloads(args.workloads) if args.workloads else depth_workloads())
     workloads = load_workloads(args.workloads) if args.workloads else default_workloads()
-    summaries = simulate(workloads, seeds=args.seeds)
-    unsafe_policies = {"eager_unsafe"}
-    leaks = [s for s in summaries if s.policy not in unsafe_policies and (s.orphans or s.stale_reads or s.diverged)]
-    out: dict[str, Any] = {"seeds": args.seeds, "safe": not leaks, "summaries": [s.as_json() for s in summaries]}
+    each = None
     if not args.json:
+        # The header and each workload's rows as soon as they are known: the sweep takes
+        # seconds, and the table waited for all of it, as if the command hung.
         _emit(f"inert simulate: {len(workloads)} workloads x 4 policies x {args.seeds} seeds (virtual time)")
         header = (
             f"{'workload':<22} {'policy':<13} {'p50 ms':>8} {'p90 ms':>8} {'p99 ms':>8} {'saved':>8} "
@@ -306,14 +308,12 @@ def _simulate(args: argparse.Namespace) -> int:
         )
         _emit(header)
         _emit("-" * len(header))
-        last = None
-        for s in summaries:
-            name = s.workload if s.workload != last else ""
-            last = s.workload
-            _emit(
-                f"{name:<22} {s.policy:<13} {s.p50 * 1e3:8.1f} {s.p90 * 1e3:8.1f} {s.p99 * 1e3:8.1f} "
-                f"{s.saved_p50 * 1e3:8.1f} {s.wasted_reads:7.2f} {s.orphans:8d} {s.stale_reads:6d} {s.diverged:9d}"
-            )
+        each = _simulate_rows
+    summaries = simulate(workloads, seeds=args.seeds, each=each)
+    unsafe_policies = {"eager_unsafe"}
+    leaks = [s for s in summaries if s.policy not in unsafe_policies and (s.orphans or s.stale_reads or s.diverged)]
+    out: dict[str, Any] = {"seeds": args.seeds, "safe": not leaks, "summaries": [s.as_json() for s in summaries]}
+    if not args.json:
         _emit(
             "saved: median ms saved against end_of_turn on the same seeds; wasted: speculative reads and two-phase\n"
             "prepares discarded per turn; orphans, stale reads and diverged worlds are counted over all seeds."
@@ -339,6 +339,16 @@ def _simulate(args: argparse.Namespace) -> int:
     if args.json:
         _emit(_json_text(out))
     return 1 if leaks else 0
+
+
+def _simulate_rows(summaries: list[Summary]) -> None:
+    """One workload's rows of the ``inert simulate`` table, its name on the first."""
+    for i, s in enumerate(summaries):
+        _emit(
+            f"{s.workload if i == 0 else '':<22} {s.policy:<13} {s.p50 * 1e3:8.1f} {s.p90 * 1e3:8.1f} "
+            f"{s.p99 * 1e3:8.1f} {s.saved_p50 * 1e3:8.1f} {s.wasted_reads:7.2f} {s.orphans:8d} "
+            f"{s.stale_reads:6d} {s.diverged:9d}"
+        )
 
 
 def _simulate_depths(args: argparse.Namespace, workloads: list[Any]) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import random
@@ -151,6 +152,34 @@ def test_cli_table(capsys: pytest.CaptureFixture[str]) -> None:
     text = capsys.readouterr().out
     assert "end_of_turn, defer and read_eager: no orphans, no stale reads, no diverged world" in text
     assert "8b-h100 / incident" in text
+
+
+def test_cli_table_shows_its_header_and_each_workload_before_the_sweep_ends(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Found by an attack: the header waited for the whole sweep (7-18 s of nothing). What
+    was printed is read at each turn the sweep starts, so no timing decides the outcome."""
+    from inert.simulate import sweep
+
+    names = [w.name for w in default_workloads()]
+    printed: list[str] = []
+    seen_at_start: dict[str, str] = {}
+    real = sweep.run_turn
+
+    def watched(w: Any, policy: str, seed: int) -> Any:
+        printed.append(capsys.readouterr().out)
+        seen_at_start.setdefault(w.name, "".join(printed))
+        return real(w, policy, seed)
+
+    monkeypatch.setattr(sweep, "run_turn", watched)
+    assert main(["simulate", "--seeds", "1"]) == 0
+    text = "".join(printed) + capsys.readouterr().out
+    first = seen_at_start[names[0]]
+    assert first.startswith("inert simulate: ") and "workload               policy" in first, first
+    for done, running in itertools.pairwise(names):
+        assert done in seen_at_start[running], f"{done}'s rows were not shown before {running} ran"
+    assert names[-1] not in seen_at_start[names[-1]]
+    assert text.count("eager_unsafe") == len(names) + 1 and text.endswith("corruptions\n"), text
 
 
 def test_plot(tmp_path: Path) -> None:

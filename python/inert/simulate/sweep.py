@@ -8,6 +8,7 @@ import json
 import random
 import sys
 import warnings
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
@@ -174,12 +175,30 @@ class Progress:
                 sys.stderr.write("\n")
             sys.stderr.flush()
 
+    def clear(self) -> None:
+        """Blanks the bar's line, so a line printed on the same terminal starts at its edge."""
+        if self.enabled and 0 < self.done < self.total:
+            sys.stderr.write("\r" + " " * 60 + "\r")
+            sys.stderr.flush()
 
-def simulate(workloads: list[Workload], seeds: int = 100, first_seed: int = 0) -> list[Summary]:
-    """Every workload under every policy, on the same ``seeds`` seeds."""
+
+def simulate(
+    workloads: list[Workload],
+    seeds: int = 100,
+    first_seed: int = 0,
+    *,
+    each: Callable[[list[Summary]], None] | None = None,
+) -> list[Summary]:
+    """Every workload under every policy, on the same ``seeds`` seeds.
+
+    Args:
+        each: called with a workload's summaries (one per policy) as soon as that workload
+            is done, so that a caller can show them while the rest of the sweep runs.
+    """
     progress = Progress(len(workloads) * len(POLICIES) * seeds)
-    out = []
+    out: list[Summary] = []
     for w in workloads:
+        start = len(out)
         runs: dict[str, list[TurnOutcome]] = {}
         for policy in POLICIES:
             runs[policy] = []
@@ -207,6 +226,9 @@ def simulate(workloads: list[Workload], seeds: int = 100, first_seed: int = 0) -
                     sum(t.decode.tokens for t in turns) / steps,
                 )
             )
+        if each is not None:
+            progress.clear()
+            each(out[start:])
     return out
 
 
