@@ -112,6 +112,26 @@ def test_the_ledger_of_ids_gives_back_each_piece() -> None:
     assert [s.token_piece(i) for i in range(s.ledger_len)] == [p.encode() for p in want]
 
 
+@given(st.lists(st.integers(0, 7), min_size=1, max_size=40), st.integers(0, 8))
+def test_pieces_of_every_length_are_appended_whole(ids: list[int], accept: int) -> None:
+    """A short piece is copied into the live text as the 16 arena bytes it begins, then cut
+    back: pieces on either side of that width, the last of the arena and empty ones, read
+    back exactly, in a lone stream and a batch."""
+    pieces = [b"", b"a", b"b" * 15, b"c" * 16, b"d" * 17, b"e" * 40, "é".encode(), b"z" * 16]
+    vocab = inert.Vocabulary(pieces)
+    stream = inert.TokenStream("hermes", "t", vocab=vocab)
+    batch = inert.StreamBatch("hermes", vocab)
+    batch.add(0, "t")
+    n = min(accept, len(ids))
+    stream.draft(ids)
+    stream.verify(n, 6)
+    batch.draft(np.zeros(1, dtype=np.int64), np.asarray([ids], dtype=np.int64))
+    batch.verify(np.zeros(1, dtype=np.int64), np.asarray([n]), np.asarray([6]))
+    want = b"".join(pieces[i] for i in ids[:n]) + pieces[6]
+    assert stream.accepted_text() == want
+    assert batch.accepted_text(0) == want
+
+
 def test_one_vocabulary_shared_by_streams_in_threads() -> None:
     ids = [0, 2, 3, 5, 6, 8, 1, 9, 0, 2, 4, 5, 7, 8, 1]
     want = view(inert.TokenStream("hermes", "t", vocab=VOCAB).draft(ids))
