@@ -265,8 +265,14 @@ def _entry_json(e: JournalEntry) -> dict[str, Any]:
     }
 
 
+LOCK_WAIT_S = 2.0
+"""Seconds ``recover`` and ``journal init`` wait for a SQLite journal another process holds
+locked before they say so: the library's 30 s busy timeout, during which SQLite's wait
+ignores Ctrl-C, is for workers sharing a journal, not for a person at a prompt."""
+
+
 def _recover_text(name: str) -> str:
-    rec = recover(name)
+    rec = recover(name, busy_timeout=LOCK_WAIT_S)
     shown = redact(name) if is_dsn(name) else name
     flying = f", {len(rec.in_flight)} in flight" if rec.in_flight else ""
     staged = f", {len(rec.prepared)} prepared and never committed or aborted" if rec.prepared else ""
@@ -591,11 +597,11 @@ def _main(argv: Sequence[str] | None) -> int:
             _emit(json.dumps(_audit_json(turns), indent=2) if args.json else _audit_text(turns))
             return 1 if any(t.findings for t in turns) else 0
         if args.command == "journal":
-            _emit(init_journal(args.journal))
+            _emit(init_journal(args.journal, busy_timeout=LOCK_WAIT_S))
             return 0
         if args.command == "recover":
             if args.json:
-                r = recover(args.journal)
+                r = recover(args.journal, busy_timeout=LOCK_WAIT_S)
                 _emit(
                     _json_text(
                         {

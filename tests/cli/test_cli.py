@@ -10,6 +10,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -271,6 +272,46 @@ def test_ctrl_c_ends_a_command_with_a_line_not_a_traceback(tmp_path: Path) -> No
     assert proc.returncode == 130, (proc.returncode, err)
     assert err.strip().splitlines() == ["inert audit: interrupted (Ctrl-C); nothing more was done"], err
     assert out == ""
+
+
+# -- a journal another process holds locked --
+
+
+LOCKED = "another process holds the journal locked (a writer's transaction is open): try again when it ends"
+
+
+@pytest.mark.parametrize("args", [("journal", "init"), ("recover",), ("recover", "--json")])
+def test_a_journal_held_locked_is_refused_after_a_short_wait(tmp_path: Path, args: tuple[str, ...]) -> None:
+    """Found by an attack: against a journal another process held locked, `journal init` (and
+    `recover`, when the writer locks the file exclusively) waited SQLite's 30 s busy timeout,
+    deaf to Ctrl-C. The lock is taken before the command starts; the bound is loose on purpose."""
+    from inert.journal import init_journal
+
+    journal = tmp_path / "j.sqlite"
+    init_journal(journal)
+    holder = sqlite3.connect(journal, isolation_level=None)
+    try:
+        if args[0] == "recover":  # a WAL reader passes a plain writer: only an exclusive lock stops it
+            holder.execute("PRAGMA locking_mode=EXCLUSIVE")
+        holder.execute("BEGIN IMMEDIATE")
+        holder.execute("DELETE FROM outcomes WHERE 0")  # takes the write lock now
+        started = time.monotonic()
+        done = inert(*args, str(journal))
+        waited = time.monotonic() - started
+    finally:
+        holder.close()
+    assert_refused(done, f"inert {args[0]}", str(journal), LOCKED)
+    assert waited < 20, f"waited {waited:.0f} s: the library's 30 s busy timeout, not the command's own"
+
+
+def test_the_librarys_own_busy_timeout_stays_30_s() -> None:
+    import inspect
+
+    import inert as package
+    from inert.journal import init_journal
+
+    for f in (package.SqliteJournal, package.recover, init_journal):
+        assert inspect.signature(f).parameters["busy_timeout"].default == 30.0, f
 
 
 def test_recover_json_writes_a_result_nested_past_its_depth_as_a_note(tmp_path: Path) -> None:

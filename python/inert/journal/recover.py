@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import os
 
+from ..durations import seconds
 from ..errors import InertTypeError
 from .phases import ABORT, COMMIT, PREPARE, split_phase
 from .postgres import read_postgres_journal
 from .protocol import OK, Journal, JournalEntry, Recovery
 from .spec import names_postgres
-from .sqlite_read import read_sqlite_journal
+from .sqlite_read import BUSY_TIMEOUT, read_sqlite_journal
 
 __all__ = ["recover"]
 
 
-def recover(journal: Journal | str | os.PathLike[str]) -> Recovery:
+def recover(journal: Journal | str | os.PathLike[str], *, busy_timeout: float = BUSY_TIMEOUT) -> Recovery:
     """Lists every journaled dispatch: in doubt (an intent with no outcome and no
     live holder, or a timeout), in flight (held by a live worker of a shared
     journal) and completed. Nothing journaled is ever lost.
@@ -29,6 +30,8 @@ def recover(journal: Journal | str | os.PathLike[str]) -> Recovery:
             ``postgresql://`` or ``postgres://`` URI, or a keyword/value connection string
             such as ``"host=db.internal dbname=prod"``). A ``str`` that reads as neither is
             refused, never looked for as a file.
+        busy_timeout: seconds the read of a SQLite file waits for a lock another process
+            holds on it (``inert recover`` waits a couple of seconds, then says so).
 
     Returns:
         The entries, sorted into in doubt, completed and in flight, each in intent order.
@@ -37,16 +40,18 @@ def recover(journal: Journal | str | os.PathLike[str]) -> Recovery:
         InertValueError: no file at the path, or a name that reads as a database address
             inert does not take (another URI scheme, ``keyword=value`` text without a libpq keyword).
         InertTypeError: ``journal`` is none of those.
+        InertValueError, InertTypeError: ``busy_timeout`` is not a finite number of seconds >= 0.
         JournalError: the file or database is not an inert journal (or one of a newer
             version), or cannot be read (a file permissions forbid, or a folder on its way,
             or a symbolic link loop); the message says which and why, and what to do.
     """
+    busy_timeout = seconds("busy_timeout", busy_timeout, zero_ok=True)
     if isinstance(journal, (str, os.PathLike)):
         if names_postgres(journal):
             assert isinstance(journal, str)
             entries = read_postgres_journal(journal)
         else:
-            entries = read_sqlite_journal(journal)
+            entries = read_sqlite_journal(journal, busy_timeout=busy_timeout)
     elif callable(getattr(journal, "entries", None)):
         entries = journal.entries()
     else:

@@ -57,13 +57,16 @@ def open_journal(spec: str | os.PathLike[str]) -> OwnedJournal:
     return SqliteJournal(spec)
 
 
-def init_journal(spec: str | os.PathLike[str]) -> str:
+def init_journal(spec: str | os.PathLike[str], *, busy_timeout: float = 30.0) -> str:
     """Creates the journal ``spec`` names, or checks the one it holds (``inert journal init``).
 
     Args:
         spec: a PostgreSQL URI or keyword/value connection string (creates the ``inert_meta``
             and ``inert_journal`` tables, whatever else the database holds), or a SQLite
             journal path; named as for :func:`open_journal`.
+        busy_timeout: seconds a SQLite file's creation or check waits for a lock another
+            process holds on it (as :class:`SqliteJournal`'s; ``inert journal init`` waits
+            a couple of seconds, then says so).
 
     Returns:
         A line saying what was done.
@@ -77,6 +80,6 @@ def init_journal(spec: str | os.PathLike[str]) -> str:
         created, version = init_schema(spec)
         return f"{'created' if created else 'checked'} the inert journal in {redact(spec)} (schema version {version})"
     existed = os.path.exists(spec) and os.path.getsize(spec) > 0
-    SqliteJournal(spec).close()
+    SqliteJournal(spec, busy_timeout=busy_timeout).close()
     verb = "checked" if existed else "created"
     return f"{verb} the inert journal {os.fspath(spec)} (schema version {SQLITE_SCHEMA_VERSION})"

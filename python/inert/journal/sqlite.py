@@ -25,7 +25,7 @@ from ..errors import InertTypeError, JournalError, StaleClaimError
 from ..files import cannot_read, special_file
 from ..report import DispatchRecord
 from .protocol import JournalEntry, new_entry, outcome_of, result_json, same_call
-from .sqlite_file import NOT_A_DATABASE, connect, journal_error, locked, not_sqlite
+from .sqlite_file import MAX_BUSY, NOT_A_DATABASE, connect, journal_error, locked, not_sqlite
 from .sqlite_read import read_sqlite_journal
 from .sqlite_schema import MIGRATE, SCHEMA, SELECT, SQLITE_SCHEMA_VERSION, VERSION, row_entry, schema_problem
 
@@ -115,11 +115,6 @@ def _sync_folder(path: str) -> None:
         os.close(fd)
 
 
-_MAX_BUSY = (2**31 - 1) / 1000
-"""The longest busy timeout SQLite takes (milliseconds in a C int, about 24 days): a longer
-one given is cut to it (passed on, it wrapped around to no wait at all)."""
-
-
 class SqliteJournal:
     """A durable journal in one SQLite file (WAL, ``synchronous=FULL``): an intent
     is on disk before its tool runs, so a crash never loses a dispatch.
@@ -164,7 +159,7 @@ class SqliteJournal:
             _create_file(self.path)
         try:
             self._db = connect(
-                self.path, check_same_thread=False, isolation_level=None, timeout=min(self.busy_timeout, _MAX_BUSY)
+                self.path, check_same_thread=False, isolation_level=None, timeout=min(self.busy_timeout, MAX_BUSY)
             )
         except sqlite3.Error as e:
             raise journal_error(self.path, "cannot open it", e) from e

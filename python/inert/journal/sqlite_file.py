@@ -13,10 +13,14 @@ from typing import Any
 
 from ..errors import JournalError
 
-__all__ = ["HEADER", "connect", "journal_error", "locked", "not_sqlite", "uri"]
+__all__ = ["HEADER", "MAX_BUSY", "connect", "journal_error", "locked", "not_sqlite", "uri"]
 
 HEADER = b"SQLite format 3\x00"
 """The first bytes of every SQLite database file."""
+
+MAX_BUSY = (2**31 - 1) / 1000
+"""The longest busy timeout SQLite takes (milliseconds in a C int, about 24 days): a longer
+one given is cut to it (passed on, it wrapped around to no wait at all)."""
 
 _HEADER_SIZE = 100
 """A database file holds at least its 100-byte header (in fact a whole first page)."""
@@ -80,7 +84,10 @@ def journal_error(path: str, doing: str, exc: BaseException) -> JournalError:
     elif "unable to open" in low:
         advice = "check that its folder exists and that this process may write there"
     elif locked(exc):
-        advice = "another process held the journal locked for too long; retry, or look for a stuck process"
+        advice = (
+            "another process holds the journal locked (a writer's transaction is open): "
+            "try again when it ends, or look for a process stuck holding it"
+        )
     else:
         advice = "that is all SQLite says of it: check the file, its folder and the disk"
     return JournalError(f"journal {path}: {doing}: {text}; {advice}")

@@ -18,7 +18,7 @@ from typing import Any
 from ..errors import InertValueError, JournalError
 from ..files import cannot_read, special_file
 from .protocol import JournalEntry
-from .sqlite_file import NOT_A_DATABASE, connect, journal_error, not_sqlite
+from .sqlite_file import MAX_BUSY, NOT_A_DATABASE, connect, journal_error, not_sqlite
 from .sqlite_schema import SELECT, row_entry, schema_problem
 
 __all__ = ["read_sqlite_journal"]
@@ -33,7 +33,11 @@ _RECORD_COUNT = slice(8, 12)
 """The header's record count, which its writer updates in place as the transaction goes on."""
 
 
-def read_sqlite_journal(path: str | os.PathLike[str]) -> list[JournalEntry]:
+BUSY_TIMEOUT = 30.0
+"""Seconds a read waits, by default, for a lock another process holds on the file."""
+
+
+def read_sqlite_journal(path: str | os.PathLike[str], *, busy_timeout: float = BUSY_TIMEOUT) -> list[JournalEntry]:
     """Every dispatch a journal file holds, as last committed, read without writing to the file.
 
     A crashed journal in a folder this process may not write, whose -wal has lost its
@@ -42,6 +46,8 @@ def read_sqlite_journal(path: str | os.PathLike[str]) -> list[JournalEntry]:
 
     Args:
         path: a journal file written by :class:`SqliteJournal`.
+        busy_timeout: seconds the read waits for a lock another process holds on the file
+            (a writer in exclusive locking mode, or one rolling back a -journal).
 
     Returns:
         The entries in intent order.
@@ -53,9 +59,10 @@ def read_sqlite_journal(path: str | os.PathLike[str]) -> list[JournalEntry]:
             database, or of a newer schema.
     """
     path = os.fspath(path)
+    busy_timeout = min(busy_timeout, MAX_BUSY)
     _check_file(path)
     for attempt in range(_ATTEMPTS):
-        rows = _read_once(path, last=attempt == _ATTEMPTS - 1)
+        rows = _read_once(path, last=attempt == _ATTEMPTS - 1, busy_timeout=busy_timeout)
         if rows is not None:
             return [row_entry(r, path) for r in rows]
     raise JournalError(
@@ -89,7 +96,7 @@ def _check_file(path: str) -> None:
         raise JournalError(f"journal {path}: {NOT_A_DATABASE}")
 
 
-def _read_once(path: str, *, last: bool) -> list[tuple[Any, ...]] | None:
+def _read_once(path: str, *, last: bool, busy_timeout: float) -> list[tuple[Any, ...]] | None:
     """The journal's rows, or ``None`` when a writer changed its companions while it was
     read and it must be read again (``last``: the rows read are taken as they are).
 
@@ -97,7 +104,7 @@ def _read_once(path: str, *, last: bool) -> list[tuple[Any, ...]] | None:
         JournalError: it could not be read, or is no inert journal.
     """
     if _journal_header(path) is not None:
-        return _read_copy(path, _UNFINISHED)
+        return _read_copy(path, _UNFINISHED, busy_timeout)
     wal = os.path.exists(path + "-wal")
     try:
         # mode=ro never writes the database; it does create the -wal and -shm files
@@ -107,7 +114,7 @@ def _read_once(path: str, *, last: bool) -> list[tuple[Any, ...]] | None:
         # it, so it must be read: immutable would miss them. A file in rollback mode
         # is read under SQLite's locks, which create nothing: read immutable, a writer
         # that began meanwhile could show it half-written.
-        rows = _read_rows(path, path, immutable=not wal and not _rollback_mode(path))
+        rows = _read_rows(path, path, immutable=not wal and not _rollback_mode(path), busy_timeout=busy_timeout)
     except sqlite3.Error as e:
         if _code(e) == sqlite3.SQLITE_READONLY_ROLLBACK:
             return None  # a -journal to roll back appeared after the look: read through a copy
@@ -116,7 +123,8 @@ def _read_once(path: str, *, last: bool) -> list[tuple[Any, ...]] | None:
         # A -wal without its -shm (a crashed journal copied or mounted read-only): SQLite
         # reads a -wal only through a -shm it makes beside it, which this folder may not
         # take. A private copy is read instead; the journal stays as it is.
-        return _read_copy(path, f"cannot read it: {e}, and its -wal has no -shm, which SQLite must make beside it")
+        why = f"cannot read it: {e}, and its -wal has no -shm, which SQLite must make beside it"
+        return _read_copy(path, why, busy_timeout)
     if not wal and os.path.exists(path + "-wal") and not last:
         return None  # a worker opened it while it was read immutable: its newest intents may be in the -wal only
     return rows
@@ -163,14 +171,14 @@ def _journal_header(path: str) -> bytes | None:
     return head[: _RECORD_COUNT.start] + bytes(4) + head[_RECORD_COUNT.stop :]
 
 
-def _read_rows(path: str, name: str, *, immutable: bool) -> list[tuple[Any, ...]]:
+def _read_rows(path: str, name: str, *, immutable: bool, busy_timeout: float) -> list[tuple[Any, ...]]:
     """The journal's rows, read from ``path`` without writing to it (``name`` in messages).
 
     Raises:
         JournalError: it is not an inert journal, or of a newer schema.
         sqlite3.Error: SQLite could not read it.
     """
-    db = connect(path, mode="ro", immutable=immutable, timeout=30)
+    db = connect(path, mode="ro", immutable=immutable, timeout=busy_timeout)
     try:
         return _rows(db, name)
     finally:
@@ -184,7 +192,7 @@ def _rows(db: sqlite3.Connection, name: str) -> list[tuple[Any, ...]]:
     return db.execute(SELECT + " ORDER BY i.seq").fetchall()
 
 
-def _read_copy(path: str, why: str) -> list[tuple[Any, ...]] | None:
+def _read_copy(path: str, why: str, busy_timeout: float) -> list[tuple[Any, ...]] | None:
     """The rows of a private copy of ``path`` with its -wal and -journal, on which SQLite
     makes the -shm and rolls back what the -journal holds; ``None`` when a writer ended or
     began a transaction while it was copied (the copy may be torn: read again).
@@ -212,7 +220,7 @@ def _read_copy(path: str, why: str) -> list[tuple[Any, ...]] | None:
         if _journal_header(copy) != before or _journal_header(path) != before:
             return None  # its writer finished, or another began: the copy may be torn
         try:
-            db = connect(copy, timeout=30)  # read-write: the first read rolls the -journal back
+            db = connect(copy, timeout=busy_timeout)  # read-write: the first read rolls the -journal back
             try:
                 return _rows(db, path)
             finally:
