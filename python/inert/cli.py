@@ -449,12 +449,26 @@ def _printable(text: str) -> str:
     return raw.decode("utf-8", "backslashreplace")
 
 
+class OutputError(Exception):
+    """stdout took no more output (a full disk, /dev/full, an I/O error): the command ends
+    with one line that says so, not errno text that named no file."""
+
+
 def _emit(text: str) -> None:
-    """Prints ``text``; a closed stdout ends the output, not the command (its exit status stands)."""
+    """Prints ``text``; a closed stdout ends the output, not the command (its exit status stands).
+
+    Raises:
+        OutputError: stdout could not be written.
+    """
     try:
         print(_printable(text), flush=True)
     except BrokenPipeError:
         _stdout_closed()
+    except OSError as e:
+        _stdout_closed()  # what is left in its buffer must not fail again at exit
+        raise OutputError(
+            f"cannot write the output to stdout: {e.strerror or e}; free space where it goes, or redirect it elsewhere"
+        ) from None
 
 
 _PATHS = {
@@ -499,13 +513,6 @@ def _check_paths(args: argparse.Namespace) -> None:
             )
         if reads and path is not None and (why := cannot_read(path)) is not None:
             raise InertValueError(why)
-
-
-def _literal_file(path: str | None) -> str | None:
-    """``path`` as a name ``sqlite3.connect`` cannot take for a URI: this SQLite reads a name
-    beginning with ``file:`` as one, so ``demo --db file:x`` wrote ``x`` (the journal opens
-    every file through ``inert.journal.sqlite_file.connect``, which the demo does not)."""
-    return os.path.abspath(path) if path is not None and path.startswith("file:") else path
 
 
 INTERRUPTED = 130
@@ -583,7 +590,7 @@ def _main(argv: Sequence[str] | None) -> int:
         if args.command == "demo":
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always", TraceWarning)
-                runs = run_demo(_literal_file(args.db), args.trace)
+                runs = run_demo(args.db, args.trace)
             _emit(json.dumps(_demo_json(runs), indent=2) if args.json else render_demo(runs))
             lost = [w for w in caught if issubclass(w.category, TraceWarning)]
             for w in caught:
@@ -617,7 +624,7 @@ def _main(argv: Sequence[str] | None) -> int:
             return 0
     except BrokenPipeError:
         raise  # main() ends quietly: a closed stdout is not bad input
-    except (InertError, OSError) as e:
+    except (InertError, OSError, OutputError) as e:
         print(f"inert {args.command}: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

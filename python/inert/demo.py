@@ -33,6 +33,7 @@ from . import CallClosed, EffectClass, Orchestrator, Report, ToolSpec
 from .audit.trace import check_appendable
 from .errors import InertValueError
 from .files import cannot_read, special_file
+from .journal import sqlite_file
 
 __all__ = ["DRAFT", "RUNS", "TARGET", "DemoRun", "demo_ok", "run_demo", "run_policy", "two_phase_ok"]
 
@@ -176,7 +177,7 @@ class _World:
 
     def connection(self) -> sqlite3.Connection:
         """A new connection of its own (closed by ``snapshot`` at the latest)."""
-        db = sqlite3.connect(self.path, timeout=STAGING_LIMIT_S, check_same_thread=False)
+        db = sqlite_file.connect(self.path, timeout=STAGING_LIMIT_S, check_same_thread=False)
         with self._lock:
             self._opened.append(db)
         return db
@@ -237,7 +238,7 @@ class _World:
             for db in self._opened:
                 db.close()
             self._opened.clear()
-        db = sqlite3.connect(self.path)
+        db = sqlite_file.connect(self.path)
         try:
             ops = [
                 {"t_ms": round(t, 1), "op": op, "name": name, "outcome": outcome}
@@ -326,10 +327,15 @@ def _open_demo_db(path: Path) -> sqlite3.Connection:
     """
     if (kind := special_file(path)) is not None:
         raise InertValueError(f"{path}: is {kind}, not a SQLite file; pass the path of a file (created when missing)")
+    if path.is_dir():  # SQLite says only "unable to open database file"
+        raise InertValueError(
+            f"{path}: is a folder, not a SQLite file; pass the path of a file (created when missing), "
+            f"such as {path / 'world.sqlite'}"
+        )
     if (why := cannot_read(path)) is not None:  # SQLite says only "unable to open database file"
         raise InertValueError(why)
     try:
-        db = sqlite3.connect(path, timeout=STAGING_LIMIT_S)
+        db = sqlite_file.connect(path, timeout=STAGING_LIMIT_S)
     except sqlite3.Error as e:
         raise InertValueError(f"{path}: cannot open it as a SQLite database: {e}") from None
     try:

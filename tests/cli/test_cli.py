@@ -106,6 +106,20 @@ def test_demo_on_a_path_it_cannot_use(tmp_path: Path, where: str) -> None:
     assert_refused(inert("demo", *args), "inert demo")
 
 
+def test_demo_refuses_a_folder_for_its_database_by_saying_so(tmp_path: Path) -> None:
+    """Found by an attack: a folder got SQLite's "unable to open database file"."""
+    assert_refused(inert("demo", "--db", str(tmp_path)), f"inert demo: {tmp_path}: is a folder, not a SQLite file")
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full on this system")
+@pytest.mark.parametrize("args", [("demo",), ("demo", "--json"), ("audit", str(FOREIGN)), ("simulate", "--seeds", "1")])
+def test_output_to_a_full_device_ends_with_one_line_naming_stdout(args: tuple[str, ...]) -> None:
+    """Found by an attack: `inert demo > /dev/full` said only "[Errno 28] No space left on device"."""
+    with open("/dev/full", "w") as full:
+        done = inert(*args, stdout=full.fileno())
+    assert_refused(done, f"inert {args[0]}: cannot write the output to stdout: No space left on device")
+
+
 # -- inert audit (the output path; what audit reads is checked in test_audit.py) --
 
 

@@ -237,3 +237,19 @@ def test_the_verdict_fails_if_the_draft_name_leaks_or_a_commit_precedes_acceptan
     assert main(["demo"]) == 1
     out = capsys.readouterr().out
     assert "FAILED" in out and "the two-phase run went wrong" in out
+
+
+@pytest.mark.parametrize("name", ["file:world.sqlite", "file:world.sqlite?mode=memory", "file:w%41#x"])
+def test_a_db_path_that_reads_as_a_uri_is_the_file_of_that_name(
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found by an attack: the demo opened its database with ``sqlite3.connect(path)``, which
+    takes a name beginning with ``file:`` for a URI (``file:x?mode=memory`` was a database in
+    memory, ``file:world.sqlite`` wrote ``world.sqlite``); it now opens files as the journal does."""
+    monkeypatch.chdir(tmp_path)
+    assert demo_ok(run_demo(name))
+    assert sorted(p.name for p in tmp_path.iterdir()) == [name], "the file of that name, and nothing else"
+    with sqlite3.connect(tmp_path / name) as con:  # a path with a folder in it: never a URI
+        runs = {r for (r,) in con.execute("SELECT DISTINCT run FROM ops")}
+    con.close()
+    assert runs == {"eager_unsafe", "read_eager", "read_eager+two_phase"}

@@ -26,7 +26,7 @@ _HEADER_SIZE = 100
 """A database file holds at least its 100-byte header (in fact a whole first page)."""
 
 
-def uri(path: str, *, mode: str | None = None, immutable: bool = False) -> str:
+def uri(path: str | os.PathLike[str], *, mode: str | None = None, immutable: bool = False) -> str:
     """The ``file:`` URI of ``path``: absolute, and quoted from the file system's bytes
     (``os.fsencode``), so ``?``, ``#``, ``%`` and a name that is not UTF-8 stay its name."""
     query = [f"mode={mode}"] if mode else []
@@ -36,7 +36,9 @@ def uri(path: str, *, mode: str | None = None, immutable: bool = False) -> str:
     return "file:" + quoted + ("?" + "&".join(query) if query else "")
 
 
-def connect(path: str, *, mode: str | None = None, immutable: bool = False, **kwargs: Any) -> sqlite3.Connection:
+def connect(
+    path: str | os.PathLike[str], *, mode: str | None = None, immutable: bool = False, **kwargs: Any
+) -> sqlite3.Connection:
     """Opens the file ``path`` (never a URI it spells); ``kwargs`` go to ``sqlite3.connect``.
 
     Raises:
