@@ -288,6 +288,47 @@ def test_ctrl_c_ends_a_command_with_a_line_not_a_traceback(tmp_path: Path) -> No
     assert out == ""
 
 
+ROOT = Path(__file__).resolve().parents[2]
+
+_INTERRUPTED_IMPORT = """
+import importlib, sys
+module, _, function = sys.argv[1].partition(":")
+interrupted = sys.argv[2]
+
+class CtrlC:
+    # What a SIGINT delivered while this module imports does, without racing a signal against it.
+    def find_spec(self, name, path=None, target=None):
+        if name == interrupted:
+            raise KeyboardInterrupt
+        return None
+
+sys.meta_path.insert(0, CtrlC())
+sys.argv[1:] = sys.argv[3:]
+sys.exit(getattr(importlib.import_module(module), function)())
+"""
+
+
+@pytest.mark.parametrize("interrupted", ["inert._core", "inert.audit", "inert.cli", "argparse"])
+def test_ctrl_c_while_the_package_imports_ends_quietly_with_130(interrupted: str) -> None:
+    """Found by an attack: a Ctrl-C in the first ~0.2 s of any `inert ...` (while the package
+    imported, before the CLI's own handler existed) printed a traceback. The console script's
+    entry, as pyproject.toml names it, is run with the import of ``interrupted`` raising."""
+    import tomllib
+
+    entry = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]["inert"]
+    done = subprocess.run(
+        [sys.executable, "-c", _INTERRUPTED_IMPORT, entry, interrupted, "audit", str(FOREIGN)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert "Traceback" not in done.stderr, done.stderr
+    assert done.returncode == 130, (done.returncode, done.stderr)
+    assert done.stderr.splitlines() == ["inert: interrupted (Ctrl-C)"], done.stderr
+    assert done.stdout == ""
+
+
 # -- a journal another process holds locked --
 
 
