@@ -593,9 +593,25 @@ def test_a_commit_that_returns_after_the_loop_closed_aborts_the_prepare_waiting_
     assert {committed, aborted} == {"1", "2"}
     report = asyncio.run(box[0].finish())
     errors = {r.arguments["n"]: r.error for r in report.results}
-    assert "prepared, then aborted: the event loop had closed" in str(errors[int(aborted)])
+    assert "prepared, then aborted: the event loop was ending" in str(errors[int(aborted)])
     assert isinstance(errors[int(committed)], inert.InDoubtError)
     assert inert.recover(journal).prepared == []
+
+
+class _NotingHandBacks(asyncio.SelectorEventLoop):
+    """Says when a slot's hand-back is queued from a worker (while the loop is stopped)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.hand_back = threading.Event()
+
+    def call_soon_threadsafe(  # type: ignore[override]  # the generic signature is no use here
+        self, callback: Any, *args: Any, context: Any = None
+    ) -> asyncio.Handle:
+        handle = super().call_soon_threadsafe(callback, *args, context=context)
+        if type(callback).__name__ == "_HandBack":
+            self.hand_back.set()
+        return handle
 
 
 def test_a_slot_handed_back_as_the_loop_closed_concludes_when_the_turn_ends() -> None:
@@ -603,23 +619,8 @@ def test_a_slot_handed_back_as_the_loop_closed_concludes_when_the_turn_ends() ->
     slot's hand-back was queued on the loop and dropped with it. finish() on a later loop
     runs it: the waiting prepare is aborted, and the turn reports."""
 
-    class NotingHandBacks(asyncio.SelectorEventLoop):
-        """Says when a slot's hand-back is queued from a worker (while the loop is stopped)."""
-
-        def __init__(self) -> None:
-            super().__init__()
-            self.hand_back = threading.Event()
-
-        def call_soon_threadsafe(  # type: ignore[override]  # the generic signature is no use here
-            self, callback: Any, *args: Any, context: Any = None
-        ) -> asyncio.Handle:
-            handle = super().call_soon_threadsafe(callback, *args, context=context)
-            if type(callback).__name__ == "_HandBack":
-                self.hand_back.set()
-            return handle
-
     tool, journal = _OneSlotStaged(), inert.MemoryJournal()
-    loop = NotingHandBacks()
+    loop = _NotingHandBacks()
     orch = tool.orchestrator(journal)
     loop.run_until_complete(tool.one_commit_running(orch))
     for task in asyncio.all_tasks(loop):  # what asyncio.run does as its main coroutine returns
@@ -1219,3 +1220,63 @@ def test_a_prepare_returning_as_its_deadline_passes_is_dropped_once_when_the_loo
     assert log == ["prepare", "abort"]
     assert completes == [("prepare", "ok"), ("abort", "ok")]
     assert inert.recover(str(path)).prepared == []
+
+
+def test_a_slot_handed_back_in_the_loops_last_iteration_starts_no_task() -> None:
+    """Found by a helper: asyncio.run's shutdown runs the loop on after it cancelled the
+    tasks; a slot handed back in its last iteration made a task whose first step never came,
+    so the prepare waiting for that slot was never aborted and finish() on a later loop was
+    refused for ever. Once the loop is ending, a call gets no task: it concludes at once."""
+    tool, journal = _OneSlotStaged(), inert.MemoryJournal()
+
+    class CommitReturnsLast(_NotingHandBacks):
+        async def shutdown_default_executor(self, *args: Any) -> None:  # the last thing asyncio.run runs
+            await super().shutdown_default_executor(*args)
+            tool.go.set()
+            assert self.hand_back.wait(WATCHDOG)
+
+    box: list[inert.AsyncOrchestrator] = []
+
+    async def main() -> None:
+        box.append(orch := tool.orchestrator(journal))
+        await tool.one_commit_running(orch)
+
+    with asyncio.Runner(loop_factory=CommitReturnsLast) as runner:
+        runner.run(main())
+    report = asyncio.run(box[0].finish())
+    assert len(report.results) == 2
+    [committed] = [e.split()[1] for e in tool.log if e.startswith("commit")]
+    [aborted] = tool.aborted()
+    assert {committed, aborted} == {"1", "2"}
+    assert inert.recover(journal).prepared == []
+
+
+def test_a_finish_left_pending_on_a_closed_loop_does_not_break_the_next_one() -> None:
+    """Found by a helper: a finish() left waiting on a loop that was then closed (as a
+    Ctrl-C leaves a bare run_until_complete) held the turn's idle flag; the last call
+    concluding off the loop set it, which woke that waiter on the closed loop and raised
+    RuntimeError, out of finish() on the next loop or in a worker's callback."""
+    tool, journal = _OneSlotStaged(), inert.MemoryJournal()
+    loop = _NotingHandBacks()
+    orch = tool.orchestrator(journal)
+    loop.run_until_complete(tool.one_commit_running(orch))
+    runtime = orch._s.runtime
+    assert isinstance(runtime, AsyncRuntime)
+    [commit_task] = runtime._tasks.values()
+    commit_task.cancel()  # from outside: the commit is in doubt, its tool keeps the slot
+    loop.run_until_complete(asyncio.gather(commit_task, return_exceptions=True))
+
+    async def finish_waiting() -> None:
+        loop.create_task(orch.finish(strict=False))
+        while runtime._draining == 0:
+            await asyncio.sleep(0)
+
+    loop.run_until_complete(finish_waiting())
+    tool.go.set()
+    assert loop.hand_back.wait(WATCHDOG)  # queued on the stopped loop, dropped as it closes
+    loop.close()
+    report = asyncio.run(orch.finish(strict=False))
+    assert len(report.results) == 2
+    [committed] = [e.split()[1] for e in tool.log if e.startswith("commit")]
+    [aborted] = tool.aborted()
+    assert {committed, aborted} == {"1", "2"}

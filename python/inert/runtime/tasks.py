@@ -86,7 +86,8 @@ class AsyncRuntime:
         # Slots handed back on the loop once a tool that outlived its call returns (``_off_loop_ended``),
         # not run yet: asyncio.run may close the loop first, dropping them (``_closed_hand_over``).
         self._handing: set[_HandBack] = set()
-        self._unrun: collections.deque[CallNode] = collections.deque()  # calls the closed loop cannot run
+        self._unrun: collections.deque[CallNode] = collections.deque()  # calls no task will run: ``_conclude_unrun``
+        self._concluding = False  # ``_unrun`` is being worked through (a conclusion starts the next calls)
         self._closed_lock = threading.Lock()  # the scheduler, off the loop once it closed
         self._drained = False
         # A call's task was cancelled from outside inert: the event loop is ending (asyncio.run
@@ -122,7 +123,8 @@ class AsyncRuntime:
             if self._loop.is_closed():
                 for dropped in self._hand_backs():  # dropped with the loop: what they hand on concludes here
                     self._closed_hand_over(dropped)
-                concluded = self._idle is not None and self._idle.is_set()
+                with self._closed_lock:  # after a worker's hand-over in progress
+                    concluded = self._idle is not None and self._idle.is_set()
             if ending and concluded and self._loop.is_closed():
                 # The first loop ended (asyncio.run returned) with every call concluded: nothing
                 # of this turn runs on it any more, so a finish() or close() on the next loop
@@ -206,6 +208,7 @@ class AsyncRuntime:
     def _start(self, nodes: list[CallNode]) -> None:
         try:
             lifecycle.start_all(nodes, self._launch, self._hand_over)
+            self._conclude_all_unrun()
         finally:
             self._update_idle()
 
@@ -221,7 +224,10 @@ class AsyncRuntime:
     def _hand_over(self, node: CallNode) -> None:
         """The task that runs a started call (or its second phase)."""
         assert self._loop is not None, "bind() precedes every command"
-        if self._loop.is_closed():  # its slot came back after asyncio.run closed the loop: ``_conclude_unrun``
+        if self._ending or self._loop.is_closed():
+            # No call starts once the loop is ending (see ``_ending``), and a task made now may
+            # never take its first step (made in the loop's last iteration, or on a closed loop
+            # by a tool that returned after it): the call concludes here, with no task.
             self._unrun.append(node)
             return
         body = self._run_two_phase(node) if node.owner.dispatch.two_phase else self._run(node)
@@ -267,6 +273,9 @@ class AsyncRuntime:
         if self._idle is None:
             return
         if self._scheduler.in_flight == 0:
+            if self._loop is not None and self._loop.is_closed():
+                # Its waiters (a drain() the loop closed on) cannot be woken on it: a new flag.
+                self._idle = asyncio.Event()
             self._idle.set()
         else:
             self._idle.clear()
@@ -836,18 +845,30 @@ class AsyncRuntime:
         with self._closed_lock, InterruptsHeld():
             self._ending = True
             hand_back()
+            self._conclude_all_unrun()
+
+    def _conclude_all_unrun(self) -> None:
+        """Concludes the calls in ``_unrun``, those their conclusions start too, in a loop
+        rather than by recursion (a long queue of calls waiting for one slot)."""
+        if self._concluding:
+            return
+        self._concluding = True
+        try:
             while self._unrun:
                 self._conclude_unrun(self._unrun.popleft())
+        finally:
+            self._concluding = False
 
     def _conclude_unrun(self, node: CallNode) -> None:
-        """A call whose turn came once the loop had closed. A prepared one resuming for its
-        commit drops what it staged, on a worker, as ``_commit`` does once the loop is ending:
-        else it would stay staged, and the turn never conclude. Any other is not started."""
+        """A call whose turn came once the loop was ending (or had closed). A prepared one
+        drops what it staged, on a worker, which needs no loop: else it would stay staged, and
+        the turn never conclude. Any other is not started."""
         run: CallRun = node.owner
-        staged = run.dispatch.two_phase and run.take_up_phase() != PREPARE
-        if staged:
+        phase = run.take_up_phase() if run.dispatch.two_phase else PLAIN
+        if phase in (COMMIT, ABORT):
             self._finish_off_loop(abort_staged, run, run.prepared, self._journal, self._turn_key, self)
-            error = CancelledCallError(f"{run.dispatch.name!r} was prepared, then aborted: the event loop had closed")
+            why = "its block was rejected" if phase == ABORT else "the event loop was ending"
+            error: BaseException = CancelledCallError(f"{run.dispatch.name!r} was prepared, then aborted: {why}")
         else:
             error = _not_started(run)
         run.settle(None, error, self.clock())
