@@ -407,7 +407,7 @@ impl Turn {
             // Most prose: the state rests, and a text token of resting bytes leaves it so.
             // Tested against the table asked for once, not through the scanner's dispatch.
             if resting.is_some_and(|rests| r.role.is_text() && rests_on(rests, r.bytes)) {
-                live.window.append(r.bytes, r.padded, ledger_at);
+                live.window.append(r.bytes, ledger_at);
                 live.window.save_unchanged();
                 continue;
             }
@@ -688,12 +688,12 @@ impl<'t> Live<'t> {
         for (n, &id) in ids.iter().enumerate() {
             // Checked below `dense_below`, itself below `MAX_TOKEN_ID`: the id fits.
             let id = id as u32;
-            let (piece, padded) = vocab.padded_below_dense(id);
+            let piece = vocab.piece_below_dense(id);
             if !setup.plain_text(id) || !rests_on(rests, piece) {
                 return n;
             }
             let ledger_at = self.ledger.append(Drafted::Id(id), piece.len());
-            self.window.append_unchanged(piece, padded, ledger_at);
+            self.window.append_unchanged(piece, ledger_at);
         }
         ids.len()
     }
@@ -720,7 +720,7 @@ impl<'t> Live<'t> {
     #[allow(clippy::inline_always)]
     fn step(&mut self, r: Resolved<'_>, ledger_at: usize, cp: &mut Checkpoint, out: &mut Vec<Outcome>) -> bool {
         cp.ends = 0;
-        let (pos, bytes) = self.window.append(r.bytes, r.padded, ledger_at);
+        let (pos, bytes) = self.window.append(r.bytes, ledger_at);
         let text = self.window.text();
         if !self.scanner.scan(&mut cp.scan, text, bytes, r.role, self.scan_out) {
             return false;

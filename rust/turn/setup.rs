@@ -6,7 +6,7 @@ use super::{TokenIn, TurnConfig};
 use crate::error::CoreError;
 use crate::ledger::Drafted;
 use crate::scan::{Role, Scanner, TokenRole};
-use crate::vocab::{Vocab, PAD};
+use crate::vocab::Vocab;
 use std::sync::Arc;
 
 /// A format bound to a vocabulary (named `Setup`, not "binding", which here means the pyo3
@@ -29,9 +29,6 @@ pub(super) struct Resolved<'a> {
     pub(super) bytes: &'a [u8],
     pub(super) id: Option<u32>,
     pub(super) role: TokenRole,
-    /// The arena bytes `bytes` begins, for a piece of the vocabulary below its
-    /// `dense_below` (see `Window::append`).
-    pub(super) padded: Option<&'a [u8; PAD]>,
 }
 
 impl Resolved<'_> {
@@ -114,11 +111,11 @@ impl Setup {
     #[inline]
     pub(super) fn resolve<'a>(&'a self, token: TokenIn<'a>) -> Result<Resolved<'a>, CoreError> {
         match token {
-            TokenIn::Piece(bytes) => Ok(Resolved { bytes, id: None, role: TokenRole::Text, padded: None }),
+            TokenIn::Piece(bytes) => Ok(Resolved { bytes, id: None, role: TokenRole::Text }),
             TokenIn::Id(id) => {
                 let bytes = self.vocab.piece(id)?;
                 // piece() succeeded, so the id is bounded by MAX_TOKEN_ID.
-                Ok(Resolved { bytes, id: Some(id as u32), role: self.id_role(id as u32), padded: None })
+                Ok(Resolved { bytes, id: Some(id as u32), role: self.id_role(id as u32) })
             }
         }
     }
@@ -126,8 +123,7 @@ impl Setup {
     /// `resolve` of an id below the vocabulary's `dense_below`, which always resolves.
     #[inline]
     pub(super) fn resolve_below_dense(&self, id: u32) -> Resolved<'_> {
-        let (bytes, padded) = self.vocab.padded_below_dense(id);
-        Resolved { bytes, id: Some(id), role: self.id_role(id), padded: Some(padded) }
+        Resolved { bytes: self.vocab.piece_below_dense(id), id: Some(id), role: self.id_role(id) }
     }
 
     /// The role of a token given by id: an ordinary one is text that knows it is no special token.

@@ -282,7 +282,7 @@ impl Turn {
         };
         for &node in path {
             let at = tree.first_ledger + node;
-            let (pos, _) = self.window.append(self.setup.piece_of(self.ledger.token(at)), None, at);
+            let (pos, _) = self.window.append(self.setup.piece_of(self.ledger.token(at)), at);
             self.window.save(tree.checkpoints[node]);
             for s in &tree.shifts[node] {
                 debug_assert_eq!(s.pos as usize, pos, "a node's depth is its place on its path");

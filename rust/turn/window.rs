@@ -12,7 +12,6 @@ use super::key_cursor::KeyCursor;
 use super::keys::CommitHasher;
 use crate::ledger::Ledger;
 use crate::scan::{ScanState, TextClass};
-use crate::vocab::PAD;
 use std::ops::Range;
 
 /// What changes per token and is saved after each undecided token that changes
@@ -132,25 +131,11 @@ impl Window {
     }
 
     /// Appends an undecided token's bytes; returns its live position and byte range.
-    /// The caller bounds the text by `u32::MAX` before appending. `padded`, where the
-    /// piece is the vocabulary's, begins with `bytes` (`Vocab::padded_below_dense`).
+    /// The caller bounds the text by `u32::MAX` before appending.
     #[inline]
-    pub(super) fn append(
-        &mut self,
-        bytes: &[u8],
-        padded: Option<&[u8; PAD]>,
-        ledger_at: usize,
-    ) -> (usize, Range<usize>) {
+    pub(super) fn append(&mut self, bytes: &[u8], ledger_at: usize) -> (usize, Range<usize>) {
         let start = self.text.len();
-        match padded {
-            // A short piece is copied as all `PAD` bytes, then the text cut back to it:
-            // one move, where `memcpy`'s call and size dispatch cost more than the copy.
-            Some(padded) if bytes.len() <= PAD => {
-                self.text.extend_from_slice(padded);
-                self.text.truncate(start + bytes.len());
-            }
-            _ => self.text.extend_from_slice(bytes),
-        }
+        self.text.extend_from_slice(bytes);
         self.tokens.push(LiveToken { ledger_at: ledger_at as u32, text_end: self.text.len() as u32 });
         (self.tokens.len() - 1, start..self.text.len())
     }
@@ -158,8 +143,8 @@ impl Window {
     /// Appends an undecided token that leaves the state as it was: `append`, then
     /// `save_unchanged`, inlined into a draft's run of such tokens.
     #[inline]
-    pub(super) fn append_unchanged(&mut self, bytes: &[u8], padded: &[u8; PAD], ledger_at: usize) {
-        self.append(bytes, Some(padded), ledger_at);
+    pub(super) fn append_unchanged(&mut self, bytes: &[u8], ledger_at: usize) {
+        self.append(bytes, ledger_at);
         self.save_unchanged();
     }
 

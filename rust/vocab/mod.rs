@@ -16,10 +16,6 @@ use std::ops::Range;
 /// stay far below it (the largest in use are about 260k).
 pub(crate) const MAX_TOKEN_ID: u32 = (1 << 22) - 1;
 
-/// Zero bytes after the arena's last piece: every piece is the head of `PAD` readable
-/// bytes, so a short one is copied as one fixed-width move, not a call to `memcpy`.
-pub(crate) const PAD: usize = 16;
-
 /// Where an id's piece lies in the byte arena; `ABSENT` for ids with none.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Span {
@@ -96,8 +92,7 @@ impl VocabBuilder {
         let dense = self.spans.iter().position(|s| *s == ABSENT).unwrap_or(self.spans.len()) as u64;
         let longest = self.spans.iter().filter(|s| **s != ABSENT).map(|s| u64::from(s.end - s.start)).max();
         let longest = longest.unwrap_or(0);
-        let (mut bytes, spans) = (self.bytes, self.spans);
-        bytes.resize(bytes.len() + PAD, 0);
+        let (bytes, spans) = (self.bytes, self.spans);
         let size = (len * 2).next_power_of_two().max(16);
         let mut table = vec![0u32; size];
         let mut same: HashMap<u32, Vec<u32>> = HashMap::new();
@@ -150,17 +145,12 @@ impl Vocab {
         }
     }
 
-    /// The piece of `id`, an id below `dense_below` (which always has one): no error
-    /// to build on the per-token path (empty for any other id). With it, the `PAD` arena
-    /// bytes it begins (the piece, then whatever follows): a piece up to `PAD` long is
-    /// copied from them at a fixed width.
+    /// The piece of `id`, an id below `dense_below` (which always has one): no
+    /// error to build on the per-token path. Empty for any other id.
     #[inline]
     #[must_use]
-    pub(crate) fn padded_below_dense(&self, id: u32) -> (&[u8], &[u8; PAD]) {
-        let span = self.spans.get(id as usize).copied().unwrap_or(Span { start: 0, end: 0 });
-        let start = span.start as usize;
-        let padded = self.bytes.get(start..start + PAD).and_then(|b| b.try_into().ok()).unwrap_or(&[0; PAD]);
-        (self.bytes.get(range(span)).unwrap_or_default(), padded)
+    pub(crate) fn piece_below_dense(&self, id: u32) -> &[u8] {
+        self.spans.get(id as usize).and_then(|&span| self.bytes.get(range(span))).unwrap_or_default()
     }
 
     /// Every id whose piece is exactly `text`, in no particular order. Costs the
@@ -252,23 +242,6 @@ mod tests {
         assert_eq!(v.ids_spelled(b"p7").count(), 4, "id 7 was replaced");
         assert_eq!(v.ids_spelled(b"absent").count(), 0);
         assert_eq!(VocabBuilder::default().build().ids_spelled(b"x").count(), 0);
-    }
-
-    #[test]
-    fn every_piece_begins_pad_readable_bytes() {
-        // The last piece too: the arena ends in `PAD` zeros, so a short piece is copied whole.
-        let mut b = VocabBuilder::default();
-        for (id, piece) in [&b"ab"[..], b"", &[b'x'; 40], b"last"].iter().enumerate() {
-            b.insert(id as u64, piece).unwrap();
-        }
-        let v = b.build();
-        let (piece, padded) = v.padded_below_dense(0);
-        assert_eq!((piece, &padded[..4]), (&b"ab"[..], &b"abxx"[..]), "the piece, then the arena after it");
-        assert_eq!(v.padded_below_dense(1).0, b"");
-        assert_eq!(v.padded_below_dense(2), (&[b'x'; 40][..], &[b'x'; PAD]));
-        assert_eq!(v.padded_below_dense(3), (&b"last"[..], b"last\0\0\0\0\0\0\0\0\0\0\0\0"));
-        assert_eq!(v.padded_below_dense(9).0, b"", "no piece: empty, never a panic");
-        assert_eq!(VocabBuilder::default().build().padded_below_dense(0).0, b"");
     }
 
     #[test]

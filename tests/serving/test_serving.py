@@ -114,9 +114,8 @@ def test_the_ledger_of_ids_gives_back_each_piece() -> None:
 
 @given(st.lists(st.integers(0, 7), min_size=1, max_size=40), st.integers(0, 8))
 def test_pieces_of_every_length_are_appended_whole(ids: list[int], accept: int) -> None:
-    """A short piece is copied into the live text as the 16 arena bytes it begins, then cut
-    back: pieces on either side of that width, the last of the arena and empty ones, read
-    back exactly, in a lone stream and a batch."""
+    """Pieces of every length (empty, around 16 bytes, the vocabulary's last) read back
+    exactly from the accepted text, in a lone stream and a batch."""
     pieces = [b"", b"a", b"b" * 15, b"c" * 16, b"d" * 17, b"e" * 40, "é".encode(), b"z" * 16]
     vocab = inert.Vocabulary(pieces)
     stream = inert.TokenStream("hermes", "t", vocab=vocab)
