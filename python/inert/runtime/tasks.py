@@ -838,6 +838,19 @@ class AsyncRuntime:
         with self._after_lock:
             return list(self._handing)
 
+    def _track_hand_back(self, hand_back: _HandBack) -> None:
+        with self._after_lock:
+            self._handing.add(hand_back)
+
+    def _claim_hand_back(self, hand_back: _HandBack) -> bool:
+        """Whether this caller is the one to run ``hand_back`` (the loop, or whoever finds
+        the loop closed first): it runs once."""
+        with self._after_lock:
+            if hand_back not in self._handing:
+                return False
+            self._handing.discard(hand_back)
+            return True
+
     def _closed_hand_over(self, hand_back: _HandBack) -> None:
         """A slot came back once the loop had closed (or was handed back as it closed, and
         dropped with it: ``bind`` finds those). Nothing runs on that loop again, so the calls
@@ -1011,15 +1024,11 @@ class _HandBack:
 
     def __init__(self, runtime: AsyncRuntime, then: Callable[[], None]) -> None:
         self._runtime, self._then = runtime, then
-        with runtime._after_lock:
-            runtime._handing.add(self)
+        runtime._track_hand_back(self)
 
     def __call__(self) -> None:
-        with self._runtime._after_lock:
-            if self not in self._runtime._handing:
-                return
-            self._runtime._handing.discard(self)
-        self._then()
+        if self._runtime._claim_hand_back(self):
+            self._then()
 
 
 class _HandedOver(Exception):
