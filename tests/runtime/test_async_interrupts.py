@@ -1280,3 +1280,46 @@ def test_a_finish_left_pending_on_a_closed_loop_does_not_break_the_next_one() ->
     [committed] = [e.split()[1] for e in tool.log if e.startswith("commit")]
     [aborted] = tool.aborted()
     assert {committed, aborted} == {"1", "2"}
+
+
+def test_finish_on_a_later_loop_returns_once_the_abort_it_reports_is_journaled() -> None:
+    """Found by a helper: the report said a prepared call was aborted while its abort still
+    ran on a worker, so a caller that closed its own journal on the report lost the abort's
+    record, and recover listed the prepare for ever. finish() now waits for such aborts (within
+    the call's deadline; this one has none)."""
+    tool, journal = _OneSlotStaged(), inert.MemoryJournal()
+    abort_in, abort_go, finished = threading.Event(), threading.Event(), threading.Event()
+    order: list[str] = []
+    plain_abort = tool.abort
+
+    def held_abort(n: int) -> None:
+        abort_in.set()
+        abort_go.wait(WATCHDOG)
+        plain_abort(n)
+        order.append("aborted")
+
+    tool.abort = held_abort  # type: ignore[method-assign]
+    box: list[inert.AsyncOrchestrator] = []
+
+    async def main() -> None:
+        box.append(orch := tool.orchestrator(journal))
+        await tool.one_commit_running(orch)
+
+    asyncio.run(main())
+    tool.go.set()  # the loop is closed: the commit returns, the waiting prepare's abort begins
+    assert abort_in.wait(WATCHDOG)
+    reports: list[inert.Report] = []
+
+    def finish() -> None:
+        reports.append(asyncio.run(box[0].finish()))
+        order.append("finished")
+        finished.set()
+
+    ending = threading.Thread(target=finish)
+    ending.start()
+    finished.wait(2)  # returned at once before the fix; now it waits for the abort
+    abort_go.set()
+    ending.join(WATCHDOG)
+    assert order == ["aborted", "finished"]
+    assert inert.recover(journal).prepared == []
+    assert len(reports[0].results) == 2

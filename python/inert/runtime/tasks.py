@@ -81,6 +81,7 @@ class AsyncRuntime:
         self._late = 0  # coroutine prepares past their deadline, still running: the pool outlives them
         self._lingering: set[Any] = set()  # tools' work that outlived its call (a deadline, a cancel)
         self._cleanups: set[asyncio.Task[Any]] = set()  # aborts drain() waits for
+        self._dropping: dict[concurrent.futures.Future[None], float | None] = {}  # and those on workers, with deadlines
         self._after: list[Callable[[], None]] = []  # what waits for both (closing a journal)
         self._after_lock = threading.Lock()  # ``_lingering`` and ``_after``: released from workers too
         # Slots handed back on the loop once a tool that outlived its call returns (``_off_loop_ended``),
@@ -192,6 +193,7 @@ class AsyncRuntime:
             # Shielded: a cancel of this wait (a request timeout) must not cancel the aborts,
             # whose threads would go on while their journal entries said they were cancelled.
             await asyncio.shield(asyncio.gather(*self._cleanups, return_exceptions=True))
+        await self._aborts_off_loop()
         self._drained = True
         if self._late == 0:
             self._pool.shutdown()
@@ -424,7 +426,7 @@ class AsyncRuntime:
                     )
                 except asyncio.CancelledError:  # the loop ended while the outcome was written: drop what it staged
                     self._note_outside_cancel(run)
-                    self._finish_off_loop(abort_staged, run, prepared, self._journal, self._turn_key, self)
+                    self._abort_off_loop(run, prepared)
                     result, error = None, _cut_off(run, "what it staged is being aborted")
                     break
             except BaseException as exc:  # noqa: BLE001 - every path out of a phase settles the call
@@ -585,7 +587,7 @@ class AsyncRuntime:
         except asyncio.CancelledError:
             self._ending = True  # inert never cancels this task
             if failure is None:
-                self._finish_off_loop(abort_staged, run, prepared, self._journal, self._turn_key, self)
+                self._abort_off_loop(run, prepared)
             return
         if failure is None:
             await self._abort(run)
@@ -668,7 +670,7 @@ class AsyncRuntime:
             # This task may be one made after the loop took its list of tasks to cancel, destroyed
             # with the loop before an awaited abort could run: the cleanup runs on a worker, which
             # needs no loop (a rejected call's own abort runs in the task its prepare ran in).
-            self._finish_off_loop(abort_staged, run, run.prepared, self._journal, self._turn_key, self)
+            self._abort_off_loop(run, run.prepared)
             return CancelledCallError(f"{run.dispatch.name!r} was prepared, then aborted: the event loop was ending")
         error: BaseException | None = None
         began = False
@@ -808,7 +810,7 @@ class AsyncRuntime:
 
         self._off_loop_ended(done, returned)
 
-    def _finish_off_loop(self, fn: Callable[..., None], *args: Any) -> None:
+    def _finish_off_loop(self, fn: Callable[..., None], *args: Any) -> concurrent.futures.Future[None]:
         """The loop is ending: what is left of a call (journaling a phase it cut off, aborting
         what a prepare staged) runs on a worker, which needs no loop. Tracked as a tool that
         outlived its call is, so the journal it writes to is closed only after it."""
@@ -816,6 +818,31 @@ class AsyncRuntime:
         with self._after_lock:
             self._lingering.add(done)
         done.add_done_callback(self._off_loop_ended)
+        return done
+
+    def _abort_off_loop(self, run: CallRun, prepared: Any) -> None:
+        """Drops what ``run``'s prepare staged, on a worker. A finish() waits for it (within
+        the call's deadline), so the abort its report gives is journaled once it returns."""
+        done = self._finish_off_loop(abort_staged, run, prepared, self._journal, self._turn_key, self)
+        with self._after_lock:
+            self._dropping[done] = run.dispatch.timeout
+        done.add_done_callback(self._abort_done)
+
+    def _abort_done(self, done: concurrent.futures.Future[None]) -> None:
+        with self._after_lock:
+            self._dropping.pop(done, None)
+
+    async def _aborts_off_loop(self) -> None:
+        """Waits for the aborts ``_abort_off_loop`` runs, each within its call's deadline."""
+        with self._after_lock:
+            dropping = dict(self._dropping)
+        if not dropping:
+            return
+        timeouts = list(dropping.values())
+        limit = None if None in timeouts else max(t for t in timeouts if t is not None)
+        waits = [asyncio.wrap_future(done) for done in dropping]
+        # Shielded, as the aborts on the loop are: a cancel of this wait must not cancel them.
+        await asyncio.shield(asyncio.wait(waits, timeout=limit))
 
     def _off_loop_ended(self, done: Any, then: Callable[[], None] | None = None) -> None:
         """Work of this turn that outlived its call (``_lingering``) ended, on its thread or
@@ -879,7 +906,7 @@ class AsyncRuntime:
         run: CallRun = node.owner
         phase = run.take_up_phase() if run.dispatch.two_phase else PLAIN
         if phase in (COMMIT, ABORT):
-            self._finish_off_loop(abort_staged, run, run.prepared, self._journal, self._turn_key, self)
+            self._abort_off_loop(run, run.prepared)
             why = "its block was rejected" if phase == ABORT else "the event loop was ending"
             error: BaseException = CancelledCallError(f"{run.dispatch.name!r} was prepared, then aborted: {why}")
         else:
