@@ -292,3 +292,18 @@ def test_a_file_permissions_forbid_is_refused_with_what_to_do(tmp_path: Path, ar
     lines = done.stderr.splitlines()
     assert len(lines) == 1, done.stderr
     assert f"{path}: cannot be read (permission denied); give this user read permission" in lines[0], lines[0]
+
+
+@pytest.mark.parametrize("suffix", ["-journal", "-wal", "-shm"])
+@pytest.mark.parametrize("command", [["journal", "init"], ["recover"], ["demo", "--db"]])
+def test_a_fifo_beside_a_database_is_refused_not_waited_on(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], suffix: str, command: list[str]
+) -> None:
+    """Found by a helper: SQLite opens the file it keeps beside a database (its -journal,
+    -wal, -shm) as a file, and blocked for ever, deaf to Ctrl-C, on a FIFO made there
+    (``recover`` too, reading a -journal to roll back)."""
+    db = tmp_path / "j.sqlite"
+    if command != ["demo", "--db"]:
+        _journal(db)
+    os.mkfifo(f"{db}{suffix}")
+    refused(capsys, [*command, str(db)], f"{db}{suffix} is a FIFO", "move it aside")

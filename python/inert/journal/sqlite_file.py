@@ -12,8 +12,20 @@ import urllib.parse
 from typing import Any
 
 from ..errors import JournalError
+from ..files import special_file
 
-__all__ = ["HEADER", "MAX_BUSY", "connect", "journal_error", "locked", "not_sqlite", "uri"]
+__all__ = [
+    "COMPANIONS",
+    "HEADER",
+    "MAX_BUSY",
+    "OddCompanion",
+    "connect",
+    "journal_error",
+    "locked",
+    "not_sqlite",
+    "odd_companion",
+    "uri",
+]
 
 HEADER = b"SQLite format 3\x00"
 """The first bytes of every SQLite database file."""
@@ -42,10 +54,32 @@ def connect(
     """Opens the file ``path`` (never a URI it spells); ``kwargs`` go to ``sqlite3.connect``.
 
     Raises:
-        sqlite3.Error: SQLite could not open it.
+        sqlite3.Error: SQLite could not open it, or a file SQLite keeps beside it is a FIFO,
+            a device or a socket (SQLite would block on a FIFO there for ever, deaf to Ctrl-C).
     """
+    if (odd := odd_companion(path)) is not None:
+        raise OddCompanion(odd)
     db: sqlite3.Connection = sqlite3.connect(uri(path, mode=mode, immutable=immutable), uri=True, **kwargs)
     return db
+
+
+class OddCompanion(sqlite3.OperationalError):
+    """A file SQLite keeps beside a database is no regular file (``odd_companion``): its
+    message says what to do."""
+
+
+COMPANIONS = ("-journal", "-wal", "-shm")
+"""The files SQLite keeps beside a database: its rollback journal, write-ahead log and index."""
+
+
+def odd_companion(path: str | os.PathLike[str]) -> str | None:
+    """What is wrong when a file SQLite keeps beside ``path`` is no regular file (a FIFO made
+    there, a device linked there): SQLite opens it as one, and blocks on a FIFO for ever."""
+    for suffix in COMPANIONS:
+        companion = os.fsdecode(path) + suffix
+        if (kind := special_file(companion)) is not None:
+            return f"{companion} is {kind}, where SQLite keeps a file of the database's own: move it aside"
+    return None
 
 
 def not_sqlite(path: str) -> bool:
@@ -77,6 +111,8 @@ def journal_error(path: str, doing: str, exc: BaseException) -> JournalError:
     """A :class:`JournalError` for ``exc``, naming the file and what to do about it."""
     text = str(exc)
     low = text.lower()
+    if isinstance(exc, OddCompanion):
+        return JournalError(f"journal {path}: {doing}: {text}")
     if "not a database" in low or "malformed" in low:
         advice = NOT_A_DATABASE
     elif "readonly" in low or "read-only" in low:

@@ -18,7 +18,7 @@ from typing import Any
 from ..errors import InertValueError, JournalError
 from ..files import cannot_read, special_file
 from .protocol import JournalEntry
-from .sqlite_file import MAX_BUSY, NOT_A_DATABASE, connect, journal_error, not_sqlite
+from .sqlite_file import MAX_BUSY, NOT_A_DATABASE, connect, journal_error, not_sqlite, odd_companion
 from .sqlite_schema import SELECT, row_entry, schema_problem
 
 __all__ = ["read_sqlite_journal"]
@@ -156,6 +156,8 @@ def _rollback_mode(path: str) -> bool:
 def _journal_header(path: str) -> bytes | None:
     """The header of the rollback journal beside ``path`` (its record count blanked), or
     ``None`` when there is none to roll back: missing, empty or zeroed (SQLite's test)."""
+    if (odd := odd_companion(path)) is not None:  # open() would wait for a FIFO's writer
+        raise JournalError(f"journal {path}: cannot read it: {odd}")
     try:
         with open(path + "-journal", "rb") as f:
             head = f.read(_JOURNAL_HEADER)
