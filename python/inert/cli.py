@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -525,13 +526,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     code = 0
     try:
         code = _main(argv)
-        sys.stdout.flush()
+        if sys.stdout is not None:  # None: started with stdout closed (`>&-`), print() writes nothing
+            sys.stdout.flush()
     except BrokenPipeError:
         _stdout_closed()
     except KeyboardInterrupt:  # before a command started (parsing, imports)
-        print("inert: interrupted (Ctrl-C)", file=sys.stderr)
+        _say("inert: interrupted (Ctrl-C)")
         return INTERRUPTED
     return code
+
+
+def _say(line: str) -> None:
+    """Writes ``line`` to stderr. One it cannot take (closed, a broken pipe, a full disk) loses
+    the line, never the exit status: the BrokenPipeError of stderr read as stdout's made an
+    error exit 0."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        print(line, file=sys.stderr, flush=True)
 
 
 def _main(argv: Sequence[str] | None) -> int:
@@ -597,7 +607,7 @@ def _main(argv: Sequence[str] | None) -> int:
                 if w not in lost:
                     warnings.showwarning(w.message, w.category, w.filename, w.lineno)
             for w in lost[:1]:
-                print(f"inert demo: --trace {args.trace}: {w.message}", file=sys.stderr)
+                _say(f"inert demo: --trace {args.trace}: {w.message}")
             return 2 if lost else 0 if demo_ok(runs) else 1
         if args.command == "audit":
             turns = audit(args.trace)
@@ -625,12 +635,12 @@ def _main(argv: Sequence[str] | None) -> int:
     except BrokenPipeError:
         raise  # main() ends quietly: a closed stdout is not bad input
     except (InertError, OSError, OutputError) as e:
-        print(f"inert {args.command}: {e}", file=sys.stderr)
+        _say(f"inert {args.command}: {e}")
         return 2
     except KeyboardInterrupt:
         # A line, not a traceback through whatever the command was doing; a journal it
         # wrote holds every intent, and `inert recover` lists a call cut short as in doubt.
-        print(f"inert {args.command}: interrupted (Ctrl-C); nothing more was done", file=sys.stderr)
+        _say(f"inert {args.command}: interrupted (Ctrl-C); nothing more was done")
         return INTERRUPTED
     return 2  # pragma: no cover - argparse rejects unknown commands
 

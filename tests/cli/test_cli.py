@@ -412,3 +412,33 @@ def test_an_effect_table_from_a_device_is_refused() -> None:
 
     with pytest.raises(package.EffectTableError, match="/dev/zero is a device"):
         package.EffectTable.from_toml("/dev/zero")
+
+
+@pytest.mark.parametrize("args", [["recover", "nope"], ["audit", "nope"], ["simulate", "--workloads", "nope"]])
+def test_an_error_keeps_its_exit_status_when_stderr_is_a_broken_pipe(args: list[str]) -> None:
+    """Found by a helper: the message's BrokenPipeError on stderr was taken for stdout's
+    closing, which ends quietly, so the failed command exited 0."""
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        done = subprocess.run([sys.executable, "-m", "inert", *args], stderr=write, check=False, timeout=60)
+    finally:
+        os.close(write)
+    assert done.returncode == 2
+
+
+def test_a_command_started_with_stdout_closed_ends_with_its_own_status(tmp_path: Path) -> None:
+    """Found by a helper: with stdout closed (``>&-``) Python has no sys.stdout, and the final
+    flush raised AttributeError: a traceback, and exit 1 for every command."""
+    journal = str(tmp_path / "j.sqlite")
+    for args, status in ((["journal", "init", journal], 0), (["recover", journal], 0), (["recover", "nope"], 2)):
+        done = subprocess.run(
+            [sys.executable, "-m", "inert", *args],
+            preexec_fn=lambda: os.close(1),  # the child starts with no stdout, as after `>&-`
+            stderr=subprocess.PIPE,
+            text=True,
+            check=False,
+            timeout=60,
+        )
+        assert "Traceback" not in done.stderr, done.stderr
+        assert done.returncode == status, (args, done.stderr)
