@@ -400,6 +400,8 @@ class EffectTable:
             doc = tomllib.loads(text.decode())
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
             raise EffectTableError(f"{path}: not a TOML effect table: {e}") from None
+        except RecursionError:  # tomllib parses arrays and inline tables by recursion
+            raise EffectTableError(f"{path}: not a TOML effect table: it nests too deeply") from None
         # A misspelled key is refused, never skipped: `speculat = false` would leave a read
         # speculating, and `[tool]` for `[tools]` would make every tool a write, without a word.
         _known_keys(doc, _TABLE_KEYS, f"{path}")

@@ -307,3 +307,15 @@ def test_a_fifo_beside_a_database_is_refused_not_waited_on(
         _journal(db)
     os.mkfifo(f"{db}{suffix}")
     refused(capsys, [*command, str(db)], f"{db}{suffix} is a FIFO", "move it aside")
+
+
+def test_toml_nested_past_the_parsers_recursion_is_refused_in_a_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Found by a helper: tomllib parses nested arrays by recursion, and a file nesting them
+    thousands deep ended `simulate --workloads` (and EffectTable.from_toml) in a RecursionError."""
+    deep = tmp_path / "deep.toml"
+    deep.write_text("x = " + "[" * 3000 + "]" * 3000 + "\n")
+    refused(capsys, ["simulate", "--workloads", str(deep)], "nests too deeply")
+    with pytest.raises(inert.EffectTableError, match="nests too deeply"):
+        inert.EffectTable.from_toml(deep)

@@ -296,6 +296,8 @@ class _Loader:
             raise InertValueError(f"{self.path}: not a TOML file: byte {e.start} is not UTF-8") from None
         except tomllib.TOMLDecodeError as e:
             raise InertValueError(f"{self.path}: not valid TOML: {e}") from None
+        except RecursionError:  # tomllib parses arrays and inline tables by recursion
+            raise InertValueError(f"{self.path}: not a TOML file of workloads: it nests too deeply") from None
         self.only(doc, "the top level", ("models", "agents", "workloads"))
         models = dict(MODELS) | dict(DRAFTERS) | {n: self.model(n, m) for n, m in self.tables(doc, "models").items()}
         agents = dict(AGENTS) | {n: self.agent(n, a) for n, a in self.tables(doc, "agents").items()}
