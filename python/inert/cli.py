@@ -462,7 +462,11 @@ def _emit(text: str) -> None:
         OutputError: stdout could not be written.
     """
     try:
-        print(_printable(text), flush=True)
+        try:
+            print(_printable(text), flush=True)
+        except UnicodeEncodeError:  # a stdout whose encoding cannot spell it (PYTHONIOENCODING=ascii)
+            encoding = getattr(sys.stdout, "encoding", None) or "ascii"
+            print(_printable(text).encode(encoding, "backslashreplace").decode(encoding), flush=True)
     except BrokenPipeError:
         _stdout_closed()
     except OSError as e:

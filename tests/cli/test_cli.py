@@ -442,3 +442,29 @@ def test_a_command_started_with_stdout_closed_ends_with_its_own_status(tmp_path:
         )
         assert "Traceback" not in done.stderr, done.stderr
         assert done.returncode == status, (args, done.stderr)
+
+
+def test_output_a_stdout_encoding_cannot_spell_is_escaped(tmp_path: Path) -> None:
+    """Found by a helper: `PYTHONIOENCODING=ascii inert recover` of a journal holding
+    arguments outside ASCII ended in a UnicodeEncodeError traceback."""
+    from inert import Orchestrator  # this module's `inert` runs the command line
+
+    journal = tmp_path / "j.sqlite"
+    orch = Orchestrator({"t": "write"}, {"t": lambda a: "ok"}, turn_key="tk", journal=journal)
+    orch.draft(['<tool_call>{"name": "t", "arguments": {"a": "é☃"}}</tool_call>'])
+    orch.verify(1)
+    orch.finish()
+    env = {**os.environ, "PYTHONIOENCODING": "ascii"}
+    done = subprocess.run(
+        [sys.executable, "-m", "inert", "recover", str(journal)],
+        capture_output=True,
+        text=True,
+        encoding="ascii",
+        errors="replace",
+        env=env,
+        check=False,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+    assert "\\xe9\\u2603" in done.stdout
