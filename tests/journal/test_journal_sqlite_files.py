@@ -23,6 +23,7 @@ from test_journal_sqlite import cli, journal_with_entries, run_isolated
 
 import inert
 from inert.cli import main
+from inert.journal import init_journal
 from journals import record
 
 ENTRIES = 200
@@ -268,3 +269,21 @@ def test_a_read_only_wal_and_shm_left_beside_a_journal_are_named(tmp_path: Path)
     )
     assert f"{path}-wal and {path}-shm beside it (left while the file was read-only) must be writable" in done.stderr
     assert main(["recover", str(path)]) == 0
+
+
+def test_a_path_through_a_link_and_dotdot_is_the_file_the_kernel_finds(tmp_path: Path) -> None:
+    """Found by a helper: names were made absolute with abspath, which cuts `link/..` lexically
+    to the folder the link sits in, not the link target's parent: recover found no journal
+    that was there, and a demo wrote beside the link. A missing folder in the way (`nosuch/..`)
+    made SQLite create the file where the kernel finds none, and leave a stray temporary."""
+    (tmp_path / "real" / "sub").mkdir(parents=True)
+    (tmp_path / "lnk").symlink_to(tmp_path / "real" / "sub")
+    init_journal(tmp_path / "real" / "j.sqlite")
+    through = f"{tmp_path}/lnk/../j.sqlite"
+    assert inert.recover(through).completed == []
+    init_journal(f"{tmp_path}/lnk/../k.sqlite")
+    assert (tmp_path / "real" / "k.sqlite").exists() and not (tmp_path / "k.sqlite").exists()
+    before = set(os.listdir(tmp_path))
+    with pytest.raises(inert.JournalError, match="is no folder"):
+        init_journal(f"{tmp_path}/nosuch/../m.sqlite")
+    assert set(os.listdir(tmp_path)) == before

@@ -44,7 +44,9 @@ def uri(path: str | os.PathLike[str], *, mode: str | None = None, immutable: boo
     query = [f"mode={mode}"] if mode else []
     if immutable:
         query.append("immutable=1")
-    quoted = urllib.parse.quote(os.fsencode(os.path.abspath(path)))
+    # Joined, never normalised: `link/..` is the link target's parent, as the kernel (and SQLite)
+    # resolve it, where abspath cut it lexically to the folder the link sits in.
+    quoted = urllib.parse.quote(os.fsencode(os.path.join(os.getcwd(), os.fspath(path))))
     return "file:" + quoted + ("?" + "&".join(query) if query else "")
 
 
@@ -59,6 +61,11 @@ def connect(
     """
     if (odd := odd_companion(path)) is not None:
         raise OddCompanion(odd)
+    folder = os.path.dirname(os.path.join(os.getcwd(), os.fspath(path)))
+    if not os.path.isdir(folder):
+        # SQLite reads a name through a folder that is missing (`nosuch/../x`) lexically, and
+        # made `x` where the kernel finds no file at all; a trailing `/` named a file too.
+        raise sqlite3.OperationalError(f"unable to open database file: {folder} is no folder")
     db: sqlite3.Connection = sqlite3.connect(uri(path, mode=mode, immutable=immutable), uri=True, **kwargs)
     return db
 
