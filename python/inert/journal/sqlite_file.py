@@ -44,10 +44,15 @@ def uri(path: str | os.PathLike[str], *, mode: str | None = None, immutable: boo
     query = [f"mode={mode}"] if mode else []
     if immutable:
         query.append("immutable=1")
-    # Joined, never normalised: `link/..` is the link target's parent, as the kernel (and SQLite)
-    # resolve it, where abspath cut it lexically to the folder the link sits in.
-    quoted = urllib.parse.quote(os.fsencode(os.path.join(os.getcwd(), os.fspath(path))))
+    quoted = urllib.parse.quote(os.fsencode(_absolute(path)))
     return "file:" + quoted + ("?" + "&".join(query) if query else "")
+
+
+def _absolute(path: str | os.PathLike[str]) -> str:
+    """``path`` joined to the working folder, never normalised: `link/..` is the link target's
+    parent, as the kernel (and SQLite) resolve it, where abspath cut it lexically to the folder
+    the link sits in."""
+    return os.path.join(os.getcwd(), os.fspath(path))
 
 
 def connect(
@@ -61,7 +66,7 @@ def connect(
     """
     if (odd := odd_companion(path)) is not None:
         raise OddCompanion(odd)
-    folder = os.path.dirname(os.path.join(os.getcwd(), os.fspath(path)))
+    folder = os.path.dirname(_absolute(path))
     if not os.path.isdir(folder):
         # SQLite reads a name through a folder that is missing (`nosuch/../x`) lexically, and
         # made `x` where the kernel finds no file at all; a trailing `/` named a file too.
@@ -117,9 +122,9 @@ NOT_A_DATABASE = (
 def journal_error(path: str, doing: str, exc: BaseException) -> JournalError:
     """A :class:`JournalError` for ``exc``, naming the file and what to do about it."""
     text = str(exc)
-    low = text.lower()
     if isinstance(exc, OddCompanion):
         return JournalError(f"journal {path}: {doing}: {text}")
+    low = text.lower()
     if "not a database" in low or "malformed" in low:
         advice = NOT_A_DATABASE
     elif "readonly" in low or "read-only" in low:

@@ -884,8 +884,7 @@ class AsyncRuntime:
         the slot would start conclude on this thread, one at a time (``_closed_lock``)."""
         with self._closed_lock, InterruptsHeld():
             self._ending = True
-            hand_back()
-            self._conclude_all_unrun()
+            hand_back()  # the slot's calls start through ``_start``, which concludes them
 
     def _conclude_all_unrun(self) -> None:
         """Concludes the calls in ``_unrun``, those their conclusions start too, in a loop
